@@ -1,0 +1,85 @@
+# symheap: `make` builds the library and tools, `make demo` runs the benchmark
+# on 4 ranks, `make test` runs every test and ends with "N passed, N failed".
+CC ?= cc
+PREFIX ?= /usr/local
+BUILD ?= build
+OPT ?= -O2 -g
+SAN ?=
+# Truncating snprintf is intended everywhere we use it (bounded messages).
+CLANG_FLAGS := $(if $(findstring clang,$(shell $(CC) --version 2>/dev/null)),-Wno-unknown-warning-option)
+CFLAGS_ALL = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
+  -Wstrict-prototypes -Wno-format-truncation $(CLANG_FLAGS) -Iinclude -fPIC -fvisibility=hidden -pthread \
+  $(OPT) $(SAN) $(CFLAGS)
+LDFLAGS_ALL = -pthread $(SAN) $(LDFLAGS)
+
+LIB_SRCS := $(wildcard core/*.c) $(wildcard adaptors/device/*.c) \
+  $(wildcard adaptors/ccl/*.c)
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+TOOLS := symheap-run symheap-info symheap-bench
+TESTS := test_unit test_multirank test_faults
+HEADERS := $(wildcard include/*.h) $(wildcard core/*.h) \
+  $(wildcard adaptors/*/*.h)
+
+.PHONY: all lib tools tests demo test install clean format
+all: lib tools
+lib: $(BUILD)/lib/libsymheap.so $(BUILD)/lib/libsymheap.a
+tools: $(TOOLS:%=$(BUILD)/bin/%)
+tests: $(TESTS:%=$(BUILD)/test/%)
+
+$(BUILD)/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+$(BUILD)/lib/libsymheap.so: $(LIB_OBJS) symheap.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@.0 $(LIB_OBJS) -Wl,--version-script=symheap.map \
+	  -Wl,-soname,libsymheap.so.0 -Wl,--no-undefined $(LDFLAGS_ALL)
+	ln -sf libsymheap.so.0 $@
+
+$(BUILD)/lib/libsymheap.a: $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $(LIB_OBJS)
+
+# Tools use the shared library, found next to them after install too.
+$(BUILD)/bin/%: tools/%.c $(BUILD)/lib/libsymheap.so $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< -L$(BUILD)/lib -lsymheap \
+	  -Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_ALL) -lm
+
+# symheap-info reads the adaptor registry and the variable table directly.
+$(BUILD)/bin/symheap-info: tools/symheap-info.c $(BUILD)/lib/libsymheap.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Icore -o $@ $< $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL)
+
+# Tests link the static library so they can reach core internals.
+TEST_COMMON := test/harness.c test/record_adaptor.c
+$(BUILD)/test/%: test/%.c $(TEST_COMMON) test/harness.h $(BUILD)/lib/libsymheap.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Icore -o $@ $< $(TEST_COMMON) $(BUILD)/lib/libsymheap.a \
+	  $(LDFLAGS_ALL)
+
+demo: all
+	$(BUILD)/bin/symheap-run -n 4 -- $(BUILD)/bin/symheap-bench
+
+test:
+	./test/run.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	  $(DESTDIR)$(PREFIX)/bin
+	install -m 644 include/symheap.h include/symheap_device.h \
+	  include/symheap_adaptor.h $(DESTDIR)$(PREFIX)/include/
+	install -m 755 $(BUILD)/lib/libsymheap.so.0 \
+	  $(DESTDIR)$(PREFIX)/lib/libsymheap.so.0
+	ln -sf libsymheap.so.0 $(DESTDIR)$(PREFIX)/lib/libsymheap.so
+	install -m 644 $(BUILD)/lib/libsymheap.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(TOOLS:%=$(BUILD)/bin/%) $(DESTDIR)$(PREFIX)/bin/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' \
+	  -e 's|@VERSION@|$(shell sed -n 's/#define SYMHEAP_VERSION_\(MAJOR\|MINOR\|PATCH\) //p' include/symheap.h | paste -sd.)|' \
+	  symheap.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/symheap.pc
+
+format:
+	clang-format -i include/*.h core/*.[ch] adaptors/*/*.[ch] tools/*.c test/*.[ch]
+
+clean:
+	rm -rf build

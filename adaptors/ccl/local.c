@@ -1,0 +1,325 @@
+/* Local bootstrap: a star of Unix stream sockets around rank 0.
+ *
+ * Every message starts with a header (magic, version, type, sequence number,
+ * length) and is refused if any of them is wrong.  Rank 0 gathers, then
+ * answers every rank; when it loses or waits too long for one, it tells the
+ * others which rank and why (an ABORT message), so every survivor names the
+ * same culprit instead of timing out on rank 0. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "local.h"
+
+#define MSG_MAGIC 0x53484d42u /* "SHMB" */
+#define MSG_VERSION 1
+enum { MSG_HELLO = 1, MSG_WELCOME, MSG_GATHER, MSG_RESULT, MSG_ABORT };
+
+typedef struct {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t type;
+  uint32_t seq;
+  uint32_t len;
+} msg_hdr_t;
+
+typedef struct {
+  unsigned char token[16];
+  int32_t rank;
+  int32_t nranks;
+} hello_t;
+
+typedef struct {
+  int32_t rank; /* the rank that failed */
+  int32_t code;
+  char msg[240];
+} abort_t;
+
+/* Non-roots wait this much longer than rank 0, so that rank 0's verdict on a
+ * silent rank arrives before their own timeout on rank 0. */
+#define GRACE_MS 500
+
+typedef struct {
+  int rank, nranks;
+  int *fds; /* root: per-rank sockets (fds[0] unused); others: fds[0] */
+  uint32_t seq;
+  unsigned char token[16];
+} local_t;
+
+static symheap_result_t send_msg(int fd, uint16_t type, uint32_t seq,
+                                 const void *data, uint32_t len,
+                                 int64_t deadline, int peer) {
+  msg_hdr_t h = {MSG_MAGIC, MSG_VERSION, type, seq, len};
+  symheap_result_t r = symheap__sock_send(fd, &h, sizeof h, -1, deadline, peer);
+  if (r == SYMHEAP_SUCCESS && len)
+    r = symheap__sock_send(fd, data, len, -1, deadline, peer);
+  return r;
+}
+
+static symheap_result_t recv_hdr(int fd, msg_hdr_t *h, int64_t deadline,
+                                 int peer) {
+  symheap_result_t r = symheap__sock_recv(fd, h, sizeof *h, NULL, deadline, peer);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  if (h->magic != MSG_MAGIC || h->version != MSG_VERSION)
+    return symheap__error(SYMHEAP_ERR_REMOTE,
+                          "bootstrap message from rank %d has a bad magic or "
+                          "version (0x%x v%u)",
+                          peer, h->magic, h->version);
+  return SYMHEAP_SUCCESS;
+}
+
+/* Read an ABORT body and turn it into this rank's error. */
+static symheap_result_t take_abort(int fd, const msg_hdr_t *h,
+                                   int64_t deadline) {
+  abort_t a;
+  if (h->len != sizeof a)
+    return symheap__error(SYMHEAP_ERR_REMOTE, "malformed abort from rank 0");
+  symheap_result_t r = symheap__sock_recv(fd, &a, sizeof a, NULL, deadline, 0);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  a.msg[sizeof a.msg - 1] = '\0';
+  symheap_result_t code = (a.code == SYMHEAP_ERR_TIMEOUT) ? SYMHEAP_ERR_TIMEOUT
+                                                          : SYMHEAP_ERR_REMOTE;
+  return symheap__error(code, "rank %d failed (reported by rank 0): %s", a.rank,
+                        a.msg);
+}
+
+static void root_abort_all(local_t *l, int failed, symheap_result_t code) {
+  abort_t a;
+  memset(&a, 0, sizeof a);
+  a.rank = failed;
+  a.code = code;
+  snprintf(a.msg, sizeof a.msg, "%s", symheap__error_peek());
+  /* Best effort with a short deadline: the others may be gone too. */
+  int64_t deadline = symheap__now_ms() + 100;
+  SYMHEAP__KEEP_ERROR(for (int r = 1; r < l->nranks; r++) if (
+      r != failed && l->fds[r] >= 0)(void)send_msg(l->fds[r], MSG_ABORT, l->seq,
+                                                   &a, sizeof a, deadline, r));
+}
+
+static void local_free(local_t *l) {
+  if (!l)
+    return;
+  for (int r = 0; r < l->nranks; r++)
+    if (l->fds[r] >= 0)
+      close(l->fds[r]);
+  free(l->fds);
+  free(l);
+}
+
+static symheap_result_t root_join(local_t *l, const symheap__uid_t *uid,
+                                  int64_t deadline) {
+  symheap__sockname_t name;
+  name.abstract = (int)uid->abstract;
+  snprintf(name.name, sizeof name.name, "%s", uid->name);
+  int lfd;
+  symheap_result_t r = symheap__sock_listen(&name, &lfd);
+  if (r != SYMHEAP_SUCCESS)
+    return symheap__error_context(r, "rank 0 cannot open the bootstrap socket");
+  int joined = 1;
+  while (joined < l->nranks) {
+    int fd;
+    r = symheap__sock_accept(lfd, deadline, &fd);
+    if (r != SYMHEAP_SUCCESS) {
+      char missing[256] = "";
+      size_t o = 0;
+      for (int i = 1; i < l->nranks && o < sizeof missing - 16; i++)
+        if (l->fds[i] < 0)
+          o += (size_t)snprintf(missing + o, sizeof missing - o, "%srank %d",
+                                o ? ", " : "", i);
+      symheap__error(r, "%d of %d ranks joined before the timeout; missing: %s",
+                     joined, l->nranks, missing);
+      int first = 1;
+      while (first < l->nranks && l->fds[first] >= 0)
+        first++;
+      root_abort_all(l, first, r);
+      goto out;
+    }
+    msg_hdr_t h;
+    hello_t hello;
+    /* A connection that does not prove the token is dropped, not fatal: it
+     * is a stray process, not one of ours. */
+    if (recv_hdr(fd, &h, deadline, -1) != SYMHEAP_SUCCESS ||
+        h.type != MSG_HELLO || h.len != sizeof hello ||
+        symheap__sock_recv(fd, &hello, sizeof hello, NULL, deadline, -1) !=
+            SYMHEAP_SUCCESS ||
+        memcmp(hello.token, l->token, sizeof l->token) != 0) {
+      SYMHEAP_WARN("bootstrap: dropped a connection that did not present the "
+                   "job's token");
+      close(fd);
+      continue;
+    }
+    if (hello.nranks != l->nranks || hello.rank <= 0 ||
+        hello.rank >= l->nranks || l->fds[hello.rank] >= 0) {
+      SYMHEAP_WARN("bootstrap: refused rank %d of %d (this job has %d ranks%s)",
+                   hello.rank, hello.nranks, l->nranks,
+                   (hello.rank > 0 && hello.rank < l->nranks &&
+                    l->fds[hello.rank] >= 0)
+                       ? ", and that rank has joined already"
+                       : "");
+      abort_t a = {0, SYMHEAP_ERR_MISMATCH, ""};
+      snprintf(a.msg, sizeof a.msg,
+               "rank 0 refused this rank: it claims rank %d of %d, the job "
+               "has %d ranks",
+               hello.rank, hello.nranks, l->nranks);
+      (void)send_msg(fd, MSG_ABORT, 0, &a, sizeof a, symheap__now_ms() + 100,
+                     hello.rank);
+      close(fd);
+      continue;
+    }
+    l->fds[hello.rank] = fd;
+    joined++;
+  }
+  for (int i = 1; i < l->nranks && r == SYMHEAP_SUCCESS; i++) {
+    r = send_msg(l->fds[i], MSG_WELCOME, 0, NULL, 0, deadline, i);
+    if (r != SYMHEAP_SUCCESS)
+      root_abort_all(l, i, r);
+  }
+out:
+  close(lfd);
+  symheap__sock_unlink(&name);
+  return r;
+}
+
+static symheap_result_t peer_join(local_t *l, const symheap__uid_t *uid,
+                                  int64_t deadline) {
+  symheap__sockname_t name;
+  name.abstract = (int)uid->abstract;
+  snprintf(name.name, sizeof name.name, "%s", uid->name);
+  symheap_result_t r = symheap__sock_connect(&name, deadline, 0, &l->fds[0]);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  hello_t hello;
+  memcpy(hello.token, l->token, sizeof hello.token);
+  hello.rank = l->rank;
+  hello.nranks = l->nranks;
+  r = send_msg(l->fds[0], MSG_HELLO, 0, &hello, sizeof hello, deadline, 0);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  msg_hdr_t h;
+  r = recv_hdr(l->fds[0], &h, deadline + GRACE_MS, 0);
+  if (r != SYMHEAP_SUCCESS)
+    return symheap__error_context(r, "waiting for every rank to join");
+  if (h.type == MSG_ABORT)
+    return take_abort(l->fds[0], &h, deadline + GRACE_MS);
+  if (h.type != MSG_WELCOME || h.len != 0)
+    return symheap__error(SYMHEAP_ERR_REMOTE,
+                          "unexpected bootstrap message %u from rank 0", h.type);
+  return SYMHEAP_SUCCESS;
+}
+
+symheap_result_t symheap__local_ccl_create(const symheap__uid_t *uid,
+                                           int nranks, int rank,
+                                           int timeout_ms, void **ctx) {
+  local_t *l = calloc(1, sizeof *l);
+  int *fds = calloc((size_t)nranks, sizeof(int));
+  if (!l || !fds) {
+    free(l);
+    free(fds);
+    return symheap__error(SYMHEAP_ERR_NO_MEMORY, "bootstrap: out of memory");
+  }
+  l->rank = rank;
+  l->nranks = nranks;
+  l->fds = fds;
+  for (int i = 0; i < nranks; i++)
+    l->fds[i] = -1;
+  memcpy(l->token, uid->token, sizeof l->token);
+  int64_t deadline = symheap__now_ms() + timeout_ms;
+  symheap_result_t r = SYMHEAP_SUCCESS;
+  if (nranks > 1)
+    r = rank == 0 ? root_join(l, uid, deadline) : peer_join(l, uid, deadline);
+  if (r != SYMHEAP_SUCCESS) {
+    local_free(l);
+    return r;
+  }
+  *ctx = l;
+  return SYMHEAP_SUCCESS;
+}
+
+static int local_rank(void *ctx) { return ((local_t *)ctx)->rank; }
+static int local_size(void *ctx) { return ((local_t *)ctx)->nranks; }
+
+static symheap_result_t root_allgather(local_t *l, const void *in, char *out,
+                                       size_t bytes, int64_t deadline) {
+  for (int r = 1; r < l->nranks; r++) {
+    msg_hdr_t h;
+    symheap_result_t res = recv_hdr(l->fds[r], &h, deadline, r);
+    if (res == SYMHEAP_SUCCESS &&
+        (h.type != MSG_GATHER || h.seq != l->seq || h.len != bytes))
+      res = symheap__error(SYMHEAP_ERR_REMOTE,
+                           "rank %d is out of step: sent message %u seq %u "
+                           "len %u, expected gather seq %u len %zu",
+                           r, h.type, h.seq, h.len, l->seq, bytes);
+    if (res == SYMHEAP_SUCCESS && bytes)
+      res = symheap__sock_recv(l->fds[r], out + (size_t)r * bytes, bytes, NULL,
+                               deadline, r);
+    if (res != SYMHEAP_SUCCESS) {
+      root_abort_all(l, r, res);
+      return res;
+    }
+  }
+  memcpy(out, in, bytes);
+  size_t total = bytes * (size_t)l->nranks;
+  for (int r = 1; r < l->nranks; r++) {
+    symheap_result_t res =
+        send_msg(l->fds[r], MSG_RESULT, l->seq, out, (uint32_t)total, deadline, r);
+    if (res != SYMHEAP_SUCCESS) {
+      root_abort_all(l, r, res);
+      return res;
+    }
+  }
+  return SYMHEAP_SUCCESS;
+}
+
+static symheap_result_t peer_allgather(local_t *l, const void *in, char *out,
+                                       size_t bytes, int64_t deadline) {
+  symheap_result_t r =
+      send_msg(l->fds[0], MSG_GATHER, l->seq, in, (uint32_t)bytes, deadline, 0);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  msg_hdr_t h;
+  r = recv_hdr(l->fds[0], &h, deadline + GRACE_MS, 0);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  if (h.type == MSG_ABORT)
+    return take_abort(l->fds[0], &h, deadline + GRACE_MS);
+  size_t total = bytes * (size_t)l->nranks;
+  if (h.type != MSG_RESULT || h.seq != l->seq || h.len != total)
+    return symheap__error(SYMHEAP_ERR_REMOTE,
+                          "rank 0 is out of step: sent message %u seq %u len "
+                          "%u, expected result seq %u len %zu",
+                          h.type, h.seq, h.len, l->seq, total);
+  return symheap__sock_recv(l->fds[0], out, total, NULL, deadline + GRACE_MS, 0);
+}
+
+static symheap_result_t local_allgather(void *ctx, const void *in, void *out,
+                                        size_t bytes, int timeout_ms) {
+  local_t *l = ctx;
+  if (bytes > (1u << 24) / (size_t)l->nranks)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "bootstrap allgather of %zu bytes per rank is too "
+                          "large",
+                          bytes);
+  l->seq++;
+  int64_t deadline = symheap__now_ms() + timeout_ms;
+  if (l->nranks == 1) {
+    memcpy(out, in, bytes);
+    return SYMHEAP_SUCCESS;
+  }
+  return l->rank == 0 ? root_allgather(l, in, out, bytes, deadline)
+                      : peer_allgather(l, in, out, bytes, deadline);
+}
+
+static void local_fini(void *ctx) { local_free(ctx); }
+
+const symheap_ccl_ops symheap__local_ccl_ops = {
+    .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
+    .struct_size = sizeof(symheap_ccl_ops),
+    .name = "local",
+    .rank = local_rank,
+    .size = local_size,
+    .allgather = local_allgather,
+    .barrier = NULL,
+    .fini = local_fini,
+};

@@ -1,0 +1,15 @@
+/* The built-in bootstrap: ranks on one host meet at rank 0's Unix socket. */
+#ifndef SYMHEAP_CCL_LOCAL_H
+#define SYMHEAP_CCL_LOCAL_H
+
+#include "../../core/uid.h"
+
+extern const symheap_ccl_ops symheap__local_ccl_ops;
+
+/* Collective: returns once all nranks ranks have joined, or fails on every
+ * rank that got this far. */
+symheap_result_t symheap__local_ccl_create(const symheap__uid_t *uid,
+                                           int nranks, int rank,
+                                           int timeout_ms, void **ctx);
+
+#endif

@@ -1,0 +1,217 @@
+/* The host device adaptor: the CPU is the device.
+ *
+ * Physical memory is a memfd; its shareable handle is the file descriptor
+ * itself, which the core passes to local peers with SCM_RIGHTS.  Reserved VA
+ * is an inaccessible anonymous mapping, and mapping replaces part of it with a
+ * MAP_FIXED shared mapping of the memfd, so every peer's memory really is
+ * shared and CPU loads and stores communicate through it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../core/internal.h"
+#include "host.h"
+
+typedef struct {
+  const symheap_host_services_t *svc;
+  size_t page;
+} host_t;
+
+/* Handles are fd + 1, so that 0 is never a valid handle. */
+static int handle_fd(symheap_mem_handle_t h) { return (int)h - 1; }
+
+static int host_available(const symheap_host_services_t *svc, char *why,
+                          size_t len) {
+  (void)svc;
+  (void)why;
+  (void)len;
+  return 1;
+}
+
+static symheap_result_t host_init(const symheap_host_services_t *svc,
+                                  const symheap_device_init_t *args,
+                                  void **ctx) {
+  (void)args;
+  host_t *h = calloc(1, sizeof *h);
+  if (!h)
+    return svc->error(SYMHEAP_ERR_NO_MEMORY, "host adaptor: out of memory");
+  h->svc = svc;
+  long page = sysconf(_SC_PAGESIZE);
+  h->page = page > 0 ? (size_t)page : 4096;
+  *ctx = h;
+  return SYMHEAP_SUCCESS;
+}
+
+static void host_fini(void *ctx) { free(ctx); }
+
+static symheap_result_t host_query(void *ctx, symheap_device_caps_t *caps) {
+  host_t *h = ctx;
+  caps->caps = SYMHEAP_CAP_VMM | SYMHEAP_CAP_HOST_ACCESS;
+  caps->handle_kinds = 1u << SYMHEAP_HANDLE_FD;
+  caps->granularity = h->page;
+  caps->recommended_granularity = h->page;
+  caps->multicast_granularity = 0;
+  snprintf(caps->device_name, sizeof caps->device_name, "cpu (memfd)");
+  return SYMHEAP_SUCCESS;
+}
+
+static symheap_result_t host_mem_create(void *ctx, size_t size,
+                                        symheap_mem_handle_t *out) {
+  host_t *h = ctx;
+  int fd = memfd_create("symheap", MFD_CLOEXEC);
+  if (fd < 0)
+    return h->svc->error(errno == EMFILE || errno == ENFILE ? SYMHEAP_ERR_SYSTEM
+                                                            : SYMHEAP_ERR_DEVICE,
+                         "memfd_create: %s", strerror(errno));
+  if (ftruncate(fd, (off_t)size) != 0) {
+    int e = errno;
+    close(fd);
+    return h->svc->error(e == ENOMEM || e == ENOSPC ? SYMHEAP_ERR_NO_MEMORY
+                                                    : SYMHEAP_ERR_DEVICE,
+                         "ftruncate(memfd, %zu): %s", size, strerror(e));
+  }
+  *out = (symheap_mem_handle_t)fd + 1;
+  return SYMHEAP_SUCCESS;
+}
+
+static symheap_result_t host_mem_release(void *ctx, symheap_mem_handle_t mh) {
+  host_t *h = ctx;
+  if (close(handle_fd(mh)) != 0)
+    return h->svc->error(SYMHEAP_ERR_DEVICE, "close(memfd %d): %s",
+                         handle_fd(mh), strerror(errno));
+  return SYMHEAP_SUCCESS;
+}
+
+static symheap_result_t host_mem_export(void *ctx, symheap_mem_handle_t mh,
+                                        uint32_t kind,
+                                        symheap_shareable_t *out) {
+  host_t *h = ctx;
+  if (kind != SYMHEAP_HANDLE_FD)
+    return h->svc->error(SYMHEAP_ERR_UNSUPPORTED,
+                         "host adaptor exports file descriptors only");
+  int fd = fcntl(handle_fd(mh), F_DUPFD_CLOEXEC, 0);
+  if (fd < 0)
+    return h->svc->error(SYMHEAP_ERR_SYSTEM, "dup(memfd): %s", strerror(errno));
+  memset(out, 0, sizeof *out);
+  out->kind = SYMHEAP_HANDLE_FD;
+  out->fd = fd;
+  return SYMHEAP_SUCCESS;
+}
+
+static symheap_result_t host_mem_import(void *ctx, const symheap_shareable_t *in,
+                                        symheap_mem_handle_t *out) {
+  host_t *h = ctx;
+  if (in->kind != SYMHEAP_HANDLE_FD || in->fd < 0) {
+    if (in->kind == SYMHEAP_HANDLE_FD && in->fd >= 0)
+      close(in->fd);
+    return h->svc->error(SYMHEAP_ERR_INVALID_ARG,
+                         "host adaptor imports file descriptors only");
+  }
+  struct stat st;
+  if (fstat(in->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(in->fd);
+    return h->svc->error(SYMHEAP_ERR_REMOTE,
+                         "received descriptor is not shared memory");
+  }
+  *out = (symheap_mem_handle_t)in->fd + 1;
+  return SYMHEAP_SUCCESS;
+}
+
+static symheap_result_t host_va_reserve(void *ctx, size_t size, size_t align,
+                                        void **va) {
+  host_t *h = ctx;
+  if (align < h->page)
+    align = h->page;
+  size_t span = size + align - h->page;
+  char *p = mmap(NULL, span, PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    return h->svc->error(SYMHEAP_ERR_NO_MEMORY,
+                         "cannot reserve %zu bytes of address space: %s", size,
+                         strerror(errno));
+  /* Trim to the alignment: give back the head and the tail. */
+  uintptr_t start = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+  size_t head = start - (uintptr_t)p;
+  if (head)
+    munmap(p, head);
+  size_t tail = span - head - size;
+  if (tail)
+    munmap((char *)start + size, tail);
+  *va = (void *)start;
+  return SYMHEAP_SUCCESS;
+}
+
+static symheap_result_t host_va_free(void *ctx, void *va, size_t size) {
+  host_t *h = ctx;
+  if (munmap(va, size) != 0)
+    return h->svc->error(SYMHEAP_ERR_DEVICE, "munmap(%p, %zu): %s", va, size,
+                         strerror(errno));
+  return SYMHEAP_SUCCESS;
+}
+
+static symheap_result_t host_map(void *ctx, void *va, size_t size,
+                                 symheap_mem_handle_t mh, size_t offset) {
+  host_t *h = ctx;
+  struct stat st;
+  int fd = handle_fd(mh);
+  if (fstat(fd, &st) != 0)
+    return h->svc->error(SYMHEAP_ERR_DEVICE, "fstat(memfd %d): %s", fd,
+                         strerror(errno));
+  /* Mapping past the end of a memfd succeeds and then faults on use: refuse
+   * it here instead. */
+  if ((uint64_t)offset + size > (uint64_t)st.st_size)
+    return h->svc->error(SYMHEAP_ERR_INVALID_ARG,
+                         "map of [%zu, %zu) exceeds the memory's %lld bytes",
+                         offset, offset + size, (long long)st.st_size);
+  void *p = mmap(va, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+                 (off_t)offset);
+  if (p == MAP_FAILED)
+    return h->svc->error(errno == ENOMEM ? SYMHEAP_ERR_NO_MEMORY
+                                         : SYMHEAP_ERR_DEVICE,
+                         "mmap(memfd at %p, %zu): %s", va, size,
+                         strerror(errno));
+  return SYMHEAP_SUCCESS;
+}
+
+static symheap_result_t host_unmap(void *ctx, void *va, size_t size) {
+  host_t *h = ctx;
+  /* Put the reservation back rather than munmap, so nothing else can be
+   * placed in the hole before va_free. */
+  void *p = mmap(va, size, PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  if (p == MAP_FAILED)
+    return h->svc->error(SYMHEAP_ERR_DEVICE, "unmap of %p (%zu bytes): %s", va,
+                         size, strerror(errno));
+  return SYMHEAP_SUCCESS;
+}
+
+static symheap_result_t host_set_access(void *ctx, void *va, size_t size) {
+  host_t *h = ctx;
+  if (mprotect(va, size, PROT_READ | PROT_WRITE) != 0)
+    return h->svc->error(SYMHEAP_ERR_DEVICE, "mprotect(%p, %zu): %s", va, size,
+                         strerror(errno));
+  return SYMHEAP_SUCCESS;
+}
+
+const symheap_device_ops symheap__host_device_ops = {
+    .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
+    .struct_size = sizeof(symheap_device_ops),
+    .name = "host",
+    .available = host_available,
+    .init = host_init,
+    .fini = host_fini,
+    .query = host_query,
+    .mem_create = host_mem_create,
+    .mem_release = host_mem_release,
+    .mem_export = host_mem_export,
+    .mem_import = host_mem_import,
+    .va_reserve = host_va_reserve,
+    .va_free = host_va_free,
+    .map = host_map,
+    .unmap = host_unmap,
+    .set_access = host_set_access,
+};

@@ -1,0 +1,68 @@
+/* Agreement: after every fallible step, every rank learns every rank's
+ * status, so no rank can go on in a state its peers gave up on. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+
+typedef struct {
+  int32_t code;
+  int32_t caused_by_peer;
+  char msg[248];
+} status_rec_t;
+
+symheap_result_t symheap__agree(symheap_comm_t c, symheap_result_t local,
+                                int caused_by_peer, const void *payload,
+                                size_t len, void *all) {
+  size_t rec = sizeof(status_rec_t) + len;
+  char *buf = malloc(rec * (size_t)(c->nranks + 1));
+  if (!buf) {
+    /* Without a buffer this rank cannot take part; the peers will see it
+     * leave through the ccl's timeout or disconnect. */
+    return symheap__error(SYMHEAP_ERR_NO_MEMORY, "agreement: out of memory");
+  }
+  char *mine = buf + rec * (size_t)c->nranks;
+  status_rec_t st;
+  memset(&st, 0, sizeof st);
+  st.code = (int32_t)local;
+  st.caused_by_peer = caused_by_peer;
+  if (local != SYMHEAP_SUCCESS)
+    snprintf(st.msg, sizeof st.msg, "%s", symheap__error_peek());
+  memcpy(mine, &st, sizeof st);
+  if (len)
+    memcpy(mine + sizeof st, payload, len);
+  symheap_result_t r = symheap__comm_allgather(c, mine, buf, rec);
+  if (r != SYMHEAP_SUCCESS) {
+    free(buf);
+    return r;
+  }
+  /* The culprit: the lowest rank whose failure was its own; failing that, the
+   * lowest failing rank. */
+  int culprit = -1;
+  for (int pass = 0; pass < 2 && culprit < 0; pass++)
+    for (int p = 0; p < c->nranks && culprit < 0; p++) {
+      status_rec_t s;
+      memcpy(&s, buf + rec * (size_t)p, sizeof s);
+      if (s.code != SYMHEAP_SUCCESS && (pass == 1 || !s.caused_by_peer))
+        culprit = p;
+    }
+  if (culprit < 0) {
+    if (len && all)
+      for (int p = 0; p < c->nranks; p++)
+        memcpy((char *)all + len * (size_t)p,
+               buf + rec * (size_t)p + sizeof(status_rec_t), len);
+    free(buf);
+    return SYMHEAP_SUCCESS;
+  }
+  status_rec_t s;
+  memcpy(&s, buf + rec * (size_t)culprit, sizeof s);
+  free(buf);
+  s.msg[sizeof s.msg - 1] = '\0';
+  symheap_result_t code = (s.code > 0 && s.code < SYMHEAP_RESULT_COUNT_)
+                              ? (symheap_result_t)s.code
+                              : SYMHEAP_ERR_REMOTE;
+  if (culprit == c->rank)
+    return local; /* our own, full message is still the thread's error */
+  return symheap__error(code, "rank %d: %s", culprit, s.msg);
+}

@@ -1,0 +1,108 @@
+/* Local allocations that can later be registered: physical memory from the
+ * device adaptor, mapped into a reservation of its own. */
+#include <stdlib.h>
+
+#include "comm.h"
+
+symheap__alloc_t *symheap__alloc_find(symheap_comm_t c, const void *ptr) {
+  for (symheap__alloc_t *a = c->allocs; a; a = a->next)
+    if ((const char *)ptr >= a->ptr && (const char *)ptr < a->ptr + a->size)
+      return a;
+  return NULL;
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_mem_alloc(symheap_comm_t c,
+                                                   size_t size, void **ptr) {
+  /* Local: a comm whose collectives failed can still allocate. */
+  if (!c)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_mem_alloc: comm is NULL");
+  symheap__log_set_rank(c->rank);
+  symheap_result_t r;
+  if (!ptr || size == 0)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_mem_alloc: %s",
+                          !ptr ? "ptr is NULL" : "size is zero");
+  size_t gran = c->caps.granularity;
+  if (size > SIZE_MAX - gran)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_mem_alloc: size %zu is too large", size);
+  symheap__alloc_t *a = calloc(1, sizeof *a);
+  if (!a)
+    return symheap__error(SYMHEAP_ERR_NO_MEMORY, "symheap_mem_alloc: no memory");
+  a->size = symheap__round_up(size, gran);
+  const symheap_device_ops *ops = &c->dev.ops;
+  void *va = NULL;
+  r = ops->mem_create(c->dev_ctx, a->size, &a->handle);
+  if (r != SYMHEAP_SUCCESS)
+    goto fail;
+  r = ops->va_reserve(c->dev_ctx, a->size, gran, &va);
+  if (r != SYMHEAP_SUCCESS)
+    goto fail_release;
+  r = ops->map(c->dev_ctx, va, a->size, a->handle, 0);
+  if (r != SYMHEAP_SUCCESS)
+    goto fail_free_va;
+  r = ops->set_access(c->dev_ctx, va, a->size);
+  if (r != SYMHEAP_SUCCESS)
+    goto fail_unmap;
+  a->ptr = va;
+  a->next = c->allocs;
+  c->allocs = a;
+  c->stats.allocations_live++;
+  c->stats.bytes_allocated += a->size;
+  c->stats.va_reserved += a->size;
+  c->stats.bytes_mapped += a->size;
+  c->stats.descriptors_held++;
+  *ptr = va;
+  SYMHEAP_TRACE("mem_alloc %zu bytes at %p", a->size, va);
+  return SYMHEAP_SUCCESS;
+
+fail_unmap:
+  (void)ops->unmap(c->dev_ctx, va, a->size);
+fail_free_va:
+  (void)ops->va_free(c->dev_ctx, va, a->size);
+fail_release:
+  (void)ops->mem_release(c->dev_ctx, a->handle);
+fail:
+  free(a);
+  return symheap__error_context(r, "symheap_mem_alloc(%zu)", size);
+}
+
+symheap_result_t symheap__alloc_free(symheap_comm_t c, symheap__alloc_t *a) {
+  const symheap_device_ops *ops = &c->dev.ops;
+  for (symheap__alloc_t **pp = &c->allocs; *pp; pp = &(*pp)->next)
+    if (*pp == a) {
+      *pp = a->next;
+      break;
+    }
+  /* Undo everything even if one step fails; report the first failure. */
+  symheap_result_t r = ops->unmap(c->dev_ctx, a->ptr, a->size);
+  symheap_result_t r2 = ops->va_free(c->dev_ctx, a->ptr, a->size);
+  symheap_result_t r3 = ops->mem_release(c->dev_ctx, a->handle);
+  c->stats.allocations_live--;
+  c->stats.bytes_allocated -= a->size;
+  c->stats.va_reserved -= a->size;
+  c->stats.bytes_mapped -= a->size;
+  c->stats.descriptors_held--;
+  free(a);
+  return r != SYMHEAP_SUCCESS ? r : r2 != SYMHEAP_SUCCESS ? r2 : r3;
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_mem_free(symheap_comm_t c, void *ptr) {
+  if (!c)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "symheap_mem_free: comm is NULL");
+  symheap__log_set_rank(c->rank);
+  symheap__alloc_t *a = ptr ? symheap__alloc_find(c, ptr) : NULL;
+  if (!a || a->ptr != ptr)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_mem_free: %p is not an allocation of this "
+                          "comm (already freed, or not from symheap_mem_alloc)",
+                          ptr);
+  if (a->windows)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_mem_free: %p is still registered in %d "
+                          "window(s); deregister first",
+                          ptr, a->windows);
+  symheap_result_t r = symheap__alloc_free(c, a);
+  return r == SYMHEAP_SUCCESS ? r : symheap__error_context(r, "symheap_mem_free");
+}

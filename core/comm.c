@@ -1,0 +1,347 @@
+/* Communicators: joining, the agreement on backend and host, teardown. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../adaptors/ccl/local.h"
+#include "comm.h"
+#include "config.h"
+
+symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn) {
+  if (!c)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s: comm is NULL", fn);
+  symheap__log_set_rank(c->rank);
+  if (c->broken != SYMHEAP_SUCCESS)
+    return symheap__error(c->broken,
+                          "%s: the comm failed earlier and cannot be used for "
+                          "collectives (destroy it): %s",
+                          fn, c->broken_why);
+  return SYMHEAP_SUCCESS;
+}
+
+symheap_result_t symheap__comm_allgather(symheap_comm_t c, const void *in,
+                                         void *out, size_t bytes) {
+  if (c->broken != SYMHEAP_SUCCESS)
+    return symheap__error(c->broken, "the comm failed earlier: %s",
+                          c->broken_why);
+  symheap_result_t r = c->ccl.allgather(c->ccl_ctx, in, out, bytes, c->timeout_ms);
+  if (r != SYMHEAP_SUCCESS) {
+    /* A collective that failed part way leaves the ranks out of step. */
+    c->broken = r;
+    snprintf(c->broken_why, sizeof c->broken_why, "%s", symheap__error_peek());
+    SYMHEAP_WARN("comm broken: %s", c->broken_why);
+  }
+  return r;
+}
+
+/* What each rank says about itself when joining. */
+typedef struct {
+  char host[128];
+  char device[32];
+  unsigned char token[16];
+} join_rec_t;
+
+static void host_identity(char *out, size_t len) {
+  char name[64] = "?", boot[40] = "";
+  gethostname(name, sizeof name);
+  name[sizeof name - 1] = '\0';
+  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+  if (f) {
+    if (!fgets(boot, sizeof boot, f))
+      boot[0] = '\0';
+    fclose(f);
+    boot[strcspn(boot, "\n")] = '\0';
+  }
+  snprintf(out, len, "%s/%s", name, boot);
+}
+
+static symheap_result_t prepare_join(symheap_comm_t c, join_rec_t *me,
+                                     char *why, size_t why_len) {
+  symheap_result_t r = symheap__cfg_validate_all();
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  r = symheap__log_configure();
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  const char *dir;
+  r = symheap__ipc_socket_mode(&c->sock_abstract, &dir);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  snprintf(c->sock_dir, sizeof c->sock_dir, "%s", dir);
+  const char *want;
+  r = symheap__cfg_string("SYMHEAP_DEVICE", &want);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  r = symheap__device_select(want, &c->dev, why, why_len);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  snprintf(me->device, sizeof me->device, "%s", c->dev.ops.name);
+  host_identity(me->host, sizeof me->host);
+  return symheap__random(me->token, sizeof me->token);
+}
+
+static symheap_result_t check_join(symheap_comm_t c, const join_rec_t *all) {
+  for (int p = 1; p < c->nranks; p++) {
+    if (strcmp(all[p].device, all[0].device) != 0)
+      return symheap__error(SYMHEAP_ERR_MISMATCH,
+                            "ranks chose different device adaptors: rank 0 "
+                            "'%s', rank %d '%s' (check SYMHEAP_DEVICE)",
+                            all[0].device, p, all[p].device);
+    if (strcmp(all[p].host, all[0].host) != 0)
+      return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+                            "rank %d runs on host %s and rank 0 on %s: the "
+                            "flat address space needs every rank on one host",
+                            p, all[p].host, all[0].host);
+  }
+  memcpy(c->token, all[0].token, sizeof c->token);
+  c->local_rank = c->rank;
+  c->local_nranks = c->nranks;
+  return SYMHEAP_SUCCESS;
+}
+
+static symheap_result_t multicast_policy(symheap_comm_t c) {
+  int off = 0;
+  symheap_result_t r = symheap__cfg_bool("SYMHEAP_DISABLE_MULTICAST", &off);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  if (off) {
+    c->mc_disabled_by = "SYMHEAP_DISABLE_MULTICAST=1";
+    return SYMHEAP_SUCCESS;
+  }
+  if (symheap__cfg_raw("NCCL_NVLS_ENABLE")) {
+    long nvls;
+    r = symheap__cfg_int("NCCL_NVLS_ENABLE", &nvls);
+    if (r != SYMHEAP_SUCCESS)
+      return r;
+    if (nvls == 0)
+      c->mc_disabled_by = "NCCL_NVLS_ENABLE=0";
+  }
+  return SYMHEAP_SUCCESS;
+}
+
+static void comm_free(symheap_comm_t c) {
+  symheap__fdx_close(c);
+  if (c->dev_ctx)
+    c->dev.ops.fini(c->dev_ctx);
+  if (c->ccl_owned && c->ccl.fini)
+    c->ccl.fini(c->ccl_ctx);
+  free(c);
+}
+
+/* Everything after the ccl exists: shared by every way of making a comm. */
+static symheap_result_t comm_setup(symheap_comm_t *out, const symheap_ccl_ops *ops,
+                                   void *ctx, int owned, int timeout_ms) {
+  symheap_comm_t c = calloc(1, sizeof *c);
+  if (!c) {
+    if (owned && ops->fini)
+      ops->fini(ctx);
+    return symheap__error(SYMHEAP_ERR_NO_MEMORY, "comm: out of memory");
+  }
+  c->ccl = *ops;
+  c->ccl_ctx = ctx;
+  c->ccl_owned = owned;
+  c->rank = ops->rank(ctx);
+  c->nranks = ops->size(ctx);
+  c->timeout_ms = timeout_ms;
+  c->stats.struct_size = sizeof c->stats;
+
+  join_rec_t me, *all = calloc((size_t)c->nranks, sizeof *all);
+  char why[768] = "";
+  memset(&me, 0, sizeof me);
+  symheap_result_t r = all ? prepare_join(c, &me, why, sizeof why)
+                           : symheap__error(SYMHEAP_ERR_NO_MEMORY, "comm: no memory");
+  r = symheap__agree(c, r, 0, &me, sizeof me, all);
+  if (r == SYMHEAP_SUCCESS)
+    r = check_join(c, all);
+  free(all);
+  if (r == SYMHEAP_SUCCESS) {
+    symheap_device_init_t args = {sizeof args, c->rank, c->nranks,
+                                  c->local_rank, c->local_nranks};
+    r = c->dev.ops.init(&symheap__host_services, &args, &c->dev_ctx);
+    if (r == SYMHEAP_SUCCESS) {
+      c->caps.struct_size = sizeof c->caps;
+      r = c->dev.ops.query(c->dev_ctx, &c->caps);
+    }
+    if (r == SYMHEAP_SUCCESS && (c->caps.granularity == 0 ||
+                                 (c->caps.granularity & (c->caps.granularity - 1))))
+      r = symheap__error(SYMHEAP_ERR_PLUGIN,
+                         "device adaptor '%s' reports granularity %zu, not a "
+                         "power of two",
+                         c->dev.ops.name, c->caps.granularity);
+    if (r == SYMHEAP_SUCCESS)
+      r = multicast_policy(c);
+    r = symheap__agree(c, r, 0, NULL, 0, NULL);
+  }
+  if (r == SYMHEAP_SUCCESS && (c->caps.handle_kinds & (1u << SYMHEAP_HANDLE_FD)))
+    r = symheap__fdx_setup(c);
+  if (r != SYMHEAP_SUCCESS) {
+    comm_free(c);
+    return r;
+  }
+  SYMHEAP_INFO("comm ready: rank %d of %d; device adaptor '%s' on %s (%s); "
+               "ccl '%s'; window path: symheap flat VA; multicast: %s",
+               c->rank, c->nranks, c->dev.ops.name, c->caps.device_name, why,
+               c->ccl.name,
+               c->mc_disabled_by ? c->mc_disabled_by
+               : c->dev.has_multicast ? "available"
+                                      : "not supported by the adaptor");
+  *out = c;
+  return SYMHEAP_SUCCESS;
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_comm_init(symheap_comm_t *comm,
+                                                   int nranks,
+                                                   const symheap_unique_id_t *id,
+                                                   int rank) {
+  if (!comm || !id)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_comm_init: comm or id is NULL");
+  if (nranks < 1 || rank < 0 || rank >= nranks)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_comm_init: rank %d of %d is out of range",
+                          rank, nranks);
+  symheap__log_set_rank(rank);
+  symheap__uid_t uid;
+  symheap_result_t r = symheap__uid_decode(id, &uid);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  long timeout;
+  r = symheap__cfg_int("SYMHEAP_TIMEOUT_MS", &timeout);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  void *ctx;
+  r = symheap__local_ccl_create(&uid, nranks, rank, (int)timeout, &ctx);
+  if (r != SYMHEAP_SUCCESS)
+    return symheap__error_context(r, "rank %d joining the job", rank);
+  return comm_setup(comm, &symheap__local_ccl_ops, ctx, 1, (int)timeout);
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_comm_init_env(symheap_comm_t *comm) {
+  if (!comm)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_comm_init_env: comm is NULL");
+  const char *hex = symheap__cfg_raw("SYMHEAP_UNIQUE_ID");
+  if (!hex || !symheap__cfg_raw("SYMHEAP_RANK") ||
+      !symheap__cfg_raw("SYMHEAP_NRANKS"))
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_comm_init_env: SYMHEAP_RANK, SYMHEAP_NRANKS "
+                          "and SYMHEAP_UNIQUE_ID must be set (start the "
+                          "program with symheap-run)");
+  long rank, nranks;
+  symheap_result_t r = symheap__cfg_int("SYMHEAP_RANK", &rank);
+  if (r == SYMHEAP_SUCCESS)
+    r = symheap__cfg_int("SYMHEAP_NRANKS", &nranks);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  symheap_unique_id_t id;
+  r = symheap__uid_from_hex(hex, &id);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  return symheap_comm_init(comm, (int)nranks, &id, (int)rank);
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_comm_destroy(symheap_comm_t c) {
+  if (!c)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_comm_destroy: comm is NULL");
+  symheap__log_set_rank(c->rank);
+  if (c->broken == SYMHEAP_SUCCESS && symheap_comm_barrier(c) != SYMHEAP_SUCCESS)
+    SYMHEAP_WARN("comm destroy: final barrier failed (%s); tearing down anyway",
+                 symheap_last_error());
+  while (c->windows) {
+    struct symheap_window *w = c->windows;
+    SYMHEAP_WARN("comm destroy: window %llu (%zu bytes) was still registered",
+                 (unsigned long long)w->id, w->size);
+    symheap__window_unlink(c, w);
+    (void)symheap__window_teardown(c, w);
+  }
+  while (c->allocs) {
+    SYMHEAP_WARN("comm destroy: allocation %p (%zu bytes) was never freed",
+                 (void *)c->allocs->ptr, c->allocs->size);
+    c->allocs->windows = 0;
+    (void)symheap__alloc_free(c, c->allocs);
+  }
+  SYMHEAP_INFO("comm destroyed");
+  comm_free(c);
+  symheap__error_clear();
+  return SYMHEAP_SUCCESS;
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_comm_rank(symheap_comm_t c, int *rank) {
+  if (!c || !rank)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_comm_rank: NULL argument");
+  *rank = c->rank;
+  return SYMHEAP_SUCCESS;
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_comm_size(symheap_comm_t c,
+                                                   int *nranks) {
+  if (!c || !nranks)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_comm_size: NULL argument");
+  *nranks = c->nranks;
+  return SYMHEAP_SUCCESS;
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_comm_barrier(symheap_comm_t c) {
+  symheap_result_t r = symheap__comm_enter(c, "symheap_comm_barrier");
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  if (c->ccl.barrier) {
+    r = c->ccl.barrier(c->ccl_ctx, c->timeout_ms);
+    if (r != SYMHEAP_SUCCESS) {
+      c->broken = r;
+      snprintf(c->broken_why, sizeof c->broken_why, "%s", symheap__error_peek());
+    }
+    return r;
+  }
+  char one = 0, *all = malloc((size_t)c->nranks);
+  if (!all)
+    return symheap__error(SYMHEAP_ERR_NO_MEMORY, "barrier: out of memory");
+  r = symheap__comm_allgather(c, &one, all, 1);
+  free(all);
+  return r;
+}
+
+/* Copy a library-filled struct into a caller-sized one. */
+static symheap_result_t copy_sized(void *dst, const void *src, size_t ours,
+                                   const char *what) {
+  uint32_t theirs;
+  memcpy(&theirs, dst, sizeof theirs);
+  if (theirs < sizeof(uint32_t))
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "%s: set struct_size to sizeof the struct (got %u)",
+                          what, theirs);
+  memcpy((char *)dst + sizeof theirs, (const char *)src + sizeof theirs,
+         (theirs < ours ? theirs : ours) - sizeof theirs);
+  return SYMHEAP_SUCCESS;
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_comm_get_info(symheap_comm_t c,
+                                                       symheap_comm_info_t *info) {
+  if (!c || !info)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_comm_get_info: NULL argument");
+  symheap_comm_info_t i;
+  memset(&i, 0, sizeof i);
+  i.struct_size = sizeof i;
+  i.rank = c->rank;
+  i.nranks = c->nranks;
+  i.local_rank = c->local_rank;
+  snprintf(i.device_adaptor, sizeof i.device_adaptor, "%s", c->dev.ops.name);
+  snprintf(i.ccl_adaptor, sizeof i.ccl_adaptor, "%s", c->ccl.name);
+  i.granularity = c->caps.granularity;
+  i.multicast_available = c->dev.has_multicast && !c->mc_disabled_by;
+  i.timeout_ms = c->timeout_ms;
+  return copy_sized(info, &i, sizeof i, "symheap_comm_get_info");
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_comm_get_stats(symheap_comm_t c,
+                                                        symheap_comm_stats_t *s) {
+  if (!c || !s)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_comm_get_stats: NULL argument");
+  return copy_sized(s, &c->stats, sizeof c->stats, "symheap_comm_get_stats");
+}

@@ -1,0 +1,99 @@
+/* The communicator and window structures, shared by the core's files. */
+#ifndef SYMHEAP_COMM_H
+#define SYMHEAP_COMM_H
+
+#include "registry.h"
+
+typedef struct symheap__alloc {
+  struct symheap__alloc *next;
+  char *ptr;
+  size_t size; /* rounded to the granularity */
+  symheap_mem_handle_t handle;
+  int windows; /* windows registered over it */
+} symheap__alloc_t;
+
+/* The multicast part of a window. */
+typedef struct {
+  symheap_mem_handle_t handle;
+  void *va;
+  size_t size;
+  int bound, mapped;
+} symheap__mc_t;
+
+struct symheap_window {
+  struct symheap_window *next;  /* in the comm */
+  struct symheap_window *gnext; /* in the process-wide live list */
+  symheap_comm_t comm;
+  uint64_t id; /* same on every rank: registrations are collective */
+  char *user_ptr;
+  size_t size;
+  unsigned flags;
+  int flat; /* 1: flat VA; 0: per-peer IPC mappings */
+  /* flat mode */
+  char *reserve;       /* nranks * stride bytes */
+  size_t stride;       /* mapped bytes per rank */
+  size_t head;         /* window start inside each rank's mapped chunk */
+  /* the local memory behind it */
+  symheap__alloc_t *alloc;    /* NULL for foreign memory */
+  symheap_mem_handle_t local; /* retained handle for foreign memory, or 0 */
+  int owns_alloc;             /* made by symheap_malloc */
+  void **peer; /* nranks peer addresses of the window start */
+  symheap__mc_t mc;
+};
+
+struct symheap_comm {
+  int rank, nranks, local_rank, local_nranks;
+  symheap_ccl_ops ccl;
+  void *ccl_ctx;
+  int ccl_owned;
+  symheap__device_table_t dev;
+  void *dev_ctx;
+  symheap_device_caps_t caps;
+  int *peer_fd; /* descriptor-exchange mesh; -1 for self */
+  unsigned char token[16];
+  int sock_abstract;
+  char sock_dir[64];
+  int timeout_ms;
+  const char *mc_disabled_by; /* NULL when multicast may be used */
+  symheap_result_t broken;    /* SYMHEAP_SUCCESS while healthy */
+  char broken_why[512];
+  struct symheap_window *windows;
+  symheap__alloc_t *allocs;
+  uint64_t next_window_id;
+  symheap_comm_stats_t stats;
+};
+
+/* comm.c */
+/* Enter a public call: checks the comm, tags log lines with the rank. */
+symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn);
+/* The ccl allgather; a failure breaks the comm for good. */
+symheap_result_t symheap__comm_allgather(symheap_comm_t c, const void *in,
+                                         void *out, size_t bytes);
+
+/* agree.c: every fallible step ends here, so no rank goes on alone.
+ * Exchanges each rank's status (and `len` payload bytes into `all`, which
+ * may be NULL when len is 0).  Returns SUCCESS only if every rank succeeded;
+ * otherwise every rank returns the code of the failure that caused the
+ * others, with its rank and message.  `caused_by_peer` marks a local failure
+ * that is only a consequence of a peer's (a missing handle). */
+symheap_result_t symheap__agree(symheap_comm_t c, symheap_result_t local,
+                                int caused_by_peer, const void *payload,
+                                size_t len, void *all);
+
+/* fdx.c: the descriptor-exchange mesh among local ranks. */
+symheap_result_t symheap__fdx_setup(symheap_comm_t c);
+void symheap__fdx_close(symheap_comm_t c);
+/* Send my_fd (or nothing, when -1) to every peer; fds[p] receives peer p's
+ * descriptor or -1.  fds[rank] is left -1.  Never keeps my_fd. */
+symheap_result_t symheap__fdx_allgather(symheap_comm_t c, int my_fd, int *fds);
+
+/* alloc.c */
+symheap__alloc_t *symheap__alloc_find(symheap_comm_t c, const void *ptr);
+symheap_result_t symheap__alloc_free(symheap_comm_t c, symheap__alloc_t *a);
+
+/* window.c */
+symheap_result_t symheap__window_teardown(symheap_comm_t c,
+                                          struct symheap_window *w);
+void symheap__window_unlink(symheap_comm_t c, struct symheap_window *w);
+
+#endif

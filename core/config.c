@@ -1,0 +1,174 @@
+/* The one table of environment variables, and their validated readers. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+
+static const symheap__cfg_var_t cfg_vars[] = {
+    {"SYMHEAP_DEVICE", SYMHEAP_CFG_STRING, "auto", 0, 0, NULL,
+     "device adaptor: auto (a GPU adaptor when one is usable, else host), "
+     "host, or the name of a registered adaptor"},
+    {"SYMHEAP_TIMEOUT_MS", SYMHEAP_CFG_INT, "30000", 1, 86400000, NULL,
+     "upper bound in milliseconds on every wait for a peer (joining, "
+     "exchanges, barriers); a peer silent for longer gives "
+     "SYMHEAP_ERR_TIMEOUT"},
+    {"SYMHEAP_DEBUG", SYMHEAP_CFG_CHOICE, "WARN", 0, 0, "NONE|WARN|INFO|TRACE",
+     "log level; lines go to stderr, each with pid and rank"},
+    {"SYMHEAP_DEBUG_FILE", SYMHEAP_CFG_STRING, NULL, 0, 0, NULL,
+     "write the log to this file instead of stderr; %p becomes the pid"},
+    {"SYMHEAP_DISABLE_MULTICAST", SYMHEAP_CFG_BOOL, "0", 0, 0, NULL,
+     "1 refuses SYMHEAP_WINDOW_MULTICAST with SYMHEAP_ERR_UNSUPPORTED; no "
+     "multicast object is ever created"},
+    {"NCCL_NVLS_ENABLE", SYMHEAP_CFG_INT, NULL, 0, 2, NULL,
+     "NCCL's switch, honoured too: 0 disables multicast as "
+     "SYMHEAP_DISABLE_MULTICAST=1 does"},
+    {"SYMHEAP_IPC_SOCKET", SYMHEAP_CFG_STRING, "abstract", 0, 0, NULL,
+     "where the local bootstrap and descriptor exchange listen: 'abstract' "
+     "(Linux abstract Unix sockets, per network namespace) or an absolute "
+     "directory for filesystem sockets (crosses namespaces that share it)"},
+    {"SYMHEAP_RANK", SYMHEAP_CFG_INT, NULL, 0, 1 << 20, NULL,
+     "rank of this process, for symheap_comm_init_env (set by symheap-run)"},
+    {"SYMHEAP_NRANKS", SYMHEAP_CFG_INT, NULL, 1, 1 << 20, NULL,
+     "number of ranks, for symheap_comm_init_env (set by symheap-run)"},
+    {"SYMHEAP_LOCAL_RANK", SYMHEAP_CFG_INT, NULL, 0, 1 << 20, NULL,
+     "rank among the ranks of this host (set by symheap-run); informs device "
+     "choice on GPU adaptors"},
+    {"SYMHEAP_UNIQUE_ID", SYMHEAP_CFG_STRING, NULL, 0, 0, NULL,
+     "the job's unique id as 256 hex digits, for symheap_comm_init_env (set by "
+     "symheap-run)"},
+};
+
+const symheap__cfg_var_t *symheap__cfg_table(size_t *count) {
+  *count = sizeof cfg_vars / sizeof cfg_vars[0];
+  return cfg_vars;
+}
+
+static const symheap__cfg_var_t *find(const char *name) {
+  for (size_t i = 0; i < sizeof cfg_vars / sizeof cfg_vars[0]; i++)
+    if (strcmp(cfg_vars[i].name, name) == 0)
+      return &cfg_vars[i];
+  return NULL;
+}
+
+const char *symheap__cfg_raw(const char *name) {
+  const char *v = getenv(name);
+  return (v && *v) ? v : NULL;
+}
+
+static symheap_result_t lookup(const char *name, const symheap__cfg_var_t **var,
+                               const char **value) {
+  *var = find(name);
+  if (!*var)
+    return symheap__error(SYMHEAP_ERR_INTERNAL,
+                          "configuration variable %s is not declared", name);
+  *value = symheap__cfg_raw(name);
+  if (!*value)
+    *value = (*var)->def;
+  return SYMHEAP_SUCCESS;
+}
+
+symheap_result_t symheap__cfg_string(const char *name, const char **value) {
+  const symheap__cfg_var_t *var;
+  return lookup(name, &var, value);
+}
+
+static symheap_result_t parse_int(const symheap__cfg_var_t *var, const char *s,
+                                  long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end != '\0' || v < var->min || v > var->max)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "%s='%s' is not valid: expected an integer from %ld "
+                          "to %ld",
+                          var->name, s, var->min, var->max);
+  *out = v;
+  return SYMHEAP_SUCCESS;
+}
+
+symheap_result_t symheap__cfg_int(const char *name, long *value) {
+  const symheap__cfg_var_t *var;
+  const char *s;
+  symheap_result_t r = lookup(name, &var, &s);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  if (!s)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s is not set", name);
+  return parse_int(var, s, value);
+}
+
+symheap_result_t symheap__cfg_bool(const char *name, int *value) {
+  const symheap__cfg_var_t *var;
+  const char *s;
+  symheap_result_t r = lookup(name, &var, &s);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  if (s && strcmp(s, "0") == 0) {
+    *value = 0;
+  } else if (s && strcmp(s, "1") == 0) {
+    *value = 1;
+  } else {
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "%s='%s' is not valid: expected 0 or 1", name,
+                          s ? s : "");
+  }
+  return SYMHEAP_SUCCESS;
+}
+
+static int choice_index(const char *choices, const char *s) {
+  int idx = 0;
+  size_t n = strlen(s);
+  for (const char *p = choices; *p; idx++) {
+    const char *bar = strchr(p, '|');
+    size_t len = bar ? (size_t)(bar - p) : strlen(p);
+    if (len == n && strncasecmp(p, s, n) == 0)
+      return idx;
+    if (!bar)
+      break;
+    p = bar + 1;
+  }
+  return -1;
+}
+
+symheap_result_t symheap__cfg_choice(const char *name, int *index) {
+  const symheap__cfg_var_t *var;
+  const char *s;
+  symheap_result_t r = lookup(name, &var, &s);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  int i = s ? choice_index(var->choices, s) : -1;
+  if (i < 0)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "%s='%s' is not valid: expected one of %s", name,
+                          s ? s : "", var->choices);
+  *index = i;
+  return SYMHEAP_SUCCESS;
+}
+
+symheap_result_t symheap__cfg_validate_all(void) {
+  for (size_t i = 0; i < sizeof cfg_vars / sizeof cfg_vars[0]; i++) {
+    const symheap__cfg_var_t *var = &cfg_vars[i];
+    if (!symheap__cfg_raw(var->name))
+      continue;
+    symheap_result_t r = SYMHEAP_SUCCESS;
+    long l;
+    int b;
+    switch (var->kind) {
+    case SYMHEAP_CFG_INT:
+      r = symheap__cfg_int(var->name, &l);
+      break;
+    case SYMHEAP_CFG_BOOL:
+      r = symheap__cfg_bool(var->name, &b);
+      break;
+    case SYMHEAP_CFG_CHOICE:
+      r = symheap__cfg_choice(var->name, &b);
+      break;
+    case SYMHEAP_CFG_STRING:
+      break;
+    }
+    if (r != SYMHEAP_SUCCESS)
+      return r;
+  }
+  return SYMHEAP_SUCCESS;
+}

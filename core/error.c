@@ -1,0 +1,62 @@
+/* Result strings and the per-thread last-error message. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+static _Thread_local char tls_msg[1024];
+
+SYMHEAP__EXPORT const char *symheap_strerror(symheap_result_t r) {
+  switch (r) {
+#define SYMHEAP_X_CASE(name, text)                                             \
+  case name:                                                                   \
+    return text;
+    SYMHEAP_RESULT_MAP(SYMHEAP_X_CASE)
+#undef SYMHEAP_X_CASE
+  default:
+    return "unknown result code";
+  }
+}
+
+SYMHEAP__EXPORT const char *symheap_last_error(void) { return tls_msg; }
+
+symheap_result_t symheap__verror(symheap_result_t r, const char *fmt,
+                                 va_list ap) {
+  vsnprintf(tls_msg, sizeof tls_msg, fmt, ap);
+  return r;
+}
+
+symheap_result_t symheap__error(symheap_result_t r, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  symheap__verror(r, fmt, ap);
+  va_end(ap);
+  return r;
+}
+
+symheap_result_t symheap__error_context(symheap_result_t r, const char *fmt,
+                                        ...) {
+  char prefix[512], old[sizeof tls_msg];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(prefix, sizeof prefix, fmt, ap);
+  va_end(ap);
+  memcpy(old, tls_msg, sizeof old);
+  snprintf(tls_msg, sizeof tls_msg, "%s: %s", prefix, old);
+  return r;
+}
+
+void symheap__error_clear(void) { tls_msg[0] = '\0'; }
+const char *symheap__error_peek(void) { return tls_msg; }
+
+SYMHEAP__EXPORT symheap_result_t symheap_get_version(int *major, int *minor,
+                                                     int *patch) {
+  if (!major || !minor || !patch)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_get_version: NULL output pointer");
+  *major = SYMHEAP_VERSION_MAJOR;
+  *minor = SYMHEAP_VERSION_MINOR;
+  *patch = SYMHEAP_VERSION_PATCH;
+  return SYMHEAP_SUCCESS;
+}

@@ -1,0 +1,77 @@
+/* Exchange of shareable handles, whichever way they travel: descriptors over
+ * the core's Unix-socket mesh, bytes over the ccl.  Ends in an agreement, so
+ * a rank whose export failed fails the call on every rank. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exchange.h"
+
+static void close_all(symheap_comm_t c, symheap_shareable_t *all) {
+  for (int p = 0; p < c->nranks; p++)
+    if (p != c->rank && all[p].kind == SYMHEAP_HANDLE_FD && all[p].fd >= 0) {
+      close(all[p].fd);
+      all[p].fd = -1;
+    }
+}
+
+symheap_result_t symheap__exchange_handles(symheap_comm_t c,
+                                           symheap_result_t local,
+                                           symheap_shareable_t *mine,
+                                           uint32_t kind, int root_only,
+                                           symheap_shareable_t *all) {
+  int contributes = !root_only || c->rank == 0;
+  memset(all, 0, sizeof *all * (size_t)c->nranks);
+  for (int p = 0; p < c->nranks; p++)
+    all[p].fd = -1;
+  if (kind == SYMHEAP_HANDLE_BYTES) {
+    symheap_shareable_t out;
+    memset(&out, 0, sizeof out);
+    out.fd = -1;
+    if (local == SYMHEAP_SUCCESS && contributes)
+      out = *mine;
+    symheap_result_t r =
+        symheap__agree(c, local, 0, &out, sizeof out, all);
+    for (int p = 0; p < c->nranks && r == SYMHEAP_SUCCESS; p++) {
+      all[p].fd = -1;
+      if ((!root_only || p == 0) &&
+          (all[p].kind != SYMHEAP_HANDLE_BYTES ||
+           all[p].nbytes > SYMHEAP_SHAREABLE_MAX_BYTES))
+        r = symheap__error(SYMHEAP_ERR_REMOTE,
+                           "rank %d sent a malformed handle", p);
+    }
+    return r;
+  }
+  int my_fd = (local == SYMHEAP_SUCCESS && contributes) ? mine->fd : -1;
+  int *fds = malloc(sizeof(int) * (size_t)c->nranks);
+  if (!fds) {
+    if (my_fd >= 0)
+      close(my_fd);
+    local = symheap__error(SYMHEAP_ERR_NO_MEMORY, "handle exchange: no memory");
+    /* Still take part in the agreement so that no peer waits for us. */
+    return symheap__agree(c, local, 0, NULL, 0, NULL);
+  }
+  symheap_result_t r = symheap__fdx_allgather(c, my_fd, fds);
+  if (my_fd >= 0)
+    close(my_fd); /* the peers hold their own copies now */
+  if (r != SYMHEAP_SUCCESS) {
+    free(fds);
+    return r;
+  }
+  int caused_by_peer = 0;
+  for (int p = 0; p < c->nranks; p++) {
+    if (p == c->rank)
+      continue;
+    all[p].kind = SYMHEAP_HANDLE_FD;
+    all[p].fd = fds[p];
+    if (fds[p] < 0 && (!root_only || p == 0) && local == SYMHEAP_SUCCESS) {
+      local = symheap__error(SYMHEAP_ERR_REMOTE, "rank %d sent no handle", p);
+      caused_by_peer = 1;
+    }
+  }
+  free(fds);
+  r = symheap__agree(c, local, caused_by_peer, NULL, 0, NULL);
+  if (r != SYMHEAP_SUCCESS)
+    close_all(c, all);
+  return r;
+}

@@ -1,0 +1,159 @@
+/* The descriptor exchange: a mesh of Unix stream sockets among the ranks of
+ * one host, built once per comm, over which file-descriptor handles travel
+ * with SCM_RIGHTS.  The core owns it so that fd-based adaptors stay small and
+ * any ccl (which only moves bytes) can carry a comm. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comm.h"
+#include "sock.h"
+
+#define FDX_MAGIC 0x53484658u /* "SHFX" */
+
+typedef struct {
+  uint32_t magic;
+  int32_t rank;
+  unsigned char token[16];
+} fdx_hello_t;
+
+typedef struct {
+  uint32_t magic;
+  uint32_t has_fd;
+} fdx_rec_t;
+
+static void fdx_name(symheap_comm_t c, int rank, symheap__sockname_t *n) {
+  char hex[33];
+  symheap__hex(c->token, sizeof c->token, hex);
+  n->abstract = c->sock_abstract;
+  if (n->abstract) {
+    snprintf(n->name, sizeof n->name, "symheap-%s-r%d", hex, rank);
+  } else {
+    hex[16] = '\0';
+    snprintf(n->name, sizeof n->name, "%s/symheap-%s-r%d.sock", c->sock_dir,
+             hex, rank);
+  }
+}
+
+void symheap__fdx_close(symheap_comm_t c) {
+  if (!c->peer_fd)
+    return;
+  for (int p = 0; p < c->nranks; p++)
+    if (c->peer_fd[p] >= 0)
+      close(c->peer_fd[p]);
+  free(c->peer_fd);
+  c->peer_fd = NULL;
+}
+
+static symheap_result_t connect_lower(symheap_comm_t c, int64_t deadline) {
+  for (int p = 0; p < c->rank; p++) {
+    symheap__sockname_t n;
+    fdx_name(c, p, &n);
+    symheap_result_t r = symheap__sock_connect(&n, deadline, p, &c->peer_fd[p]);
+    if (r != SYMHEAP_SUCCESS)
+      return r;
+    fdx_hello_t h = {FDX_MAGIC, c->rank, {0}};
+    memcpy(h.token, c->token, sizeof h.token);
+    r = symheap__sock_send(c->peer_fd[p], &h, sizeof h, -1, deadline, p);
+    if (r != SYMHEAP_SUCCESS)
+      return r;
+  }
+  return SYMHEAP_SUCCESS;
+}
+
+static symheap_result_t accept_higher(symheap_comm_t c, int lfd,
+                                      int64_t deadline) {
+  int expected = c->nranks - 1 - c->rank;
+  while (expected > 0) {
+    int fd;
+    symheap_result_t r = symheap__sock_accept(lfd, deadline, &fd);
+    if (r != SYMHEAP_SUCCESS)
+      return symheap__error_context(r, "building the descriptor exchange");
+    fdx_hello_t h;
+    r = symheap__sock_recv(fd, &h, sizeof h, NULL, deadline, -1);
+    if (r != SYMHEAP_SUCCESS || h.magic != FDX_MAGIC ||
+        memcmp(h.token, c->token, sizeof h.token) != 0 || h.rank <= c->rank ||
+        h.rank >= c->nranks || c->peer_fd[h.rank] >= 0) {
+      /* Not one of ours: a stray or stale process.  Drop it and go on. */
+      SYMHEAP_WARN("descriptor exchange: dropped a connection that did not "
+                   "identify as a rank of this comm");
+      close(fd);
+      continue;
+    }
+    c->peer_fd[h.rank] = fd;
+    expected--;
+  }
+  return SYMHEAP_SUCCESS;
+}
+
+symheap_result_t symheap__fdx_setup(symheap_comm_t c) {
+  c->peer_fd = malloc(sizeof(int) * (size_t)c->nranks);
+  symheap_result_t r = SYMHEAP_SUCCESS;
+  if (!c->peer_fd)
+    r = symheap__error(SYMHEAP_ERR_NO_MEMORY, "descriptor exchange: no memory");
+  else
+    for (int p = 0; p < c->nranks; p++)
+      c->peer_fd[p] = -1;
+  symheap__sockname_t me;
+  fdx_name(c, c->rank, &me);
+  int lfd = -1;
+  if (r == SYMHEAP_SUCCESS && c->nranks > 1)
+    r = symheap__sock_listen(&me, &lfd);
+  /* Everyone listens before anyone connects. */
+  r = symheap__agree(c, r, 0, NULL, 0, NULL);
+  if (r == SYMHEAP_SUCCESS && c->nranks > 1) {
+    int64_t deadline = symheap__now_ms() + c->timeout_ms;
+    /* Connecting to a listening Unix socket completes without the peer's
+     * accept (the backlog holds it), so connecting down, then accepting up,
+     * cannot deadlock. */
+    r = connect_lower(c, deadline);
+    if (r == SYMHEAP_SUCCESS)
+      r = accept_higher(c, lfd, deadline);
+  }
+  if (lfd >= 0) {
+    close(lfd);
+    symheap__sock_unlink(&me);
+  }
+  r = symheap__agree(c, r, 0, NULL, 0, NULL);
+  if (r != SYMHEAP_SUCCESS)
+    symheap__fdx_close(c);
+  return r;
+}
+
+symheap_result_t symheap__fdx_allgather(symheap_comm_t c, int my_fd, int *fds) {
+  int64_t deadline = symheap__now_ms() + c->timeout_ms;
+  symheap_result_t r = SYMHEAP_SUCCESS;
+  for (int p = 0; p < c->nranks; p++)
+    fds[p] = -1;
+  fdx_rec_t out = {FDX_MAGIC, my_fd >= 0};
+  for (int p = 0; p < c->nranks && r == SYMHEAP_SUCCESS; p++)
+    if (p != c->rank)
+      r = symheap__sock_send(c->peer_fd[p], &out, sizeof out, my_fd, deadline,
+                             p);
+  for (int p = 0; p < c->nranks && r == SYMHEAP_SUCCESS; p++) {
+    if (p == c->rank)
+      continue;
+    fdx_rec_t in;
+    r = symheap__sock_recv(c->peer_fd[p], &in, sizeof in, &fds[p], deadline, p);
+    if (r == SYMHEAP_SUCCESS &&
+        (in.magic != FDX_MAGIC || (in.has_fd != 0) != (fds[p] >= 0)))
+      r = symheap__error(SYMHEAP_ERR_REMOTE,
+                         "descriptor exchange: malformed record from rank %d",
+                         p);
+  }
+  if (r != SYMHEAP_SUCCESS) {
+    for (int p = 0; p < c->nranks; p++)
+      if (fds[p] >= 0) {
+        close(fds[p]);
+        fds[p] = -1;
+      }
+    /* The streams may now hold unread records: this comm cannot exchange
+     * descriptors reliably any more. */
+    if (c->broken == SYMHEAP_SUCCESS) {
+      c->broken = r;
+      snprintf(c->broken_why, sizeof c->broken_why, "%s", symheap__error_peek());
+    }
+  }
+  return r;
+}

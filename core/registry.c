@@ -1,0 +1,255 @@
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../adaptors/device/host.h"
+#include "registry.h"
+
+#define MAX_ADAPTORS 16
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static symheap__device_table_t reg[MAX_ADAPTORS];
+static int reg_count;
+static int reg_ready;
+
+/* Typed stubs for optional members an adaptor leaves NULL, so the core never
+ * tests for NULL on a hot path. */
+static symheap_result_t unsupported(const char *op) {
+  return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+                        "the device adaptor does not implement %s", op);
+}
+static symheap_result_t stub_mem_retain(void *c, void *p, symheap_mem_handle_t *h,
+                                        void **b, size_t *s) {
+  (void)c, (void)p, (void)h, (void)b, (void)s;
+  return unsupported("mem_retain");
+}
+static symheap_result_t stub_mc_create(void *c, size_t s, int n,
+                                       symheap_mem_handle_t *m) {
+  (void)c, (void)s, (void)n, (void)m;
+  return unsupported("mc_create");
+}
+static symheap_result_t stub_mc_add_device(void *c, symheap_mem_handle_t m) {
+  (void)c, (void)m;
+  return unsupported("mc_add_device");
+}
+static symheap_result_t stub_mc_bind(void *c, symheap_mem_handle_t m, size_t mo,
+                                     symheap_mem_handle_t h, size_t o, size_t s) {
+  (void)c, (void)m, (void)mo, (void)h, (void)o, (void)s;
+  return unsupported("mc_bind");
+}
+static symheap_result_t stub_mc_unbind(void *c, symheap_mem_handle_t m,
+                                       size_t o, size_t s) {
+  (void)c, (void)m, (void)o, (void)s;
+  return unsupported("mc_unbind");
+}
+static symheap_result_t stub_ipc_get(void *c, void *p, size_t s,
+                                     symheap_shareable_t *o) {
+  (void)c, (void)p, (void)s, (void)o;
+  return unsupported("ipc_get");
+}
+static symheap_result_t stub_ipc_open(void *c, const symheap_shareable_t *i,
+                                      void **p) {
+  (void)c, (void)i, (void)p;
+  return unsupported("ipc_open");
+}
+static symheap_result_t stub_ipc_close(void *c, void *p) {
+  (void)c, (void)p;
+  return unsupported("ipc_close");
+}
+
+symheap_result_t symheap__device_normalise(const symheap_device_ops *in,
+                                           symheap__device_table_t *out) {
+  if (!in)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "device adaptor table is NULL");
+  const char *name = in->name ? in->name : "(unnamed)";
+  if (in->abi_version != SYMHEAP_ADAPTOR_ABI_VERSION)
+    return symheap__error(SYMHEAP_ERR_PLUGIN,
+                          "device adaptor '%s' has ABI version %u; this library "
+                          "speaks %u",
+                          name, in->abi_version, SYMHEAP_ADAPTOR_ABI_VERSION);
+  size_t v1_required = offsetof(symheap_device_ops, set_access) +
+                       sizeof(in->set_access);
+  if (in->struct_size < v1_required)
+    return symheap__error(SYMHEAP_ERR_PLUGIN,
+                          "device adaptor '%s' declares struct_size %u, smaller "
+                          "than the %zu bytes of the required members",
+                          name, in->struct_size, v1_required);
+  if (!in->name || !in->name[0] || strlen(in->name) >= 32)
+    return symheap__error(SYMHEAP_ERR_PLUGIN,
+                          "device adaptor has no name or a name of 32 "
+                          "characters or more");
+  memset(out, 0, sizeof *out);
+  /* Read only what the adaptor's struct_size covers: members appended later
+   * stay NULL for an adaptor built against an older header. */
+  size_t n = in->struct_size < sizeof(symheap_device_ops)
+                 ? in->struct_size
+                 : sizeof(symheap_device_ops);
+  memcpy(&out->ops, in, n);
+  out->ops.struct_size = sizeof(symheap_device_ops);
+#define REQUIRE(m)                                                             \
+  if (!out->ops.m)                                                             \
+    return symheap__error(SYMHEAP_ERR_PLUGIN,                                  \
+                          "device adaptor '%s' lacks the required operation "  \
+                          "'" #m "'",                                          \
+                          name);
+  REQUIRE(available) REQUIRE(init) REQUIRE(fini) REQUIRE(query)
+  REQUIRE(mem_create) REQUIRE(mem_release) REQUIRE(mem_export)
+  REQUIRE(mem_import) REQUIRE(va_reserve) REQUIRE(va_free) REQUIRE(map)
+  REQUIRE(unmap) REQUIRE(set_access)
+#undef REQUIRE
+  out->has_mem_retain = out->ops.mem_retain != NULL;
+  out->has_multicast = out->ops.mc_create && out->ops.mc_add_device &&
+                       out->ops.mc_bind && out->ops.mc_unbind;
+  out->has_ipc = out->ops.ipc_get && out->ops.ipc_open && out->ops.ipc_close;
+  int partial_mc = (out->ops.mc_create || out->ops.mc_add_device ||
+                    out->ops.mc_bind || out->ops.mc_unbind) &&
+                   !out->has_multicast;
+  int partial_ipc =
+      (out->ops.ipc_get || out->ops.ipc_open || out->ops.ipc_close) &&
+      !out->has_ipc;
+  if (partial_mc || partial_ipc)
+    return symheap__error(SYMHEAP_ERR_PLUGIN,
+                          "device adaptor '%s' provides only part of the %s "
+                          "operations; provide all of them or none",
+                          name, partial_mc ? "multicast (mc_*)" : "ipc_*");
+  if (!out->ops.mem_retain)
+    out->ops.mem_retain = stub_mem_retain;
+  if (!out->has_multicast) {
+    out->ops.mc_create = stub_mc_create;
+    out->ops.mc_add_device = stub_mc_add_device;
+    out->ops.mc_bind = stub_mc_bind;
+    out->ops.mc_unbind = stub_mc_unbind;
+  }
+  if (!out->has_ipc) {
+    out->ops.ipc_get = stub_ipc_get;
+    out->ops.ipc_open = stub_ipc_open;
+    out->ops.ipc_close = stub_ipc_close;
+  }
+  return SYMHEAP_SUCCESS;
+}
+
+/* Caller holds reg_lock. */
+static symheap_result_t add_locked(const symheap_device_ops *ops) {
+  symheap__device_table_t t;
+  symheap_result_t r = symheap__device_normalise(ops, &t);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  for (int i = 0; i < reg_count; i++)
+    if (strcmp(reg[i].ops.name, t.ops.name) == 0)
+      return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                            "a device adaptor named '%s' is already registered",
+                            t.ops.name);
+  if (reg_count == MAX_ADAPTORS)
+    return symheap__error(SYMHEAP_ERR_NO_MEMORY,
+                          "too many device adaptors (at most %d)", MAX_ADAPTORS);
+  reg[reg_count++] = t;
+  return SYMHEAP_SUCCESS;
+}
+
+/* Built-ins, in the order `auto` prefers them: GPU adaptors first, host last
+ * (host is always available, so it is the fallback). */
+static const symheap_device_ops *const builtins[] = {
+    &symheap__host_device_ops,
+};
+
+static void ensure_builtins_locked(void) {
+  if (reg_ready)
+    return;
+  reg_ready = 1;
+  for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+    if (add_locked(builtins[i]) != SYMHEAP_SUCCESS)
+      SYMHEAP_WARN("built-in device adaptor refused: %s",
+                   symheap__error_peek());
+}
+
+SYMHEAP__EXPORT symheap_result_t
+symheap_register_device_adaptor(const symheap_device_ops *ops) {
+  pthread_mutex_lock(&reg_lock);
+  ensure_builtins_locked();
+  symheap_result_t r = add_locked(ops);
+  pthread_mutex_unlock(&reg_lock);
+  if (r == SYMHEAP_SUCCESS)
+    SYMHEAP_INFO("registered device adaptor '%s'", ops->name);
+  return r;
+}
+
+int symheap__device_count(void) {
+  pthread_mutex_lock(&reg_lock);
+  ensure_builtins_locked();
+  int n = reg_count;
+  pthread_mutex_unlock(&reg_lock);
+  return n;
+}
+
+symheap_result_t symheap__device_get(int i, symheap__device_table_t *out) {
+  pthread_mutex_lock(&reg_lock);
+  ensure_builtins_locked();
+  symheap_result_t r = SYMHEAP_SUCCESS;
+  if (i < 0 || i >= reg_count)
+    r = symheap__error(SYMHEAP_ERR_INVALID_ARG, "no device adaptor %d", i);
+  else
+    *out = reg[i];
+  pthread_mutex_unlock(&reg_lock);
+  return r;
+}
+
+symheap_result_t symheap__device_select(const char *want,
+                                        symheap__device_table_t *out,
+                                        char *why, size_t why_len) {
+  int n = symheap__device_count();
+  symheap__device_table_t t;
+  if (strcmp(want, "auto") == 0) {
+    char skipped[512] = "";
+    size_t o = 0;
+    for (int i = 0; i < n; i++) {
+      if (symheap__device_get(i, &t) != SYMHEAP_SUCCESS)
+        continue;
+      if (strcmp(t.ops.name, "host") == 0)
+        continue;
+      char reason[256] = "not available";
+      if (t.ops.available(&symheap__host_services, reason, sizeof reason)) {
+        *out = t;
+        snprintf(why, why_len, "SYMHEAP_DEVICE=auto chose '%s', the first "
+                               "available GPU adaptor", t.ops.name);
+        return SYMHEAP_SUCCESS;
+      }
+      if (o < sizeof skipped)
+        o += (size_t)snprintf(skipped + o, sizeof skipped - o, "; %s: %s",
+                              t.ops.name, reason);
+    }
+    for (int i = 0; i < n; i++) {
+      if (symheap__device_get(i, &t) == SYMHEAP_SUCCESS &&
+          strcmp(t.ops.name, "host") == 0) {
+        *out = t;
+        snprintf(why, why_len,
+                 "SYMHEAP_DEVICE=auto chose 'host': no GPU adaptor is usable%s",
+                 skipped);
+        return SYMHEAP_SUCCESS;
+      }
+    }
+    return symheap__error(SYMHEAP_ERR_INTERNAL, "the host adaptor is missing");
+  }
+  char known[512] = "auto";
+  size_t o = strlen(known);
+  for (int i = 0; i < n; i++) {
+    if (symheap__device_get(i, &t) != SYMHEAP_SUCCESS)
+      continue;
+    if (strcmp(t.ops.name, want) == 0) {
+      char reason[256] = "not available";
+      if (!t.ops.available(&symheap__host_services, reason, sizeof reason))
+        return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+                              "SYMHEAP_DEVICE=%s: that adaptor cannot run "
+                              "here: %s",
+                              want, reason);
+      *out = t;
+      snprintf(why, why_len, "SYMHEAP_DEVICE=%s", want);
+      return SYMHEAP_SUCCESS;
+    }
+    if (o < sizeof known)
+      o += (size_t)snprintf(known + o, sizeof known - o, ", %s", t.ops.name);
+  }
+  return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                        "SYMHEAP_DEVICE='%s' is not a known device adaptor; "
+                        "known: %s",
+                        want, known);
+}

@@ -1,0 +1,26 @@
+/* The device adaptors this process knows, their normalisation and choice. */
+#ifndef SYMHEAP_REGISTRY_H
+#define SYMHEAP_REGISTRY_H
+
+#include "internal.h"
+
+/* A device adaptor as the core holds it: a full table (stubs where the
+ * adaptor left optional members NULL) and what it really provides. */
+typedef struct {
+  symheap_device_ops ops;
+  int has_mem_retain, has_multicast, has_ipc;
+} symheap__device_table_t;
+
+/* Copy `in` into `out`, refusing a wrong ABI or a missing required member
+ * with SYMHEAP_ERR_PLUGIN and a message naming it. */
+symheap_result_t symheap__device_normalise(const symheap_device_ops *in,
+                                           symheap__device_table_t *out);
+/* Choose by SYMHEAP_DEVICE's value; `why` says how the choice was made. */
+symheap_result_t symheap__device_select(const char *want,
+                                        symheap__device_table_t *out,
+                                        char *why, size_t why_len);
+/* Snapshot of the registered adaptors, for symheap-info. */
+int symheap__device_count(void);
+symheap_result_t symheap__device_get(int i, symheap__device_table_t *out);
+
+#endif

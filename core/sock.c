@@ -1,0 +1,263 @@
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sock.h"
+
+void symheap__hex(const unsigned char *in, size_t n, char *out) {
+  static const char digits[] = "0123456789abcdef";
+  for (size_t i = 0; i < n; i++) {
+    out[2 * i] = digits[in[i] >> 4];
+    out[2 * i + 1] = digits[in[i] & 15];
+  }
+  out[2 * n] = '\0';
+}
+
+static socklen_t make_addr(const symheap__sockname_t *n,
+                           struct sockaddr_un *a) {
+  memset(a, 0, sizeof *a);
+  a->sun_family = AF_UNIX;
+  size_t len = strnlen(n->name, sizeof n->name);
+  if (n->abstract) {
+    /* Leading NUL: the abstract namespace; the length bounds the name. */
+    memcpy(a->sun_path + 1, n->name, len);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
+  }
+  memcpy(a->sun_path, n->name, len);
+  return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len + 1);
+}
+
+static const char *peer_str(int peer, char *buf, size_t len) {
+  if (peer >= 0)
+    snprintf(buf, len, "rank %d", peer);
+  else
+    snprintf(buf, len, "the peer");
+  return buf;
+}
+
+symheap_result_t symheap__sock_listen(const symheap__sockname_t *n, int *fd) {
+  struct sockaddr_un a;
+  socklen_t alen = make_addr(n, &a);
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0)
+    return symheap__error(SYMHEAP_ERR_SYSTEM, "socket(AF_UNIX): %s",
+                          strerror(errno));
+  if (bind(s, (struct sockaddr *)&a, alen) != 0 || listen(s, 256) != 0) {
+    int e = errno;
+    close(s);
+    return symheap__error(SYMHEAP_ERR_SYSTEM, "cannot listen on %s%s: %s",
+                          n->abstract ? "@" : "", n->name, strerror(e));
+  }
+  *fd = s;
+  return SYMHEAP_SUCCESS;
+}
+
+void symheap__sock_unlink(const symheap__sockname_t *n) {
+  if (!n->abstract && n->name[0])
+    unlink(n->name);
+}
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {0, (long)ms * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+symheap_result_t symheap__sock_connect(const symheap__sockname_t *n,
+                                       int64_t deadline_ms, int peer, int *fd) {
+  struct sockaddr_un a;
+  socklen_t alen = make_addr(n, &a);
+  char who[32];
+  int delay = 1;
+  for (;;) {
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+      return symheap__error(SYMHEAP_ERR_SYSTEM, "socket(AF_UNIX): %s",
+                            strerror(errno));
+    if (connect(s, (struct sockaddr *)&a, alen) == 0) {
+      *fd = s;
+      return SYMHEAP_SUCCESS;
+    }
+    int e = errno;
+    close(s);
+    /* The listener may simply not be up yet: retry until the deadline. */
+    if (e != ECONNREFUSED && e != ENOENT && e != EAGAIN && e != EINTR)
+      return symheap__error(SYMHEAP_ERR_SYSTEM, "cannot connect to %s at %s%s: %s",
+                            peer_str(peer, who, sizeof who),
+                            n->abstract ? "@" : "", n->name, strerror(e));
+    if (symheap__now_ms() >= deadline_ms)
+      return symheap__error(SYMHEAP_ERR_TIMEOUT,
+                            "timed out connecting to %s at %s%s (is it "
+                            "running with the same unique id?)",
+                            peer_str(peer, who, sizeof who),
+                            n->abstract ? "@" : "", n->name);
+    sleep_ms(delay);
+    if (delay < 20)
+      delay *= 2;
+  }
+}
+
+static int wait_fd(int fd, short events, int64_t deadline_ms) {
+  for (;;) {
+    int64_t left = deadline_ms - symheap__now_ms();
+    if (left < 0)
+      left = 0;
+    struct pollfd p = {fd, events, 0};
+    int r = poll(&p, 1, (int)(left > 1000000 ? 1000000 : left));
+    if (r > 0)
+      return 1;
+    if (r == 0 && left == 0)
+      return 0;
+    if (r < 0 && errno != EINTR)
+      return -1;
+  }
+}
+
+symheap_result_t symheap__sock_accept(int lfd, int64_t deadline_ms, int *fd) {
+  int w = wait_fd(lfd, POLLIN, deadline_ms);
+  if (w == 0)
+    return symheap__error(SYMHEAP_ERR_TIMEOUT,
+                          "timed out waiting for ranks to connect");
+  if (w < 0)
+    return symheap__error(SYMHEAP_ERR_SYSTEM, "poll: %s", strerror(errno));
+  int s = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+  if (s < 0)
+    return symheap__error(SYMHEAP_ERR_SYSTEM, "accept: %s", strerror(errno));
+  *fd = s;
+  return SYMHEAP_SUCCESS;
+}
+
+symheap_result_t symheap__sock_send(int fd, const void *buf, size_t len,
+                                    int send_fd, int64_t deadline_ms,
+                                    int peer) {
+  const char *p = buf;
+  char who[32];
+  while (len > 0) {
+    struct iovec iov = {(void *)p, len};
+    struct msghdr m = {0};
+    char ctl[CMSG_SPACE(sizeof(int))];
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    if (send_fd >= 0) {
+      memset(ctl, 0, sizeof ctl);
+      m.msg_control = ctl;
+      m.msg_controllen = sizeof ctl;
+      struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof(int));
+      memcpy(CMSG_DATA(c), &send_fd, sizeof(int));
+    }
+    ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      p += n;
+      len -= (size_t)n;
+      send_fd = -1; /* the descriptor went with the first byte */
+      continue;
+    }
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      int w = wait_fd(fd, POLLOUT, deadline_ms);
+      if (w == 0)
+        return symheap__error(SYMHEAP_ERR_TIMEOUT,
+                              "timed out sending to %s",
+                              peer_str(peer, who, sizeof who));
+      if (w < 0)
+        return symheap__error(SYMHEAP_ERR_SYSTEM, "poll: %s", strerror(errno));
+      continue;
+    }
+    if (n < 0 && (errno == EPIPE || errno == ECONNRESET))
+      return symheap__error(SYMHEAP_ERR_REMOTE,
+                            "lost connection to %s (it exited or closed its "
+                            "comm)",
+                            peer_str(peer, who, sizeof who));
+    return symheap__error(SYMHEAP_ERR_SYSTEM, "sending to %s: %s",
+                          peer_str(peer, who, sizeof who), strerror(errno));
+  }
+  return SYMHEAP_SUCCESS;
+}
+
+symheap_result_t symheap__sock_recv(int fd, void *buf, size_t len,
+                                    int *recv_fd, int64_t deadline_ms,
+                                    int peer) {
+  char *p = buf;
+  char who[32];
+  if (recv_fd)
+    *recv_fd = -1;
+  while (len > 0) {
+    struct iovec iov = {p, len};
+    struct msghdr m = {0};
+    char ctl[CMSG_SPACE(sizeof(int) * 4)];
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctl;
+    m.msg_controllen = sizeof ctl;
+    ssize_t n = recvmsg(fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n > 0) {
+      for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+          continue;
+        size_t cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < cnt; i++) {
+          int got;
+          memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof got);
+          /* Keep the first descriptor where one is expected; anything else
+           * is unsolicited and closed so it cannot leak. */
+          if (recv_fd && *recv_fd < 0)
+            *recv_fd = got;
+          else
+            close(got);
+        }
+      }
+      if (m.msg_flags & MSG_CTRUNC) {
+        if (recv_fd && *recv_fd >= 0) {
+          close(*recv_fd);
+          *recv_fd = -1;
+        }
+        return symheap__error(SYMHEAP_ERR_REMOTE,
+                              "%s sent more descriptors than expected",
+                              peer_str(peer, who, sizeof who));
+      }
+      p += n;
+      len -= (size_t)n;
+      continue;
+    }
+    if (n == 0)
+      goto lost;
+    if (errno == EINTR)
+      continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      int w = wait_fd(fd, POLLIN, deadline_ms);
+      if (w == 0) {
+        if (recv_fd && *recv_fd >= 0) {
+          close(*recv_fd);
+          *recv_fd = -1;
+        }
+        return symheap__error(SYMHEAP_ERR_TIMEOUT,
+                              "timed out waiting for %s",
+                              peer_str(peer, who, sizeof who));
+      }
+      if (w < 0)
+        return symheap__error(SYMHEAP_ERR_SYSTEM, "poll: %s", strerror(errno));
+      continue;
+    }
+    if (errno == ECONNRESET)
+      goto lost;
+    return symheap__error(SYMHEAP_ERR_SYSTEM, "receiving from %s: %s",
+                          peer_str(peer, who, sizeof who), strerror(errno));
+  }
+  return SYMHEAP_SUCCESS;
+lost:
+  if (recv_fd && *recv_fd >= 0) {
+    close(*recv_fd);
+    *recv_fd = -1;
+  }
+  return symheap__error(SYMHEAP_ERR_REMOTE,
+                        "lost connection to %s (it exited or closed its comm)",
+                        peer_str(peer, who, sizeof who));
+}

@@ -1,0 +1,617 @@
+/* Windows: collective registration over the flat VA (or per-peer IPC
+ * mappings), deregistration, and the accessors. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exchange.h"
+#include "window.h"
+
+/* Every live window of the process, so accessors can tell a live handle from
+ * a stale one without touching freed memory. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct symheap_window *live;
+
+static struct symheap_window *live_find(symheap_window_t w) {
+  pthread_mutex_lock(&live_lock);
+  struct symheap_window *p = live;
+  while (p && p != w)
+    p = p->gnext;
+  pthread_mutex_unlock(&live_lock);
+  return p;
+}
+
+static void live_add(struct symheap_window *w) {
+  pthread_mutex_lock(&live_lock);
+  w->gnext = live;
+  live = w;
+  pthread_mutex_unlock(&live_lock);
+}
+
+void symheap__window_unlink(symheap_comm_t c, struct symheap_window *w) {
+  for (struct symheap_window **pp = &c->windows; *pp; pp = &(*pp)->next)
+    if (*pp == w) {
+      *pp = w->next;
+      break;
+    }
+  pthread_mutex_lock(&live_lock);
+  for (struct symheap_window **pp = &live; *pp; pp = &(*pp)->gnext)
+    if (*pp == w) {
+      *pp = w->gnext;
+      break;
+    }
+  pthread_mutex_unlock(&live_lock);
+}
+
+/* What each rank registers, compared across ranks. */
+typedef struct {
+  uint64_t size;
+  uint64_t offset;     /* of ptr inside its allocation */
+  uint64_t alloc_size; /* bytes of the allocation */
+  uint64_t granularity;
+  uint32_t flags;
+  uint32_t flat; /* 1: VMM memory, flat VA; 0: per-peer IPC */
+} reg_args_t;
+
+/* Unmap the first `mapped` ranks' chunks and free the reservation. */
+static symheap_result_t unmap_flat(symheap_comm_t c, struct symheap_window *w,
+                                   int mapped) {
+  const symheap_device_ops *ops = &c->dev.ops;
+  symheap_result_t first = SYMHEAP_SUCCESS, r;
+  for (int p = 0; p < mapped; p++) {
+    r = ops->unmap(c->dev_ctx, w->reserve + (size_t)p * w->stride, w->stride);
+    if (r != SYMHEAP_SUCCESS && first == SYMHEAP_SUCCESS)
+      first = r;
+    c->stats.bytes_mapped -= w->stride;
+  }
+  size_t total = w->stride * (size_t)c->nranks;
+  r = ops->va_free(c->dev_ctx, w->reserve, total);
+  if (r != SYMHEAP_SUCCESS && first == SYMHEAP_SUCCESS)
+    first = r;
+  c->stats.va_reserved -= total;
+  w->reserve = NULL;
+  return first;
+}
+
+static symheap_result_t map_flat(symheap_comm_t c, struct symheap_window *w,
+                                 symheap_mem_handle_t local, size_t map_off) {
+  const symheap_device_ops *ops = &c->dev.ops;
+  uint32_t kind = (c->caps.handle_kinds & (1u << SYMHEAP_HANDLE_FD))
+                      ? SYMHEAP_HANDLE_FD
+                      : SYMHEAP_HANDLE_BYTES;
+  symheap_shareable_t mine;
+  memset(&mine, 0, sizeof mine);
+  mine.fd = -1;
+  symheap_shareable_t *all = calloc((size_t)c->nranks, sizeof *all);
+  symheap_mem_handle_t *imp = calloc((size_t)c->nranks, sizeof *imp);
+  symheap_result_t r = (all && imp) ? ops->mem_export(c->dev_ctx, local, kind, &mine)
+                                    : symheap__error(SYMHEAP_ERR_NO_MEMORY,
+                                                     "register: no memory");
+  if (!all) {
+    free(imp);
+    return symheap__agree(c, r, 0, NULL, 0, NULL);
+  }
+  r = symheap__exchange_handles(c, r, &mine, kind, 0, all);
+  if (r != SYMHEAP_SUCCESS)
+    goto out;
+  /* Import every peer's memory, then map every rank's at base + p*stride. */
+  for (int p = 0; p < c->nranks; p++) {
+    if (p == c->rank)
+      continue;
+    symheap_result_t ri = ops->mem_import(c->dev_ctx, &all[p], &imp[p]);
+    all[p].fd = -1; /* the adaptor owns it now, imported or not */
+    if (ri != SYMHEAP_SUCCESS && r == SYMHEAP_SUCCESS)
+      r = symheap__error_context(ri, "importing rank %d's memory", p);
+  }
+  int mapped = 0;
+  size_t total = w->stride * (size_t)c->nranks;
+  void *va = NULL;
+  if (r == SYMHEAP_SUCCESS) {
+    r = ops->va_reserve(c->dev_ctx, total, c->caps.granularity, &va);
+    if (r == SYMHEAP_SUCCESS) {
+      w->reserve = va;
+      c->stats.va_reserved += total;
+    }
+  }
+  for (int p = 0; p < c->nranks && r == SYMHEAP_SUCCESS; p++) {
+    r = ops->map(c->dev_ctx, w->reserve + (size_t)p * w->stride, w->stride,
+                 p == c->rank ? local : imp[p], map_off);
+    if (r == SYMHEAP_SUCCESS) {
+      mapped++;
+      c->stats.bytes_mapped += w->stride;
+    } else {
+      r = symheap__error_context(r, "mapping rank %d's memory", p);
+    }
+  }
+  if (r == SYMHEAP_SUCCESS)
+    r = ops->set_access(c->dev_ctx, w->reserve, total);
+  /* The mappings keep the memory alive; the imported handles can go. */
+  for (int p = 0; p < c->nranks; p++)
+    if (imp[p])
+      (void)ops->mem_release(c->dev_ctx, imp[p]);
+  r = symheap__agree(c, r, 0, NULL, 0, NULL);
+  if (r != SYMHEAP_SUCCESS && w->reserve)
+    SYMHEAP__KEEP_ERROR((void)unmap_flat(c, w, mapped));
+out:
+  free(all);
+  free(imp);
+  return r;
+}
+
+static symheap_result_t map_ipc(symheap_comm_t c, struct symheap_window *w) {
+  const symheap_device_ops *ops = &c->dev.ops;
+  symheap_shareable_t mine;
+  memset(&mine, 0, sizeof mine);
+  mine.fd = -1;
+  symheap_shareable_t *all = calloc((size_t)c->nranks, sizeof *all);
+  symheap_result_t r = all ? ops->ipc_get(c->dev_ctx, w->user_ptr, w->size, &mine)
+                           : symheap__error(SYMHEAP_ERR_NO_MEMORY, "register: no memory");
+  if (!all)
+    return symheap__agree(c, r, 0, NULL, 0, NULL);
+  /* Every rank reached this point with the same adaptor, so the kind that
+   * ipc_get chose is the same everywhere; a rank that failed sends nothing. */
+  uint32_t kind = r == SYMHEAP_SUCCESS ? mine.kind : SYMHEAP_HANDLE_NONE;
+  uint32_t *kinds = calloc((size_t)c->nranks, sizeof *kinds);
+  if (!kinds && r == SYMHEAP_SUCCESS)
+    r = symheap__error(SYMHEAP_ERR_NO_MEMORY, "register: no memory");
+  r = symheap__agree(c, r, 0, &kind, sizeof kind, kinds);
+  if (r == SYMHEAP_SUCCESS)
+    for (int p = 1; p < c->nranks; p++)
+      if (kinds[p] != kinds[0])
+        r = symheap__error(SYMHEAP_ERR_MISMATCH,
+                           "ranks export IPC handles of different kinds");
+  free(kinds);
+  if (r != SYMHEAP_SUCCESS) {
+    if (mine.kind == SYMHEAP_HANDLE_FD && mine.fd >= 0)
+      close(mine.fd);
+    free(all);
+    return r;
+  }
+  r = symheap__exchange_handles(c, r, &mine, kind, 0, all);
+  if (r == SYMHEAP_SUCCESS) {
+    for (int p = 0; p < c->nranks; p++) {
+      if (p == c->rank) {
+        w->peer[p] = w->user_ptr;
+        continue;
+      }
+      symheap_result_t ro = SYMHEAP_SUCCESS;
+      if (r == SYMHEAP_SUCCESS)
+        ro = ops->ipc_open(c->dev_ctx, &all[p], &w->peer[p]);
+      else if (all[p].kind == SYMHEAP_HANDLE_FD && all[p].fd >= 0)
+        close(all[p].fd);
+      all[p].fd = -1;
+      if (ro != SYMHEAP_SUCCESS) {
+        w->peer[p] = NULL;
+        r = symheap__error_context(ro, "opening rank %d's IPC handle", p);
+      }
+    }
+    r = symheap__agree(c, r, 0, NULL, 0, NULL);
+    if (r != SYMHEAP_SUCCESS)
+      for (int p = 0; p < c->nranks; p++)
+        if (p != c->rank && w->peer[p]) {
+          (void)ops->ipc_close(c->dev_ctx, w->peer[p]);
+          w->peer[p] = NULL;
+        }
+  }
+  free(all);
+  return r;
+}
+
+/* Find the memory behind ptr: ours, the adaptor's (VMM), or IPC-only. */
+static symheap_result_t locate(symheap_comm_t c, struct symheap_window *w,
+                               reg_args_t *a) {
+  char *ptr = w->user_ptr;
+  symheap__alloc_t *al = symheap__alloc_find(c, ptr);
+  if (al) {
+    w->alloc = al;
+    a->offset = (uint64_t)(ptr - al->ptr);
+    a->alloc_size = al->size;
+    a->flat = 1;
+  } else {
+    void *base = NULL;
+    size_t asz = 0;
+    symheap_result_t r = c->dev.has_mem_retain
+                             ? c->dev.ops.mem_retain(c->dev_ctx, ptr, &w->local,
+                                                     &base, &asz)
+                             : SYMHEAP_ERR_UNSUPPORTED;
+    if (r == SYMHEAP_SUCCESS) {
+      c->stats.descriptors_held++;
+      a->offset = (uint64_t)(ptr - (char *)base);
+      a->alloc_size = asz;
+      a->flat = 1;
+    } else if (c->dev.has_ipc) {
+      a->offset = 0;
+      a->alloc_size = w->size;
+      a->flat = 0;
+      if (c->nranks > SYMHEAP_DEVICE_MAX_PEERS)
+        return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+                              "%p is not VMM memory and the per-peer fallback "
+                              "is limited to %d ranks",
+                              (void *)ptr, SYMHEAP_DEVICE_MAX_PEERS);
+    } else {
+      return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                            "%p is not memory this comm can register: allocate "
+                            "it with symheap_mem_alloc (device adaptor '%s')",
+                            (void *)ptr, c->dev.ops.name);
+    }
+  }
+  if (a->offset + w->size > a->alloc_size || a->offset + w->size < a->offset)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "[%p, +%zu) extends past the end of its allocation "
+                          "(%llu bytes from offset %llu)",
+                          (void *)ptr, w->size,
+                          (unsigned long long)(a->alloc_size - a->offset),
+                          (unsigned long long)a->offset);
+  return SYMHEAP_SUCCESS;
+}
+
+static symheap_result_t check_args(symheap_comm_t c, const reg_args_t *all) {
+  for (int p = 1; p < c->nranks; p++) {
+    const reg_args_t *x = &all[0], *y = &all[p];
+    if (x->size != y->size || x->flags != y->flags)
+      return symheap__error(SYMHEAP_ERR_MISMATCH,
+                            "ranks disagree: rank 0 registers %llu bytes with "
+                            "flags 0x%x, rank %d %llu bytes with flags 0x%x",
+                            (unsigned long long)x->size, x->flags, p,
+                            (unsigned long long)y->size, y->flags);
+    if (x->flat != y->flat)
+      return symheap__error(SYMHEAP_ERR_MISMATCH,
+                            "ranks disagree: rank %d's memory is %s and rank "
+                            "0's is %s; every rank must register the same kind "
+                            "of memory",
+                            p, y->flat ? "VMM" : "not VMM",
+                            x->flat ? "VMM" : "not VMM");
+    if (x->offset != y->offset)
+      return symheap__error(SYMHEAP_ERR_MISMATCH,
+                            "ranks disagree: the window starts %llu bytes into "
+                            "rank 0's allocation and %llu bytes into rank %d's",
+                            (unsigned long long)x->offset,
+                            (unsigned long long)y->offset, p);
+  }
+  return SYMHEAP_SUCCESS;
+}
+
+static void window_free(struct symheap_window *w) {
+  if (w)
+    free(w->peer);
+  free(w);
+}
+
+/* Collective.  `pre` is a failure the caller already had on this rank; it is
+ * still carried into the first agreement so that every rank fails alike. */
+static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
+                                      unsigned flags, symheap_result_t pre,
+                                      int owns_alloc, symheap_window_t *out) {
+  struct symheap_window *w = calloc(1, sizeof *w);
+  reg_args_t a, *all = calloc((size_t)c->nranks, sizeof *all);
+  memset(&a, 0, sizeof a);
+  symheap_result_t r = pre;
+  if (r == SYMHEAP_SUCCESS) {
+    if (!out)
+      r = symheap__error(SYMHEAP_ERR_INVALID_ARG, "win is NULL");
+    else if (!ptr)
+      r = symheap__error(SYMHEAP_ERR_INVALID_ARG, "ptr is NULL");
+    else if (size == 0)
+      r = symheap__error(SYMHEAP_ERR_INVALID_ARG, "size is zero");
+    else if (flags & ~SYMHEAP_WINDOW_FLAGS_ALL)
+      r = symheap__error(SYMHEAP_ERR_INVALID_ARG, "unknown flags 0x%x",
+                         flags & ~SYMHEAP_WINDOW_FLAGS_ALL);
+    else if (!w || !all || !(w->peer = calloc((size_t)c->nranks, sizeof(void *))))
+      r = symheap__error(SYMHEAP_ERR_NO_MEMORY, "register: no memory");
+    else if ((flags & SYMHEAP_WINDOW_MULTICAST) &&
+             (r = symheap__mc_check(c)) != SYMHEAP_SUCCESS)
+      ;
+    else {
+      w->comm = c;
+      w->user_ptr = ptr;
+      w->size = size;
+      w->flags = flags;
+      r = locate(c, w, &a);
+    }
+  }
+  a.size = size;
+  a.flags = flags;
+  a.granularity = c->caps.granularity;
+  if (all)
+    r = symheap__agree(c, r, 0, &a, sizeof a, all);
+  else
+    r = symheap__agree(c, r, 0, NULL, 0, NULL);
+  if (r == SYMHEAP_SUCCESS)
+    r = check_args(c, all);
+  size_t map_off = 0;
+  if (r == SYMHEAP_SUCCESS && a.flat) {
+    /* Every rank maps the same window of every allocation, so one stride
+     * serves all; it must fit in everyone's allocation. */
+    size_t gran = 0;
+    for (int p = 0; p < c->nranks; p++)
+      if (all[p].granularity > gran)
+        gran = all[p].granularity;
+    map_off = a.offset & ~(gran - 1);
+    w->head = a.offset - map_off;
+    w->stride = symheap__round_up(w->head + size, gran);
+    for (int p = 0; p < c->nranks && r == SYMHEAP_SUCCESS; p++)
+      if (map_off + w->stride > all[p].alloc_size)
+        r = symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                           "the window's mapping [%zu, %zu) does not fit in "
+                           "rank %d's allocation of %llu bytes",
+                           map_off, map_off + w->stride, p,
+                           (unsigned long long)all[p].alloc_size);
+  }
+  free(all);
+  if (r != SYMHEAP_SUCCESS)
+    goto fail;
+  w->flat = (int)a.flat;
+  symheap_mem_handle_t local = w->alloc ? w->alloc->handle : w->local;
+  r = w->flat ? map_flat(c, w, local, map_off) : map_ipc(c, w);
+  if (r != SYMHEAP_SUCCESS)
+    goto fail;
+  if (w->flat)
+    for (int p = 0; p < c->nranks; p++)
+      w->peer[p] = w->reserve + (size_t)p * w->stride + w->head;
+  if (flags & SYMHEAP_WINDOW_MULTICAST) {
+    r = w->flat ? symheap__mc_setup(c, w, local, map_off,
+                                    (size_t)a.alloc_size - map_off)
+                : symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+                                 "multicast needs VMM memory, not the per-peer "
+                                 "IPC fallback");
+    if (!w->flat)
+      r = symheap__agree(c, r, 0, NULL, 0, NULL);
+    if (r != SYMHEAP_SUCCESS) {
+      SYMHEAP__KEEP_ERROR((void)unmap_flat(c, w, c->nranks));
+      goto fail;
+    }
+  }
+  w->id = c->next_window_id++;
+  w->owns_alloc = owns_alloc;
+  if (w->alloc)
+    w->alloc->windows++;
+  w->next = c->windows;
+  c->windows = w;
+  live_add(w);
+  c->stats.windows_live++;
+  c->stats.bytes_registered += size;
+  SYMHEAP_TRACE("registered window %llu: %zu bytes at %p, %s, stride %zu",
+                (unsigned long long)w->id, size, ptr,
+                w->flat ? "flat VA" : "per-peer IPC", w->stride);
+  *out = w;
+  return SYMHEAP_SUCCESS;
+fail:
+  if (w && w->local) {
+    (void)c->dev.ops.mem_release(c->dev_ctx, w->local);
+    c->stats.descriptors_held--;
+  }
+  window_free(w);
+  return r;
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_window_register(symheap_comm_t c,
+                                                         void *ptr, size_t size,
+                                                         unsigned flags,
+                                                         symheap_window_t *win) {
+  symheap_result_t r = symheap__comm_enter(c, "symheap_window_register");
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  r = register_impl(c, ptr, size, flags, SYMHEAP_SUCCESS, 0, win);
+  return r == SYMHEAP_SUCCESS
+             ? r
+             : symheap__error_context(r, "symheap_window_register");
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_malloc(symheap_comm_t c, size_t size,
+                                                unsigned flags,
+                                                symheap_window_t *win) {
+  symheap_result_t r = symheap__comm_enter(c, "symheap_malloc");
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  void *ptr = NULL;
+  if (!win)
+    r = symheap__error(SYMHEAP_ERR_INVALID_ARG, "win is NULL");
+  else if (size == 0)
+    r = symheap__error(SYMHEAP_ERR_INVALID_ARG, "size is zero");
+  else if (flags & ~SYMHEAP_WINDOW_FLAGS_ALL)
+    r = symheap__error(SYMHEAP_ERR_INVALID_ARG, "unknown flags 0x%x",
+                       flags & ~SYMHEAP_WINDOW_FLAGS_ALL);
+  else if ((flags & SYMHEAP_WINDOW_MULTICAST) &&
+           (r = symheap__mc_check(c)) != SYMHEAP_SUCCESS)
+    ;
+  else {
+    /* Multicast binds whole multicast-granularity units. */
+    size_t alloc = size;
+    if ((flags & SYMHEAP_WINDOW_MULTICAST) &&
+        size <= SIZE_MAX - c->caps.multicast_granularity)
+      alloc = symheap__round_up(size, c->caps.multicast_granularity);
+    r = symheap_mem_alloc(c, alloc, &ptr);
+  }
+  r = register_impl(c, ptr, size, flags, r, 1, win);
+  if (r != SYMHEAP_SUCCESS && ptr)
+    SYMHEAP__KEEP_ERROR((void)symheap_mem_free(c, ptr));
+  return r == SYMHEAP_SUCCESS ? r : symheap__error_context(r, "symheap_malloc");
+}
+
+symheap_result_t symheap__window_teardown(symheap_comm_t c,
+                                          struct symheap_window *w) {
+  const symheap_device_ops *ops = &c->dev.ops;
+  symheap_result_t first = symheap__mc_teardown(c, w), r;
+  if (w->flat) {
+    r = unmap_flat(c, w, c->nranks);
+    if (first == SYMHEAP_SUCCESS)
+      first = r;
+  } else {
+    for (int p = 0; p < c->nranks; p++)
+      if (p != c->rank && w->peer[p]) {
+        r = ops->ipc_close(c->dev_ctx, w->peer[p]);
+        if (r != SYMHEAP_SUCCESS && first == SYMHEAP_SUCCESS)
+          first = r;
+      }
+  }
+  if (w->local) {
+    r = ops->mem_release(c->dev_ctx, w->local);
+    if (r != SYMHEAP_SUCCESS && first == SYMHEAP_SUCCESS)
+      first = r;
+    c->stats.descriptors_held--;
+  }
+  if (w->alloc)
+    w->alloc->windows--;
+  c->stats.windows_live--;
+  c->stats.bytes_registered -= w->size;
+  symheap__alloc_t *alloc = w->owns_alloc ? w->alloc : NULL;
+  window_free(w);
+  if (alloc) {
+    r = symheap__alloc_free(c, alloc);
+    if (r != SYMHEAP_SUCCESS && first == SYMHEAP_SUCCESS)
+      first = r;
+  }
+  return first;
+}
+
+/* Collective.  `freeing`: symheap_free, which also frees the memory. */
+static symheap_result_t release_impl(symheap_comm_t c, symheap_window_t w,
+                                     int freeing, const char *fn) {
+  symheap_result_t r = symheap__comm_enter(c, fn);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  struct symheap_window *p = c->windows;
+  while (p && p != w)
+    p = p->next;
+  uint64_t id = UINT64_MAX, *ids = calloc((size_t)c->nranks, sizeof *ids);
+  if (!p)
+    r = symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                       "%s: unknown window %p (already released, or of "
+                       "another comm)",
+                       fn, (void *)w);
+  else if (freeing && !p->owns_alloc)
+    r = symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                       "%s: the window was registered over caller memory; "
+                       "use symheap_window_deregister",
+                       fn);
+  else if (!ids)
+    r = symheap__error(SYMHEAP_ERR_NO_MEMORY, "%s: no memory", fn);
+  else
+    id = p->id;
+  r = ids ? symheap__agree(c, r, 0, &id, sizeof id, ids)
+          : symheap__agree(c, r, 0, NULL, 0, NULL);
+  for (int q = 1; q < c->nranks && r == SYMHEAP_SUCCESS; q++)
+    if (ids[q] != ids[0])
+      r = symheap__error(SYMHEAP_ERR_MISMATCH,
+                         "%s: ranks disagree: rank 0 releases window %llu, "
+                         "rank %d window %llu",
+                         fn, (unsigned long long)ids[0], q,
+                         (unsigned long long)ids[q]);
+  free(ids);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  symheap__window_unlink(c, p);
+  if (!freeing)
+    p->owns_alloc = 0; /* deregistering a symheap_malloc window keeps memory */
+  r = symheap__window_teardown(c, p);
+  return r == SYMHEAP_SUCCESS ? r : symheap__error_context(r, "%s", fn);
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_window_deregister(symheap_comm_t c,
+                                                           symheap_window_t w) {
+  return release_impl(c, w, 0, "symheap_window_deregister");
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_free(symheap_comm_t c,
+                                              symheap_window_t w) {
+  return release_impl(c, w, 1, "symheap_free");
+}
+
+/* Accessors: local, and safe on a stale handle. */
+#define LIVE_OR_FAIL(w, fn)                                                    \
+  if (!live_find(w))                                                           \
+  return symheap__error(SYMHEAP_ERR_INVALID_ARG,                               \
+                        fn ": unknown window %p (never registered or already " \
+                           "released)",                                        \
+                        (void *)(w))
+
+SYMHEAP__EXPORT symheap_result_t symheap_window_local_ptr(symheap_window_t w,
+                                                          void **ptr) {
+  LIVE_OR_FAIL(w, "symheap_window_local_ptr");
+  if (!ptr)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_window_local_ptr: ptr is NULL");
+  *ptr = w->user_ptr;
+  return SYMHEAP_SUCCESS;
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_window_peer_ptr(symheap_window_t w,
+                                                         int peer, void **ptr) {
+  LIVE_OR_FAIL(w, "symheap_window_peer_ptr");
+  if (!ptr || peer < 0 || peer >= w->comm->nranks)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_window_peer_ptr: %s",
+                          !ptr ? "ptr is NULL" : "peer is out of range");
+  *ptr = w->peer[peer];
+  return SYMHEAP_SUCCESS;
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_window_flat_base(symheap_window_t w,
+                                                          void **base,
+                                                          size_t *stride) {
+  LIVE_OR_FAIL(w, "symheap_window_flat_base");
+  if (!base || !stride)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_window_flat_base: NULL output pointer");
+  if (!w->flat)
+    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+                          "symheap_window_flat_base: the window uses per-peer "
+                          "IPC mappings (its memory is not VMM memory); use "
+                          "symheap_window_peer_ptr");
+  *base = w->reserve + w->head;
+  *stride = w->stride;
+  return SYMHEAP_SUCCESS;
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_window_multicast_ptr(symheap_window_t w,
+                                                              void **ptr) {
+  LIVE_OR_FAIL(w, "symheap_window_multicast_ptr");
+  if (!ptr)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_window_multicast_ptr: ptr is NULL");
+  if (!w->mc.mapped)
+    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+                          "symheap_window_multicast_ptr: the window has no "
+                          "multicast object (register with "
+                          "SYMHEAP_WINDOW_MULTICAST)");
+  *ptr = (char *)w->mc.va + w->head;
+  return SYMHEAP_SUCCESS;
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_window_size(symheap_window_t w,
+                                                     size_t *size) {
+  LIVE_OR_FAIL(w, "symheap_window_size");
+  if (!size)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_window_size: size is NULL");
+  *size = w->size;
+  return SYMHEAP_SUCCESS;
+}
+
+SYMHEAP__EXPORT symheap_result_t
+symheap_window_device_view(symheap_window_t w, symheap_device_window_t *v) {
+  LIVE_OR_FAIL(w, "symheap_window_device_view");
+  if (!v)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_window_device_view: view is NULL");
+  memset(v, 0, sizeof *v);
+  v->version = SYMHEAP_DEVICE_WINDOW_VERSION;
+  v->struct_size = sizeof *v;
+  v->size = w->size;
+  v->rank = w->comm->rank;
+  v->nranks = w->comm->nranks;
+  if (w->flat) {
+    v->flags |= SYMHEAP_VIEW_FLAT;
+    v->flat_base = w->reserve + w->head;
+    v->stride = w->stride;
+  }
+  if (w->mc.mapped) {
+    v->flags |= SYMHEAP_VIEW_MULTICAST;
+    v->multicast_base = (char *)w->mc.va + w->head;
+  }
+  for (int p = 0; p < w->comm->nranks && p < SYMHEAP_DEVICE_MAX_PEERS; p++)
+    v->peer_ptrs[p] = w->peer[p];
+  return SYMHEAP_SUCCESS;
+}

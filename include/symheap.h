@@ -1,0 +1,154 @@
+/* symheap: a vendor-neutral symmetric-memory library.
+ *
+ * Every rank of a job contributes a buffer of the same size; symheap maps all
+ * of them into every rank's address space as one flat virtual range (peer p's
+ * copy sits at base + p * stride) and hands kernels a device-side view.
+ *
+ * Conventions: every function returns a symheap_result_t; on failure,
+ * symheap_last_error() gives this thread's detailed message.  Bad input is
+ * refused before anything changes, and a failure half way undoes what the call
+ * had done.  Calls marked "collective" must be made by every rank of the comm in
+ * the same order; their arguments are compared across ranks.
+ */
+#ifndef SYMHEAP_H
+#define SYMHEAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "symheap_device.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SYMHEAP_VERSION_MAJOR 0
+#define SYMHEAP_VERSION_MINOR 1
+#define SYMHEAP_VERSION_PATCH 0
+
+/* One X-macro holds every result code and its text, so they cannot drift. */
+#define SYMHEAP_RESULT_MAP(X)                                                  \
+  X(SYMHEAP_SUCCESS, "success")                                                \
+  X(SYMHEAP_ERR_INVALID_ARG, "invalid argument")                               \
+  X(SYMHEAP_ERR_MISMATCH, "ranks disagree on the arguments of a collective")   \
+  X(SYMHEAP_ERR_UNSUPPORTED, "operation not supported by this backend")        \
+  X(SYMHEAP_ERR_NO_MEMORY, "out of memory")                                    \
+  X(SYMHEAP_ERR_SYSTEM, "operating-system call failed")                        \
+  X(SYMHEAP_ERR_DEVICE, "device or driver call failed")                        \
+  X(SYMHEAP_ERR_TIMEOUT, "timed out waiting for a peer")                       \
+  X(SYMHEAP_ERR_REMOTE, "a peer rank failed or disappeared")                   \
+  X(SYMHEAP_ERR_PLUGIN, "plugin or adaptor refused")                           \
+  X(SYMHEAP_ERR_INTERNAL, "internal error")
+
+typedef enum {
+#define SYMHEAP_X_ENUM(name, text) name,
+  SYMHEAP_RESULT_MAP(SYMHEAP_X_ENUM)
+#undef SYMHEAP_X_ENUM
+  SYMHEAP_RESULT_COUNT_
+} symheap_result_t;
+
+typedef struct symheap_comm *symheap_comm_t;
+typedef struct symheap_window *symheap_window_t;
+
+/* Opaque job identity: made once by symheap_get_unique_id and handed to every
+ * rank (symheap-run passes it in the environment). */
+typedef struct {
+  unsigned char bytes[128];
+} symheap_unique_id_t;
+
+#define SYMHEAP_WINDOW_DEFAULT 0u
+/* Request a multicast object; UNSUPPORTED if none can be had. */
+#define SYMHEAP_WINDOW_MULTICAST 1u
+#define SYMHEAP_WINDOW_FLAGS_ALL (SYMHEAP_WINDOW_MULTICAST)
+
+/* Text of a result code; never NULL. */
+const char *symheap_strerror(symheap_result_t r);
+/* Detail of this thread's last failure; "" if none.  Valid until the next
+ * symheap call on this thread. */
+const char *symheap_last_error(void);
+symheap_result_t symheap_get_version(int *major, int *minor, int *patch);
+
+symheap_result_t symheap_get_unique_id(symheap_unique_id_t *id);
+/* Collective over nranks ranks that share one id.  Blocks until every rank has
+ * joined, at most SYMHEAP_TIMEOUT_MS. */
+symheap_result_t symheap_comm_init(symheap_comm_t *comm, int nranks,
+                                   const symheap_unique_id_t *id, int rank);
+/* Rank, size and id from the environment symheap-run sets (SYMHEAP_RANK,
+ * SYMHEAP_NRANKS, SYMHEAP_UNIQUE_ID). */
+symheap_result_t symheap_comm_init_env(symheap_comm_t *comm);
+/* Collective when the comm is healthy (a bounded barrier first, so no rank
+ * tears down memory a peer still reads); local once the comm has failed.
+ * Windows still registered are released with a warning. */
+symheap_result_t symheap_comm_destroy(symheap_comm_t comm);
+symheap_result_t symheap_comm_rank(symheap_comm_t comm, int *rank);
+symheap_result_t symheap_comm_size(symheap_comm_t comm, int *nranks);
+symheap_result_t symheap_comm_barrier(symheap_comm_t comm); /* collective */
+
+/* What a comm runs on.  Set struct_size = sizeof(symheap_comm_info_t) (or use
+ * SYMHEAP_COMM_INFO_INIT); the library writes no more than that. */
+typedef struct {
+  uint32_t struct_size;
+  int32_t rank;
+  int32_t nranks;
+  int32_t local_rank;      /* index of this rank among those on its host */
+  char device_adaptor[32]; /* "host", "cuda", ... */
+  char ccl_adaptor[32];    /* "local", ... */
+  size_t granularity;      /* mapping granularity of the device adaptor */
+  int32_t multicast_available; /* supported by the adaptor and not disabled */
+  int32_t timeout_ms;
+} symheap_comm_info_t;
+#define SYMHEAP_COMM_INFO_INIT {sizeof(symheap_comm_info_t), 0, 0, 0, "", "", 0, 0, 0}
+symheap_result_t symheap_comm_get_info(symheap_comm_t comm,
+                                       symheap_comm_info_t *info);
+
+/* Resource accounting of one comm, so leaks are visible.  Caller-sized like
+ * symheap_comm_info_t. */
+typedef struct {
+  uint32_t struct_size;
+  uint64_t windows_live;
+  uint64_t allocations_live;
+  uint64_t bytes_allocated;  /* by symheap_mem_alloc, local */
+  uint64_t bytes_registered; /* sum of window sizes, local */
+  uint64_t va_reserved;      /* flat ranges and allocation ranges */
+  uint64_t bytes_mapped;     /* every mapping made, peers' included */
+  uint64_t descriptors_held; /* file descriptors owned for memory handles */
+  uint64_t multicast_objects;
+} symheap_comm_stats_t;
+#define SYMHEAP_COMM_STATS_INIT {sizeof(symheap_comm_stats_t), 0, 0, 0, 0, 0, 0, 0, 0}
+symheap_result_t symheap_comm_get_stats(symheap_comm_t comm,
+                                        symheap_comm_stats_t *stats);
+
+/* Local: device memory that can later be registered in a window. */
+symheap_result_t symheap_mem_alloc(symheap_comm_t comm, size_t size, void **ptr);
+/* Local; refused while the memory is still registered in a window. */
+symheap_result_t symheap_mem_free(symheap_comm_t comm, void *ptr);
+
+/* Collective: map every rank's [ptr, ptr+size) into every rank.  ptr must lie
+ * in memory from symheap_mem_alloc (or, on GPU backends, any memory the
+ * adaptor can export); every rank passes the same size and flags. */
+symheap_result_t symheap_window_register(symheap_comm_t comm, void *ptr,
+                                         size_t size, unsigned flags,
+                                         symheap_window_t *win);
+symheap_result_t symheap_window_deregister(symheap_comm_t comm,
+                                           symheap_window_t win); /* collective */
+/* Collective: symheap_mem_alloc + symheap_window_register. */
+symheap_result_t symheap_malloc(symheap_comm_t comm, size_t size,
+                                unsigned flags, symheap_window_t *win);
+symheap_result_t symheap_free(symheap_comm_t comm, symheap_window_t win); /* collective */
+
+symheap_result_t symheap_window_local_ptr(symheap_window_t win, void **ptr);
+symheap_result_t symheap_window_peer_ptr(symheap_window_t win, int peer,
+                                         void **ptr);
+/* UNSUPPORTED for a window that fell back to per-peer mappings. */
+symheap_result_t symheap_window_flat_base(symheap_window_t win, void **base,
+                                          size_t *stride);
+/* UNSUPPORTED unless the window was registered with SYMHEAP_WINDOW_MULTICAST. */
+symheap_result_t symheap_window_multicast_ptr(symheap_window_t win, void **ptr);
+symheap_result_t symheap_window_size(symheap_window_t win, size_t *size);
+symheap_result_t symheap_window_device_view(symheap_window_t win,
+                                            symheap_device_window_t *view);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SYMHEAP_H */

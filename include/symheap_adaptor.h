@@ -1,0 +1,199 @@
+/* symheap adaptor ABI: for authors of device and collective (ccl) adaptors.
+ *
+ * The core never calls a vendor API.  It talks to a device adaptor (memory,
+ * shareable handles, virtual address space, optional multicast and legacy IPC)
+ * and to a ccl adaptor (rank, size, allgather, barrier).  Both tables start
+ * with abi_version, struct_size and name; members are only ever appended, and
+ * the core reads a member only when struct_size covers it, so an adaptor built
+ * against an older header keeps working.  The core copies each table into its
+ * own full table at registration, putting typed "unsupported" stubs where an
+ * optional member is NULL, and refuses a table that lacks a required member,
+ * naming it.
+ *
+ * Threading: the core calls one adaptor context from one thread at a time
+ * (a comm belongs to one thread at a time), but several contexts of one
+ * adaptor may be live in one process, one per thread-rank.
+ */
+#ifndef SYMHEAP_ADAPTOR_H
+#define SYMHEAP_ADAPTOR_H
+
+#include <stdarg.h>
+
+#include "symheap.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SYMHEAP_ADAPTOR_ABI_VERSION 1
+
+/* Log levels for symheap_host_services_t.log. */
+#define SYMHEAP_LOG_NONE 0
+#define SYMHEAP_LOG_WARN 1
+#define SYMHEAP_LOG_INFO 2
+#define SYMHEAP_LOG_TRACE 3
+
+/* What the core lends an adaptor, so adaptors never link to core internals
+ * or read log variables themselves. */
+typedef struct symheap_host_services {
+  uint32_t abi_version;
+  uint32_t struct_size;
+  /* Log through the core's logger (rank prefix, SYMHEAP_DEBUG filter). */
+  void (*log)(int level, const char *fmt, ...);
+  /* Record a failure for symheap_last_error() (vendor text goes here) and
+   * return r, so an adaptor can write `return svc->error(R, "...")`. */
+  symheap_result_t (*error)(symheap_result_t r, const char *fmt, ...);
+  /* The environment as the core sees it (tests may override). */
+  const char *(*getenv)(const char *name);
+  /* v1 ends here */
+} symheap_host_services_t;
+
+/* An adaptor-defined physical-memory handle (a CUmemGenericAllocationHandle,
+ * a file descriptor, an index...).  Zero is never a valid handle. */
+typedef uint64_t symheap_mem_handle_t;
+
+/* How a shareable handle travels between ranks. */
+typedef enum {
+  SYMHEAP_HANDLE_NONE = 0,
+  SYMHEAP_HANDLE_FD = 1,    /* a file descriptor, passed over a Unix socket */
+  SYMHEAP_HANDLE_BYTES = 2, /* opaque bytes, passed with the ccl allgather */
+} symheap_handle_kind_t;
+
+#define SYMHEAP_SHAREABLE_MAX_BYTES 64
+typedef struct {
+  uint32_t kind;  /* symheap_handle_kind_t */
+  int32_t fd;     /* SYMHEAP_HANDLE_FD; -1 otherwise */
+  uint32_t nbytes;
+  unsigned char bytes[SYMHEAP_SHAREABLE_MAX_BYTES]; /* SYMHEAP_HANDLE_BYTES */
+} symheap_shareable_t;
+
+/* Capability bits. */
+#define SYMHEAP_CAP_VMM 0x1u         /* physical memory + VA reserve/map */
+#define SYMHEAP_CAP_MULTICAST 0x2u   /* multicast ops present and usable */
+#define SYMHEAP_CAP_IPC 0x4u         /* legacy per-peer IPC fallback */
+#define SYMHEAP_CAP_HOST_ACCESS 0x8u /* the CPU can load/store mapped memory */
+
+typedef struct {
+  uint32_t struct_size;
+  uint32_t caps;          /* SYMHEAP_CAP_* */
+  uint32_t handle_kinds;  /* bit (1u << symheap_handle_kind_t) per kind */
+  uint32_t reserved0;
+  size_t granularity;     /* every map offset and size is a multiple */
+  size_t recommended_granularity;
+  size_t multicast_granularity; /* 0 without multicast */
+  char device_name[64];   /* e.g. "NVIDIA H200 (device 1)", "cpu" */
+} symheap_device_caps_t;
+
+/* What a device adaptor learns about its rank at init. */
+typedef struct {
+  uint32_t struct_size;
+  int32_t rank, nranks;
+  int32_t local_rank, local_nranks;
+} symheap_device_init_t;
+
+typedef struct symheap_device_ops {
+  uint32_t abi_version; /* SYMHEAP_ADAPTOR_ABI_VERSION */
+  uint32_t struct_size; /* sizeof(symheap_device_ops) as the adaptor saw it */
+  const char *name;     /* what SYMHEAP_DEVICE=<name> selects */
+
+  /* Required.  Cheap probe: nonzero when the adaptor can run here (driver
+   * present, a device visible).  When it cannot, write why into `why`.  Must
+   * not block, must not allocate device resources. */
+  int (*available)(const symheap_host_services_t *svc, char *why, size_t len);
+  /* Required.  Per-comm context; may bind a device to the calling thread. */
+  symheap_result_t (*init)(const symheap_host_services_t *svc,
+                           const symheap_device_init_t *args, void **ctx);
+  /* Required.  Releases the context; never fails. */
+  void (*fini)(void *ctx);
+  /* Required. */
+  symheap_result_t (*query)(void *ctx, symheap_device_caps_t *caps);
+  /* Required.  Physical memory of `size` bytes (a multiple of granularity). */
+  symheap_result_t (*mem_create)(void *ctx, size_t size,
+                                 symheap_mem_handle_t *h);
+  /* Required.  Drops the handle; memory lives on while it is mapped. */
+  symheap_result_t (*mem_release)(void *ctx, symheap_mem_handle_t h);
+  /* Required.  A shareable handle of the given kind, owned by the caller. */
+  symheap_result_t (*mem_export)(void *ctx, symheap_mem_handle_t h,
+                                 uint32_t kind, symheap_shareable_t *out);
+  /* Required.  Import a peer's handle.  For SYMHEAP_HANDLE_FD the adaptor
+   * owns in->fd afterwards, whether or not the import succeeds. */
+  symheap_result_t (*mem_import)(void *ctx, const symheap_shareable_t *in,
+                                 symheap_mem_handle_t *h);
+  /* Required.  Reserve inaccessible VA; `align` is a power of two. */
+  symheap_result_t (*va_reserve)(void *ctx, size_t size, size_t align,
+                                 void **va);
+  /* Required.  Return a reservation (everything in it already unmapped). */
+  symheap_result_t (*va_free)(void *ctx, void *va, size_t size);
+  /* Required.  Map [offset, offset+size) of h at va, inside a reservation. */
+  symheap_result_t (*map)(void *ctx, void *va, size_t size,
+                          symheap_mem_handle_t h, size_t offset);
+  /* Required.  Unmap; the range stays reserved. */
+  symheap_result_t (*unmap)(void *ctx, void *va, size_t size);
+  /* Required.  Make a mapped range readable and writable by this rank's
+   * device (and the CPU where SYMHEAP_CAP_HOST_ACCESS). */
+  symheap_result_t (*set_access)(void *ctx, void *va, size_t size);
+
+  /* Optional (NULL: only memory from symheap_mem_alloc registers).  Find the
+   * allocation behind a pointer the core did not allocate; returns a handle
+   * the caller releases with mem_release, and the allocation's extent. */
+  symheap_result_t (*mem_retain)(void *ctx, void *ptr, symheap_mem_handle_t *h,
+                                 void **alloc_base, size_t *alloc_size);
+
+  /* Optional multicast (NULL: SYMHEAP_WINDOW_MULTICAST is UNSUPPORTED).
+   * The core calls them in this order: rank 0 mc_create, export with
+   * mem_export, peers mem_import; every rank mc_add_device; agreement; every
+   * rank mc_bind; map (with the multicast handle) and set_access.  Teardown:
+   * unmap, mc_unbind, mem_release.  A multicast handle is a
+   * symheap_mem_handle_t like any other. */
+  symheap_result_t (*mc_create)(void *ctx, size_t size, int ndevices,
+                                symheap_mem_handle_t *mc);
+  symheap_result_t (*mc_add_device)(void *ctx, symheap_mem_handle_t mc);
+  symheap_result_t (*mc_bind)(void *ctx, symheap_mem_handle_t mc,
+                              size_t mc_offset, symheap_mem_handle_t mem,
+                              size_t mem_offset, size_t size);
+  symheap_result_t (*mc_unbind)(void *ctx, symheap_mem_handle_t mc,
+                                size_t mc_offset, size_t size);
+
+  /* Optional legacy IPC fallback for memory that is not VMM (NULL: such
+   * memory is refused).  ipc_get describes [ptr, ptr+size) for peers;
+   * ipc_open maps a peer's description and returns its address; ipc_close
+   * undoes ipc_open. */
+  symheap_result_t (*ipc_get)(void *ctx, void *ptr, size_t size,
+                              symheap_shareable_t *out);
+  symheap_result_t (*ipc_open)(void *ctx, const symheap_shareable_t *in,
+                               void **ptr);
+  symheap_result_t (*ipc_close)(void *ctx, void *ptr);
+  /* v1 ends here */
+} symheap_device_ops;
+
+/* The collective runtime a comm rides on.  Every call is collective over the
+ * comm's ranks and must give up after timeout_ms with SYMHEAP_ERR_TIMEOUT, or
+ * return SYMHEAP_ERR_REMOTE (naming the rank, through svc->error) when a peer
+ * is gone.  After a failure the core treats the context as broken. */
+typedef struct symheap_ccl_ops {
+  uint32_t abi_version;
+  uint32_t struct_size;
+  const char *name;
+  /* Required. */
+  int (*rank)(void *ctx);
+  int (*size)(void *ctx);
+  /* Required.  Every rank passes `bytes` bytes; out receives size*bytes,
+   * rank r's contribution at r*bytes. */
+  symheap_result_t (*allgather)(void *ctx, const void *in, void *out,
+                                size_t bytes, int timeout_ms);
+  /* Optional (NULL: the core uses an empty allgather). */
+  symheap_result_t (*barrier)(void *ctx, int timeout_ms);
+  /* Optional: release the context when the comm is destroyed (NULL when the
+   * caller owns the context). */
+  void (*fini)(void *ctx);
+  /* v1 ends here */
+} symheap_ccl_ops;
+
+/* Make a device adaptor selectable by name (SYMHEAP_DEVICE=<name>) in this
+ * process.  The table is copied; its name must be unique. */
+symheap_result_t symheap_register_device_adaptor(const symheap_device_ops *ops);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SYMHEAP_ADAPTOR_H */

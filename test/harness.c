@@ -1,0 +1,116 @@
+#include "harness.h"
+
+#include <dirent.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local char tls_case[128];
+static _Thread_local int tls_rank;
+static _Thread_local int tls_fails;
+static atomic_int total_fails;
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void th_begin(const char *tag, const char *name, int rank) {
+  snprintf(tls_case, sizeof tls_case, "%s/%s", tag, name);
+  tls_rank = rank;
+  tls_fails = 0;
+}
+
+int th_end(void) {
+  if (tls_rank == 0 && tls_fails == 0) {
+    pthread_mutex_lock(&out_lock);
+    printf("PASS %s\n", tls_case);
+    fflush(stdout);
+    pthread_mutex_unlock(&out_lock);
+  }
+  return tls_fails;
+}
+
+void th_fail(const char *file, int line, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  tls_fails++;
+  atomic_fetch_add(&total_fails, 1);
+  pthread_mutex_lock(&out_lock);
+  printf("FAIL %s [rank %d] %s:%d: %s\n", tls_case[0] ? tls_case : "?",
+         tls_rank, file, line, msg);
+  fflush(stdout);
+  pthread_mutex_unlock(&out_lock);
+}
+
+int th_total_failures(void) { return atomic_load(&total_fails); }
+
+int th_count_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  int n = 0;
+  if (!d)
+    return -1;
+  while (readdir(d))
+    n++;
+  closedir(d);
+  return n;
+}
+
+int th_count_maps(void) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  int n = 0, ch;
+  if (!f)
+    return -1;
+  while ((ch = fgetc(f)) != EOF)
+    n += ch == '\n';
+  fclose(f);
+  return n;
+}
+
+typedef struct {
+  int rank, n;
+  symheap_unique_id_t *id;
+  th_rank_fn fn;
+  void *arg;
+  int rc;
+} thread_arg_t;
+
+static void *thread_main(void *p) {
+  thread_arg_t *t = p;
+  th_ctx_t ctx = {NULL, t->rank, t->n};
+  symheap_result_t r = symheap_comm_init(&ctx.comm, t->n, t->id, t->rank);
+  if (r != SYMHEAP_SUCCESS) {
+    th_begin("threads", "comm_init", t->rank);
+    th_fail(__FILE__, __LINE__, "symheap_comm_init: %s: %s",
+            symheap_strerror(r), symheap_last_error());
+    t->rc = 1;
+    return NULL;
+  }
+  t->fn(&ctx, t->arg);
+  r = symheap_comm_destroy(ctx.comm);
+  t->rc = r != SYMHEAP_SUCCESS;
+  return NULL;
+}
+
+int th_run_threads(int n, th_rank_fn fn, void *arg) {
+  symheap_unique_id_t id;
+  if (symheap_get_unique_id(&id) != SYMHEAP_SUCCESS) {
+    printf("FAIL threads/unique_id: %s\n", symheap_last_error());
+    return 1;
+  }
+  pthread_t *th = calloc((size_t)n, sizeof *th);
+  thread_arg_t *args = calloc((size_t)n, sizeof *args);
+  int rc = 0;
+  for (int r = 0; r < n; r++) {
+    args[r] = (thread_arg_t){r, n, &id, fn, arg, 0};
+    pthread_create(&th[r], NULL, thread_main, &args[r]);
+  }
+  for (int r = 0; r < n; r++) {
+    pthread_join(th[r], NULL);
+    rc |= args[r].rc;
+  }
+  free(th);
+  free(args);
+  return rc;
+}

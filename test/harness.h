@@ -1,0 +1,67 @@
+/* A small test harness.  Each rank prints "FAIL <case> [rank r] ..." for
+ * every failed check and rank 0 prints "PASS <case>" when it saw none;
+ * test/run.sh counts a case as passed only if no rank failed it. */
+#ifndef SYMHEAP_TEST_HARNESS_H
+#define SYMHEAP_TEST_HARNESS_H
+
+#include <stdio.h>
+
+#include "symheap.h"
+#include "symheap_adaptor.h"
+
+typedef struct {
+  symheap_comm_t comm;
+  int rank, n;
+} th_ctx_t;
+
+void th_begin(const char *tag, const char *name, int rank);
+/* Ends the case: prints PASS on rank 0 if this rank saw no failure.
+ * Returns the number of failed checks on this rank. */
+int th_end(void);
+void th_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int th_total_failures(void);
+
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    if (!(cond))                                                               \
+      th_fail(__FILE__, __LINE__, __VA_ARGS__);                                \
+  } while (0)
+
+#define CHECK_OK(call)                                                         \
+  do {                                                                         \
+    symheap_result_t r_ = (call);                                              \
+    if (r_ != SYMHEAP_SUCCESS)                                                 \
+      th_fail(__FILE__, __LINE__, "%s -> %s: %s", #call, symheap_strerror(r_), \
+              symheap_last_error());                                           \
+  } while (0)
+
+#define CHECK_ERR(call, want)                                                  \
+  do {                                                                         \
+    symheap_result_t r_ = (call);                                              \
+    if (r_ != (want))                                                          \
+      th_fail(__FILE__, __LINE__, "%s -> %s (%s), expected %s", #call,         \
+              symheap_strerror(r_), symheap_last_error(),                      \
+              symheap_strerror(want));                                         \
+  } while (0)
+
+/* Process-wide resource counts, to prove nothing leaks. */
+int th_count_fds(void);
+int th_count_maps(void);
+
+/* Run fn on n thread-ranks of one process, each with its own comm. */
+typedef void (*th_rank_fn)(th_ctx_t *ctx, void *arg);
+int th_run_threads(int n, th_rank_fn fn, void *arg);
+
+/* The recording test adaptor (record_adaptor.c): host memory, every call
+ * logged per rank, and a fault injected at the Nth call of one op. */
+extern const symheap_device_ops th_record_ops;
+void th_record_reset(int multicast);
+/* Fail the nth (1-based) call of `op` on `rank` with `code`. */
+void th_record_fault(const char *op, int rank, int nth, symheap_result_t code);
+/* Calls of `op` on `rank` since the last reset. */
+int th_record_count(const char *op, int rank);
+/* Comma-separated log of calls on `rank` since the last reset. */
+const char *th_record_log(int rank);
+
+#endif

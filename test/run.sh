@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Runs every test of symheap and ends with "N passed, N failed".
+#   test/run.sh            everything (what `make test` and CI run)
+#   QUICK=1 test/run.sh    skip the sanitizer and valgrind passes
+# Each test program prints "PASS <case>" / "FAIL <case> ..." lines; a case
+# passes only if no rank failed it, and a program that exits non-zero without
+# saying why counts as a failure too.
+set -u
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+LOGDIR=build/test-logs
+mkdir -p "$LOGDIR"
+passed=0
+failed=0
+failures=()
+
+# run LABEL COMMAND...: run one test program, count its cases.
+run() {
+  local label=$1
+  shift
+  local log="$LOGDIR/${label//[^A-Za-z0-9_.-]/_}.log"
+  local start=$SECONDS
+  "$@" >"$log" 2>&1
+  local rc=$?
+  local p f
+  p=$(awk '/^PASS /{print $2}' "$log" | sort -u)
+  f=$(awk '/^FAIL /{print $2}' "$log" | sort -u)
+  local np=0 nf=0
+  for name in $p; do
+    if ! grep -qx -- "$name" <<<"$f"; then np=$((np + 1)); fi
+  done
+  for name in $f; do
+    nf=$((nf + 1))
+    failures+=("$label: $(grep -m1 "^FAIL $name " "$log")")
+  done
+  if [ $rc -ne 0 ] && [ $nf -eq 0 ]; then
+    nf=1
+    failures+=("$label: exited with status $rc without a FAIL line; see $log: $(tail -n 3 "$log" | tr '\n' ' ')")
+  fi
+  if [ $rc -eq 0 ] && [ $np -eq 0 ] && [ $nf -eq 0 ]; then
+    nf=1
+    failures+=("$label: ran no test case")
+  fi
+  passed=$((passed + np))
+  failed=$((failed + nf))
+  printf '%-44s %3d passed %3d failed  (%ds)\n' "$label" $np $nf $((SECONDS - start))
+}
+
+# check LABEL COMMAND...: a single shell-level check.
+check() {
+  local label=$1
+  shift
+  local log="$LOGDIR/${label//[^A-Za-z0-9_.-]/_}.log"
+  if "$@" >"$log" 2>&1; then
+    passed=$((passed + 1))
+    printf '%-44s %3d passed %3d failed\n' "$label" 1 0
+  else
+    failed=$((failed + 1))
+    failures+=("$label: $(tail -n 3 "$log" | tr '\n' ' ')")
+    printf '%-44s %3d passed %3d failed\n' "$label" 0 1
+  fi
+}
+
+suite() { # suite PREFIX BUILD WRAPPER...
+  local prefix=$1 b=$2
+  shift 2
+  run "$prefix unit" "$@" "$b/test/test_unit"
+  for n in 2 4 8; do
+    run "$prefix procs x$n" build/bin/symheap-run -n $n "$@" "$b/test/test_multirank"
+    run "$prefix threads x$n" "$@" "$b/test/test_multirank" --threads $n
+  done
+  run "$prefix faults" "$@" "$b/test/test_faults"
+}
+
+echo "== build"
+if ! make -s -j"$JOBS" all tests >"$LOGDIR/build.log" 2>&1; then
+  cat "$LOGDIR/build.log"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+
+echo "== tests (gcc -O2)"
+suite "" build
+. test/shell_checks.sh
+
+if [ "${QUICK:-0}" != 1 ]; then
+  echo "== ASan + UBSan"
+  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
+  if make -s -j"$JOBS" BUILD=build/asan OPT="-O1 -g" SAN="$SAN" tests \
+      >"$LOGDIR/build-asan.log" 2>&1; then
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=23 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      suite "asan" build/asan env
+  else
+    failed=$((failed + 1)); failures+=("asan build: see $LOGDIR/build-asan.log")
+  fi
+
+  echo "== valgrind (memcheck)"
+  if command -v valgrind >/dev/null; then
+    VG="valgrind -q --error-exitcode=42 --leak-check=full --errors-for-leak-kinds=definite,indirect --track-fds=no"
+    run "valgrind procs x4" build/bin/symheap-run -n 4 $VG build/test/test_multirank
+    run "valgrind threads x4" $VG build/test/test_multirank --threads 4
+    run "valgrind threads x2" $VG build/test/test_multirank --threads 2
+    run "valgrind unit" $VG build/test/test_unit
+  else
+    failed=$((failed + 1)); failures+=("valgrind is not installed")
+  fi
+
+  echo "== clang -Werror"
+  if command -v clang >/dev/null; then
+    check "clang build" make -s -j"$JOBS" CC=clang BUILD=build/clang all tests
+  else
+    failed=$((failed + 1)); failures+=("clang is not installed")
+  fi
+fi
+
+echo
+for f in "${failures[@]+"${failures[@]}"}"; do echo "FAILED: $f"; done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,64 @@
+# Shell-level checks, sourced by test/run.sh (uses its `check`).
+
+# symheap-run stops the job when a rank fails and returns that rank's status.
+run_propagates_failure() {
+  local start=$SECONDS out rc
+  out=$(build/bin/symheap-run -n 3 sh -c \
+    'if [ "$SYMHEAP_RANK" = 1 ]; then exit 7; fi; sleep 30' 2>&1)
+  rc=$?
+  echo "$out"
+  [ $rc -eq 7 ] || { echo "status $rc, expected 7"; return 1; }
+  grep -q "rank 1 exited with status 7" <<<"$out" || return 1
+  [ $((SECONDS - start)) -lt 10 ] || { echo "the other ranks were not stopped"; return 1; }
+}
+check "symheap-run: failing rank ends the job" run_propagates_failure
+
+run_reports_signal() {
+  local out rc
+  out=$(build/bin/symheap-run -n 2 sh -c \
+    'if [ "$SYMHEAP_RANK" = 0 ]; then kill -9 $$; fi; sleep 30' 2>&1)
+  rc=$?
+  echo "$out"
+  [ $rc -eq 137 ] && grep -q "rank 0 was killed by signal 9" <<<"$out"
+}
+check "symheap-run: killed rank is reported" run_reports_signal
+
+exports_only_public() {
+  local bad
+  bad=$(nm -D --defined-only build/lib/libsymheap.so | awk '{print $3}' |
+    grep -v '^symheap_[a-z]' | grep -v '^SYMHEAP_0$' || true)
+  bad="$bad$(nm -D --defined-only build/lib/libsymheap.so | awk '{print $3}' | grep '^symheap__' || true)"
+  [ -z "$bad" ] || { echo "unexpected exports: $bad"; return 1; }
+  nm -D --defined-only build/lib/libsymheap.so | grep -q ' symheap_window_register'
+}
+check "libsymheap.so exports only symheap_*" exports_only_public
+
+# make install + pkg-config: the README's example builds and runs on 2 ranks.
+install_and_build_client() {
+  local dir
+  dir=$(mktemp -d)
+  make -s install PREFIX="$dir" || return 1
+  sed -n '/^```c$/,/^```$/p' README.md | sed '1d;$d' >"$dir/example.c"
+  [ -s "$dir/example.c" ] || { echo "no C example in README.md"; return 1; }
+  PKG_CONFIG_PATH="$dir/lib/pkgconfig" cc -std=c11 "$dir/example.c" -o "$dir/example" \
+    $(PKG_CONFIG_PATH="$dir/lib/pkgconfig" pkg-config --cflags --libs symheap) || return 1
+  "$dir/bin/symheap-run" -n 2 "$dir/example" || return 1
+  "$dir/bin/symheap-info" | grep -q "host" || return 1
+  rm -rf "$dir"
+}
+check "install + pkg-config + README example" install_and_build_client
+
+# The demo (make demo's benchmark) runs on 4 ranks and checks its all-reduce.
+demo_runs() {
+  build/bin/symheap-run -n 4 build/bin/symheap-bench --max-size 16M \
+    --bw-size 8M --count 262144 --iters 5
+}
+check "symheap-bench (small) on 4 ranks" demo_runs
+
+# A malformed variable fails comm init on every rank, naming it.
+bad_env_named() {
+  local out
+  out=$(SYMHEAP_TIMEOUT_MS=soon build/bin/symheap-run -n 2 build/bin/symheap-bench 2>&1)
+  [ $? -ne 0 ] && grep -q "SYMHEAP_TIMEOUT_MS='soon'" <<<"$out"
+}
+check "malformed SYMHEAP_TIMEOUT_MS is named" bad_env_named

@@ -1,0 +1,205 @@
+/* Unit tests of the core: results, ids, configuration, adaptor tables and
+ * the exact adaptor call sequence of one rank. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "registry.h"
+#include "uid.h"
+
+static const char *T = "unit";
+
+static void test_strerror(void) {
+  th_begin(T, "strerror", 0);
+  for (int i = 0; i < SYMHEAP_RESULT_COUNT_; i++) {
+    const char *s = symheap_strerror((symheap_result_t)i);
+    CHECK(s && *s, "code %d has no text", i);
+    for (int j = 0; j < i; j++)
+      CHECK(strcmp(s, symheap_strerror((symheap_result_t)j)) != 0,
+            "codes %d and %d share a text", i, j);
+  }
+  CHECK(strcmp(symheap_strerror((symheap_result_t)999), "unknown result code") == 0,
+        "unknown code text");
+  int a, b, c;
+  CHECK_OK(symheap_get_version(&a, &b, &c));
+  CHECK(a == SYMHEAP_VERSION_MAJOR && b == SYMHEAP_VERSION_MINOR &&
+            c == SYMHEAP_VERSION_PATCH,
+        "version");
+  CHECK_ERR(symheap_get_version(NULL, &b, &c), SYMHEAP_ERR_INVALID_ARG);
+  th_end();
+}
+
+static void test_unique_id(void) {
+  th_begin(T, "unique_id", 0);
+  symheap_unique_id_t id, back, other;
+  CHECK_OK(symheap_get_unique_id(&id));
+  CHECK_OK(symheap_get_unique_id(&other));
+  CHECK(memcmp(&id, &other, sizeof id) != 0, "two ids are equal");
+  char hex[257];
+  symheap__uid_to_hex(&id, hex);
+  CHECK_OK(symheap__uid_from_hex(hex, &back));
+  CHECK(memcmp(&id, &back, sizeof id) == 0, "hex round trip differs");
+  CHECK_ERR(symheap__uid_from_hex("abc", &back), SYMHEAP_ERR_INVALID_ARG);
+  hex[10] = 'x';
+  CHECK_ERR(symheap__uid_from_hex(hex, &back), SYMHEAP_ERR_INVALID_ARG);
+  CHECK(strstr(symheap_last_error(), "position 10") != NULL, "%s",
+        symheap_last_error());
+  symheap_unique_id_t zero;
+  memset(&zero, 0, sizeof zero);
+  symheap_comm_t c;
+  CHECK_ERR(symheap_comm_init(&c, 1, &zero, 0), SYMHEAP_ERR_INVALID_ARG);
+  CHECK(strstr(symheap_last_error(), "magic") != NULL, "%s",
+        symheap_last_error());
+  CHECK_ERR(symheap_get_unique_id(NULL), SYMHEAP_ERR_INVALID_ARG);
+  th_end();
+}
+
+/* A one-rank comm must fail with INVALID_ARG and name the variable. */
+static void expect_env_error(const char *var, const char *value,
+                             const char *needle) {
+  setenv(var, value, 1);
+  symheap_unique_id_t id;
+  symheap_comm_t c = NULL;
+  symheap_result_t r = symheap_get_unique_id(&id);
+  if (r == SYMHEAP_SUCCESS)
+    r = symheap_comm_init(&c, 1, &id, 0);
+  CHECK(r == SYMHEAP_ERR_INVALID_ARG, "%s=%s gave %s", var, value,
+        symheap_strerror(r));
+  CHECK(strstr(symheap_last_error(), var) != NULL &&
+            strstr(symheap_last_error(), needle) != NULL,
+        "%s=%s: message '%s' lacks '%s'", var, value, symheap_last_error(),
+        needle);
+  if (r == SYMHEAP_SUCCESS)
+    symheap_comm_destroy(c);
+  unsetenv(var);
+}
+
+static void test_config(void) {
+  th_begin(T, "config_errors_name_the_variable", 0);
+  expect_env_error("SYMHEAP_TIMEOUT_MS", "abc", "integer");
+  expect_env_error("SYMHEAP_TIMEOUT_MS", "0", "1 to");
+  expect_env_error("SYMHEAP_DEBUG", "LOUD", "NONE|WARN|INFO|TRACE");
+  expect_env_error("SYMHEAP_DISABLE_MULTICAST", "yes", "0 or 1");
+  expect_env_error("NCCL_NVLS_ENABLE", "on", "integer");
+  expect_env_error("SYMHEAP_DEVICE", "nope", "known: auto, host");
+  expect_env_error("SYMHEAP_IPC_SOCKET", "relative/dir", "abstract");
+  th_end();
+
+  th_begin(T, "comm_init_arguments", 0);
+  symheap_unique_id_t id;
+  symheap_comm_t c;
+  CHECK_OK(symheap_get_unique_id(&id));
+  CHECK_ERR(symheap_comm_init(NULL, 1, &id, 0), SYMHEAP_ERR_INVALID_ARG);
+  CHECK_ERR(symheap_comm_init(&c, 1, NULL, 0), SYMHEAP_ERR_INVALID_ARG);
+  CHECK_ERR(symheap_comm_init(&c, 2, &id, 2), SYMHEAP_ERR_INVALID_ARG);
+  CHECK_ERR(symheap_comm_init(&c, 0, &id, 0), SYMHEAP_ERR_INVALID_ARG);
+  unsetenv("SYMHEAP_UNIQUE_ID");
+  CHECK_ERR(symheap_comm_init_env(&c), SYMHEAP_ERR_INVALID_ARG);
+  CHECK(strstr(symheap_last_error(), "symheap-run") != NULL, "%s",
+        symheap_last_error());
+  setenv("SYMHEAP_UNIQUE_ID", "00", 1);
+  setenv("SYMHEAP_RANK", "0", 1);
+  setenv("SYMHEAP_NRANKS", "1", 1);
+  CHECK_ERR(symheap_comm_init_env(&c), SYMHEAP_ERR_INVALID_ARG);
+  CHECK(strstr(symheap_last_error(), "SYMHEAP_UNIQUE_ID") != NULL, "%s",
+        symheap_last_error());
+  unsetenv("SYMHEAP_UNIQUE_ID");
+  unsetenv("SYMHEAP_RANK");
+  unsetenv("SYMHEAP_NRANKS");
+  th_end();
+
+  th_begin(T, "filesystem_sockets", 0);
+  /* The same job over filesystem sockets; nothing is left in the directory. */
+  setenv("SYMHEAP_IPC_SOCKET", "/tmp", 1);
+  CHECK_OK(symheap_get_unique_id(&id));
+  symheap_result_t r = symheap_comm_init(&c, 1, &id, 0);
+  CHECK_OK(r);
+  if (r == SYMHEAP_SUCCESS) {
+    symheap_window_t w;
+    CHECK_OK(symheap_malloc(c, 4096, 0, &w));
+    CHECK_OK(symheap_free(c, w));
+    CHECK_OK(symheap_comm_destroy(c));
+  }
+  unsetenv("SYMHEAP_IPC_SOCKET");
+  th_end();
+}
+
+static void test_normalise(void) {
+  th_begin(T, "adaptor_table_normalisation", 0);
+  symheap__device_table_t t;
+  symheap_device_ops ops = th_record_ops;
+  CHECK_OK(symheap__device_normalise(&ops, &t));
+  CHECK(t.has_multicast && !t.has_ipc && !t.has_mem_retain, "capabilities");
+  ops.map = NULL;
+  CHECK_ERR(symheap__device_normalise(&ops, &t), SYMHEAP_ERR_PLUGIN);
+  CHECK(strstr(symheap_last_error(), "'map'") != NULL, "%s",
+        symheap_last_error());
+  ops = th_record_ops;
+  ops.abi_version = 2;
+  CHECK_ERR(symheap__device_normalise(&ops, &t), SYMHEAP_ERR_PLUGIN);
+  CHECK(strstr(symheap_last_error(), "ABI version 2") != NULL, "%s",
+        symheap_last_error());
+  /* An adaptor built against a header that ended before the optional
+   * members: they are not read, and stubs answer UNSUPPORTED. */
+  ops = th_record_ops;
+  ops.struct_size = (uint32_t)offsetof(symheap_device_ops, mem_retain);
+  CHECK_OK(symheap__device_normalise(&ops, &t));
+  CHECK(!t.has_multicast, "members beyond struct_size were read");
+  void *va;
+  CHECK_ERR(t.ops.mc_create(NULL, 4096, 1, (symheap_mem_handle_t *)&va),
+            SYMHEAP_ERR_UNSUPPORTED);
+  CHECK_ERR(t.ops.ipc_open(NULL, NULL, &va), SYMHEAP_ERR_UNSUPPORTED);
+  ops.struct_size = (uint32_t)offsetof(symheap_device_ops, set_access);
+  CHECK_ERR(symheap__device_normalise(&ops, &t), SYMHEAP_ERR_PLUGIN);
+  ops = th_record_ops;
+  ops.mc_bind = NULL;
+  CHECK_ERR(symheap__device_normalise(&ops, &t), SYMHEAP_ERR_PLUGIN);
+  CHECK(strstr(symheap_last_error(), "multicast") != NULL, "%s",
+        symheap_last_error());
+  ops = th_record_ops;
+  ops.name = NULL;
+  CHECK_ERR(symheap__device_normalise(&ops, &t), SYMHEAP_ERR_PLUGIN);
+  ops = th_record_ops;
+  ops.name = "host";
+  CHECK_ERR(symheap_register_device_adaptor(&ops), SYMHEAP_ERR_INVALID_ARG);
+  CHECK_OK(symheap_register_device_adaptor(&th_record_ops));
+  CHECK_ERR(symheap_register_device_adaptor(&th_record_ops),
+            SYMHEAP_ERR_INVALID_ARG);
+  th_end();
+}
+
+/* The adaptor sees exactly this sequence for a one-rank malloc and free. */
+static void test_call_sequence(void) {
+  th_begin(T, "adaptor_call_sequence", 0);
+  setenv("SYMHEAP_DEVICE", "record", 1);
+  symheap_unique_id_t id;
+  symheap_comm_t c;
+  CHECK_OK(symheap_get_unique_id(&id));
+  symheap_result_t r = symheap_comm_init(&c, 1, &id, 0);
+  CHECK_OK(r);
+  if (r == SYMHEAP_SUCCESS) {
+    th_record_reset(0);
+    symheap_window_t w;
+    CHECK_OK(symheap_malloc(c, 5000, 0, &w));
+    const char *want_reg = "mem_create,va_reserve,map,set_access,"
+                           "mem_export,va_reserve,map,set_access";
+    CHECK(strcmp(th_record_log(0), want_reg) == 0, "register: %s",
+          th_record_log(0));
+    th_record_reset(0);
+    CHECK_OK(symheap_free(c, w));
+    CHECK(strcmp(th_record_log(0), "unmap,va_free,unmap,va_free,mem_release") == 0,
+          "free: %s", th_record_log(0));
+    CHECK_OK(symheap_comm_destroy(c));
+  }
+  unsetenv("SYMHEAP_DEVICE");
+  th_end();
+}
+
+int main(void) {
+  test_strerror();
+  test_unique_id();
+  test_config();
+  test_normalise();
+  test_call_sequence();
+  return th_total_failures() ? 1 : 0;
+}

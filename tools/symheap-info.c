@@ -1,0 +1,108 @@
+/* symheap-info: what this build of symheap can use here.
+ *   symheap-info      version, device adaptors and their capabilities, ccls
+ *   symheap-info -e   every environment variable, its value and its help */
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "registry.h"
+
+static void print_caps(const symheap__device_table_t *t) {
+  symheap_device_init_t args = {sizeof args, 0, 1, 0, 1};
+  void *ctx = NULL;
+  symheap_device_caps_t caps;
+  memset(&caps, 0, sizeof caps);
+  caps.struct_size = sizeof caps;
+  if (t->ops.init(&symheap__host_services, &args, &ctx) != SYMHEAP_SUCCESS ||
+      t->ops.query(ctx, &caps) != SYMHEAP_SUCCESS) {
+    printf("    capabilities: unknown (%s)\n", symheap_last_error());
+    if (ctx)
+      t->ops.fini(ctx);
+    return;
+  }
+  t->ops.fini(ctx);
+  printf("    device:       %s\n", caps.device_name);
+  printf("    granularity:  %zu bytes (recommended %zu)\n", caps.granularity,
+         caps.recommended_granularity);
+  printf("    VMM:          %s\n", caps.caps & SYMHEAP_CAP_VMM ? "yes" : "no");
+  printf("    CPU access:   %s\n",
+         caps.caps & SYMHEAP_CAP_HOST_ACCESS ? "yes" : "no");
+  printf("    handles:      %s%s\n",
+         caps.handle_kinds & (1u << SYMHEAP_HANDLE_FD) ? "fd " : "",
+         caps.handle_kinds & (1u << SYMHEAP_HANDLE_BYTES) ? "bytes" : "");
+  printf("    multicast:    %s",
+         t->has_multicast && (caps.caps & SYMHEAP_CAP_MULTICAST) ? "supported"
+                                                                 : "no");
+  if (t->has_multicast && caps.multicast_granularity)
+    printf(" (granularity %zu)", caps.multicast_granularity);
+  printf("\n    IPC fallback: %s\n", t->has_ipc ? "yes" : "no");
+}
+
+static void print_env(void) {
+  size_t n;
+  const symheap__cfg_var_t *v = symheap__cfg_table(&n);
+  for (size_t i = 0; i < n; i++) {
+    const char *set = symheap__cfg_raw(v[i].name);
+    printf("%s\n  value:   %s%s\n  default: %s\n", v[i].name,
+           set ? set : "(unset)", "", v[i].def ? v[i].def : "(unset)");
+    if (v[i].kind == SYMHEAP_CFG_CHOICE)
+      printf("  values:  %s\n", v[i].choices);
+    else if (v[i].kind == SYMHEAP_CFG_INT)
+      printf("  values:  %ld to %ld\n", v[i].min, v[i].max);
+    else if (v[i].kind == SYMHEAP_CFG_BOOL)
+      printf("  values:  0 or 1\n");
+    printf("  %s\n", v[i].help);
+  }
+  symheap_result_t r = symheap__cfg_validate_all();
+  if (r != SYMHEAP_SUCCESS)
+    printf("\nerror: %s\n", symheap_last_error());
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "-e") == 0) {
+    print_env();
+    return symheap__cfg_validate_all() == SYMHEAP_SUCCESS ? 0 : 1;
+  }
+  if (argc > 1) {
+    fprintf(stderr, "usage: symheap-info [-e]\n");
+    return 2;
+  }
+  int major, minor, patch;
+  symheap_get_version(&major, &minor, &patch);
+  printf("symheap %d.%d.%d (adaptor ABI %d)\n\ndevice adaptors "
+         "(SYMHEAP_DEVICE=auto prefers a usable GPU adaptor, else host):\n",
+         major, minor, patch, SYMHEAP_ADAPTOR_ABI_VERSION);
+  for (int i = 0; i < symheap__device_count(); i++) {
+    symheap__device_table_t t;
+    if (symheap__device_get(i, &t) != SYMHEAP_SUCCESS)
+      continue;
+    char why[256] = "";
+    int ok = t.ops.available(&symheap__host_services, why, sizeof why);
+    printf("  %-8s %s%s%s\n", t.ops.name, ok ? "available" : "unavailable",
+           ok ? "" : ": ", ok ? "" : why);
+    if (ok)
+      print_caps(&t);
+  }
+  const char *want = "auto";
+  symheap__cfg_string("SYMHEAP_DEVICE", &want);
+  symheap__device_table_t chosen;
+  char why[512];
+  if (symheap__device_select(want, &chosen, why, sizeof why) == SYMHEAP_SUCCESS)
+    printf("  selected now: %s (%s)\n", chosen.ops.name, why);
+  else
+    printf("  selected now: none: %s\n", symheap_last_error());
+  printf("\nccl adaptors:\n  local    built-in bootstrap over Unix sockets "
+         "(one host); used by symheap_comm_init and symheap_comm_init_env\n");
+  printf("\nwindow path: symheap's own flat VA (import every rank's memory, "
+         "map at base + rank * stride)\n");
+  const char *mc = NULL;
+  int off = 0;
+  if (symheap__cfg_bool("SYMHEAP_DISABLE_MULTICAST", &off) == SYMHEAP_SUCCESS &&
+      off)
+    mc = "SYMHEAP_DISABLE_MULTICAST=1";
+  const char *nvls = symheap__cfg_raw("NCCL_NVLS_ENABLE");
+  if (!mc && nvls && strcmp(nvls, "0") == 0)
+    mc = "NCCL_NVLS_ENABLE=0";
+  printf("multicast policy: %s\n", mc ? mc : "allowed where supported");
+  return 0;
+}

@@ -1,0 +1,177 @@
+/* symheap-run: start N ranks of a program on this host with the environment
+ * symheap_comm_init_env reads.  If a rank fails, stop the others and exit
+ * with that rank's status. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "symheap.h"
+
+static pid_t *pids;
+static int nranks;
+static volatile sig_atomic_t got_signal;
+
+static void on_signal(int sig) { got_signal = sig; }
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: symheap-run -n N [--] PROGRAM [ARGS...]\n"
+             "Starts N ranks of PROGRAM on this host.  Each gets SYMHEAP_RANK,\n"
+             "SYMHEAP_NRANKS, SYMHEAP_LOCAL_RANK and SYMHEAP_UNIQUE_ID, which\n"
+             "symheap_comm_init_env reads.  If one rank fails, the others are\n"
+             "stopped (SIGTERM, then SIGKILL after 2 s) and symheap-run exits\n"
+             "with the failed rank's status (128+signal if it was killed).\n");
+}
+
+static void hex(const unsigned char *in, size_t n, char *out) {
+  for (size_t i = 0; i < n; i++)
+    sprintf(out + 2 * i, "%02x", in[i]);
+}
+
+/* Each rank leads its own process group, so stopping a rank also stops what
+ * it started (a shell's children, a debugger's inferior). */
+static void signal_all(int sig) {
+  for (int r = 0; r < nranks; r++)
+    if (pids[r] > 0)
+      kill(-pids[r], sig);
+}
+
+static int rank_of(pid_t pid) {
+  for (int r = 0; r < nranks; r++)
+    if (pids[r] == pid)
+      return r;
+  return -1;
+}
+
+static int describe(int rank, int status) {
+  if (WIFSIGNALED(status)) {
+    fprintf(stderr, "symheap-run: rank %d was killed by signal %d (%s)\n", rank,
+            WTERMSIG(status), strsignal(WTERMSIG(status)));
+    return 128 + WTERMSIG(status);
+  }
+  fprintf(stderr, "symheap-run: rank %d exited with status %d\n", rank,
+          WEXITSTATUS(status));
+  return WEXITSTATUS(status);
+}
+
+int main(int argc, char **argv) {
+  int i = 1;
+  nranks = 0;
+  for (; i < argc; i++) {
+    if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
+      char *end;
+      long n = strtol(argv[++i], &end, 10);
+      if (*end || n < 1 || n > 4096) {
+        fprintf(stderr, "symheap-run: -n needs a rank count from 1 to 4096\n");
+        return 2;
+      }
+      nranks = (int)n;
+    } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      usage(stdout);
+      return 0;
+    } else if (strcmp(argv[i], "--") == 0) {
+      i++;
+      break;
+    } else if (argv[i][0] == '-') {
+      fprintf(stderr, "symheap-run: unknown option %s\n", argv[i]);
+      usage(stderr);
+      return 2;
+    } else {
+      break;
+    }
+  }
+  if (nranks == 0 || i >= argc) {
+    usage(stderr);
+    return 2;
+  }
+  symheap_unique_id_t id;
+  if (symheap_get_unique_id(&id) != SYMHEAP_SUCCESS) {
+    fprintf(stderr, "symheap-run: %s\n", symheap_last_error());
+    return 2;
+  }
+  char idhex[2 * sizeof id.bytes + 1], num[16];
+  hex(id.bytes, sizeof id.bytes, idhex);
+  pids = calloc((size_t)nranks, sizeof *pids);
+  if (!pids)
+    return 2;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  setenv("SYMHEAP_UNIQUE_ID", idhex, 1);
+  snprintf(num, sizeof num, "%d", nranks);
+  setenv("SYMHEAP_NRANKS", num, 1);
+  for (int r = 0; r < nranks; r++) {
+    pid_t pid = fork();
+    if (pid < 0) {
+      fprintf(stderr, "symheap-run: fork: %s\n", strerror(errno));
+      signal_all(SIGKILL);
+      return 2;
+    }
+    if (pid == 0) {
+      setpgid(0, 0);
+      snprintf(num, sizeof num, "%d", r);
+      setenv("SYMHEAP_RANK", num, 1);
+      setenv("SYMHEAP_LOCAL_RANK", num, 1);
+      signal(SIGINT, SIG_DFL);
+      signal(SIGTERM, SIG_DFL);
+      execvp(argv[i], &argv[i]);
+      fprintf(stderr, "symheap-run: cannot run %s: %s\n", argv[i],
+              strerror(errno));
+      _exit(127);
+    }
+    setpgid(pid, pid); /* also here, so no signal can race the child's */
+    pids[r] = pid;
+  }
+  int live = nranks, result = 0, failed = -1;
+  time_t kill_at = 0;
+  while (live > 0) {
+    int status;
+    pid_t pid = waitpid(-1, &status, kill_at ? WNOHANG : 0);
+    if (pid < 0 && errno == EINTR) {
+      if (got_signal && failed < 0) {
+        fprintf(stderr, "symheap-run: got signal %d, stopping all ranks\n",
+                (int)got_signal);
+        signal_all((int)got_signal);
+        result = 128 + (int)got_signal;
+        failed = nranks; /* not a rank, but stop waiting politely */
+        kill_at = time(NULL) + 2;
+      }
+      continue;
+    }
+    if (pid == 0) { /* WNOHANG: nothing yet */
+      if (time(NULL) >= kill_at) {
+        signal_all(SIGKILL);
+        kill_at = 0;
+      } else {
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+      }
+      continue;
+    }
+    if (pid < 0)
+      break;
+    int r = rank_of(pid);
+    if (r < 0)
+      continue;
+    pids[r] = 0;
+    live--;
+    int bad = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (bad && failed < 0) {
+      failed = r;
+      result = describe(r, status);
+      if (live > 0) {
+        fprintf(stderr, "symheap-run: stopping the other %d rank(s)\n", live);
+        signal_all(SIGTERM);
+        kill_at = time(NULL) + 2;
+      }
+    }
+  }
+  free(pids);
+  return result;
+}
