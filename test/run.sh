@@ -88,7 +88,7 @@ if [ "${QUICK:-0}" != 1 ]; then
   SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
   if make -s -j"$JOBS" BUILD=build/asan OPT="-O1 -g" SAN="$SAN" tests \
       >"$LOGDIR/build-asan.log" 2>&1; then
-    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=23 \
+    SYMHEAP_TEST_UNDER_TOOL=asan ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=23 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       suite "asan" build/asan env
   else
@@ -97,11 +97,15 @@ if [ "${QUICK:-0}" != 1 ]; then
 
   echo "== valgrind (memcheck)"
   if command -v valgrind >/dev/null; then
+    export SYMHEAP_TEST_UNDER_TOOL=valgrind
     VG="valgrind -q --error-exitcode=42 --leak-check=full --errors-for-leak-kinds=definite,indirect --track-fds=no"
-    run "valgrind procs x4" build/bin/symheap-run -n 4 $VG build/test/test_multirank
-    run "valgrind threads x4" $VG build/test/test_multirank --threads 4
-    run "valgrind threads x2" $VG build/test/test_multirank --threads 2
+    for n in 2 4 8; do
+      run "valgrind procs x$n" build/bin/symheap-run -n $n $VG build/test/test_multirank
+      run "valgrind threads x$n" $VG build/test/test_multirank --threads $n
+    done
     run "valgrind unit" $VG build/test/test_unit
+    run "valgrind faults" $VG --trace-children=yes build/test/test_faults
+    unset SYMHEAP_TEST_UNDER_TOOL
   else
     failed=$((failed + 1)); failures+=("valgrind is not installed")
   fi

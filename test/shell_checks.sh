@@ -62,3 +62,10 @@ bad_env_named() {
   [ $? -ne 0 ] && grep -q "SYMHEAP_TIMEOUT_MS='soon'" <<<"$out"
 }
 check "malformed SYMHEAP_TIMEOUT_MS is named" bad_env_named
+
+# docs/env.md carries the variable table exactly as the library declares it.
+env_doc_current() {
+  diff <(build/bin/symheap-info -e --markdown) \
+    <(grep '^|' docs/env.md)
+}
+check "docs/env.md matches the variable table" env_doc_current

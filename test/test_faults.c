@@ -54,7 +54,7 @@ static void sweep(th_ctx_t *c, void *arg) {
   CHECK_OK(symheap_comm_barrier(c->comm));
   if (c->rank == 0) {
     fds0 = th_count_fds();
-    maps0 = th_count_maps();
+    maps0 = th_count_maps() * 100000 + th_count_symheap_maps();
   }
   for (int t = 0; t < 2; t++)
     for (size_t o = 0; o < NOPS; o++)
@@ -85,7 +85,8 @@ static void sweep(th_ctx_t *c, void *arg) {
               (unsigned long long)s.multicast_objects);
         CHECK_OK(symheap_comm_barrier(c->comm));
         if (c->rank == 0) {
-          int fds = th_count_fds(), maps = th_count_maps();
+          int fds = th_count_fds();
+          int maps = th_count_maps() * 100000 + th_count_symheap_maps();
           CHECK(fds == fds0 && maps == maps0,
                 "fault in %s #%d on rank %d: fds %d -> %d, maps %d -> %d",
                 ops_to_fail[o], nth, targets[t], fds0, fds, maps0, maps);
@@ -197,6 +198,7 @@ enum { DIE_BEFORE_JOIN, DIE_AFTER_JOIN };
 static int survivor(symheap_unique_id_t *id, int n, int rank, int victim,
                     int stage, int timeout_ms) {
   int fds = th_count_fds(), maps = th_count_maps();
+  int shmaps = th_count_symheap_maps();
   symheap_comm_t c = NULL;
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -220,9 +222,12 @@ static int survivor(symheap_unique_id_t *id, int n, int rank, int victim,
   if (c) {
     symheap_comm_destroy(c);
     /* Once the comm is gone, so is everything it held. */
-    if (th_count_fds() != fds || th_count_maps() != maps) {
-      printf("FAIL faults/peer_death [rank %d] fds %d -> %d, maps %d -> %d\n",
-             rank, fds, th_count_fds(), maps, th_count_maps());
+    if (th_count_fds() != fds || th_count_maps() != maps ||
+        th_count_symheap_maps() != shmaps) {
+      printf("FAIL faults/peer_death [rank %d] fds %d -> %d, maps %d -> %d, "
+             "symheap maps %d -> %d\n",
+             rank, fds, th_count_fds(), maps, th_count_maps(), shmaps,
+             th_count_symheap_maps());
       ok = 0;
     }
   }

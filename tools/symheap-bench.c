@@ -75,8 +75,8 @@ static void fmt_size(size_t b, char *out, size_t len) {
 
 static void bench_register(size_t max_size, int iters) {
   if (g_rank == 0)
-    printf("\n%-10s %14s %14s %14s   (slowest rank, median of %d)\n", "window",
-           "register ms", "deregister ms", "reg+dereg ms", iters);
+    printf("\n%-10s %14s %14s %14s %6s   (slowest rank, median)\n", "window",
+           "register ms", "deregister ms", "reg+dereg ms", "iters");
   for (size_t size = 4096; size <= max_size; size *= 4) {
     void *buf;
     CHECK(symheap_mem_alloc(g_comm, size, &buf));
@@ -104,8 +104,8 @@ static void bench_register(size_t max_size, int iters) {
     char label[32];
     fmt_size(size, label, sizeof label);
     if (g_rank == 0)
-      printf("%-10s %14.3f %14.3f %14.3f\n", label, median(reg, n) * 1e3,
-             median(dereg, n) * 1e3, median(both, n) * 1e3);
+      printf("%-10s %14.3f %14.3f %14.3f %6d\n", label, median(reg, n) * 1e3,
+             median(dereg, n) * 1e3, median(both, n) * 1e3, n);
     free(reg);
     free(dereg);
     free(both);

@@ -1,6 +1,7 @@
 /* symheap-info: what this build of symheap can use here.
  *   symheap-info      version, device adaptors and their capabilities, ccls
- *   symheap-info -e   every environment variable, its value and its help */
+ *   symheap-info -e   every environment variable, its value and its help
+ *   symheap-info -e --markdown   the same as the table in docs/env.md */
 #include <stdio.h>
 #include <string.h>
 
@@ -58,13 +59,48 @@ static void print_env(void) {
     printf("\nerror: %s\n", symheap_last_error());
 }
 
+/* The same table as Markdown: docs/env.md is this output (a test checks). */
+static void print_env_markdown(void) {
+  size_t n;
+  const symheap__cfg_var_t *v = symheap__cfg_table(&n);
+  printf("| variable | default | accepted values | meaning |\n"
+         "|---|---|---|---|\n");
+  for (size_t i = 0; i < n; i++) {
+    char values[64];
+    if (v[i].kind == SYMHEAP_CFG_CHOICE) {
+      /* '|' would split the Markdown cell. */
+      size_t o = 0;
+      for (const char *p = v[i].choices; *p && o + 3 < sizeof values; p++)
+        if (*p == '|') {
+          values[o++] = ',';
+          values[o++] = ' ';
+        } else {
+          values[o++] = *p;
+        }
+      values[o] = '\0';
+    } else if (v[i].kind == SYMHEAP_CFG_INT)
+      snprintf(values, sizeof values, "%ld to %ld", v[i].min, v[i].max);
+    else if (v[i].kind == SYMHEAP_CFG_BOOL)
+      snprintf(values, sizeof values, "0 or 1");
+    else
+      snprintf(values, sizeof values, "text");
+    printf("| `%s` | %s | %s | %s |\n", v[i].name,
+           v[i].def ? v[i].def : "(unset)", values, v[i].help);
+  }
+}
+
 int main(int argc, char **argv) {
+  if (argc > 2 && strcmp(argv[1], "-e") == 0 &&
+      strcmp(argv[2], "--markdown") == 0) {
+    print_env_markdown();
+    return 0;
+  }
   if (argc > 1 && strcmp(argv[1], "-e") == 0) {
     print_env();
     return symheap__cfg_validate_all() == SYMHEAP_SUCCESS ? 0 : 1;
   }
   if (argc > 1) {
-    fprintf(stderr, "usage: symheap-info [-e]\n");
+    fprintf(stderr, "usage: symheap-info [-e [--markdown]]\n");
     return 2;
   }
   int major, minor, patch;
