@@ -77,7 +77,7 @@ int th_count_symheap_maps(void) { return count_maps("memfd:symheap"); }
 
 typedef struct {
   int rank, n;
-  symheap_unique_id_t *id;
+  const symheap_unique_id_t *id;
   th_rank_fn fn;
   void *arg;
   int rc;
@@ -100,24 +100,29 @@ static void *thread_main(void *p) {
   return NULL;
 }
 
+int th_run_rank_threads(const symheap_unique_id_t *id, int nranks, int first,
+                        int count, th_rank_fn fn, void *arg) {
+  pthread_t *th = calloc((size_t)count, sizeof *th);
+  thread_arg_t *args = calloc((size_t)count, sizeof *args);
+  int rc = 0;
+  for (int i = 0; i < count; i++) {
+    args[i] = (thread_arg_t){first + i, nranks, id, fn, arg, 0};
+    pthread_create(&th[i], NULL, thread_main, &args[i]);
+  }
+  for (int i = 0; i < count; i++) {
+    pthread_join(th[i], NULL);
+    rc |= args[i].rc;
+  }
+  free(th);
+  free(args);
+  return rc;
+}
+
 int th_run_threads(int n, th_rank_fn fn, void *arg) {
   symheap_unique_id_t id;
   if (symheap_get_unique_id(&id) != SYMHEAP_SUCCESS) {
     printf("FAIL threads/unique_id: %s\n", symheap_last_error());
     return 1;
   }
-  pthread_t *th = calloc((size_t)n, sizeof *th);
-  thread_arg_t *args = calloc((size_t)n, sizeof *args);
-  int rc = 0;
-  for (int r = 0; r < n; r++) {
-    args[r] = (thread_arg_t){r, n, &id, fn, arg, 0};
-    pthread_create(&th[r], NULL, thread_main, &args[r]);
-  }
-  for (int r = 0; r < n; r++) {
-    pthread_join(th[r], NULL);
-    rc |= args[r].rc;
-  }
-  free(th);
-  free(args);
-  return rc;
+  return th_run_rank_threads(&id, n, 0, n, fn, arg);
 }

@@ -56,6 +56,10 @@ int th_count_symheap_maps(void);
 /* Run fn on n thread-ranks of one process, each with its own comm. */
 typedef void (*th_rank_fn)(th_ctx_t *ctx, void *arg);
 int th_run_threads(int n, th_rank_fn fn, void *arg);
+/* Run ranks first..first+count-1 of an nranks job as threads of this process
+ * (other processes run the rest): ranks as processes and threads mixed. */
+int th_run_rank_threads(const symheap_unique_id_t *id, int nranks, int first,
+                        int count, th_rank_fn fn, void *arg);
 
 /* The recording test adaptor (record_adaptor.c): host memory, every call
  * logged per rank, and a fault injected at the Nth call of one op. */

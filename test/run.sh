@@ -69,6 +69,7 @@ suite() { # suite PREFIX BUILD WRAPPER...
     run "$prefix procs x$n" build/bin/symheap-run -n $n "$@" "$b/test/test_multirank"
     run "$prefix threads x$n" "$@" "$b/test/test_multirank" --threads $n
   done
+  run "$prefix procs x2 threads x3" build/bin/symheap-run -n 2 "$@" "$b/test/test_multirank" --mixed 3
   run "$prefix faults" "$@" "$b/test/test_faults"
 }
 

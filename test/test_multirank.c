@@ -9,10 +9,14 @@
 static char tag[32];
 static int g_threads;
 
+static int g_first_rank; /* first rank of this process (mixed mode) */
+
 /* Process-wide counts are only stable while no rank is working: take them
- * between two barriers, and with thread-ranks on rank 0 alone (the count
- * itself opens a descriptor). */
-static int counts_here(th_ctx_t *c) { return !g_threads || c->rank == 0; }
+ * between two barriers, and with thread-ranks on the process's first rank
+ * alone (the count itself opens a descriptor). */
+static int counts_here(th_ctx_t *c) {
+  return !g_threads || c->rank == g_first_rank;
+}
 static void quiet_counts(th_ctx_t *c, int *fds, int *maps) {
   CHECK_OK(symheap_comm_barrier(c->comm));
   if (counts_here(c)) {
@@ -366,8 +370,34 @@ static void run_cases(th_ctx_t *c, void *arg) {
   }
 }
 
+/* Under symheap-run with --mixed T: each process runs T thread-ranks, so the
+ * job is processes x threads in one comm. */
+static int run_mixed(int per_proc) {
+  const char *hex = getenv("SYMHEAP_UNIQUE_ID");
+  const char *prank = getenv("SYMHEAP_RANK"), *pn = getenv("SYMHEAP_NRANKS");
+  if (!hex || !prank || !pn || strlen(hex) != 256) {
+    printf("FAIL mixed/env: run under symheap-run\n");
+    return 1;
+  }
+  symheap_unique_id_t id;
+  for (int i = 0; i < 128; i++) {
+    unsigned v;
+    sscanf(hex + 2 * i, "%2x", &v);
+    id.bytes[i] = (unsigned char)v;
+  }
+  int nprocs = atoi(pn);
+  g_threads = 1;
+  g_first_rank = atoi(prank) * per_proc;
+  snprintf(tag, sizeof tag, "mixed%dx%d", nprocs, per_proc);
+  int rc = th_run_rank_threads(&id, nprocs * per_proc, g_first_rank, per_proc,
+                               run_cases, NULL);
+  return rc || th_total_failures() ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
   int threads = 0;
+  if (argc == 3 && strcmp(argv[1], "--mixed") == 0)
+    return run_mixed(atoi(argv[2]));
   if (argc == 3 && strcmp(argv[1], "--threads") == 0)
     threads = atoi(argv[2]);
   if (threads > 0) {

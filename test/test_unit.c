@@ -2,6 +2,7 @@
  * the exact adaptor call sequence of one rank. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "registry.h"
@@ -108,20 +109,6 @@ static void test_config(void) {
   unsetenv("SYMHEAP_NRANKS");
   th_end();
 
-  th_begin(T, "filesystem_sockets", 0);
-  /* The same job over filesystem sockets; nothing is left in the directory. */
-  setenv("SYMHEAP_IPC_SOCKET", "/tmp", 1);
-  CHECK_OK(symheap_get_unique_id(&id));
-  symheap_result_t r = symheap_comm_init(&c, 1, &id, 0);
-  CHECK_OK(r);
-  if (r == SYMHEAP_SUCCESS) {
-    symheap_window_t w;
-    CHECK_OK(symheap_malloc(c, 4096, 0, &w));
-    CHECK_OK(symheap_free(c, w));
-    CHECK_OK(symheap_comm_destroy(c));
-  }
-  unsetenv("SYMHEAP_IPC_SOCKET");
-  th_end();
 }
 
 static void test_normalise(void) {
@@ -195,7 +182,47 @@ static void test_call_sequence(void) {
   th_end();
 }
 
+/* SYMHEAP_DEBUG=INFO to SYMHEAP_DEBUG_FILE: the init line says which adaptor
+ * was chosen and why, tagged with pid and rank. */
+static void test_log_file(void) {
+  th_begin(T, "debug_log_to_file", 0);
+  char path[] = "/tmp/symheap-log-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0, "mkstemp");
+  if (fd < 0)
+    return;
+  close(fd);
+  setenv("SYMHEAP_DEBUG", "INFO", 1);
+  setenv("SYMHEAP_DEBUG_FILE", path, 1);
+  symheap_unique_id_t id;
+  symheap_comm_t c;
+  CHECK_OK(symheap_get_unique_id(&id));
+  if (symheap_comm_init(&c, 1, &id, 0) == SYMHEAP_SUCCESS)
+    CHECK_OK(symheap_comm_destroy(c));
+  unsetenv("SYMHEAP_DEBUG");
+  unsetenv("SYMHEAP_DEBUG_FILE");
+  /* Back to the defaults, so later cases log nothing to the file. */
+  CHECK_OK(symheap_get_unique_id(&id));
+  if (symheap_comm_init(&c, 1, &id, 0) == SYMHEAP_SUCCESS)
+    CHECK_OK(symheap_comm_destroy(c));
+  char buf[4096] = "";
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  buf[n] = '\0';
+  if (f)
+    fclose(f);
+  unlink(path);
+  char tagline[64];
+  snprintf(tagline, sizeof tagline, "symheap %d r0 INFO: comm ready", (int)getpid());
+  CHECK(strstr(buf, tagline) != NULL, "log lacks '%s': %s", tagline, buf);
+  CHECK(strstr(buf, "SYMHEAP_DEVICE=auto chose 'host'") != NULL,
+        "log does not say why host was chosen: %s", buf);
+  CHECK(strstr(buf, "comm destroyed") != NULL, "no destroy line: %s", buf);
+  th_end();
+}
+
 int main(void) {
+  test_log_file();
   test_strerror();
   test_unique_id();
   test_config();
