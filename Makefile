@@ -11,12 +11,13 @@ CFLAGS_ALL = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
   -Wstrict-prototypes -Wno-format-truncation $(CLANG_FLAGS) -Iinclude -fPIC -fvisibility=hidden -pthread \
   $(OPT) $(SAN) $(CFLAGS)
 LDFLAGS_ALL = -pthread $(SAN) $(LDFLAGS)
+LIBS = -ldl
 
 LIB_SRCS := $(wildcard core/*.c) $(wildcard adaptors/device/*.c) \
   $(wildcard adaptors/ccl/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 TOOLS := symheap-run symheap-info symheap-bench
-TESTS := test_unit test_multirank test_faults
+TESTS := test_unit test_multirank test_faults test_cuda_fake
 HEADERS := $(wildcard include/*.h) $(wildcard core/*.h) \
   $(wildcard adaptors/*/*.h)
 
@@ -33,7 +34,7 @@ $(BUILD)/obj/%.o: %.c $(HEADERS)
 $(BUILD)/lib/libsymheap.so: $(LIB_OBJS) symheap.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@.0 $(LIB_OBJS) -Wl,--version-script=symheap.map \
-	  -Wl,-soname,libsymheap.so.0 -Wl,--no-undefined $(LDFLAGS_ALL)
+	  -Wl,-soname,libsymheap.so.0 -Wl,--no-undefined $(LDFLAGS_ALL) $(LIBS)
 	ln -sf libsymheap.so.0 $@
 
 $(BUILD)/lib/libsymheap.a: $(LIB_OBJS)
@@ -49,14 +50,30 @@ $(BUILD)/bin/%: tools/%.c $(BUILD)/lib/libsymheap.so $(HEADERS)
 # symheap-info reads the adaptor registry and the variable table directly.
 $(BUILD)/bin/symheap-info: tools/symheap-info.c $(BUILD)/lib/libsymheap.a $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -Icore -o $@ $< $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL)
+	$(CC) $(CFLAGS_ALL) -Icore -o $@ $< $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
 
 # Tests link the static library so they can reach core internals.
 TEST_COMMON := test/harness.c test/record_adaptor.c
 $(BUILD)/test/%: test/%.c $(TEST_COMMON) test/harness.h $(BUILD)/lib/libsymheap.a $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Icore -o $@ $< $(TEST_COMMON) $(BUILD)/lib/libsymheap.a \
-	  $(LDFLAGS_ALL)
+	  $(LDFLAGS_ALL) $(LIBS)
+
+# The fake CUDA driver, for the cuda adaptor's tests on machines without a GPU.
+FAKE_CUDA := $(BUILD)/fake_cuda/libcuda.so.1
+$(FAKE_CUDA): test/fake_cuda/fake_cuda.c test/fake_cuda/fake_cuda.h adaptors/device/cuda_api.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -shared -o $@ $< -Wl,-soname,libcuda.so.1 $(LDFLAGS_ALL)
+tests: $(FAKE_CUDA)
+
+# With the CUDA toolkit, check cuda_api.h against its cuda.h.
+CUDA_HOME ?= /usr/local/cuda
+ifneq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
+$(BUILD)/test/test_cuda_abi: test/test_cuda_abi.c adaptors/device/cuda_api.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -I$(CUDA_HOME)/include -o $@ $<
+tests: $(BUILD)/test/test_cuda_abi
+endif
 
 demo: all
 	$(BUILD)/bin/symheap-run -n 4 -- $(BUILD)/bin/symheap-bench

@@ -335,6 +335,7 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_get_info(symheap_comm_t c,
   i.granularity = c->caps.granularity;
   i.multicast_available = c->dev.has_multicast && !c->mc_disabled_by;
   i.timeout_ms = c->timeout_ms;
+  snprintf(i.device, sizeof i.device, "%s", c->caps.device_name);
   return copy_sized(info, &i, sizeof i, "symheap_comm_get_info");
 }
 

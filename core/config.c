@@ -27,6 +27,12 @@ static const symheap__cfg_var_t cfg_vars[] = {
      "where the local bootstrap and descriptor exchange listen: 'abstract' "
      "(Linux abstract Unix sockets, per network namespace) or an absolute "
      "directory for filesystem sockets (crosses namespaces that share it)"},
+    {"SYMHEAP_CUDA_LIBRARY", SYMHEAP_CFG_STRING, "libcuda.so.1", 0, 0, NULL,
+     "the CUDA driver library the cuda adaptor loads with dlopen (a name "
+     "searched the usual way, or a path)"},
+    {"SYMHEAP_CUDA_DEVICE", SYMHEAP_CFG_INT, NULL, 0, 1023, NULL,
+     "CUDA device ordinal for ranks whose thread has no current context; "
+     "unset: local rank modulo the device count"},
     {"SYMHEAP_RANK", SYMHEAP_CFG_INT, NULL, 0, 1 << 20, NULL,
      "rank of this process, for symheap_comm_init_env (set by symheap-run)"},
     {"SYMHEAP_NRANKS", SYMHEAP_CFG_INT, NULL, 1, 1 << 20, NULL,

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../adaptors/device/cuda.h"
 #include "../adaptors/device/host.h"
 #include "registry.h"
 
@@ -149,6 +150,7 @@ static symheap_result_t add_locked(const symheap_device_ops *ops) {
 /* Built-ins, in the order `auto` prefers them: GPU adaptors first, host last
  * (host is always available, so it is the fallback). */
 static const symheap_device_ops *const builtins[] = {
+    &symheap__cuda_device_ops,
     &symheap__host_device_ops,
 };
 

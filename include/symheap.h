@@ -96,8 +96,9 @@ typedef struct {
   size_t granularity;      /* mapping granularity of the device adaptor */
   int32_t multicast_available; /* supported by the adaptor and not disabled */
   int32_t timeout_ms;
+  char device[64]; /* the device this rank uses, e.g. "NVIDIA H200 (device 1)" */
 } symheap_comm_info_t;
-#define SYMHEAP_COMM_INFO_INIT {sizeof(symheap_comm_info_t), 0, 0, 0, "", "", 0, 0, 0}
+#define SYMHEAP_COMM_INFO_INIT {sizeof(symheap_comm_info_t), 0, 0, 0, "", "", 0, 0, 0, ""}
 symheap_result_t symheap_comm_get_info(symheap_comm_t comm,
                                        symheap_comm_info_t *info);
 

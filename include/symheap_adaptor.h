@@ -59,7 +59,7 @@ typedef enum {
   SYMHEAP_HANDLE_BYTES = 2, /* opaque bytes, passed with the ccl allgather */
 } symheap_handle_kind_t;
 
-#define SYMHEAP_SHAREABLE_MAX_BYTES 64
+#define SYMHEAP_SHAREABLE_MAX_BYTES 128
 typedef struct {
   uint32_t kind;  /* symheap_handle_kind_t */
   int32_t fd;     /* SYMHEAP_HANDLE_FD; -1 otherwise */

@@ -50,7 +50,8 @@ int th_count_fds(void);
 /* All mappings of the process, or 0 under ASan or valgrind (set
  * SYMHEAP_TEST_UNDER_TOOL), whose own mappings come and go. */
 int th_count_maps(void);
-/* Mappings of symheap memory (memfd:symheap): stable under any tool. */
+/* Mappings of memfd memory (the host adaptor's and the fake CUDA driver's):
+ * stable under any tool. */
 int th_count_symheap_maps(void);
 
 /* Run fn on n thread-ranks of one process, each with its own comm. */

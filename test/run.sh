@@ -71,6 +71,16 @@ suite() { # suite PREFIX BUILD WRAPPER...
   done
   run "$prefix procs x2 threads x3" build/bin/symheap-run -n 2 "$@" "$b/test/test_multirank" --mixed 3
   run "$prefix faults" "$@" "$b/test/test_faults"
+  # The cuda adaptor over the fake driver: the same multi-rank suite (multicast
+  # off, as on the shared GPU machines), then its own fault and fallback tests.
+  local fake="$PWD/$b/fake_cuda/libcuda.so.1"
+  for n in 2 4; do
+    run "$prefix cuda(fake) procs x$n" env SYMHEAP_DEVICE=cuda SYMHEAP_CUDA_LIBRARY="$fake" \
+      SYMHEAP_DISABLE_MULTICAST=1 build/bin/symheap-run -n $n "$@" "$b/test/test_multirank"
+    run "$prefix cuda(fake) threads x$n" env SYMHEAP_DEVICE=cuda SYMHEAP_CUDA_LIBRARY="$fake" \
+      SYMHEAP_DISABLE_MULTICAST=1 "$@" "$b/test/test_multirank" --threads $n
+  done
+  run "$prefix cuda(fake) adaptor" "$@" "$b/test/test_cuda_fake" "$fake"
 }
 
 echo "== build"
@@ -81,6 +91,11 @@ if ! make -s -j"$JOBS" all tests >"$LOGDIR/build.log" 2>&1; then
 fi
 
 echo "== tests (gcc -O2)"
+if [ -x build/test/test_cuda_abi ]; then
+  run " cuda_api.h vs cuda.h" build/test/test_cuda_abi
+else
+  echo " cuda_api.h vs cuda.h: not built (no CUDA toolkit at \$CUDA_HOME)"
+fi
 suite "" build
 . test/shell_checks.sh
 
@@ -106,6 +121,11 @@ if [ "${QUICK:-0}" != 1 ]; then
     done
     run "valgrind unit" $VG build/test/test_unit
     run "valgrind faults" $VG --trace-children=yes build/test/test_faults
+    run "valgrind cuda(fake) threads x2" env SYMHEAP_DEVICE=cuda \
+      SYMHEAP_CUDA_LIBRARY="$PWD/build/fake_cuda/libcuda.so.1" SYMHEAP_DISABLE_MULTICAST=1 \
+      $VG build/test/test_multirank --threads 2
+    run "valgrind cuda(fake) adaptor" $VG build/test/test_cuda_fake \
+      "$PWD/build/fake_cuda/libcuda.so.1"
     unset SYMHEAP_TEST_UNDER_TOOL
   else
     failed=$((failed + 1)); failures+=("valgrind is not installed")

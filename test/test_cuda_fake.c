@@ -1,0 +1,416 @@
+/* The cuda adaptor against the fake CUDA driver (build/fake_cuda): loading
+ * and refusing drivers, device choice, a failure injected at every driver
+ * call of a registration on every rank (undone everywhere), the multicast
+ * call sequence, and the legacy-IPC fallback for non-VMM memory in threads
+ * and in processes.  Usage: test_cuda_fake PATH/TO/fake/libcuda.so.1 */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../adaptors/device/cuda_api.h"
+#include "fake_cuda/fake_cuda.h"
+#include "harness.h"
+
+static const char *fake_path;
+static fake_cuda_set_fault_t set_fault;
+static fake_cuda_live_fn_t live;
+static fake_cuda_log_t call_log;
+static fake_cuda_log_reset_t log_reset;
+static cu_get_proc_address_t gpa;
+static cu_result_t (*mem_alloc)(cu_deviceptr_t *, size_t);
+static cu_result_t (*mem_free)(cu_deviceptr_t);
+
+/* --- in a child process, so each sees a fresh driver load ----------------- */
+static int child_expect(const char *lib, const char *device, const char *extra,
+                        symheap_result_t want, const char *needle) {
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setenv("SYMHEAP_CUDA_LIBRARY", lib, 1);
+    setenv("SYMHEAP_DEVICE", device, 1);
+    if (extra)
+      putenv((char *)extra);
+    symheap_unique_id_t id;
+    symheap_comm_t c = NULL;
+    symheap_result_t r = symheap_get_unique_id(&id);
+    if (r == SYMHEAP_SUCCESS)
+      r = symheap_comm_init(&c, 1, &id, 0);
+    int ok = r == want &&
+             (r == SYMHEAP_SUCCESS || strstr(symheap_last_error(), needle));
+    if (r == SYMHEAP_SUCCESS) {
+      symheap_comm_info_t info = SYMHEAP_COMM_INFO_INIT;
+      symheap_comm_get_info(c, &info);
+      ok = ok && strstr(info.device_adaptor, needle) != NULL;
+      symheap_comm_destroy(c);
+    }
+    if (!ok)
+      printf("# child: %s -> %s: %s\n", device, symheap_strerror(r),
+             symheap_last_error());
+    fflush(stdout);
+    _exit(ok ? 0 : 1);
+  }
+  int st;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static void test_loading(void) {
+  th_begin("cuda", "driver_loading", 0);
+  CHECK(child_expect("/nonexistent/libcuda.so.1", "cuda", NULL,
+                     SYMHEAP_ERR_UNSUPPORTED,
+                     "cannot load the CUDA driver /nonexistent/libcuda.so.1"),
+        "a missing driver is not a clear UNSUPPORTED");
+  CHECK(child_expect("/nonexistent/libcuda.so.1", "auto", NULL, SYMHEAP_SUCCESS,
+                     "host"),
+        "auto without a driver did not fall back to host");
+  CHECK(child_expect(fake_path, "auto", NULL, SYMHEAP_SUCCESS, "cuda"),
+        "auto with a driver did not choose cuda");
+  CHECK(child_expect(fake_path, "cuda", "FAKE_CUDA_DRIVER_VERSION=11080",
+                     SYMHEAP_ERR_UNSUPPORTED, "symheap needs 12.0"),
+        "an old driver is not refused clearly");
+  CHECK(child_expect(fake_path, "cuda", "FAKE_CUDA_DEVICES=0",
+                     SYMHEAP_ERR_UNSUPPORTED, "sees no device"),
+        "a driver without devices is not refused clearly");
+  CHECK(child_expect(fake_path, "cuda", "SYMHEAP_CUDA_DEVICE=5",
+                     SYMHEAP_ERR_INVALID_ARG, "SYMHEAP_CUDA_DEVICE=5"),
+        "a device ordinal out of range is not refused");
+  th_end();
+}
+
+/* --- device choice ------------------------------------------------------ */
+static void device_of(th_ctx_t *c, void *arg) {
+  symheap_comm_info_t info = SYMHEAP_COMM_INFO_INIT;
+  CHECK_OK(symheap_comm_get_info(c->comm, &info));
+  snprintf((char *)arg + 64 * c->rank, 64, "%s", info.device);
+}
+
+static void *with_context(void *arg) {
+  /* A framework thread that already made device 1 current. */
+  cu_result_t (*retain)(cu_context_t *, cu_device_t);
+  cu_result_t (*set)(cu_context_t);
+  int st;
+  gpa("cuDevicePrimaryCtxRetain", (void **)&retain, 12000, 0, &st);
+  gpa("cuCtxSetCurrent", (void **)&set, 12000, 0, &st);
+  cu_context_t ctx;
+  retain(&ctx, 1);
+  set(ctx);
+  symheap_unique_id_t id;
+  symheap_comm_t c;
+  symheap_get_unique_id(&id);
+  if (symheap_comm_init(&c, 1, &id, 0) == SYMHEAP_SUCCESS) {
+    symheap_comm_info_t info = SYMHEAP_COMM_INFO_INIT;
+    symheap_comm_get_info(c, &info);
+    snprintf(arg, 64, "%s", info.device);
+    symheap_comm_destroy(c);
+  }
+  return NULL;
+}
+
+static void test_device_choice(void) {
+  th_begin("cuda", "device_choice", 0);
+  char devs[4 * 64] = "";
+  th_run_threads(4, device_of, devs);
+  CHECK(strstr(devs, "(device 0)") && strstr(devs + 64, "(device 1)") &&
+            strstr(devs + 128, "(device 0)") && strstr(devs + 192, "(device 1)"),
+        "local rank modulo device count: %s %s %s %s", devs, devs + 64,
+        devs + 128, devs + 192);
+  setenv("SYMHEAP_CUDA_DEVICE", "1", 1);
+  memset(devs, 0, sizeof devs);
+  th_run_threads(2, device_of, devs);
+  CHECK(strstr(devs, "(device 1)") && strstr(devs + 64, "(device 1)"),
+        "SYMHEAP_CUDA_DEVICE=1: %s %s", devs, devs + 64);
+  unsetenv("SYMHEAP_CUDA_DEVICE");
+  char dev[64] = "";
+  pthread_t t;
+  pthread_create(&t, NULL, with_context, dev);
+  pthread_join(t, NULL);
+  CHECK(strstr(dev, "(device 1)") != NULL,
+        "the caller's current context was not followed: %s", dev);
+  th_end();
+}
+
+/* --- a fault at every driver call of a registration ---------------------- */
+static const char *reg_calls[] = {
+    "cuMemCreate",          "cuMemAddressReserve",
+    "cuMemMap",             "cuMemSetAccess",
+    "cuMemExportToShareableHandle", "cuMemImportFromShareableHandle",
+    "cuMulticastCreate",    "cuMulticastAddDevice",
+    "cuMulticastBindMem"};
+#define NCALLS (sizeof reg_calls / sizeof reg_calls[0])
+
+static int count_calls(const char *log, const char *fn, int dev) {
+  char needle[96];
+  snprintf(needle, sizeof needle, "%s@%d", fn, dev);
+  int n = 0;
+  size_t len = strlen(needle);
+  for (const char *p = log; (p = strstr(p, needle)); p += len)
+    if ((p == log || p[-1] == ',') && (p[len] == ',' || p[len] == '\0'))
+      n++;
+  return n;
+}
+
+typedef struct {
+  unsigned flags;
+  int injected;
+} sweep_t;
+
+static void sweep(th_ctx_t *c, void *arg) {
+  sweep_t *sw = arg;
+  th_begin("cuda", sw->flags ? "fault_at_every_driver_call_multicast"
+                             : "fault_at_every_driver_call",
+           c->rank);
+  static int calls[2][NCALLS];
+  symheap_window_t w;
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  if (c->rank == 0)
+    log_reset();
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  CHECK_OK(symheap_malloc(c->comm, 3 << 20, sw->flags, &w));
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  if (c->rank == 0)
+    for (int d = 0; d < 2; d++)
+      for (size_t i = 0; i < NCALLS; i++)
+        calls[d][i] = count_calls(call_log(), reg_calls[i], d);
+  CHECK_OK(symheap_free(c->comm, w));
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  fake_cuda_live_t base, now;
+  int fds0 = 0;
+  if (c->rank == 0) { /* one counter: counting opens a descriptor */
+    live(&base);
+    fds0 = th_count_fds();
+  }
+  symheap_comm_stats_t s0 = SYMHEAP_COMM_STATS_INIT, s1 = SYMHEAP_COMM_STATS_INIT;
+  CHECK_OK(symheap_comm_get_stats(c->comm, &s0));
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  for (int d = 0; d < 2; d++)
+    for (size_t i = 0; i < NCALLS; i++)
+      for (int nth = 1; nth <= calls[d][i]; nth++) {
+        CHECK_OK(symheap_comm_barrier(c->comm));
+        if (c->rank == 0) {
+          set_fault(reg_calls[i], d, nth, CU_ERR_UNKNOWN);
+          sw->injected++;
+        }
+        CHECK_OK(symheap_comm_barrier(c->comm));
+        symheap_result_t r = symheap_malloc(c->comm, 3 << 20, sw->flags, &w);
+        CHECK(r == SYMHEAP_ERR_DEVICE && strstr(symheap_last_error(), reg_calls[i]),
+              "%s #%d on device %d: got %s (%s)", reg_calls[i], nth, d,
+              symheap_strerror(r), symheap_last_error());
+        if (r == SYMHEAP_SUCCESS)
+          CHECK_OK(symheap_free(c->comm, w));
+        CHECK_OK(symheap_comm_get_stats(c->comm, &s1));
+        CHECK(memcmp(&s0, &s1, sizeof s0) == 0,
+              "%s #%d on device %d: accounting moved", reg_calls[i], nth, d);
+        CHECK_OK(symheap_comm_barrier(c->comm));
+        if (c->rank == 0) {
+          live(&now);
+          CHECK(memcmp(&now, &base, sizeof now) == 0 && th_count_fds() == fds0,
+                "%s #%d on device %d left: handles %d->%d mappings %d->%d "
+                "reservations %d->%d multicast %d->%d fds %d->%d",
+                reg_calls[i], nth, d, base.handles, now.handles, base.mappings,
+                now.mappings, base.reservations, now.reservations,
+                base.mc_objects, now.mc_objects, fds0, th_count_fds());
+          set_fault(NULL, 0, 0, 0);
+        }
+      }
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  CHECK_OK(symheap_malloc(c->comm, 3 << 20, sw->flags, &w));
+  CHECK_OK(symheap_free(c->comm, w));
+  th_end();
+}
+
+/* --- multicast order ----------------------------------------------------- */
+/* The calls appear in this order (each after the one before it). */
+static int in_order(const char *log, const char *const *calls) {
+  const char *p = log;
+  for (; *calls; calls++) {
+    p = strstr(p, *calls);
+    if (!p)
+      return 0;
+    p += strlen(*calls);
+  }
+  return 1;
+}
+#define IN_ORDER(log, ...) in_order(log, (const char *const[]){__VA_ARGS__, NULL})
+
+static void mc_sequence(th_ctx_t *c, void *arg) {
+  (void)arg;
+  th_begin("cuda", "multicast_call_sequence", c->rank);
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  if (c->rank == 0)
+    log_reset();
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  symheap_window_t w;
+  CHECK_OK(symheap_malloc(c->comm, 1 << 20, SYMHEAP_WINDOW_MULTICAST, &w));
+  void *mc = NULL;
+  CHECK_OK(symheap_window_multicast_ptr(w, &mc));
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  if (c->rank == 0) {
+    const char *l = call_log();
+    CHECK(count_calls(l, "cuMulticastCreate", 0) == 1 &&
+              count_calls(l, "cuMulticastCreate", 1) == 0,
+          "exactly one rank creates the object: %s", l);
+    CHECK(IN_ORDER(l, "cuMulticastCreate@0", "cuMemExportToShareableHandle@0",
+                   "cuMulticastAddDevice@0"),
+          "create, export, add on rank 0: %s", l);
+    CHECK(IN_ORDER(l, "cuMulticastCreate@0", "cuMemImportFromShareableHandle@1",
+                   "cuMulticastAddDevice@1"),
+          "import, add on rank 1: %s", l);
+    const char *first_bind = strstr(l, "cuMulticastBindMem");
+    const char *add0 = strstr(l, "cuMulticastAddDevice@0");
+    const char *add1 = strstr(l, "cuMulticastAddDevice@1");
+    CHECK(first_bind && add0 && add1 && add0 < first_bind && add1 < first_bind,
+          "every device is added before any binds: %s", l);
+    CHECK(IN_ORDER(l, "cuMulticastBindMem@0", "cuMemAddressReserve@0",
+                   "cuMemMap@0", "cuMemSetAccess@0") &&
+              IN_ORDER(l, "cuMulticastBindMem@1", "cuMemAddressReserve@1",
+                       "cuMemMap@1", "cuMemSetAccess@1") &&
+              count_calls(l, "cuMulticastBindMem", 1) == 1,
+          "bind, then map and set access: %s", l);
+    log_reset();
+  }
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  CHECK_OK(symheap_free(c->comm, w));
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  if (c->rank == 0) {
+    const char *l = call_log();
+    CHECK(IN_ORDER(l, "cuMemUnmap@0", "cuMemAddressFree@0", "cuMulticastUnbind@0",
+                   "cuMemRelease@0") &&
+              IN_ORDER(l, "cuMemUnmap@1", "cuMemAddressFree@1",
+                       "cuMulticastUnbind@1", "cuMemRelease@1") &&
+              count_calls(l, "cuMulticastUnbind", 1) == 1,
+          "teardown runs in reverse: %s", l);
+    fake_cuda_live_t now;
+    live(&now);
+    CHECK(now.mc_objects == 0, "%d multicast objects left", now.mc_objects);
+  }
+  th_end();
+}
+
+static void mc_refused(th_ctx_t *c, void *arg) {
+  (void)arg;
+  th_begin("cuda", "multicast_refused_when_disabled", c->rank);
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  if (c->rank == 0)
+    log_reset();
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  symheap_window_t w;
+  CHECK_ERR(symheap_malloc(c->comm, 1 << 20, SYMHEAP_WINDOW_MULTICAST, &w),
+            SYMHEAP_ERR_UNSUPPORTED);
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  if (c->rank == 0)
+    CHECK(strstr(call_log(), "cuMulticastCreate") == NULL,
+          "a multicast object was created: %s", call_log());
+  th_end();
+}
+
+/* --- legacy IPC fallback -------------------------------------------------- */
+static void asym_body(th_ctx_t *c, const char *tag) {
+  th_begin("cuda", tag, c->rank);
+  cu_deviceptr_t d = 0;
+  CHECK(mem_alloc(&d, 1 << 16) == CU_OK, "cuMemAlloc");
+  int *mine = (int *)(uintptr_t)d;
+  for (int i = 0; i < 1024; i++)
+    mine[i] = c->rank * 100000 + i;
+  symheap_window_t w;
+  /* An interior pointer: the offset travels with the handle. */
+  CHECK_OK(symheap_window_register(c->comm, mine + 16, 4096, 0, &w));
+  void *base;
+  size_t stride;
+  CHECK_ERR(symheap_window_flat_base(w, &base, &stride), SYMHEAP_ERR_UNSUPPORTED);
+  symheap_device_window_t v;
+  CHECK_OK(symheap_window_device_view(w, &v));
+  CHECK(!(v.flags & SYMHEAP_VIEW_FLAT), "view claims a flat VA");
+  for (int p = 0; p < c->n; p++) {
+    int *pp = NULL;
+    CHECK_OK(symheap_window_peer_ptr(w, p, (void **)&pp));
+    CHECK(pp && pp == symheap_device_peer_ptr(&v, p, 0), "peer %d pointer", p);
+    CHECK(pp && pp[0] == p * 100000 + 16 && pp[100] == p * 100000 + 116,
+          "peer %d data: %d", p, pp ? pp[0] : -1);
+  }
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  CHECK_OK(symheap_window_deregister(c->comm, w));
+  CHECK(mem_free(d) == CU_OK, "cuMemFree");
+  fake_cuda_live_t now;
+  live(&now);
+  CHECK(now.ipc_opened == 0, "%d IPC mappings left open", now.ipc_opened);
+  th_end();
+}
+
+static void asym_threads(th_ctx_t *c, void *arg) {
+  (void)arg;
+  asym_body(c, "ipc_fallback_threads");
+}
+
+static void asym_processes(void) {
+  int failures_before = th_total_failures();
+  symheap_unique_id_t id;
+  symheap_get_unique_id(&id);
+  fflush(stdout);
+  pid_t pids[2];
+  for (int r = 0; r < 2; r++) {
+    pids[r] = fork();
+    if (pids[r] == 0) {
+      th_ctx_t c = {NULL, r, 2};
+      if (symheap_comm_init(&c.comm, 2, &id, r) != SYMHEAP_SUCCESS) {
+        printf("FAIL cuda/ipc_fallback_processes [rank %d] init: %s\n", r,
+               symheap_last_error());
+        fflush(stdout);
+        _exit(1);
+      }
+      asym_body(&c, "ipc_fallback_processes");
+      symheap_comm_destroy(c.comm);
+      fflush(stdout);
+      _exit(th_total_failures() > failures_before ? 1 : 0);
+    }
+  }
+  th_begin("cuda", "ipc_fallback_processes_exit", 0);
+  for (int r = 0; r < 2; r++) {
+    int st;
+    waitpid(pids[r], &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "rank %d status 0x%x", r, st);
+  }
+  th_end();
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: test_cuda_fake PATH/libcuda.so.1\n");
+    return 2;
+  }
+  fake_path = argv[1];
+  test_loading();
+  void *h = dlopen(fake_path, RTLD_NOW);
+  if (!h) {
+    printf("FAIL cuda/load_fake: %s\n", dlerror());
+    return 1;
+  }
+  set_fault = (fake_cuda_set_fault_t)dlsym(h, "fake_cuda_set_fault");
+  live = (fake_cuda_live_fn_t)dlsym(h, "fake_cuda_live");
+  call_log = (fake_cuda_log_t)dlsym(h, "fake_cuda_log");
+  log_reset = (fake_cuda_log_reset_t)dlsym(h, "fake_cuda_log_reset");
+  gpa = (cu_get_proc_address_t)dlsym(h, "cuGetProcAddress_v2");
+  mem_alloc = dlsym(h, "cuMemAlloc_v2");
+  mem_free = dlsym(h, "cuMemFree_v2");
+  setenv("SYMHEAP_CUDA_LIBRARY", fake_path, 1);
+  setenv("SYMHEAP_DEVICE", "cuda", 1);
+
+  /* Processes first, before this process has threads. */
+  asym_processes();
+  test_device_choice();
+  sweep_t plain = {0, 0}, mc = {SYMHEAP_WINDOW_MULTICAST, 0};
+  th_run_threads(2, sweep, &plain);
+  th_run_threads(2, sweep, &mc);
+  printf("# injected %d and %d driver faults\n", plain.injected, mc.injected);
+  th_run_threads(2, mc_sequence, NULL);
+  setenv("SYMHEAP_DISABLE_MULTICAST", "1", 1);
+  th_run_threads(2, mc_refused, NULL);
+  unsetenv("SYMHEAP_DISABLE_MULTICAST");
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+  th_run_threads(2, mc_refused, NULL);
+  unsetenv("NCCL_NVLS_ENABLE");
+  th_run_threads(2, asym_threads, NULL);
+  return th_total_failures() ? 1 : 0;
+}
