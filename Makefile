@@ -75,6 +75,21 @@ $(BUILD)/test/test_cuda_abi: test/test_cuda_abi.c adaptors/device/cuda_api.h
 tests: $(BUILD)/test/test_cuda_abi
 endif
 
+# GPU tests (CUDA C) wherever nvcc is; they skip, saying so, without a GPU.
+NVCC ?= $(shell command -v nvcc 2>/dev/null || ls $(CUDA_HOME)/bin/nvcc 2>/dev/null)
+NVCC_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+$(BUILD)/obj/test/%.o: test/%.c test/harness.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Icore -c $< -o $@
+$(BUILD)/test/test_gpu: test/gpu/test_gpu.cu $(BUILD)/obj/test/harness.o \
+    $(BUILD)/obj/test/record_adaptor.o $(BUILD)/lib/libsymheap.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Itest -o $@ $< \
+	  $(BUILD)/obj/test/harness.o $(BUILD)/obj/test/record_adaptor.o \
+	  $(BUILD)/lib/libsymheap.a -ldl -lpthread
+.PHONY: gpu-tests
+gpu-tests: $(BUILD)/test/test_gpu
+
 demo: all
 	$(BUILD)/bin/symheap-run -n 4 -- $(BUILD)/bin/symheap-bench
 

@@ -305,6 +305,41 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_barrier(symheap_comm_t c) {
   return r;
 }
 
+SYMHEAP__EXPORT symheap_result_t symheap_comm_allgather(symheap_comm_t c,
+                                                       const void *in,
+                                                       void *out, size_t bytes) {
+  symheap_result_t r = symheap__comm_enter(c, "symheap_comm_allgather");
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  /* A bad argument here is local; the peers would wait for this rank, so
+   * it still takes part, with its failure, through the agreement. */
+  if ((!in || !out) && bytes)
+    r = symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                       "symheap_comm_allgather: NULL buffer");
+  else if (bytes > (1u << 20))
+    r = symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                       "symheap_comm_allgather: %zu bytes per rank is more "
+                       "than the 1 MiB this bootstrap exchange is for",
+                       bytes);
+  uint64_t mine = r == SYMHEAP_SUCCESS ? bytes : UINT64_MAX, *all = NULL;
+  all = calloc((size_t)c->nranks, sizeof *all);
+  if (!all && r == SYMHEAP_SUCCESS)
+    r = symheap__error(SYMHEAP_ERR_NO_MEMORY, "allgather: no memory");
+  r = all ? symheap__agree(c, r, 0, &mine, sizeof mine, all)
+          : symheap__agree(c, r, 0, NULL, 0, NULL);
+  for (int p = 1; p < c->nranks && r == SYMHEAP_SUCCESS; p++)
+    if (all[p] != all[0])
+      r = symheap__error(SYMHEAP_ERR_MISMATCH,
+                         "symheap_comm_allgather: rank 0 gives %llu bytes, "
+                         "rank %d %llu",
+                         (unsigned long long)all[0], p,
+                         (unsigned long long)all[p]);
+  free(all);
+  if (r == SYMHEAP_SUCCESS && bytes)
+    r = symheap__comm_allgather(c, in, out, bytes);
+  return r;
+}
+
 /* Copy a library-filled struct into a caller-sized one. */
 static symheap_result_t copy_sized(void *dst, const void *src, size_t ours,
                                    const char *what) {
@@ -336,6 +371,7 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_get_info(symheap_comm_t c,
   i.multicast_available = c->dev.has_multicast && !c->mc_disabled_by;
   i.timeout_ms = c->timeout_ms;
   snprintf(i.device, sizeof i.device, "%s", c->caps.device_name);
+  i.cpu_access = (c->caps.caps & SYMHEAP_CAP_HOST_ACCESS) != 0;
   return copy_sized(info, &i, sizeof i, "symheap_comm_get_info");
 }
 

@@ -83,6 +83,11 @@ symheap_result_t symheap_comm_destroy(symheap_comm_t comm);
 symheap_result_t symheap_comm_rank(symheap_comm_t comm, int *rank);
 symheap_result_t symheap_comm_size(symheap_comm_t comm, int *nranks);
 symheap_result_t symheap_comm_barrier(symheap_comm_t comm); /* collective */
+/* Collective: every rank gives `bytes` bytes of host memory; out (nranks *
+ * bytes) receives rank r's at r * bytes.  The bootstrap's speed: for setup
+ * and small exchanges, not for data. */
+symheap_result_t symheap_comm_allgather(symheap_comm_t comm, const void *in,
+                                        void *out, size_t bytes);
 
 /* What a comm runs on.  Set struct_size = sizeof(symheap_comm_info_t) (or use
  * SYMHEAP_COMM_INFO_INIT); the library writes no more than that. */
@@ -97,8 +102,10 @@ typedef struct {
   int32_t multicast_available; /* supported by the adaptor and not disabled */
   int32_t timeout_ms;
   char device[64]; /* the device this rank uses, e.g. "NVIDIA H200 (device 1)" */
+  int32_t cpu_access; /* the CPU can load and store window memory directly */
 } symheap_comm_info_t;
-#define SYMHEAP_COMM_INFO_INIT {sizeof(symheap_comm_info_t), 0, 0, 0, "", "", 0, 0, 0, ""}
+#define SYMHEAP_COMM_INFO_INIT                                                 \
+  {sizeof(symheap_comm_info_t), 0, 0, 0, "", "", 0, 0, 0, "", 0}
 symheap_result_t symheap_comm_get_info(symheap_comm_t comm,
                                        symheap_comm_info_t *info);
 

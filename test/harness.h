@@ -9,6 +9,10 @@
 #include "symheap.h"
 #include "symheap_adaptor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
   symheap_comm_t comm;
   int rank, n;
@@ -72,5 +76,9 @@ void th_record_fault(const char *op, int rank, int nth, symheap_result_t code);
 int th_record_count(const char *op, int rank);
 /* Comma-separated log of calls on `rank` since the last reset. */
 const char *th_record_log(int rank);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

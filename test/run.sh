@@ -12,6 +12,7 @@ LOGDIR=build/test-logs
 mkdir -p "$LOGDIR"
 passed=0
 failed=0
+skipped=0
 failures=()
 
 # run LABEL COMMAND...: run one test program, count its cases.
@@ -23,6 +24,10 @@ run() {
   "$@" >"$log" 2>&1
   local rc=$?
   local p f
+  local ns
+  ns=$(grep -c '^SKIP ' "$log")
+  skipped=$((skipped + ns))
+  grep '^SKIP ' "$log" | sed "s/^/  $label: /"
   p=$(awk '/^PASS /{print $2}' "$log" | sort -u)
   f=$(awk '/^FAIL /{print $2}' "$log" | sort -u)
   local np=0 nf=0
@@ -37,7 +42,7 @@ run() {
     nf=1
     failures+=("$label: exited with status $rc without a FAIL line; see $log: $(tail -n 3 "$log" | tr '\n' ' ')")
   fi
-  if [ $rc -eq 0 ] && [ $np -eq 0 ] && [ $nf -eq 0 ]; then
+  if [ $rc -eq 0 ] && [ $np -eq 0 ] && [ $nf -eq 0 ] && [ "$ns" -eq 0 ]; then
     nf=1
     failures+=("$label: ran no test case")
   fi
@@ -90,6 +95,12 @@ if ! make -s -j"$JOBS" all tests >"$LOGDIR/build.log" 2>&1; then
   exit 1
 fi
 
+if command -v nvcc >/dev/null || [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ]; then
+  if ! make -s -j"$JOBS" gpu-tests >"$LOGDIR/build-gpu.log" 2>&1; then
+    failed=$((failed + 1)); failures+=("GPU test build: see $LOGDIR/build-gpu.log")
+  fi
+fi
+
 echo "== tests (gcc -O2)"
 if [ -x build/test/test_cuda_abi ]; then
   run " cuda_api.h vs cuda.h" build/test/test_cuda_abi
@@ -97,6 +108,12 @@ else
   echo " cuda_api.h vs cuda.h: not built (no CUDA toolkit at \$CUDA_HOME)"
 fi
 suite "" build
+if [ -x build/test/test_gpu ]; then
+  export SYMHEAP_DISABLE_MULTICAST=1 NCCL_NVLS_ENABLE=0
+  run " gpu procs x2" build/bin/symheap-run -n 2 build/test/test_gpu
+  run " gpu threads x2" build/test/test_gpu --threads 2
+  unset SYMHEAP_DISABLE_MULTICAST NCCL_NVLS_ENABLE
+fi
 . test/shell_checks.sh
 
 if [ "${QUICK:-0}" != 1 ]; then
@@ -141,5 +158,5 @@ fi
 
 echo
 for f in "${failures[@]+"${failures[@]}"}"; do echo "FAILED: $f"; done
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Everything symheap does on a GPU machine, in one call: build, the GPU test
+# suite (ranks as processes and as threads), symheap-bench on the cuda
+# adaptor, and the peers' baseline (NCCL, PyTorch symmetric memory) in the
+# same run, then a short table.  NVLink multicast stays off throughout: it must
+# never be created on the shared development machines.
+#   bench/gpu_run.sh [OUTDIR]
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
+  NVSHMEM_DISABLE_NVLS=1 SYMHEAP_DISABLE_MULTICAST=1
+set -u
+cd "$(dirname "$0")/.."
+OUTDIR=${1:-${OUT:-build/gpu-out}}
+mkdir -p "$OUTDIR"
+step() { echo; echo "== $*"; }
+
+step "machine"
+date -u +"%Y-%m-%d %H:%M UTC"
+nvidia-smi -L
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+nvidia-smi topo -m | head -4
+
+step "build"
+make -s -j"$(nproc)" all tests gpu-tests NVCC_ARCH="-arch=sm_90" 2>&1 | tail -20
+build/bin/symheap-info | tee "$OUTDIR/info.txt"
+
+step "GPU tests"
+build/bin/symheap-run -n 2 build/test/test_gpu 2>&1 | tee "$OUTDIR/gpu_procs.txt"
+build/test/test_gpu --threads 2 2>&1 | tee "$OUTDIR/gpu_threads.txt"
+
+step "symheap-bench, cuda adaptor, 2 ranks"
+SYMHEAP_DEVICE=cuda build/bin/symheap-run -n 2 build/bin/symheap-bench \
+  --iters 21 2>&1 | tee "$OUTDIR/bench.txt"
+
+step "peers' baseline (same machine, same run)"
+OUT="$OUTDIR" timeout 400 python3 bench/peers_baseline.py > "$OUTDIR/baseline.txt" 2>&1
+tail -c 3000 "$OUTDIR/baseline.txt"
+
+step "summary"
+pass=$(cat "$OUTDIR"/gpu_*.txt | grep -c '^PASS ')
+fail=$(cat "$OUTDIR"/gpu_*.txt | grep -c '^FAIL ')
+echo "GPU tests: $pass passed, $fail failed"
+printf '%-10s %14s %14s\n' window "first reg ms" "median reg ms"
+awk '$1 ~ /^(1|64)$/ && $2 == "MiB" || $1 == "1" && $2 == "GiB" {
+  printf "%-10s %14s %14s\n", $1 " " $2, $3, $4 }' "$OUTDIR/bench.txt"
+python3 - "$OUTDIR/baseline.json" <<'PY' 2>/dev/null
+import json, sys
+r = json.load(open(sys.argv[1]))
+for k in sorted(r):
+    if "setup" in k:
+        print(f"torch {k}: {r[k]:.2f}" if isinstance(r[k], float) else f"torch {k}: {r[k]}")
+PY
