@@ -21,7 +21,7 @@ TESTS := test_unit test_multirank test_faults test_cuda_fake
 HEADERS := $(wildcard include/*.h) $(wildcard core/*.h) \
   $(wildcard adaptors/*/*.h)
 
-.PHONY: all lib tools tests demo test install clean format
+.PHONY: all lib tools tests demo test install clean format env-doc
 all: lib tools
 lib: $(BUILD)/lib/libsymheap.so $(BUILD)/lib/libsymheap.a
 tools: $(TOOLS:%=$(BUILD)/bin/%)
@@ -109,6 +109,11 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|g' \
 	  -e 's|@VERSION@|$(shell sed -n 's/#define SYMHEAP_VERSION_\(MAJOR\|MINOR\|PATCH\) //p' include/symheap.h | paste -sd.)|' \
 	  symheap.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/symheap.pc
+
+# docs/env.md's table is symheap-info's; rewrite it after changing a variable.
+env-doc: $(BUILD)/bin/symheap-info
+	{ sed -n '1,/^|/p' docs/env.md | sed '$$d'; $(BUILD)/bin/symheap-info -e --markdown; \
+	  sed -n '/^|/,$$p' docs/env.md | sed '/^|/d'; } > docs/env.md.new && mv docs/env.md.new docs/env.md
 
 format:
 	clang-format -i include/*.h core/*.[ch] adaptors/*/*.[ch] tools/*.c test/*.[ch]

@@ -31,6 +31,10 @@ step "symheap-bench, cuda adaptor, 2 ranks"
 SYMHEAP_DEVICE=cuda build/bin/symheap-run -n 2 build/bin/symheap-bench \
   --iters 21 2>&1 | tee "$OUTDIR/bench.txt"
 
+step "symheap-bench, cuda adaptor, 2 ranks, window cache off"
+SYMHEAP_WINDOW_CACHE=0 SYMHEAP_DEVICE=cuda build/bin/symheap-run -n 2 \
+  build/bin/symheap-bench --iters 11 2>&1 | tee "$OUTDIR/bench_nocache.txt"
+
 step "peers' baseline (same machine, same run)"
 OUT="$OUTDIR" timeout 400 python3 bench/peers_baseline.py > "$OUTDIR/baseline.txt" 2>&1
 tail -c 3000 "$OUTDIR/baseline.txt"
@@ -39,9 +43,12 @@ step "summary"
 pass=$(cat "$OUTDIR"/gpu_*.txt | grep -c '^PASS ')
 fail=$(cat "$OUTDIR"/gpu_*.txt | grep -c '^FAIL ')
 echo "GPU tests: $pass passed, $fail failed"
-printf '%-10s %14s %14s\n' window "first reg ms" "median reg ms"
-awk '$1 ~ /^(1|64)$/ && $2 == "MiB" || $1 == "1" && $2 == "GiB" {
-  printf "%-10s %14s %14s\n", $1 " " $2, $3, $4 }' "$OUTDIR/bench.txt"
+echo "symheap (ms, slowest rank, median): first registration, repeated"
+echo "registration (cache on / off), symheap_malloc (alloc + register)"
+printf '%-8s %10s %12s %12s %10s\n' window first "again(on)" "again(off)" malloc
+join <(awk '$2 ~ /iB$/ {print $1$2, $3, $4, $6}' "$OUTDIR/bench.txt" | sort) \
+  <(awk '$2 ~ /iB$/ {print $1$2, $4}' "$OUTDIR/bench_nocache.txt" | sort) |
+  awk '$1 ~ /^(1MiB|64MiB|1GiB)$/ {printf "%-8s %10s %12s %12s %10s\n", $1, $2, $3, $5, $4}'
 python3 - "$OUTDIR/baseline.json" <<'PY' 2>/dev/null
 import json, sys
 r = json.load(open(sys.argv[1]))

@@ -46,6 +46,7 @@ SYMHEAP__EXPORT symheap_result_t symheap_mem_alloc(symheap_comm_t c,
   if (r != SYMHEAP_SUCCESS)
     goto fail_unmap;
   a->ptr = va;
+  a->id = ++c->next_alloc_id;
   a->next = c->allocs;
   c->allocs = a;
   c->stats.allocations_live++;
@@ -70,6 +71,9 @@ fail:
 
 symheap_result_t symheap__alloc_free(symheap_comm_t c, symheap__alloc_t *a) {
   const symheap_device_ops *ops = &c->dev.ops;
+  symheap__cache_drop_alloc(c, a);
+  if (a->exported)
+    symheap__fdx_send_freed(c, a->id);
   for (symheap__alloc_t **pp = &c->allocs; *pp; pp = &(*pp)->next)
     if (*pp == a) {
       *pp = a->next;
@@ -92,12 +96,14 @@ SYMHEAP__EXPORT symheap_result_t symheap_mem_free(symheap_comm_t c, void *ptr) {
   if (!c)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG, "symheap_mem_free: comm is NULL");
   symheap__log_set_rank(c->rank);
+  symheap__fdx_drain(c);
   symheap__alloc_t *a = ptr ? symheap__alloc_find(c, ptr) : NULL;
   if (!a || a->ptr != ptr)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_mem_free: %p is not an allocation of this "
                           "comm (already freed, or not from symheap_mem_alloc)",
                           ptr);
+  symheap__cache_drop_alloc(c, a); /* kept mappings are not registrations */
   if (a->windows)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_mem_free: %p is still registered in %d "

@@ -171,6 +171,10 @@ static symheap_result_t comm_setup(symheap_comm_t *out, const symheap_ccl_ops *o
                          c->dev.ops.name, c->caps.granularity);
     if (r == SYMHEAP_SUCCESS)
       r = multicast_policy(c);
+    long keep = 0;
+    if (r == SYMHEAP_SUCCESS)
+      r = symheap__cfg_int("SYMHEAP_WINDOW_CACHE", &keep);
+    c->cache_max = (int)keep;
     r = symheap__agree(c, r, 0, NULL, 0, NULL);
   }
   if (r == SYMHEAP_SUCCESS && (c->caps.handle_kinds & (1u << SYMHEAP_HANDLE_FD)))
@@ -254,8 +258,9 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_destroy(symheap_comm_t c) {
     SYMHEAP_WARN("comm destroy: window %llu (%zu bytes) was still registered",
                  (unsigned long long)w->id, w->size);
     symheap__window_unlink(c, w);
-    (void)symheap__window_teardown(c, w);
+    (void)symheap__window_teardown(c, w, 0);
   }
+  symheap__cache_clear(c);
   while (c->allocs) {
     SYMHEAP_WARN("comm destroy: allocation %p (%zu bytes) was never freed",
                  (void *)c->allocs->ptr, c->allocs->size);

@@ -9,8 +9,24 @@ typedef struct symheap__alloc {
   char *ptr;
   size_t size; /* rounded to the granularity */
   symheap_mem_handle_t handle;
-  int windows; /* windows registered over it */
+  uint64_t id;  /* unique in the comm on this rank, never reused */
+  int windows;  /* windows registered over it */
+  int exported; /* peers may hold mappings of it */
 } symheap__alloc_t;
+
+/* A flat mapping kept after its window was deregistered, so that
+ * registering the same memory again costs no driver call (mapcache.c). */
+typedef struct symheap__mapping {
+  struct symheap__mapping *next;
+  symheap__alloc_t *alloc; /* the local memory */
+  size_t offset, size;     /* the window within it */
+  size_t head, stride;
+  char *reserve;
+  uint64_t epoch;    /* id of the window that made the mapping: the same on
+                        every rank, so equal epochs mean equal mappings */
+  uint64_t *ids;     /* every rank's allocation id, for invalidation */
+  uint64_t last_use; /* for eviction */
+} symheap__mapping_t;
 
 /* The multicast part of a window. */
 typedef struct {
@@ -35,6 +51,9 @@ struct symheap_window {
   size_t head;         /* window start inside each rank's mapped chunk */
   /* the local memory behind it */
   symheap__alloc_t *alloc;    /* NULL for foreign memory */
+  uint64_t *ids;              /* every rank's allocation id when all are
+                                 symheap allocations (cacheable), else NULL */
+  uint64_t epoch;             /* window id that made the flat mapping */
   symheap_mem_handle_t local; /* retained handle for foreign memory, or 0 */
   int owns_alloc;             /* made by symheap_malloc */
   void **peer; /* nranks peer addresses of the window start */
@@ -60,6 +79,10 @@ struct symheap_comm {
   struct symheap_window *windows;
   symheap__alloc_t *allocs;
   uint64_t next_window_id;
+  uint64_t next_alloc_id;
+  symheap__mapping_t *cache;
+  int cache_max; /* SYMHEAP_WINDOW_CACHE */
+  uint64_t cache_clock;
   symheap_comm_stats_t stats;
 };
 
@@ -87,13 +110,41 @@ void symheap__fdx_close(symheap_comm_t c);
  * descriptor or -1.  fds[rank] is left -1.  Never keeps my_fd. */
 symheap_result_t symheap__fdx_allgather(symheap_comm_t c, int my_fd, int *fds);
 
+/* Tell every peer that allocation `id` of this rank is gone, so they drop
+ * mappings of it they keep (best effort, never blocks). */
+void symheap__fdx_send_freed(symheap_comm_t c, uint64_t id);
+/* Read the peers' notices that have arrived, without blocking. */
+void symheap__fdx_drain(symheap_comm_t c);
+
+/* mapcache.c */
+/* A kept mapping for this window of this allocation, or NULL. */
+symheap__mapping_t *symheap__cache_find(symheap_comm_t c, symheap__alloc_t *a,
+                                        size_t offset, size_t size);
+/* Keep a deregistered window's flat mapping; takes it from the window. */
+void symheap__cache_put(symheap_comm_t c, struct symheap_window *w);
+/* Take a kept mapping out of the cache (for reuse, or to unmap it). */
+void symheap__cache_take(symheap_comm_t c, symheap__mapping_t *m);
+/* Unmap a mapping taken out of the cache and free it. */
+void symheap__cache_destroy(symheap_comm_t c, symheap__mapping_t *m);
+/* Drop every kept mapping of local allocation a, or (peer >= 0) of peer's
+ * allocation id. */
+void symheap__cache_drop_alloc(symheap_comm_t c, symheap__alloc_t *a);
+void symheap__cache_drop_peer(symheap_comm_t c, int peer, uint64_t id);
+void symheap__cache_clear(symheap_comm_t c);
+
 /* alloc.c */
 symheap__alloc_t *symheap__alloc_find(symheap_comm_t c, const void *ptr);
 symheap_result_t symheap__alloc_free(symheap_comm_t c, symheap__alloc_t *a);
 
 /* window.c */
+/* Local.  may_cache: keep the flat mapping for a later registration of the
+ * same memory (deregistration); 0 unmaps it (free, comm destroy). */
 symheap_result_t symheap__window_teardown(symheap_comm_t c,
-                                          struct symheap_window *w);
+                                          struct symheap_window *w,
+                                          int may_cache);
+/* Unmap the first `mapped` ranks' chunks of a flat mapping and free it. */
+symheap_result_t symheap__unmap_flat(symheap_comm_t c, char *reserve,
+                                     size_t stride, int mapped);
 void symheap__window_unlink(symheap_comm_t c, struct symheap_window *w);
 
 #endif

@@ -23,6 +23,11 @@ static const symheap__cfg_var_t cfg_vars[] = {
     {"NCCL_NVLS_ENABLE", SYMHEAP_CFG_INT, NULL, 0, 2, NULL,
      "NCCL's switch, honoured too: 0 disables multicast as "
      "SYMHEAP_DISABLE_MULTICAST=1 does"},
+    {"SYMHEAP_WINDOW_CACHE", SYMHEAP_CFG_INT, "8", 0, 4096, NULL,
+     "flat mappings each rank keeps after deregistration, so registering the "
+     "same symheap_mem_alloc memory again needs no driver call; 0 turns the "
+     "cache off. A kept mapping of a peer's memory is dropped when this rank "
+     "next registers, deregisters or frees after the peer frees it"},
     {"SYMHEAP_IPC_SOCKET", SYMHEAP_CFG_STRING, "abstract", 0, 0, NULL,
      "where the local bootstrap and descriptor exchange listen: 'abstract' "
      "(Linux abstract Unix sockets, per network namespace) or an absolute "

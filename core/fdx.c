@@ -3,6 +3,7 @@
  * with SCM_RIGHTS.  The core owns it so that fd-based adaptors stay small and
  * any ccl (which only moves bytes) can carry a comm. */
 #include <stdio.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,9 +19,14 @@ typedef struct {
   unsigned char token[16];
 } fdx_hello_t;
 
+/* Every record on the mesh.  FD records are the descriptor exchange (a
+ * descriptor rides on the first byte when value is 1); FREED records tell
+ * a peer that one of this rank's allocations is gone (value: its id). */
+enum { FDX_FD = 1, FDX_FREED = 2 };
 typedef struct {
   uint32_t magic;
-  uint32_t has_fd;
+  uint32_t type;
+  uint64_t value;
 } fdx_rec_t;
 
 static void fdx_name(symheap_comm_t c, int rank, symheap__sockname_t *n) {
@@ -126,7 +132,7 @@ symheap_result_t symheap__fdx_allgather(symheap_comm_t c, int my_fd, int *fds) {
   symheap_result_t r = SYMHEAP_SUCCESS;
   for (int p = 0; p < c->nranks; p++)
     fds[p] = -1;
-  fdx_rec_t out = {FDX_MAGIC, my_fd >= 0};
+  fdx_rec_t out = {FDX_MAGIC, FDX_FD, my_fd >= 0};
   for (int p = 0; p < c->nranks && r == SYMHEAP_SUCCESS; p++)
     if (p != c->rank)
       r = symheap__sock_send(c->peer_fd[p], &out, sizeof out, my_fd, deadline,
@@ -135,9 +141,16 @@ symheap_result_t symheap__fdx_allgather(symheap_comm_t c, int my_fd, int *fds) {
     if (p == c->rank)
       continue;
     fdx_rec_t in;
-    r = symheap__sock_recv(c->peer_fd[p], &in, sizeof in, &fds[p], deadline, p);
+    do {
+      r = symheap__sock_recv(c->peer_fd[p], &in, sizeof in, &fds[p], deadline,
+                             p);
+      if (r == SYMHEAP_SUCCESS && in.magic == FDX_MAGIC && in.type == FDX_FREED)
+        symheap__cache_drop_peer(c, p, in.value);
+    } while (r == SYMHEAP_SUCCESS && in.magic == FDX_MAGIC &&
+             in.type == FDX_FREED && fds[p] < 0);
     if (r == SYMHEAP_SUCCESS &&
-        (in.magic != FDX_MAGIC || (in.has_fd != 0) != (fds[p] >= 0)))
+        (in.magic != FDX_MAGIC || in.type != FDX_FD ||
+         (in.value != 0) != (fds[p] >= 0)))
       r = symheap__error(SYMHEAP_ERR_REMOTE,
                          "descriptor exchange: malformed record from rank %d",
                          p);
@@ -156,4 +169,42 @@ symheap_result_t symheap__fdx_allgather(symheap_comm_t c, int my_fd, int *fds) {
     }
   }
   return r;
+}
+
+void symheap__fdx_send_freed(symheap_comm_t c, uint64_t id) {
+  if (!c->peer_fd || c->broken != SYMHEAP_SUCCESS)
+    return;
+  fdx_rec_t rec = {FDX_MAGIC, FDX_FREED, id};
+  /* A notice that cannot go now is only a delay: the peer drops the
+   * mapping when its cache evicts it or the comm is destroyed. */
+  SYMHEAP__KEEP_ERROR(for (int p = 0; p < c->nranks; p++) if (
+      p != c->rank && c->peer_fd[p] >= 0) if (send(c->peer_fd[p], &rec,
+                                                   sizeof rec,
+                                                   MSG_DONTWAIT |
+                                                       MSG_NOSIGNAL) !=
+                                              (ssize_t)sizeof rec)
+                          SYMHEAP_INFO("could not tell rank %d that allocation "
+                                       "%llu is freed",
+                                       p, (unsigned long long)id));
+}
+
+void symheap__fdx_drain(symheap_comm_t c) {
+  if (!c->peer_fd || c->broken != SYMHEAP_SUCCESS)
+    return;
+  for (int p = 0; p < c->nranks; p++) {
+    if (p == c->rank || c->peer_fd[p] < 0)
+      continue;
+    for (;;) {
+      /* Peek: a descriptor-exchange record that a faster peer already sent
+       * belongs to the exchange, not to us. */
+      fdx_rec_t rec;
+      ssize_t n = recv(c->peer_fd[p], &rec, sizeof rec, MSG_PEEK | MSG_DONTWAIT);
+      if (n != (ssize_t)sizeof rec || rec.magic != FDX_MAGIC ||
+          rec.type != FDX_FREED)
+        break;
+      if (recv(c->peer_fd[p], &rec, sizeof rec, MSG_DONTWAIT) != (ssize_t)sizeof rec)
+        break;
+      symheap__cache_drop_peer(c, p, rec.value);
+    }
+  }
 }

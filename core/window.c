@@ -51,28 +51,35 @@ typedef struct {
   uint64_t offset;     /* of ptr inside its allocation */
   uint64_t alloc_size; /* bytes of the allocation */
   uint64_t granularity;
+  uint64_t alloc_id;     /* symheap allocation id, 0 for other memory */
+  uint64_t cached_epoch; /* epoch of a kept mapping offered, or UINT64_MAX */
   uint32_t flags;
   uint32_t flat; /* 1: VMM memory, flat VA; 0: per-peer IPC */
 } reg_args_t;
 
-/* Unmap the first `mapped` ranks' chunks and free the reservation. */
-static symheap_result_t unmap_flat(symheap_comm_t c, struct symheap_window *w,
-                                   int mapped) {
+symheap_result_t symheap__unmap_flat(symheap_comm_t c, char *reserve,
+                                     size_t stride, int mapped) {
   const symheap_device_ops *ops = &c->dev.ops;
   symheap_result_t first = SYMHEAP_SUCCESS, r;
   for (int p = 0; p < mapped; p++) {
-    r = ops->unmap(c->dev_ctx, w->reserve + (size_t)p * w->stride, w->stride);
+    r = ops->unmap(c->dev_ctx, reserve + (size_t)p * stride, stride);
     if (r != SYMHEAP_SUCCESS && first == SYMHEAP_SUCCESS)
       first = r;
-    c->stats.bytes_mapped -= w->stride;
+    c->stats.bytes_mapped -= stride;
   }
-  size_t total = w->stride * (size_t)c->nranks;
-  r = ops->va_free(c->dev_ctx, w->reserve, total);
+  size_t total = stride * (size_t)c->nranks;
+  r = ops->va_free(c->dev_ctx, reserve, total);
   if (r != SYMHEAP_SUCCESS && first == SYMHEAP_SUCCESS)
     first = r;
   c->stats.va_reserved -= total;
-  w->reserve = NULL;
   return first;
+}
+
+static symheap_result_t unmap_flat(symheap_comm_t c, struct symheap_window *w,
+                                   int mapped) {
+  symheap_result_t r = symheap__unmap_flat(c, w->reserve, w->stride, mapped);
+  w->reserve = NULL;
+  return r;
 }
 
 static symheap_result_t map_flat(symheap_comm_t c, struct symheap_window *w,
@@ -86,6 +93,9 @@ static symheap_result_t map_flat(symheap_comm_t c, struct symheap_window *w,
   mine.fd = -1;
   symheap_shareable_t *all = calloc((size_t)c->nranks, sizeof *all);
   symheap_mem_handle_t *imp = calloc((size_t)c->nranks, sizeof *imp);
+  /* Step times, for SYMHEAP_DEBUG=TRACE: where registration time goes. */
+  uint64_t t[8];
+  t[0] = symheap__now_ns();
   symheap_result_t r = (all && imp) ? ops->mem_export(c->dev_ctx, local, kind, &mine)
                                     : symheap__error(SYMHEAP_ERR_NO_MEMORY,
                                                      "register: no memory");
@@ -93,7 +103,9 @@ static symheap_result_t map_flat(symheap_comm_t c, struct symheap_window *w,
     free(imp);
     return symheap__agree(c, r, 0, NULL, 0, NULL);
   }
+  t[1] = symheap__now_ns();
   r = symheap__exchange_handles(c, r, &mine, kind, 0, all);
+  t[2] = symheap__now_ns();
   if (r != SYMHEAP_SUCCESS)
     goto out;
   /* Import every peer's memory, then map every rank's at base + p*stride. */
@@ -108,6 +120,7 @@ static symheap_result_t map_flat(symheap_comm_t c, struct symheap_window *w,
   int mapped = 0;
   size_t total = w->stride * (size_t)c->nranks;
   void *va = NULL;
+  t[3] = symheap__now_ns();
   if (r == SYMHEAP_SUCCESS) {
     r = ops->va_reserve(c->dev_ctx, total, c->caps.granularity, &va);
     if (r == SYMHEAP_SUCCESS) {
@@ -125,13 +138,23 @@ static symheap_result_t map_flat(symheap_comm_t c, struct symheap_window *w,
       r = symheap__error_context(r, "mapping rank %d's memory", p);
     }
   }
+  t[4] = symheap__now_ns();
   if (r == SYMHEAP_SUCCESS)
     r = ops->set_access(c->dev_ctx, w->reserve, total);
+  t[5] = symheap__now_ns();
   /* The mappings keep the memory alive; the imported handles can go. */
   for (int p = 0; p < c->nranks; p++)
     if (imp[p])
       (void)ops->mem_release(c->dev_ctx, imp[p]);
+  t[6] = symheap__now_ns();
   r = symheap__agree(c, r, 0, NULL, 0, NULL);
+  t[7] = symheap__now_ns();
+  SYMHEAP_TRACE("register %zu bytes: export %.3f, exchange %.3f, import %.3f, "
+                "reserve+map %.3f, set_access %.3f, release %.3f, agree %.3f "
+                "ms",
+                w->size, (t[1] - t[0]) / 1e6, (t[2] - t[1]) / 1e6,
+                (t[3] - t[2]) / 1e6, (t[4] - t[3]) / 1e6, (t[5] - t[4]) / 1e6,
+                (t[6] - t[5]) / 1e6, (t[7] - t[6]) / 1e6);
   if (r != SYMHEAP_SUCCESS && w->reserve)
     SYMHEAP__KEEP_ERROR((void)unmap_flat(c, w, mapped));
 out:
@@ -206,6 +229,7 @@ static symheap_result_t locate(symheap_comm_t c, struct symheap_window *w,
   symheap__alloc_t *al = symheap__alloc_find(c, ptr);
   if (al) {
     w->alloc = al;
+    a->alloc_id = al->id;
     a->offset = (uint64_t)(ptr - al->ptr);
     a->alloc_size = al->size;
     a->flat = 1;
@@ -274,9 +298,31 @@ static symheap_result_t check_args(symheap_comm_t c, const reg_args_t *all) {
 }
 
 static void window_free(struct symheap_window *w) {
-  if (w)
+  if (w) {
     free(w->peer);
+    free(w->ids);
+  }
   free(w);
+}
+
+/* After the argument exchange: may this registration reuse a kept mapping?
+ * Only if every rank offers one from the same earlier registration. */
+static symheap__mapping_t *cache_match(symheap_comm_t c,
+                                       struct symheap_window *w,
+                                       const reg_args_t *all,
+                                       symheap__mapping_t *offered) {
+  int hit = offered != NULL;
+  for (int p = 0; p < c->nranks && hit; p++)
+    hit = all[p].cached_epoch == all[0].cached_epoch &&
+          all[p].cached_epoch != UINT64_MAX;
+  if (hit)
+    return offered;
+  if (offered) { /* stale on some rank: it cannot serve this registration */
+    symheap__cache_take(c, offered);
+    symheap__cache_destroy(c, offered);
+  }
+  (void)w;
+  return NULL;
 }
 
 /* Collective.  `pre` is a failure the caller already had on this rank; it is
@@ -314,6 +360,14 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
   a.size = size;
   a.flags = flags;
   a.granularity = c->caps.granularity;
+  a.cached_epoch = UINT64_MAX;
+  symheap__mapping_t *offered = NULL;
+  if (r == SYMHEAP_SUCCESS && w && w->alloc && flags == 0 && c->cache_max > 0) {
+    symheap__fdx_drain(c); /* peers' frees first: fewer stale offers */
+    offered = symheap__cache_find(c, w->alloc, a.offset, size);
+    if (offered)
+      a.cached_epoch = offered->epoch;
+  }
   if (all)
     r = symheap__agree(c, r, 0, &a, sizeof a, all);
   else
@@ -339,14 +393,39 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
                            map_off, map_off + w->stride, p,
                            (unsigned long long)all[p].alloc_size);
   }
+  symheap__mapping_t *reuse = NULL;
+  if (r == SYMHEAP_SUCCESS && a.flat) {
+    int cacheable = flags == 0;
+    for (int p = 0; p < c->nranks && cacheable; p++)
+      cacheable = all[p].alloc_id != 0;
+    if (cacheable && (w->ids = calloc((unsigned)c->nranks, sizeof *w->ids)))
+      for (int p = 0; p < c->nranks; p++)
+        w->ids[p] = all[p].alloc_id;
+    reuse = cache_match(c, w, all, offered);
+  } else if (offered) {
+    symheap__cache_take(c, offered);
+    symheap__cache_destroy(c, offered);
+  }
   free(all);
   if (r != SYMHEAP_SUCCESS)
     goto fail;
   w->flat = (int)a.flat;
   symheap_mem_handle_t local = w->alloc ? w->alloc->handle : w->local;
-  r = w->flat ? map_flat(c, w, local, map_off) : map_ipc(c, w);
-  if (r != SYMHEAP_SUCCESS)
-    goto fail;
+  if (reuse) {
+    /* Every rank holds the mapping this registration would build. */
+    symheap__cache_take(c, reuse);
+    w->reserve = reuse->reserve;
+    w->epoch = reuse->epoch;
+    free(reuse->ids);
+    free(reuse);
+  } else {
+    r = w->flat ? map_flat(c, w, local, map_off) : map_ipc(c, w);
+    if (r != SYMHEAP_SUCCESS)
+      goto fail;
+    w->epoch = c->next_window_id;
+    if (w->alloc)
+      w->alloc->exported = 1;
+  }
   if (w->flat)
     for (int p = 0; p < c->nranks; p++)
       w->peer[p] = w->reserve + (size_t)p * w->stride + w->head;
@@ -431,14 +510,19 @@ SYMHEAP__EXPORT symheap_result_t symheap_malloc(symheap_comm_t c, size_t size,
 }
 
 symheap_result_t symheap__window_teardown(symheap_comm_t c,
-                                          struct symheap_window *w) {
+                                          struct symheap_window *w,
+                                          int may_cache) {
   const symheap_device_ops *ops = &c->dev.ops;
   symheap_result_t first = symheap__mc_teardown(c, w), r;
-  if (w->flat) {
+  if (w->flat && may_cache && w->ids && !w->mc.handle && w->alloc &&
+      !w->owns_alloc && c->cache_max > 0) {
+    symheap__cache_put(c, w); /* takes the mapping, or leaves it if it can't */
+  }
+  if (w->flat && w->reserve) {
     r = unmap_flat(c, w, c->nranks);
     if (first == SYMHEAP_SUCCESS)
       first = r;
-  } else {
+  } else if (!w->flat) {
     for (int p = 0; p < c->nranks; p++)
       if (p != c->rank && w->peer[p]) {
         r = ops->ipc_close(c->dev_ctx, w->peer[p]);
@@ -472,6 +556,7 @@ static symheap_result_t release_impl(symheap_comm_t c, symheap_window_t w,
   symheap_result_t r = symheap__comm_enter(c, fn);
   if (r != SYMHEAP_SUCCESS)
     return r;
+  symheap__fdx_drain(c);
   struct symheap_window *p = c->windows;
   while (p && p != w)
     p = p->next;
@@ -505,7 +590,7 @@ static symheap_result_t release_impl(symheap_comm_t c, symheap_window_t w,
   symheap__window_unlink(c, p);
   if (!freeing)
     p->owns_alloc = 0; /* deregistering a symheap_malloc window keeps memory */
-  r = symheap__window_teardown(c, p);
+  r = symheap__window_teardown(c, p, !freeing);
   return r == SYMHEAP_SUCCESS ? r : symheap__error_context(r, "%s", fn);
 }
 

@@ -121,8 +121,11 @@ typedef struct {
   uint64_t bytes_mapped;     /* every mapping made, peers' included */
   uint64_t descriptors_held; /* file descriptors owned for memory handles */
   uint64_t multicast_objects;
+  uint64_t mappings_cached; /* flat mappings kept after deregistration
+                               (SYMHEAP_WINDOW_CACHE); in bytes_mapped too */
 } symheap_comm_stats_t;
-#define SYMHEAP_COMM_STATS_INIT {sizeof(symheap_comm_stats_t), 0, 0, 0, 0, 0, 0, 0, 0}
+#define SYMHEAP_COMM_STATS_INIT                                                \
+  {sizeof(symheap_comm_stats_t), 0, 0, 0, 0, 0, 0, 0, 0, 0}
 symheap_result_t symheap_comm_get_stats(symheap_comm_t comm,
                                         symheap_comm_stats_t *stats);
 

@@ -355,6 +355,79 @@ static void case_info(th_ctx_t *c) {
         "stats did not return to zero");
 }
 
+/* Deregistered mappings are kept and reused; never when a rank's memory
+ * changed; dropped when a peer frees what they map. */
+static void case_window_cache(th_ctx_t *c) {
+  const size_t size = 8192;
+  int last = c->n - 1;
+  symheap_comm_stats_t s0 = stats(c);
+  char *buf = NULL, *other = NULL;
+  CHECK_OK(symheap_mem_alloc(c->comm, size, (void **)&buf));
+  CHECK_OK(symheap_mem_alloc(c->comm, size, (void **)&other));
+  if (!buf || !other)
+    return;
+  symheap_window_t w;
+  char *base1 = NULL, *base2 = NULL;
+  size_t stride;
+  memset(buf, 'a' + c->rank, size);
+  CHECK_OK(symheap_window_register(c->comm, buf, size, 0, &w));
+  CHECK_OK(symheap_window_flat_base(w, (void **)&base1, &stride));
+  CHECK_OK(symheap_window_deregister(c->comm, w));
+  symheap_comm_stats_t s = stats(c);
+  CHECK(s.mappings_cached == s0.mappings_cached + 1 && s.windows_live == 0,
+        "mappings kept %llu, expected %llu",
+        (unsigned long long)s.mappings_cached,
+        (unsigned long long)s0.mappings_cached + 1);
+  /* The same memory again: the kept mapping serves it. */
+  CHECK_OK(symheap_window_register(c->comm, buf, size, 0, &w));
+  CHECK_OK(symheap_window_flat_base(w, (void **)&base2, &stride));
+  CHECK(base1 == base2, "the kept mapping was not reused (%p, then %p)",
+        (void *)base1, (void *)base2);
+  s = stats(c);
+  CHECK(s.mappings_cached == s0.mappings_cached, "a reused mapping is still "
+        "counted as kept");
+  for (int p = 0; p < c->n; p++)
+    CHECK(base2 && base2[(size_t)p * stride] == 'a' + p, "peer %d data", p);
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  CHECK_OK(symheap_window_deregister(c->comm, w));
+  /* The last rank swaps its memory: nobody may reuse a mapping of the old. */
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  if (c->rank == last) {
+    CHECK_OK(symheap_mem_free(c->comm, buf));
+    CHECK_OK(symheap_mem_alloc(c->comm, size, (void **)&buf));
+    if (buf)
+      memset(buf, 'z', size);
+  }
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  if (!buf)
+    return;
+  CHECK_OK(symheap_window_register(c->comm, buf, size, 0, &w));
+  char *base3 = NULL;
+  CHECK_OK(symheap_window_flat_base(w, (void **)&base3, &stride));
+  CHECK(base3 && base3[(size_t)last * stride] == 'z' &&
+            base3[(size_t)last * stride + size - 1] == 'z',
+        "a stale mapping of rank %d's freed memory was reused", last);
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  CHECK_OK(symheap_window_deregister(c->comm, w));
+  /* The last rank frees; the others drop their kept mappings of it at
+   * their next free. */
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  if (c->rank == last)
+    CHECK_OK(symheap_mem_free(c->comm, buf));
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  CHECK_OK(symheap_mem_free(c->comm, other));
+  s = stats(c);
+  CHECK(s.mappings_cached == s0.mappings_cached,
+        "a mapping of rank %d's freed memory is still kept", last);
+  if (c->rank != last)
+    CHECK_OK(symheap_mem_free(c->comm, buf));
+  s = stats(c);
+  CHECK(s.bytes_mapped == s0.bytes_mapped && s.va_reserved == s0.va_reserved &&
+            s.allocations_live == s0.allocations_live,
+        "mapped %llu, reserved %llu after everything was freed",
+        (unsigned long long)s.bytes_mapped, (unsigned long long)s.va_reserved);
+}
+
 typedef struct {
   const char *name;
   void (*fn)(th_ctx_t *);
@@ -369,6 +442,7 @@ static const case_t cases[] = {
     {"deregister_mismatch", case_deregister_mismatch},
     {"many_windows", case_many_windows},
     {"info_and_stats", case_info},
+    {"window_cache", case_window_cache},
     {"cycles_2000", case_cycles},
 };
 

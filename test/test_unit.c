@@ -176,6 +176,19 @@ static void test_call_sequence(void) {
     CHECK_OK(symheap_free(c, w));
     CHECK(strcmp(th_record_log(0), "unmap,va_free,unmap,va_free,mem_release") == 0,
           "free: %s", th_record_log(0));
+    /* Registering the same memory again reuses the kept mapping: no call. */
+    void *buf = NULL;
+    CHECK_OK(symheap_mem_alloc(c, 5000, &buf));
+    CHECK_OK(symheap_window_register(c, buf, 5000, 0, &w));
+    CHECK_OK(symheap_window_deregister(c, w));
+    th_record_reset(0);
+    CHECK_OK(symheap_window_register(c, buf, 5000, 0, &w));
+    CHECK_OK(symheap_window_deregister(c, w));
+    CHECK(strcmp(th_record_log(0), "") == 0, "re-register: %s",
+          th_record_log(0));
+    CHECK_OK(symheap_mem_free(c, buf));
+    CHECK(strcmp(th_record_log(0), "unmap,va_free,unmap,va_free,mem_release") == 0,
+          "free of memory with a kept mapping: %s", th_record_log(0));
     CHECK_OK(symheap_comm_destroy(c));
   }
   unsetenv("SYMHEAP_DEVICE");

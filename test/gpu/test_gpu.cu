@@ -186,13 +186,14 @@ static void case_cudamalloc_fallback(th_ctx_t *c) {
   CUDA_OK(cudaFree(buf));
 }
 
+// symheap_malloc + symheap_free never reuse a kept mapping: each cycle is
+// the whole path (create, export, import, map, set access, and back).
 static void case_cycles(th_ctx_t *c) {
-  void *buf = NULL;
-  CHECK_OK(symheap_mem_alloc(c->comm, 2u << 20, &buf));
+  const size_t bytes = 2u << 20;
   symheap_window_t w;
   for (int i = 0; i < 10; i++) { // warm the driver's own pools
-    CHECK_OK(symheap_window_register(c->comm, buf, 2u << 20, 0, &w));
-    CHECK_OK(symheap_window_deregister(c->comm, w));
+    CHECK_OK(symheap_malloc(c->comm, bytes, 0, &w));
+    CHECK_OK(symheap_free(c->comm, w));
   }
   CHECK_OK(symheap_comm_barrier(c->comm));
   size_t free0 = 0, free1 = 0, total = 0;
@@ -200,12 +201,12 @@ static void case_cycles(th_ctx_t *c) {
   int fds0 = (!g_threads || c->rank == 0) ? th_count_fds() : 0;
   CHECK_OK(symheap_comm_barrier(c->comm));
   for (int i = 0; i < 1000; i++) {
-    symheap_result_t r = symheap_window_register(c->comm, buf, 2u << 20, 0, &w);
+    symheap_result_t r = symheap_malloc(c->comm, bytes, 0, &w);
     if (r != SYMHEAP_SUCCESS) {
       CHECK_OK(r);
       break;
     }
-    CHECK_OK(symheap_window_deregister(c->comm, w));
+    CHECK_OK(symheap_free(c->comm, w));
   }
   CHECK_OK(symheap_comm_barrier(c->comm));
   CUDA_OK(cudaMemGetInfo(&free1, &total));
@@ -213,11 +214,38 @@ static void case_cycles(th_ctx_t *c) {
     int fds1 = th_count_fds();
     CHECK(fds1 == fds0, "fds %d -> %d after 1000 cycles", fds0, fds1);
   }
-  // A leak of even one mapping would cost a 2 MiB granule.
+  // A leak of even one allocation or mapping would cost a 2 MiB granule.
   long long diff = (long long)free0 - (long long)free1;
   CHECK(diff < (2ll << 20) && diff > -(2ll << 20),
         "free device memory %zu -> %zu after 1000 cycles", free0, free1);
-  CHECK_OK(symheap_comm_barrier(c->comm));
+  symheap_comm_stats_t s = SYMHEAP_COMM_STATS_INIT;
+  CHECK_OK(symheap_comm_get_stats(c->comm, &s));
+  CHECK(s.windows_live == 0 && s.allocations_live == 0 && s.bytes_mapped == 0,
+        "accounting after 1000 cycles: windows %llu allocations %llu mapped "
+        "%llu",
+        (unsigned long long)s.windows_live,
+        (unsigned long long)s.allocations_live,
+        (unsigned long long)s.bytes_mapped);
+}
+
+// Deregistering and registering the same memory again reuses the kept
+// mapping: same addresses, fresh data visible.
+static void case_reregister(th_ctx_t *c) {
+  void *buf = NULL;
+  size_t bytes = 64u << 20;
+  CHECK_OK(symheap_mem_alloc(c->comm, bytes, &buf));
+  symheap_window_t w;
+  void *b1 = NULL, *b2 = NULL;
+  size_t stride;
+  CHECK_OK(symheap_window_register(c->comm, buf, bytes, 0, &w));
+  CHECK_OK(symheap_window_flat_base(w, &b1, &stride));
+  check_window(c, w, bytes, 1, 1);
+  CHECK_OK(symheap_window_deregister(c->comm, w));
+  CHECK_OK(symheap_window_register(c->comm, buf, bytes, 0, &w));
+  CHECK_OK(symheap_window_flat_base(w, &b2, &stride));
+  CHECK(b1 == b2, "kept mapping not reused: %p then %p", b1, b2);
+  check_window(c, w, bytes, 1, 1);
+  CHECK_OK(symheap_window_deregister(c->comm, w));
   CHECK_OK(symheap_mem_free(c->comm, buf));
 }
 
@@ -243,7 +271,8 @@ static const case_t cases[] = {
     {"pattern_flat_and_peer_ptrs", case_pattern},
     {"sizes_2MiB_to_8GiB", case_sizes},
     {"cudamalloc_ipc_fallback", case_cudamalloc_fallback},
-    {"register_cycles_1000", case_cycles},
+    {"reregister_reuses_mapping", case_reregister},
+    {"malloc_free_cycles_1000", case_cycles},
 };
 
 static void run_cases(th_ctx_t *c, void *arg) {
