@@ -78,18 +78,57 @@ static void sync_peer(int s) {
     exit(2);
 }
 
-enum { V_WHOLE, V_PER_CHUNK, V_EXPORT_CACHED, NV };
+enum { V_WHOLE, V_EXPORT_CACHED, NV };
 static const char *vname[] = {"set access once over both chunks",
-                              "set access per chunk after each map",
                               "exported fd cached (dup only)"};
 
-static void rank_main(int rank, int s, size_t size, int busy_peer) {
+/* Map the peer's `bytes` and ours into a range that stays mapped while the
+ * measurements run: does an existing peer mapping make the next cheaper? */
+static void anchor(int rank, int s, CUdevice dev, size_t bytes, int repeat) {
+  CUmemAllocationProp p = {0};
+  p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  p.location.id = dev;
+  CUmemGenericAllocationHandle h, ph;
+  size_t phys = repeat ? (2u << 20) : bytes;
+  CK(cuMemCreate(&h, phys, &p, 0));
+  int fd;
+  CK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+  send_fd(s, fd);
+  close(fd);
+  int pfd = recv_fd(s);
+  CK(cuMemImportFromShareableHandle(&ph, (void *)(uintptr_t)pfd,
+                                    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+  close(pfd);
+  CUdeviceptr va;
+  CK(cuMemAddressReserve(&va, 2 * bytes, 0, 0, 0));
+  for (size_t o = 0; o < bytes; o += phys) {
+    CK(cuMemMap(va + o, phys, 0, rank == 0 ? h : ph, 0));
+    CK(cuMemMap(va + bytes + o, phys, 0, rank == 1 ? h : ph, 0));
+  }
+  CUmemAccessDesc d = {{CU_MEM_LOCATION_TYPE_DEVICE, dev},
+                       CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  double t = now_ms();
+  CK(cuMemSetAccess(va, 2 * bytes, &d, 1));
+  if (rank == 0)
+    printf("anchor of %zu MiB per rank%s mapped (set access %.3f ms)\n",
+           bytes >> 20, repeat ? " (one 2 MiB chunk repeated)" : "",
+           now_ms() - t);
+  sync_peer(s);
+}
+
+static int anchor_repeat;
+static void rank_main(int rank, int s, size_t size, int busy_peer,
+                      size_t anchor_bytes) {
   CUdevice dev;
   CUcontext ctx;
   CK(cuInit(0));
   CK(cuDeviceGet(&dev, rank));
   CK(cuDevicePrimaryCtxRetain(&ctx, dev));
   CK(cuCtxSetCurrent(ctx));
+  if (anchor_bytes)
+    anchor(rank, s, dev, anchor_bytes, anchor_repeat);
   CUmemAllocationProp p = {0};
   p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
@@ -139,17 +178,11 @@ static void rank_main(int rank, int s, size_t size, int busy_peer) {
       double acc = 0;
       for (int r = 0; r < 2; r++) {
         CK(cuMemMap(va + r * size, size, 0, r == rank ? h : ph, 0));
-        if (v == V_PER_CHUNK) {
-          double a = now_ms();
-          CK(cuMemSetAccess(va + r * size, size, &d, 1));
-          acc += now_ms() - a;
-        }
+
       }
       double t5 = now_ms();
-      if (v != V_PER_CHUNK) {
-        CK(cuMemSetAccess(va, 2 * size, &d, 1));
-        acc = now_ms() - t5;
-      }
+      CK(cuMemSetAccess(va, 2 * size, &d, 1));
+      acc = now_ms() - t5;
       CK(cuMemRelease(ph));
       double t6 = now_ms();
       for (int r = 0; r < 2; r++)
@@ -159,16 +192,17 @@ static void rank_main(int rank, int s, size_t size, int busy_peer) {
       t_exp[it] = t1 - t0;
       t_imp[it] = t3 - t2;
       t_res[it] = t4 - t3;
-      t_map[it] = t5 - t4 - (v == V_PER_CHUNK ? acc : 0);
+      t_map[it] = t5 - t4;
       t_acc[it] = acc;
       t_tot[it] = t6 - t0;
       t_un[it] = t7 - t6;
       sync_peer(s);
     }
     if (rank == 0)
-      printf("%-8zu %-5s %-38s export %6.3f import %6.3f reserve %6.3f map "
+      printf("%-8zu %-5s %-6zu %-38s export %6.3f import %6.3f reserve %6.3f map "
              "%6.3f access %6.3f | total %6.3f | unmap+free %6.3f ms\n",
-             size >> 20, busy_peer ? "both" : "alone", vname[v], med(t_exp, N),
+             size >> 20, busy_peer ? "both" : "alone", anchor_bytes >> 20,
+             vname[v], med(t_exp, N),
              med(t_imp, N), med(t_res, N), med(t_map, N), med(t_acc, N),
              med(t_tot, N), med(t_un, N));
   }
@@ -176,11 +210,17 @@ static void rank_main(int rank, int s, size_t size, int busy_peer) {
   CK(cuMemRelease(h));
 }
 
-int main(void) {
-  size_t sizes[] = {2u << 20, 64u << 20, 1u << 30};
-  printf("MiB/rank ranks variant: median ms of 15 (rank 0)\n");
-  for (int busy = 1; busy >= 0; busy--)
-    for (int i = 0; i < 3; i++) {
+int main(int argc, char **argv) {
+  size_t sizes[] = {2u << 20, 64u << 20, 1u << 30, 256u << 20};
+  /* argv[1]: MiB of an anchor mapping kept during the run (0: none);
+   * argv[2]: "busy" (both ranks only) or "repeat" (both ranks only, anchor
+   * made of one 2 MiB chunk mapped again and again) */
+  size_t anchor_bytes = argc > 1 ? strtoull(argv[1], NULL, 0) << 20 : 0;
+  int only_busy = argc > 2;
+  anchor_repeat = argc > 2 && strcmp(argv[2], "repeat") == 0;
+  printf("MiB/rank ranks anchorMiB variant: median ms of 15 (rank 0)\n");
+  for (int busy = 1; busy >= (only_busy ? 1 : 0); busy--)
+    for (int i = 0; i < 4; i++) {
       /* CUDA is not fork-safe: both ranks are children of a parent that
        * never initialises it. */
       int sv[2];
@@ -191,7 +231,7 @@ int main(void) {
         pid[r] = fork();
         if (pid[r] == 0) {
           close(sv[1 - r]);
-          rank_main(r, sv[r], sizes[i], busy);
+          rank_main(r, sv[r], sizes[i], busy, anchor_bytes);
           fflush(stdout);
           _exit(0);
         }

@@ -179,6 +179,8 @@ static symheap_result_t comm_setup(symheap_comm_t *out, const symheap_ccl_ops *o
   }
   if (r == SYMHEAP_SUCCESS && (c->caps.handle_kinds & (1u << SYMHEAP_HANDLE_FD)))
     r = symheap__fdx_setup(c);
+  if (r == SYMHEAP_SUCCESS)
+    r = symheap__pad_create(c);
   if (r != SYMHEAP_SUCCESS) {
     comm_free(c);
     return r;
@@ -260,6 +262,8 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_destroy(symheap_comm_t c) {
     symheap__window_unlink(c, w);
     (void)symheap__window_teardown(c, w, 0);
   }
+  if (c->pad)
+    (void)symheap__window_teardown(c, c->pad, 0);
   symheap__cache_clear(c);
   while (c->allocs) {
     SYMHEAP_WARN("comm destroy: allocation %p (%zu bytes) was never freed",

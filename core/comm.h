@@ -80,6 +80,7 @@ struct symheap_comm {
   symheap__alloc_t *allocs;
   uint64_t next_window_id;
   uint64_t next_alloc_id;
+  struct symheap_window *pad; /* the comm's own window, made at init */
   symheap__mapping_t *cache;
   int cache_max; /* SYMHEAP_WINDOW_CACHE */
   uint64_t cache_clock;
@@ -137,6 +138,12 @@ symheap__alloc_t *symheap__alloc_find(symheap_comm_t c, const void *ptr);
 symheap_result_t symheap__alloc_free(symheap_comm_t c, symheap__alloc_t *a);
 
 /* window.c */
+/* Collective, at comm init: the comm's own window of one granule per rank.
+ * Keeping a mapping of every peer's memory alive keeps the driver's peer
+ * mappings warm: on H200 it takes a later registration's cuMemSetAccess from
+ * about 1.9 ms to 0.1 ms (bench/vmm_costs.c measures it).  It is also where
+ * device-side signals will live. */
+symheap_result_t symheap__pad_create(symheap_comm_t c);
 /* Local.  may_cache: keep the flat mapping for a later registration of the
  * same memory (deregistration); 0 unmaps it (free, comm destroy). */
 symheap_result_t symheap__window_teardown(symheap_comm_t c,

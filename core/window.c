@@ -541,6 +541,11 @@ symheap_result_t symheap__window_teardown(symheap_comm_t c,
   c->stats.windows_live--;
   c->stats.bytes_registered -= w->size;
   symheap__alloc_t *alloc = w->owns_alloc ? w->alloc : NULL;
+  if (w == c->pad) { /* never counted as a window */
+    c->stats.windows_live++;
+    c->stats.bytes_registered += w->size;
+    c->pad = NULL;
+  }
   window_free(w);
   if (alloc) {
     r = symheap__alloc_free(c, alloc);
@@ -698,5 +703,19 @@ symheap_window_device_view(symheap_window_t w, symheap_device_window_t *v) {
   }
   for (int p = 0; p < w->comm->nranks && p < SYMHEAP_DEVICE_MAX_PEERS; p++)
     v->peer_ptrs[p] = w->peer[p];
+  return SYMHEAP_SUCCESS;
+}
+
+symheap_result_t symheap__pad_create(symheap_comm_t c) {
+  symheap_window_t w;
+  symheap_result_t r = symheap_malloc(c, c->caps.granularity, 0, &w);
+  if (r != SYMHEAP_SUCCESS)
+    return symheap__error_context(r, "creating the comm's pad");
+  /* Not a user window: out of the window lists and window counts; its
+   * memory and mappings stay in the accounting. */
+  symheap__window_unlink(c, w);
+  c->stats.windows_live--;
+  c->stats.bytes_registered -= w->size;
+  c->pad = w;
   return SYMHEAP_SUCCESS;
 }
