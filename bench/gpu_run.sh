@@ -46,9 +46,12 @@ echo "GPU tests: $pass passed, $fail failed"
 echo "symheap (ms, slowest rank, median): first registration, repeated"
 echo "registration (cache on / off), symheap_malloc (alloc + register)"
 printf '%-8s %10s %12s %12s %10s\n' window first "again(on)" "again(off)" malloc
-join <(awk '$2 ~ /iB$/ {print $1$2, $3, $4, $6}' "$OUTDIR/bench.txt" | sort) \
-  <(awk '$2 ~ /iB$/ {print $1$2, $4}' "$OUTDIR/bench_nocache.txt" | sort) |
-  awk '$1 ~ /^(1MiB|64MiB|1GiB)$/ {printf "%-8s %10s %12s %12s %10s\n", $1, $2, $3, $5, $4}'
+awk 'FNR == 1 { f++ } $2 ~ /iB$/ { k = $1 " " $2
+       if (f == 1) { first[k] = $3; on[k] = $4; mal[k] = $6 } else off[k] = $4 }
+     END { split("1 MiB|64 MiB|1 GiB", ks, "|")
+           for (i = 1; i <= 3; i++) printf "%-8s %10s %12s %12s %10s\n",
+             ks[i], first[ks[i]], on[ks[i]], off[ks[i]], mal[ks[i]] }' \
+  "$OUTDIR/bench.txt" "$OUTDIR/bench_nocache.txt"
 python3 - "$OUTDIR/baseline.json" <<'PY' 2>/dev/null
 import json, sys
 r = json.load(open(sys.argv[1]))

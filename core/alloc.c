@@ -1,6 +1,7 @@
 /* Local allocations that can later be registered: physical memory from the
  * device adaptor, mapped into a reservation of its own. */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "comm.h"
 
@@ -31,6 +32,7 @@ SYMHEAP__EXPORT symheap_result_t symheap_mem_alloc(symheap_comm_t c,
   if (!a)
     return symheap__error(SYMHEAP_ERR_NO_MEMORY, "symheap_mem_alloc: no memory");
   a->size = symheap__round_up(size, gran);
+  a->export_fd = -1;
   const symheap_device_ops *ops = &c->dev.ops;
   void *va = NULL;
   r = ops->mem_create(c->dev_ctx, a->size, &a->handle);
@@ -74,6 +76,10 @@ symheap_result_t symheap__alloc_free(symheap_comm_t c, symheap__alloc_t *a) {
   symheap__cache_drop_alloc(c, a);
   if (a->exported)
     symheap__fdx_send_freed(c, a->id);
+  if (a->export_fd >= 0) {
+    close(a->export_fd);
+    c->stats.descriptors_held--;
+  }
   for (symheap__alloc_t **pp = &c->allocs; *pp; pp = &(*pp)->next)
     if (*pp == a) {
       *pp = a->next;

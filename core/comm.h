@@ -12,6 +12,9 @@ typedef struct symheap__alloc {
   uint64_t id;  /* unique in the comm on this rank, never reused */
   int windows;  /* windows registered over it */
   int exported; /* peers may hold mappings of it */
+  int export_fd; /* kept exported descriptor (-1: none).  CUDA makes an
+                    export and the peers' imports of it far cheaper while
+                    one exported descriptor stays open */
 } symheap__alloc_t;
 
 /* A flat mapping kept after its window was deregistered, so that

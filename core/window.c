@@ -1,5 +1,7 @@
 /* Windows: collective registration over the flat VA (or per-peer IPC
  * mappings), deregistration, and the accessors. */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +84,33 @@ static symheap_result_t unmap_flat(symheap_comm_t c, struct symheap_window *w,
   return r;
 }
 
+/* Export the window's memory.  A descriptor of a symheap allocation is
+ * exported once and kept (closed when the memory is freed); each
+ * registration sends a duplicate. */
+static symheap_result_t export_local(symheap_comm_t c, struct symheap_window *w,
+                                     symheap_mem_handle_t local, uint32_t kind,
+                                     symheap_shareable_t *out) {
+  symheap__alloc_t *a = w->alloc;
+  if (!a || kind != SYMHEAP_HANDLE_FD)
+    return c->dev.ops.mem_export(c->dev_ctx, local, kind, out);
+  if (a->export_fd < 0) {
+    symheap_shareable_t first;
+    symheap_result_t r = c->dev.ops.mem_export(c->dev_ctx, local, kind, &first);
+    if (r != SYMHEAP_SUCCESS)
+      return r;
+    a->export_fd = first.fd;
+    c->stats.descriptors_held++;
+  }
+  int fd = fcntl(a->export_fd, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0)
+    return symheap__error(SYMHEAP_ERR_SYSTEM, "dup of an exported descriptor: %s",
+                          strerror(errno));
+  memset(out, 0, sizeof *out);
+  out->kind = SYMHEAP_HANDLE_FD;
+  out->fd = fd;
+  return SYMHEAP_SUCCESS;
+}
+
 static symheap_result_t map_flat(symheap_comm_t c, struct symheap_window *w,
                                  symheap_mem_handle_t local, size_t map_off) {
   const symheap_device_ops *ops = &c->dev.ops;
@@ -96,7 +125,7 @@ static symheap_result_t map_flat(symheap_comm_t c, struct symheap_window *w,
   /* Step times, for SYMHEAP_DEBUG=TRACE: where registration time goes. */
   uint64_t t[8];
   t[0] = symheap__now_ns();
-  symheap_result_t r = (all && imp) ? ops->mem_export(c->dev_ctx, local, kind, &mine)
+  symheap_result_t r = (all && imp) ? export_local(c, w, local, kind, &mine)
                                     : symheap__error(SYMHEAP_ERR_NO_MEMORY,
                                                      "register: no memory");
   if (!all) {
