@@ -17,7 +17,7 @@ LIB_SRCS := $(wildcard core/*.c) $(wildcard adaptors/device/*.c) \
   $(wildcard adaptors/ccl/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 TOOLS := symheap-run symheap-info symheap-bench
-TESTS := test_unit test_multirank test_faults test_cuda_fake
+TESTS := test_unit test_multirank test_faults
 HEADERS := $(wildcard include/*.h) $(wildcard core/*.h) \
   $(wildcard adaptors/*/*.h)
 
@@ -64,7 +64,12 @@ FAKE_CUDA := $(BUILD)/fake_cuda/libcuda.so.1
 $(FAKE_CUDA): test/fake_cuda/fake_cuda.c test/fake_cuda/fake_cuda.h adaptors/device/cuda_api.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -shared -o $@ $< -Wl,-soname,libcuda.so.1 $(LDFLAGS_ALL)
-tests: $(FAKE_CUDA)
+$(BUILD)/test/test_cuda_fake: test/fake_cuda/test_cuda_fake.c $(TEST_COMMON) \
+    test/harness.h test/fake_cuda/fake_cuda.h $(BUILD)/lib/libsymheap.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Icore -o $@ $< $(TEST_COMMON) $(BUILD)/lib/libsymheap.a \
+	  $(LDFLAGS_ALL) $(LIBS)
+tests: $(FAKE_CUDA) $(BUILD)/test/test_cuda_fake
 
 # With the CUDA toolkit, check cuda_api.h against its cuda.h.
 CUDA_HOME ?= /usr/local/cuda
@@ -116,7 +121,8 @@ env-doc: $(BUILD)/bin/symheap-info
 	  sed -n '/^|/,$$p' docs/env.md | sed '/^|/d'; } > docs/env.md.new && mv docs/env.md.new docs/env.md
 
 format:
-	clang-format -i include/*.h core/*.[ch] adaptors/*/*.[ch] tools/*.c test/*.[ch]
+	clang-format -i include/*.h core/*.[ch] adaptors/*/*.[ch] tools/*.c test/*.[ch] \
+	  test/fake_cuda/*.[ch] test/gpu/*.cu bench/*.c
 
 clean:
 	rm -rf build

@@ -94,7 +94,8 @@ static void anchor(int rank, int s, CUdevice dev, size_t bytes, int repeat) {
   size_t phys = repeat ? (2u << 20) : bytes;
   CK(cuMemCreate(&h, phys, &p, 0));
   int fd;
-  CK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+  CK(cuMemExportToShareableHandle(&fd, h,
+                                  CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
   send_fd(s, fd);
   close(fd);
   int pfd = recv_fd(s);
@@ -158,27 +159,28 @@ static void rank_main(int rank, int s, size_t size, int busy_peer,
       if (v == V_EXPORT_CACHED)
         fd = dup(cached_fd);
       else
-        CK(cuMemExportToShareableHandle(&fd, h,
-                                        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+        CK(cuMemExportToShareableHandle(
+            &fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
       double t1 = now_ms();
       send_fd(s, fd);
       close(fd);
       int pfd = recv_fd(s);
       double t2 = now_ms();
       CUmemGenericAllocationHandle ph;
-      CK(cuMemImportFromShareableHandle(&ph, (void *)(uintptr_t)pfd,
-                                        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+      CK(cuMemImportFromShareableHandle(
+          &ph, (void *)(uintptr_t)pfd,
+          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
       close(pfd);
       double t3 = now_ms();
       CUdeviceptr va;
-      CK(cuMemAddressReserve(&va, 2 * size, size >= (1u << 30) ? (1u << 30) : 0, 0, 0));
+      CK(cuMemAddressReserve(&va, 2 * size, size >= (1u << 30) ? (1u << 30) : 0,
+                             0, 0));
       double t4 = now_ms();
       CUmemAccessDesc d = {{CU_MEM_LOCATION_TYPE_DEVICE, dev},
                            CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
       double acc = 0;
       for (int r = 0; r < 2; r++) {
         CK(cuMemMap(va + r * size, size, 0, r == rank ? h : ph, 0));
-
       }
       double t5 = now_ms();
       CK(cuMemSetAccess(va, 2 * size, &d, 1));
@@ -199,12 +201,12 @@ static void rank_main(int rank, int s, size_t size, int busy_peer,
       sync_peer(s);
     }
     if (rank == 0)
-      printf("%-8zu %-5s %-6zu %-38s export %6.3f import %6.3f reserve %6.3f map "
-             "%6.3f access %6.3f | total %6.3f | unmap+free %6.3f ms\n",
-             size >> 20, busy_peer ? "both" : "alone", anchor_bytes >> 20,
-             vname[v], med(t_exp, N),
-             med(t_imp, N), med(t_res, N), med(t_map, N), med(t_acc, N),
-             med(t_tot, N), med(t_un, N));
+      printf(
+          "%-8zu %-5s %-6zu %-38s export %6.3f import %6.3f reserve %6.3f map "
+          "%6.3f access %6.3f | total %6.3f | unmap+free %6.3f ms\n",
+          size >> 20, busy_peer ? "both" : "alone", anchor_bytes >> 20,
+          vname[v], med(t_exp, N), med(t_imp, N), med(t_res, N), med(t_map, N),
+          med(t_acc, N), med(t_tot, N), med(t_un, N));
   }
   close(cached_fd);
   CK(cuMemRelease(h));

@@ -66,3 +66,23 @@ symheap_result_t symheap__agree(symheap_comm_t c, symheap_result_t local,
     return local; /* our own, full message is still the thread's error */
   return symheap__error(code, "rank %d: %s", culprit, s.msg);
 }
+
+symheap_result_t symheap__agree_equal(symheap_comm_t c, symheap_result_t local,
+                                      uint64_t value, int *differ, uint64_t *v0,
+                                      uint64_t *vp) {
+  uint64_t *all = calloc((size_t)c->nranks, sizeof *all);
+  if (!all && local == SYMHEAP_SUCCESS)
+    local = symheap__error(SYMHEAP_ERR_NO_MEMORY, "agreement: out of memory");
+  symheap_result_t r =
+      all ? symheap__agree(c, local, 0, &value, sizeof value, all)
+          : symheap__agree(c, local, 0, NULL, 0, NULL);
+  *differ = -1;
+  for (int p = 1; p < c->nranks && r == SYMHEAP_SUCCESS && *differ < 0; p++)
+    if (all[p] != all[0]) {
+      *differ = p;
+      *v0 = all[0];
+      *vp = all[p];
+    }
+  free(all);
+  return r;
+}

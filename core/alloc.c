@@ -21,8 +21,7 @@ SYMHEAP__EXPORT symheap_result_t symheap_mem_alloc(symheap_comm_t c,
   symheap__log_set_rank(c->rank);
   symheap_result_t r;
   if (!ptr || size == 0)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "symheap_mem_alloc: %s",
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "symheap_mem_alloc: %s",
                           !ptr ? "ptr is NULL" : "size is zero");
   size_t gran = c->caps.granularity;
   if (size > SIZE_MAX - gran)
@@ -30,7 +29,8 @@ SYMHEAP__EXPORT symheap_result_t symheap_mem_alloc(symheap_comm_t c,
                           "symheap_mem_alloc: size %zu is too large", size);
   symheap__alloc_t *a = calloc(1, sizeof *a);
   if (!a)
-    return symheap__error(SYMHEAP_ERR_NO_MEMORY, "symheap_mem_alloc: no memory");
+    return symheap__error(SYMHEAP_ERR_NO_MEMORY,
+                          "symheap_mem_alloc: no memory");
   a->size = symheap__round_up(size, gran);
   a->export_fd = -1;
   const symheap_device_ops *ops = &c->dev.ops;
@@ -100,7 +100,8 @@ symheap_result_t symheap__alloc_free(symheap_comm_t c, symheap__alloc_t *a) {
 
 SYMHEAP__EXPORT symheap_result_t symheap_mem_free(symheap_comm_t c, void *ptr) {
   if (!c)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "symheap_mem_free: comm is NULL");
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_mem_free: comm is NULL");
   symheap__log_set_rank(c->rank);
   symheap__fdx_drain(c);
   symheap__alloc_t *a = ptr ? symheap__alloc_find(c, ptr) : NULL;
@@ -116,5 +117,6 @@ SYMHEAP__EXPORT symheap_result_t symheap_mem_free(symheap_comm_t c, void *ptr) {
                           "window(s); deregister first",
                           ptr, a->windows);
   symheap_result_t r = symheap__alloc_free(c, a);
-  return r == SYMHEAP_SUCCESS ? r : symheap__error_context(r, "symheap_mem_free");
+  return r == SYMHEAP_SUCCESS ? r
+                              : symheap__error_context(r, "symheap_mem_free");
 }

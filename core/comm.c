@@ -25,7 +25,8 @@ symheap_result_t symheap__comm_allgather(symheap_comm_t c, const void *in,
   if (c->broken != SYMHEAP_SUCCESS)
     return symheap__error(c->broken, "the comm failed earlier: %s",
                           c->broken_why);
-  symheap_result_t r = c->ccl.allgather(c->ccl_ctx, in, out, bytes, c->timeout_ms);
+  symheap_result_t r =
+      c->ccl.allgather(c->ccl_ctx, in, out, bytes, c->timeout_ms);
   if (r != SYMHEAP_SUCCESS) {
     /* A collective that failed part way leaves the ranks out of step. */
     c->broken = r;
@@ -130,8 +131,9 @@ static void comm_free(symheap_comm_t c) {
 }
 
 /* Everything after the ccl exists: shared by every way of making a comm. */
-static symheap_result_t comm_setup(symheap_comm_t *out, const symheap_ccl_ops *ops,
-                                   void *ctx, int owned, int timeout_ms) {
+static symheap_result_t comm_setup(symheap_comm_t *out,
+                                   const symheap_ccl_ops *ops, void *ctx,
+                                   int owned, int timeout_ms) {
   symheap_comm_t c = calloc(1, sizeof *c);
   if (!c) {
     if (owned && ops->fini)
@@ -149,8 +151,9 @@ static symheap_result_t comm_setup(symheap_comm_t *out, const symheap_ccl_ops *o
   join_rec_t me, *all = calloc((size_t)c->nranks, sizeof *all);
   char why[768] = "";
   memset(&me, 0, sizeof me);
-  symheap_result_t r = all ? prepare_join(c, &me, why, sizeof why)
-                           : symheap__error(SYMHEAP_ERR_NO_MEMORY, "comm: no memory");
+  symheap_result_t r =
+      all ? prepare_join(c, &me, why, sizeof why)
+          : symheap__error(SYMHEAP_ERR_NO_MEMORY, "comm: no memory");
   r = symheap__agree(c, r, 0, &me, sizeof me, all);
   if (r == SYMHEAP_SUCCESS)
     r = check_join(c, all);
@@ -163,8 +166,9 @@ static symheap_result_t comm_setup(symheap_comm_t *out, const symheap_ccl_ops *o
       c->caps.struct_size = sizeof c->caps;
       r = c->dev.ops.query(c->dev_ctx, &c->caps);
     }
-    if (r == SYMHEAP_SUCCESS && (c->caps.granularity == 0 ||
-                                 (c->caps.granularity & (c->caps.granularity - 1))))
+    if (r == SYMHEAP_SUCCESS &&
+        (c->caps.granularity == 0 ||
+         (c->caps.granularity & (c->caps.granularity - 1))))
       r = symheap__error(SYMHEAP_ERR_PLUGIN,
                          "device adaptor '%s' reports granularity %zu, not a "
                          "power of two",
@@ -177,7 +181,8 @@ static symheap_result_t comm_setup(symheap_comm_t *out, const symheap_ccl_ops *o
     c->cache_max = (int)keep;
     r = symheap__agree(c, r, 0, NULL, 0, NULL);
   }
-  if (r == SYMHEAP_SUCCESS && (c->caps.handle_kinds & (1u << SYMHEAP_HANDLE_FD)))
+  if (r == SYMHEAP_SUCCESS &&
+      (c->caps.handle_kinds & (1u << SYMHEAP_HANDLE_FD)))
     r = symheap__fdx_setup(c);
   if (r == SYMHEAP_SUCCESS)
     r = symheap__pad_create(c);
@@ -189,17 +194,15 @@ static symheap_result_t comm_setup(symheap_comm_t *out, const symheap_ccl_ops *o
                "ccl '%s'; window path: symheap flat VA; multicast: %s",
                c->rank, c->nranks, c->dev.ops.name, c->caps.device_name, why,
                c->ccl.name,
-               c->mc_disabled_by ? c->mc_disabled_by
+               c->mc_disabled_by      ? c->mc_disabled_by
                : c->dev.has_multicast ? "available"
                                       : "not supported by the adaptor");
   *out = c;
   return SYMHEAP_SUCCESS;
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_comm_init(symheap_comm_t *comm,
-                                                   int nranks,
-                                                   const symheap_unique_id_t *id,
-                                                   int rank) {
+SYMHEAP__EXPORT symheap_result_t symheap_comm_init(
+    symheap_comm_t *comm, int nranks, const symheap_unique_id_t *id, int rank) {
   if (!comm || !id)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_comm_init: comm or id is NULL");
@@ -252,7 +255,8 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_destroy(symheap_comm_t c) {
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_comm_destroy: comm is NULL");
   symheap__log_set_rank(c->rank);
-  if (c->broken == SYMHEAP_SUCCESS && symheap_comm_barrier(c) != SYMHEAP_SUCCESS)
+  if (c->broken == SYMHEAP_SUCCESS &&
+      symheap_comm_barrier(c) != SYMHEAP_SUCCESS)
     SYMHEAP_WARN("comm destroy: final barrier failed (%s); tearing down anyway",
                  symheap_last_error());
   while (c->windows) {
@@ -277,7 +281,8 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_destroy(symheap_comm_t c) {
   return SYMHEAP_SUCCESS;
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_comm_rank(symheap_comm_t c, int *rank) {
+SYMHEAP__EXPORT symheap_result_t symheap_comm_rank(symheap_comm_t c,
+                                                   int *rank) {
   if (!c || !rank)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_comm_rank: NULL argument");
@@ -302,7 +307,8 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_barrier(symheap_comm_t c) {
     r = c->ccl.barrier(c->ccl_ctx, c->timeout_ms);
     if (r != SYMHEAP_SUCCESS) {
       c->broken = r;
-      snprintf(c->broken_why, sizeof c->broken_why, "%s", symheap__error_peek());
+      snprintf(c->broken_why, sizeof c->broken_why, "%s",
+               symheap__error_peek());
     }
     return r;
   }
@@ -315,8 +321,9 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_barrier(symheap_comm_t c) {
 }
 
 SYMHEAP__EXPORT symheap_result_t symheap_comm_allgather(symheap_comm_t c,
-                                                       const void *in,
-                                                       void *out, size_t bytes) {
+                                                        const void *in,
+                                                        void *out,
+                                                        size_t bytes) {
   symheap_result_t r = symheap__comm_enter(c, "symheap_comm_allgather");
   if (r != SYMHEAP_SUCCESS)
     return r;
@@ -330,20 +337,15 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_allgather(symheap_comm_t c,
                        "symheap_comm_allgather: %zu bytes per rank is more "
                        "than the 1 MiB this bootstrap exchange is for",
                        bytes);
-  uint64_t mine = r == SYMHEAP_SUCCESS ? bytes : UINT64_MAX, *all = NULL;
-  all = calloc((size_t)c->nranks, sizeof *all);
-  if (!all && r == SYMHEAP_SUCCESS)
-    r = symheap__error(SYMHEAP_ERR_NO_MEMORY, "allgather: no memory");
-  r = all ? symheap__agree(c, r, 0, &mine, sizeof mine, all)
-          : symheap__agree(c, r, 0, NULL, 0, NULL);
-  for (int p = 1; p < c->nranks && r == SYMHEAP_SUCCESS; p++)
-    if (all[p] != all[0])
-      r = symheap__error(SYMHEAP_ERR_MISMATCH,
-                         "symheap_comm_allgather: rank 0 gives %llu bytes, "
-                         "rank %d %llu",
-                         (unsigned long long)all[0], p,
-                         (unsigned long long)all[p]);
-  free(all);
+  int differ;
+  uint64_t b0, bp;
+  r = symheap__agree_equal(c, r, r == SYMHEAP_SUCCESS ? bytes : UINT64_MAX,
+                           &differ, &b0, &bp);
+  if (r == SYMHEAP_SUCCESS && differ >= 0)
+    r = symheap__error(SYMHEAP_ERR_MISMATCH,
+                       "symheap_comm_allgather: rank 0 gives %llu bytes, "
+                       "rank %d %llu",
+                       (unsigned long long)b0, differ, (unsigned long long)bp);
   if (r == SYMHEAP_SUCCESS && bytes)
     r = symheap__comm_allgather(c, in, out, bytes);
   return r;
@@ -363,8 +365,8 @@ static symheap_result_t copy_sized(void *dst, const void *src, size_t ours,
   return SYMHEAP_SUCCESS;
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_comm_get_info(symheap_comm_t c,
-                                                       symheap_comm_info_t *info) {
+SYMHEAP__EXPORT symheap_result_t
+symheap_comm_get_info(symheap_comm_t c, symheap_comm_info_t *info) {
   if (!c || !info)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_comm_get_info: NULL argument");
@@ -384,8 +386,8 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_get_info(symheap_comm_t c,
   return copy_sized(info, &i, sizeof i, "symheap_comm_get_info");
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_comm_get_stats(symheap_comm_t c,
-                                                        symheap_comm_stats_t *s) {
+SYMHEAP__EXPORT symheap_result_t
+symheap_comm_get_stats(symheap_comm_t c, symheap_comm_stats_t *s) {
   if (!c || !s)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_comm_get_stats: NULL argument");

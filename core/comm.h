@@ -9,9 +9,9 @@ typedef struct symheap__alloc {
   char *ptr;
   size_t size; /* rounded to the granularity */
   symheap_mem_handle_t handle;
-  uint64_t id;  /* unique in the comm on this rank, never reused */
-  int windows;  /* windows registered over it */
-  int exported; /* peers may hold mappings of it */
+  uint64_t id;   /* unique in the comm on this rank, never reused */
+  int windows;   /* windows registered over it */
+  int exported;  /* peers may hold mappings of it */
   int export_fd; /* kept exported descriptor (-1: none).  CUDA makes an
                     export and the peers' imports of it far cheaper while
                     one exported descriptor stays open */
@@ -49,9 +49,9 @@ struct symheap_window {
   unsigned flags;
   int flat; /* 1: flat VA; 0: per-peer IPC mappings */
   /* flat mode */
-  char *reserve;       /* nranks * stride bytes */
-  size_t stride;       /* mapped bytes per rank */
-  size_t head;         /* window start inside each rank's mapped chunk */
+  char *reserve; /* nranks * stride bytes */
+  size_t stride; /* mapped bytes per rank */
+  size_t head;   /* window start inside each rank's mapped chunk */
   /* the local memory behind it */
   symheap__alloc_t *alloc;    /* NULL for foreign memory */
   uint64_t *ids;              /* every rank's allocation id when all are
@@ -59,7 +59,7 @@ struct symheap_window {
   uint64_t epoch;             /* window id that made the flat mapping */
   symheap_mem_handle_t local; /* retained handle for foreign memory, or 0 */
   int owns_alloc;             /* made by symheap_malloc */
-  void **peer; /* nranks peer addresses of the window start */
+  void **peer;                /* nranks peer addresses of the window start */
   symheap__mc_t mc;
 };
 
@@ -106,6 +106,13 @@ symheap_result_t symheap__comm_allgather(symheap_comm_t c, const void *in,
 symheap_result_t symheap__agree(symheap_comm_t c, symheap_result_t local,
                                 int caused_by_peer, const void *payload,
                                 size_t len, void *all);
+
+/* symheap__agree, and whether every rank passed the same value: if not,
+ * *differ is the first rank whose value (*vp) differs from rank 0's (*v0),
+ * else -1.  The caller words the MISMATCH. */
+symheap_result_t symheap__agree_equal(symheap_comm_t c, symheap_result_t local,
+                                      uint64_t value, int *differ, uint64_t *v0,
+                                      uint64_t *vp);
 
 /* fdx.c: the descriptor-exchange mesh among local ranks. */
 symheap_result_t symheap__fdx_setup(symheap_comm_t c);
@@ -155,6 +162,13 @@ symheap_result_t symheap__window_teardown(symheap_comm_t c,
 /* Unmap the first `mapped` ranks' chunks of a flat mapping and free it. */
 symheap_result_t symheap__unmap_flat(symheap_comm_t c, char *reserve,
                                      size_t stride, int mapped);
+/* window_ipc.c: collective; per-peer IPC mappings into w->peer, all or
+ * nothing. */
+symheap_result_t symheap__map_ipc(symheap_comm_t c, struct symheap_window *w);
+
+/* window_access.c: the process-wide list of live windows. */
+void symheap__live_add(struct symheap_window *w);
+/* Out of the comm's list and the live list. */
 void symheap__window_unlink(symheap_comm_t c, struct symheap_window *w);
 
 #endif

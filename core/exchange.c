@@ -30,8 +30,7 @@ symheap_result_t symheap__exchange_handles(symheap_comm_t c,
     out.fd = -1;
     if (local == SYMHEAP_SUCCESS && contributes)
       out = *mine;
-    symheap_result_t r =
-        symheap__agree(c, local, 0, &out, sizeof out, all);
+    symheap_result_t r = symheap__agree(c, local, 0, &out, sizeof out, all);
     for (int p = 0; p < c->nranks && r == SYMHEAP_SUCCESS; p++) {
       all[p].fd = -1;
       if ((!root_only || p == 0) &&

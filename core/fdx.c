@@ -3,9 +3,9 @@
  * with SCM_RIGHTS.  The core owns it so that fd-based adaptors stay small and
  * any ccl (which only moves bytes) can carry a comm. */
 #include <stdio.h>
-#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "comm.h"
@@ -148,9 +148,8 @@ symheap_result_t symheap__fdx_allgather(symheap_comm_t c, int my_fd, int *fds) {
         symheap__cache_drop_peer(c, p, in.value);
     } while (r == SYMHEAP_SUCCESS && in.magic == FDX_MAGIC &&
              in.type == FDX_FREED && fds[p] < 0);
-    if (r == SYMHEAP_SUCCESS &&
-        (in.magic != FDX_MAGIC || in.type != FDX_FD ||
-         (in.value != 0) != (fds[p] >= 0)))
+    if (r == SYMHEAP_SUCCESS && (in.magic != FDX_MAGIC || in.type != FDX_FD ||
+                                 (in.value != 0) != (fds[p] >= 0)))
       r = symheap__error(SYMHEAP_ERR_REMOTE,
                          "descriptor exchange: malformed record from rank %d",
                          p);
@@ -165,7 +164,8 @@ symheap_result_t symheap__fdx_allgather(symheap_comm_t c, int my_fd, int *fds) {
      * descriptors reliably any more. */
     if (c->broken == SYMHEAP_SUCCESS) {
       c->broken = r;
-      snprintf(c->broken_why, sizeof c->broken_why, "%s", symheap__error_peek());
+      snprintf(c->broken_why, sizeof c->broken_why, "%s",
+               symheap__error_peek());
     }
   }
   return r;
@@ -177,15 +177,12 @@ void symheap__fdx_send_freed(symheap_comm_t c, uint64_t id) {
   fdx_rec_t rec = {FDX_MAGIC, FDX_FREED, id};
   /* A notice that cannot go now is only a delay: the peer drops the
    * mapping when its cache evicts it or the comm is destroyed. */
-  SYMHEAP__KEEP_ERROR(for (int p = 0; p < c->nranks; p++) if (
-      p != c->rank && c->peer_fd[p] >= 0) if (send(c->peer_fd[p], &rec,
-                                                   sizeof rec,
-                                                   MSG_DONTWAIT |
-                                                       MSG_NOSIGNAL) !=
-                                              (ssize_t)sizeof rec)
-                          SYMHEAP_INFO("could not tell rank %d that allocation "
-                                       "%llu is freed",
-                                       p, (unsigned long long)id));
+  for (int p = 0; p < c->nranks; p++)
+    if (p != c->rank && c->peer_fd[p] >= 0 &&
+        send(c->peer_fd[p], &rec, sizeof rec, MSG_DONTWAIT | MSG_NOSIGNAL) !=
+            (ssize_t)sizeof rec)
+      SYMHEAP_INFO("could not tell rank %d that allocation %llu is freed", p,
+                   (unsigned long long)id);
 }
 
 void symheap__fdx_drain(symheap_comm_t c) {
@@ -198,11 +195,13 @@ void symheap__fdx_drain(symheap_comm_t c) {
       /* Peek: a descriptor-exchange record that a faster peer already sent
        * belongs to the exchange, not to us. */
       fdx_rec_t rec;
-      ssize_t n = recv(c->peer_fd[p], &rec, sizeof rec, MSG_PEEK | MSG_DONTWAIT);
+      ssize_t n =
+          recv(c->peer_fd[p], &rec, sizeof rec, MSG_PEEK | MSG_DONTWAIT);
       if (n != (ssize_t)sizeof rec || rec.magic != FDX_MAGIC ||
           rec.type != FDX_FREED)
         break;
-      if (recv(c->peer_fd[p], &rec, sizeof rec, MSG_DONTWAIT) != (ssize_t)sizeof rec)
+      if (recv(c->peer_fd[p], &rec, sizeof rec, MSG_DONTWAIT) !=
+          (ssize_t)sizeof rec)
         break;
       symheap__cache_drop_peer(c, p, rec.value);
     }

@@ -4,8 +4,8 @@
 
 #include <stdarg.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "symheap.h"
 #include "symheap_adaptor.h"
@@ -37,7 +37,7 @@ const char *symheap__error_peek(void);
 /* log.c */
 void symheap__log(int level, const char *fmt, ...) SYMHEAP__PRINTF(2, 3);
 int symheap__log_enabled(int level);
-void symheap__log_set_rank(int rank); /* per thread; -1 for none */
+void symheap__log_set_rank(int rank);          /* per thread; -1 for none */
 symheap_result_t symheap__log_configure(void); /* re-reads the variables */
 #define SYMHEAP_WARN(...) symheap__log(SYMHEAP_LOG_WARN, __VA_ARGS__)
 #define SYMHEAP_INFO(...) symheap__log(SYMHEAP_LOG_INFO, __VA_ARGS__)

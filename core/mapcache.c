@@ -35,8 +35,8 @@ void symheap__cache_take(symheap_comm_t c, symheap__mapping_t *m) {
 }
 
 void symheap__cache_destroy(symheap_comm_t c, symheap__mapping_t *m) {
-  SYMHEAP__KEEP_ERROR((void)symheap__unmap_flat(c, m->reserve, m->stride,
-                                                c->nranks));
+  SYMHEAP__KEEP_ERROR(
+      (void)symheap__unmap_flat(c, m->reserve, m->stride, c->nranks));
   free(m->ids);
   free(m);
 }
@@ -62,7 +62,8 @@ void symheap__cache_put(symheap_comm_t c, struct symheap_window *w) {
   w->reserve = NULL;
   w->ids = NULL;
   /* One mapping per window of an allocation: a newer one replaces it. */
-  symheap__mapping_t *old = symheap__cache_find(c, m->alloc, m->offset, m->size);
+  symheap__mapping_t *old =
+      symheap__cache_find(c, m->alloc, m->offset, m->size);
   if (old)
     drop(c, old);
   m->alloc->windows++; /* keeps symheap_mem_free honest: it drops us first */

@@ -26,7 +26,8 @@ symheap_result_t symheap__mc_check(symheap_comm_t c) {
   return SYMHEAP_SUCCESS;
 }
 
-symheap_result_t symheap__mc_teardown(symheap_comm_t c, struct symheap_window *w) {
+symheap_result_t symheap__mc_teardown(symheap_comm_t c,
+                                      struct symheap_window *w) {
   const symheap_device_ops *ops = &c->dev.ops;
   symheap__mc_t *m = &w->mc;
   symheap_result_t first = SYMHEAP_SUCCESS, r;

@@ -19,8 +19,9 @@ static symheap_result_t unsupported(const char *op) {
   return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
                         "the device adaptor does not implement %s", op);
 }
-static symheap_result_t stub_mem_retain(void *c, void *p, symheap_mem_handle_t *h,
-                                        void **b, size_t *s) {
+static symheap_result_t stub_mem_retain(void *c, void *p,
+                                        symheap_mem_handle_t *h, void **b,
+                                        size_t *s) {
   (void)c, (void)p, (void)h, (void)b, (void)s;
   return unsupported("mem_retain");
 }
@@ -34,7 +35,8 @@ static symheap_result_t stub_mc_add_device(void *c, symheap_mem_handle_t m) {
   return unsupported("mc_add_device");
 }
 static symheap_result_t stub_mc_bind(void *c, symheap_mem_handle_t m, size_t mo,
-                                     symheap_mem_handle_t h, size_t o, size_t s) {
+                                     symheap_mem_handle_t h, size_t o,
+                                     size_t s) {
   (void)c, (void)m, (void)mo, (void)h, (void)o, (void)s;
   return unsupported("mc_bind");
 }
@@ -61,20 +63,23 @@ static symheap_result_t stub_ipc_close(void *c, void *p) {
 symheap_result_t symheap__device_normalise(const symheap_device_ops *in,
                                            symheap__device_table_t *out) {
   if (!in)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "device adaptor table is NULL");
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "device adaptor table is NULL");
   const char *name = in->name ? in->name : "(unnamed)";
   if (in->abi_version != SYMHEAP_ADAPTOR_ABI_VERSION)
-    return symheap__error(SYMHEAP_ERR_PLUGIN,
-                          "device adaptor '%s' has ABI version %u; this library "
-                          "speaks %u",
-                          name, in->abi_version, SYMHEAP_ADAPTOR_ABI_VERSION);
-  size_t v1_required = offsetof(symheap_device_ops, set_access) +
-                       sizeof(in->set_access);
+    return symheap__error(
+        SYMHEAP_ERR_PLUGIN,
+        "device adaptor '%s' has ABI version %u; this library "
+        "speaks %u",
+        name, in->abi_version, SYMHEAP_ADAPTOR_ABI_VERSION);
+  size_t v1_required =
+      offsetof(symheap_device_ops, set_access) + sizeof(in->set_access);
   if (in->struct_size < v1_required)
-    return symheap__error(SYMHEAP_ERR_PLUGIN,
-                          "device adaptor '%s' declares struct_size %u, smaller "
-                          "than the %zu bytes of the required members",
-                          name, in->struct_size, v1_required);
+    return symheap__error(
+        SYMHEAP_ERR_PLUGIN,
+        "device adaptor '%s' declares struct_size %u, smaller "
+        "than the %zu bytes of the required members",
+        name, in->struct_size, v1_required);
   if (!in->name || !in->name[0] || strlen(in->name) >= 32)
     return symheap__error(SYMHEAP_ERR_PLUGIN,
                           "device adaptor has no name or a name of 32 "
@@ -93,12 +98,13 @@ symheap_result_t symheap__device_normalise(const symheap_device_ops *in,
                           "device adaptor '%s' lacks the required operation "  \
                           "'" #m "'",                                          \
                           name);
-  REQUIRE(available) REQUIRE(init) REQUIRE(fini) REQUIRE(query)
-  REQUIRE(mem_create) REQUIRE(mem_release) REQUIRE(mem_export)
-  REQUIRE(mem_import) REQUIRE(va_reserve) REQUIRE(va_free) REQUIRE(map)
-  REQUIRE(unmap) REQUIRE(set_access)
+  REQUIRE(available)
+  REQUIRE(init) REQUIRE(fini) REQUIRE(query) REQUIRE(mem_create)
+      REQUIRE(mem_release) REQUIRE(mem_export) REQUIRE(mem_import)
+          REQUIRE(va_reserve) REQUIRE(va_free) REQUIRE(map) REQUIRE(unmap)
+              REQUIRE(set_access)
 #undef REQUIRE
-  out->has_mem_retain = out->ops.mem_retain != NULL;
+                  out->has_mem_retain = out->ops.mem_retain != NULL;
   out->has_multicast = out->ops.mc_create && out->ops.mc_add_device &&
                        out->ops.mc_bind && out->ops.mc_unbind;
   out->has_ipc = out->ops.ipc_get && out->ops.ipc_open && out->ops.ipc_close;
@@ -142,7 +148,8 @@ static symheap_result_t add_locked(const symheap_device_ops *ops) {
                             t.ops.name);
   if (reg_count == MAX_ADAPTORS)
     return symheap__error(SYMHEAP_ERR_NO_MEMORY,
-                          "too many device adaptors (at most %d)", MAX_ADAPTORS);
+                          "too many device adaptors (at most %d)",
+                          MAX_ADAPTORS);
   reg[reg_count++] = t;
   return SYMHEAP_SUCCESS;
 }
@@ -196,8 +203,8 @@ symheap_result_t symheap__device_get(int i, symheap__device_table_t *out) {
 }
 
 symheap_result_t symheap__device_select(const char *want,
-                                        symheap__device_table_t *out,
-                                        char *why, size_t why_len) {
+                                        symheap__device_table_t *out, char *why,
+                                        size_t why_len) {
   int n = symheap__device_count();
   symheap__device_table_t t;
   if (strcmp(want, "auto") == 0) {
@@ -211,8 +218,10 @@ symheap_result_t symheap__device_select(const char *want,
       char reason[256] = "not available";
       if (t.ops.available(&symheap__host_services, reason, sizeof reason)) {
         *out = t;
-        snprintf(why, why_len, "SYMHEAP_DEVICE=auto chose '%s', the first "
-                               "available GPU adaptor", t.ops.name);
+        snprintf(why, why_len,
+                 "SYMHEAP_DEVICE=auto chose '%s', the first "
+                 "available GPU adaptor",
+                 t.ops.name);
         return SYMHEAP_SUCCESS;
       }
       if (o < sizeof skipped)

@@ -17,8 +17,8 @@ symheap_result_t symheap__device_normalise(const symheap_device_ops *in,
                                            symheap__device_table_t *out);
 /* Choose by SYMHEAP_DEVICE's value; `why` says how the choice was made. */
 symheap_result_t symheap__device_select(const char *want,
-                                        symheap__device_table_t *out,
-                                        char *why, size_t why_len);
+                                        symheap__device_table_t *out, char *why,
+                                        size_t why_len);
 /* Snapshot of the registered adaptors, for symheap-info. */
 int symheap__device_count(void);
 symheap_result_t symheap__device_get(int i, symheap__device_table_t *out);

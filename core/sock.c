@@ -86,7 +86,8 @@ symheap_result_t symheap__sock_connect(const symheap__sockname_t *n,
     close(s);
     /* The listener may simply not be up yet: retry until the deadline. */
     if (e != ECONNREFUSED && e != ENOENT && e != EAGAIN && e != EINTR)
-      return symheap__error(SYMHEAP_ERR_SYSTEM, "cannot connect to %s at %s%s: %s",
+      return symheap__error(SYMHEAP_ERR_SYSTEM,
+                            "cannot connect to %s at %s%s: %s",
                             peer_str(peer, who, sizeof who),
                             n->abstract ? "@" : "", n->name, strerror(e));
     if (symheap__now_ms() >= deadline_ms)
@@ -164,8 +165,7 @@ symheap_result_t symheap__sock_send(int fd, const void *buf, size_t len,
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       int w = wait_fd(fd, POLLOUT, deadline_ms);
       if (w == 0)
-        return symheap__error(SYMHEAP_ERR_TIMEOUT,
-                              "timed out sending to %s",
+        return symheap__error(SYMHEAP_ERR_TIMEOUT, "timed out sending to %s",
                               peer_str(peer, who, sizeof who));
       if (w < 0)
         return symheap__error(SYMHEAP_ERR_SYSTEM, "poll: %s", strerror(errno));
@@ -182,9 +182,8 @@ symheap_result_t symheap__sock_send(int fd, const void *buf, size_t len,
   return SYMHEAP_SUCCESS;
 }
 
-symheap_result_t symheap__sock_recv(int fd, void *buf, size_t len,
-                                    int *recv_fd, int64_t deadline_ms,
-                                    int peer) {
+symheap_result_t symheap__sock_recv(int fd, void *buf, size_t len, int *recv_fd,
+                                    int64_t deadline_ms, int peer) {
   char *p = buf;
   char who[32];
   if (recv_fd)
@@ -238,8 +237,7 @@ symheap_result_t symheap__sock_recv(int fd, void *buf, size_t len,
           close(*recv_fd);
           *recv_fd = -1;
         }
-        return symheap__error(SYMHEAP_ERR_TIMEOUT,
-                              "timed out waiting for %s",
+        return symheap__error(SYMHEAP_ERR_TIMEOUT, "timed out waiting for %s",
                               peer_str(peer, who, sizeof who));
       }
       if (w < 0)

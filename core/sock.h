@@ -27,9 +27,8 @@ symheap_result_t symheap__sock_send(int fd, const void *buf, size_t len,
                                     int send_fd, int64_t deadline_ms, int peer);
 /* Receive exactly len bytes; a descriptor that arrives with them goes to
  * *recv_fd (which must then be non-NULL; -1 if none came). */
-symheap_result_t symheap__sock_recv(int fd, void *buf, size_t len,
-                                    int *recv_fd, int64_t deadline_ms,
-                                    int peer);
+symheap_result_t symheap__sock_recv(int fd, void *buf, size_t len, int *recv_fd,
+                                    int64_t deadline_ms, int peer);
 void symheap__sock_unlink(const symheap__sockname_t *n);
 void symheap__hex(const unsigned char *in, size_t n, char *out);
 

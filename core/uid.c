@@ -42,7 +42,8 @@ symheap_result_t symheap__ipc_socket_mode(int *abstract, const char **dir) {
   return SYMHEAP_SUCCESS;
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_get_unique_id(symheap_unique_id_t *id) {
+SYMHEAP__EXPORT symheap_result_t
+symheap_get_unique_id(symheap_unique_id_t *id) {
   if (!id)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_get_unique_id: id is NULL");
@@ -102,7 +103,8 @@ static int hexval(char c) {
   return -1;
 }
 
-symheap_result_t symheap__uid_from_hex(const char *hex, symheap_unique_id_t *id) {
+symheap_result_t symheap__uid_from_hex(const char *hex,
+                                       symheap_unique_id_t *id) {
   if (strlen(hex) != 2 * sizeof id->bytes)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "SYMHEAP_UNIQUE_ID is not valid: expected %zu hex "

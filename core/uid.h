@@ -23,7 +23,8 @@ symheap_result_t symheap__uid_decode(const symheap_unique_id_t *id,
                                      symheap__uid_t *out);
 /* 256 hex digits <-> id, for the environment. */
 void symheap__uid_to_hex(const symheap_unique_id_t *id, char out[257]);
-symheap_result_t symheap__uid_from_hex(const char *hex, symheap_unique_id_t *id);
+symheap_result_t symheap__uid_from_hex(const char *hex,
+                                       symheap_unique_id_t *id);
 /* Where sockets go: from SYMHEAP_IPC_SOCKET.  dir is "" for abstract. */
 symheap_result_t symheap__ipc_socket_mode(int *abstract, const char **dir);
 /* Fill 16 random bytes. */

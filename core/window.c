@@ -2,7 +2,6 @@
  * mappings), deregistration, and the accessors. */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,42 +9,6 @@
 
 #include "exchange.h"
 #include "window.h"
-
-/* Every live window of the process, so accessors can tell a live handle from
- * a stale one without touching freed memory. */
-static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct symheap_window *live;
-
-static struct symheap_window *live_find(symheap_window_t w) {
-  pthread_mutex_lock(&live_lock);
-  struct symheap_window *p = live;
-  while (p && p != w)
-    p = p->gnext;
-  pthread_mutex_unlock(&live_lock);
-  return p;
-}
-
-static void live_add(struct symheap_window *w) {
-  pthread_mutex_lock(&live_lock);
-  w->gnext = live;
-  live = w;
-  pthread_mutex_unlock(&live_lock);
-}
-
-void symheap__window_unlink(symheap_comm_t c, struct symheap_window *w) {
-  for (struct symheap_window **pp = &c->windows; *pp; pp = &(*pp)->next)
-    if (*pp == w) {
-      *pp = w->next;
-      break;
-    }
-  pthread_mutex_lock(&live_lock);
-  for (struct symheap_window **pp = &live; *pp; pp = &(*pp)->gnext)
-    if (*pp == w) {
-      *pp = w->gnext;
-      break;
-    }
-  pthread_mutex_unlock(&live_lock);
-}
 
 /* What each rank registers, compared across ranks. */
 typedef struct {
@@ -103,8 +66,8 @@ static symheap_result_t export_local(symheap_comm_t c, struct symheap_window *w,
   }
   int fd = fcntl(a->export_fd, F_DUPFD_CLOEXEC, 0);
   if (fd < 0)
-    return symheap__error(SYMHEAP_ERR_SYSTEM, "dup of an exported descriptor: %s",
-                          strerror(errno));
+    return symheap__error(SYMHEAP_ERR_SYSTEM,
+                          "dup of an exported descriptor: %s", strerror(errno));
   memset(out, 0, sizeof *out);
   out->kind = SYMHEAP_HANDLE_FD;
   out->fd = fd;
@@ -192,65 +155,6 @@ out:
   return r;
 }
 
-static symheap_result_t map_ipc(symheap_comm_t c, struct symheap_window *w) {
-  const symheap_device_ops *ops = &c->dev.ops;
-  symheap_shareable_t mine;
-  memset(&mine, 0, sizeof mine);
-  mine.fd = -1;
-  symheap_shareable_t *all = calloc((size_t)c->nranks, sizeof *all);
-  symheap_result_t r = all ? ops->ipc_get(c->dev_ctx, w->user_ptr, w->size, &mine)
-                           : symheap__error(SYMHEAP_ERR_NO_MEMORY, "register: no memory");
-  if (!all)
-    return symheap__agree(c, r, 0, NULL, 0, NULL);
-  /* Every rank reached this point with the same adaptor, so the kind that
-   * ipc_get chose is the same everywhere; a rank that failed sends nothing. */
-  uint32_t kind = r == SYMHEAP_SUCCESS ? mine.kind : SYMHEAP_HANDLE_NONE;
-  uint32_t *kinds = calloc((size_t)c->nranks, sizeof *kinds);
-  if (!kinds && r == SYMHEAP_SUCCESS)
-    r = symheap__error(SYMHEAP_ERR_NO_MEMORY, "register: no memory");
-  r = symheap__agree(c, r, 0, &kind, sizeof kind, kinds);
-  if (r == SYMHEAP_SUCCESS)
-    for (int p = 1; p < c->nranks; p++)
-      if (kinds[p] != kinds[0])
-        r = symheap__error(SYMHEAP_ERR_MISMATCH,
-                           "ranks export IPC handles of different kinds");
-  free(kinds);
-  if (r != SYMHEAP_SUCCESS) {
-    if (mine.kind == SYMHEAP_HANDLE_FD && mine.fd >= 0)
-      close(mine.fd);
-    free(all);
-    return r;
-  }
-  r = symheap__exchange_handles(c, r, &mine, kind, 0, all);
-  if (r == SYMHEAP_SUCCESS) {
-    for (int p = 0; p < c->nranks; p++) {
-      if (p == c->rank) {
-        w->peer[p] = w->user_ptr;
-        continue;
-      }
-      symheap_result_t ro = SYMHEAP_SUCCESS;
-      if (r == SYMHEAP_SUCCESS)
-        ro = ops->ipc_open(c->dev_ctx, &all[p], &w->peer[p]);
-      else if (all[p].kind == SYMHEAP_HANDLE_FD && all[p].fd >= 0)
-        close(all[p].fd);
-      all[p].fd = -1;
-      if (ro != SYMHEAP_SUCCESS) {
-        w->peer[p] = NULL;
-        r = symheap__error_context(ro, "opening rank %d's IPC handle", p);
-      }
-    }
-    r = symheap__agree(c, r, 0, NULL, 0, NULL);
-    if (r != SYMHEAP_SUCCESS)
-      for (int p = 0; p < c->nranks; p++)
-        if (p != c->rank && w->peer[p]) {
-          (void)ops->ipc_close(c->dev_ctx, w->peer[p]);
-          w->peer[p] = NULL;
-        }
-  }
-  free(all);
-  return r;
-}
-
 /* Find the memory behind ptr: ours, the adaptor's (VMM), or IPC-only. */
 static symheap_result_t locate(symheap_comm_t c, struct symheap_window *w,
                                reg_args_t *a) {
@@ -265,10 +169,10 @@ static symheap_result_t locate(symheap_comm_t c, struct symheap_window *w,
   } else {
     void *base = NULL;
     size_t asz = 0;
-    symheap_result_t r = c->dev.has_mem_retain
-                             ? c->dev.ops.mem_retain(c->dev_ctx, ptr, &w->local,
-                                                     &base, &asz)
-                             : SYMHEAP_ERR_UNSUPPORTED;
+    symheap_result_t r =
+        c->dev.has_mem_retain
+            ? c->dev.ops.mem_retain(c->dev_ctx, ptr, &w->local, &base, &asz)
+            : SYMHEAP_ERR_UNSUPPORTED;
     if (r == SYMHEAP_SUCCESS) {
       c->stats.descriptors_held++;
       a->offset = (uint64_t)(ptr - (char *)base);
@@ -373,7 +277,8 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
     else if (flags & ~SYMHEAP_WINDOW_FLAGS_ALL)
       r = symheap__error(SYMHEAP_ERR_INVALID_ARG, "unknown flags 0x%x",
                          flags & ~SYMHEAP_WINDOW_FLAGS_ALL);
-    else if (!w || !all || !(w->peer = calloc((size_t)c->nranks, sizeof(void *))))
+    else if (!w || !all ||
+             !(w->peer = calloc((size_t)c->nranks, sizeof(void *))))
       r = symheap__error(SYMHEAP_ERR_NO_MEMORY, "register: no memory");
     else if ((flags & SYMHEAP_WINDOW_MULTICAST) &&
              (r = symheap__mc_check(c)) != SYMHEAP_SUCCESS)
@@ -448,7 +353,7 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
     free(reuse->ids);
     free(reuse);
   } else {
-    r = w->flat ? map_flat(c, w, local, map_off) : map_ipc(c, w);
+    r = w->flat ? map_flat(c, w, local, map_off) : symheap__map_ipc(c, w);
     if (r != SYMHEAP_SUCCESS)
       goto fail;
     w->epoch = c->next_window_id;
@@ -477,7 +382,7 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
     w->alloc->windows++;
   w->next = c->windows;
   c->windows = w;
-  live_add(w);
+  symheap__live_add(w);
   c->stats.windows_live++;
   c->stats.bytes_registered += size;
   SYMHEAP_TRACE("registered window %llu: %zu bytes at %p, %s, stride %zu",
@@ -494,10 +399,9 @@ fail:
   return r;
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_window_register(symheap_comm_t c,
-                                                         void *ptr, size_t size,
-                                                         unsigned flags,
-                                                         symheap_window_t *win) {
+SYMHEAP__EXPORT symheap_result_t
+symheap_window_register(symheap_comm_t c, void *ptr, size_t size,
+                        unsigned flags, symheap_window_t *win) {
   symheap_result_t r = symheap__comm_enter(c, "symheap_window_register");
   if (r != SYMHEAP_SUCCESS)
     return r;
@@ -594,7 +498,6 @@ static symheap_result_t release_impl(symheap_comm_t c, symheap_window_t w,
   struct symheap_window *p = c->windows;
   while (p && p != w)
     p = p->next;
-  uint64_t id = UINT64_MAX, *ids = calloc((size_t)c->nranks, sizeof *ids);
   if (!p)
     r = symheap__error(SYMHEAP_ERR_INVALID_ARG,
                        "%s: unknown window %p (already released, or of "
@@ -605,20 +508,16 @@ static symheap_result_t release_impl(symheap_comm_t c, symheap_window_t w,
                        "%s: the window was registered over caller memory; "
                        "use symheap_window_deregister",
                        fn);
-  else if (!ids)
-    r = symheap__error(SYMHEAP_ERR_NO_MEMORY, "%s: no memory", fn);
-  else
-    id = p->id;
-  r = ids ? symheap__agree(c, r, 0, &id, sizeof id, ids)
-          : symheap__agree(c, r, 0, NULL, 0, NULL);
-  for (int q = 1; q < c->nranks && r == SYMHEAP_SUCCESS; q++)
-    if (ids[q] != ids[0])
-      r = symheap__error(SYMHEAP_ERR_MISMATCH,
-                         "%s: ranks disagree: rank 0 releases window %llu, "
-                         "rank %d window %llu",
-                         fn, (unsigned long long)ids[0], q,
-                         (unsigned long long)ids[q]);
-  free(ids);
+  int differ;
+  uint64_t id0, idp;
+  r = symheap__agree_equal(c, r, r == SYMHEAP_SUCCESS ? p->id : UINT64_MAX,
+                           &differ, &id0, &idp);
+  if (r == SYMHEAP_SUCCESS && differ >= 0)
+    r = symheap__error(SYMHEAP_ERR_MISMATCH,
+                       "%s: ranks disagree: rank 0 releases window %llu, "
+                       "rank %d window %llu",
+                       fn, (unsigned long long)id0, differ,
+                       (unsigned long long)idp);
   if (r != SYMHEAP_SUCCESS)
     return r;
   symheap__window_unlink(c, p);
@@ -636,103 +535,6 @@ SYMHEAP__EXPORT symheap_result_t symheap_window_deregister(symheap_comm_t c,
 SYMHEAP__EXPORT symheap_result_t symheap_free(symheap_comm_t c,
                                               symheap_window_t w) {
   return release_impl(c, w, 1, "symheap_free");
-}
-
-/* Accessors: local, and safe on a stale handle. */
-#define LIVE_OR_FAIL(w, fn)                                                    \
-  if (!live_find(w))                                                           \
-  return symheap__error(SYMHEAP_ERR_INVALID_ARG,                               \
-                        fn ": unknown window %p (never registered or already " \
-                           "released)",                                        \
-                        (void *)(w))
-
-SYMHEAP__EXPORT symheap_result_t symheap_window_local_ptr(symheap_window_t w,
-                                                          void **ptr) {
-  LIVE_OR_FAIL(w, "symheap_window_local_ptr");
-  if (!ptr)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "symheap_window_local_ptr: ptr is NULL");
-  *ptr = w->user_ptr;
-  return SYMHEAP_SUCCESS;
-}
-
-SYMHEAP__EXPORT symheap_result_t symheap_window_peer_ptr(symheap_window_t w,
-                                                         int peer, void **ptr) {
-  LIVE_OR_FAIL(w, "symheap_window_peer_ptr");
-  if (!ptr || peer < 0 || peer >= w->comm->nranks)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "symheap_window_peer_ptr: %s",
-                          !ptr ? "ptr is NULL" : "peer is out of range");
-  *ptr = w->peer[peer];
-  return SYMHEAP_SUCCESS;
-}
-
-SYMHEAP__EXPORT symheap_result_t symheap_window_flat_base(symheap_window_t w,
-                                                          void **base,
-                                                          size_t *stride) {
-  LIVE_OR_FAIL(w, "symheap_window_flat_base");
-  if (!base || !stride)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "symheap_window_flat_base: NULL output pointer");
-  if (!w->flat)
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
-                          "symheap_window_flat_base: the window uses per-peer "
-                          "IPC mappings (its memory is not VMM memory); use "
-                          "symheap_window_peer_ptr");
-  *base = w->reserve + w->head;
-  *stride = w->stride;
-  return SYMHEAP_SUCCESS;
-}
-
-SYMHEAP__EXPORT symheap_result_t symheap_window_multicast_ptr(symheap_window_t w,
-                                                              void **ptr) {
-  LIVE_OR_FAIL(w, "symheap_window_multicast_ptr");
-  if (!ptr)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "symheap_window_multicast_ptr: ptr is NULL");
-  if (!w->mc.mapped)
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
-                          "symheap_window_multicast_ptr: the window has no "
-                          "multicast object (register with "
-                          "SYMHEAP_WINDOW_MULTICAST)");
-  *ptr = (char *)w->mc.va + w->head;
-  return SYMHEAP_SUCCESS;
-}
-
-SYMHEAP__EXPORT symheap_result_t symheap_window_size(symheap_window_t w,
-                                                     size_t *size) {
-  LIVE_OR_FAIL(w, "symheap_window_size");
-  if (!size)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "symheap_window_size: size is NULL");
-  *size = w->size;
-  return SYMHEAP_SUCCESS;
-}
-
-SYMHEAP__EXPORT symheap_result_t
-symheap_window_device_view(symheap_window_t w, symheap_device_window_t *v) {
-  LIVE_OR_FAIL(w, "symheap_window_device_view");
-  if (!v)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "symheap_window_device_view: view is NULL");
-  memset(v, 0, sizeof *v);
-  v->version = SYMHEAP_DEVICE_WINDOW_VERSION;
-  v->struct_size = sizeof *v;
-  v->size = w->size;
-  v->rank = w->comm->rank;
-  v->nranks = w->comm->nranks;
-  if (w->flat) {
-    v->flags |= SYMHEAP_VIEW_FLAT;
-    v->flat_base = w->reserve + w->head;
-    v->stride = w->stride;
-  }
-  if (w->mc.mapped) {
-    v->flags |= SYMHEAP_VIEW_MULTICAST;
-    v->multicast_base = (char *)w->mc.va + w->head;
-  }
-  for (int p = 0; p < w->comm->nranks && p < SYMHEAP_DEVICE_MAX_PEERS; p++)
-    v->peer_ptrs[p] = w->peer[p];
-  return SYMHEAP_SUCCESS;
 }
 
 symheap_result_t symheap__pad_create(symheap_comm_t c) {

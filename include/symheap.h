@@ -7,8 +7,8 @@
  * Conventions: every function returns a symheap_result_t; on failure,
  * symheap_last_error() gives this thread's detailed message.  Bad input is
  * refused before anything changes, and a failure half way undoes what the call
- * had done.  Calls marked "collective" must be made by every rank of the comm in
- * the same order; their arguments are compared across ranks.
+ * had done.  Calls marked "collective" must be made by every rank of the comm
+ * in the same order; their arguments are compared across ranks.
  */
 #ifndef SYMHEAP_H
 #define SYMHEAP_H
@@ -44,7 +44,7 @@ typedef enum {
 #define SYMHEAP_X_ENUM(name, text) name,
   SYMHEAP_RESULT_MAP(SYMHEAP_X_ENUM)
 #undef SYMHEAP_X_ENUM
-  SYMHEAP_RESULT_COUNT_
+      SYMHEAP_RESULT_COUNT_
 } symheap_result_t;
 
 typedef struct symheap_comm *symheap_comm_t;
@@ -95,17 +95,18 @@ typedef struct {
   uint32_t struct_size;
   int32_t rank;
   int32_t nranks;
-  int32_t local_rank;      /* index of this rank among those on its host */
-  char device_adaptor[32]; /* "host", "cuda", ... */
-  char ccl_adaptor[32];    /* "local", ... */
-  size_t granularity;      /* mapping granularity of the device adaptor */
+  int32_t local_rank;          /* index of this rank among those on its host */
+  char device_adaptor[32];     /* "host", "cuda", ... */
+  char ccl_adaptor[32];        /* "local", ... */
+  size_t granularity;          /* mapping granularity of the device adaptor */
   int32_t multicast_available; /* supported by the adaptor and not disabled */
   int32_t timeout_ms;
-  char device[64]; /* the device this rank uses, e.g. "NVIDIA H200 (device 1)" */
+  char
+      device[64]; /* the device this rank uses, e.g. "NVIDIA H200 (device 1)" */
   int32_t cpu_access; /* the CPU can load and store window memory directly */
 } symheap_comm_info_t;
 #define SYMHEAP_COMM_INFO_INIT                                                 \
-  {sizeof(symheap_comm_info_t), 0, 0, 0, "", "", 0, 0, 0, "", 0}
+  { sizeof(symheap_comm_info_t), 0, 0, 0, "", "", 0, 0, 0, "", 0 }
 symheap_result_t symheap_comm_get_info(symheap_comm_t comm,
                                        symheap_comm_info_t *info);
 
@@ -128,12 +129,13 @@ typedef struct {
                                (SYMHEAP_WINDOW_CACHE); in bytes_mapped too */
 } symheap_comm_stats_t;
 #define SYMHEAP_COMM_STATS_INIT                                                \
-  {sizeof(symheap_comm_stats_t), 0, 0, 0, 0, 0, 0, 0, 0, 0}
+  { sizeof(symheap_comm_stats_t), 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 symheap_result_t symheap_comm_get_stats(symheap_comm_t comm,
                                         symheap_comm_stats_t *stats);
 
 /* Local: device memory that can later be registered in a window. */
-symheap_result_t symheap_mem_alloc(symheap_comm_t comm, size_t size, void **ptr);
+symheap_result_t symheap_mem_alloc(symheap_comm_t comm, size_t size,
+                                   void **ptr);
 /* Local; refused while the memory is still registered in a window. */
 symheap_result_t symheap_mem_free(symheap_comm_t comm, void *ptr);
 
@@ -143,12 +145,14 @@ symheap_result_t symheap_mem_free(symheap_comm_t comm, void *ptr);
 symheap_result_t symheap_window_register(symheap_comm_t comm, void *ptr,
                                          size_t size, unsigned flags,
                                          symheap_window_t *win);
-symheap_result_t symheap_window_deregister(symheap_comm_t comm,
-                                           symheap_window_t win); /* collective */
+symheap_result_t
+symheap_window_deregister(symheap_comm_t comm,
+                          symheap_window_t win); /* collective */
 /* Collective: symheap_mem_alloc + symheap_window_register. */
 symheap_result_t symheap_malloc(symheap_comm_t comm, size_t size,
                                 unsigned flags, symheap_window_t *win);
-symheap_result_t symheap_free(symheap_comm_t comm, symheap_window_t win); /* collective */
+symheap_result_t symheap_free(symheap_comm_t comm,
+                              symheap_window_t win); /* collective */
 
 symheap_result_t symheap_window_local_ptr(symheap_window_t win, void **ptr);
 symheap_result_t symheap_window_peer_ptr(symheap_window_t win, int peer,
@@ -156,7 +160,8 @@ symheap_result_t symheap_window_peer_ptr(symheap_window_t win, int peer,
 /* UNSUPPORTED for a window that fell back to per-peer mappings. */
 symheap_result_t symheap_window_flat_base(symheap_window_t win, void **base,
                                           size_t *stride);
-/* UNSUPPORTED unless the window was registered with SYMHEAP_WINDOW_MULTICAST. */
+/* UNSUPPORTED unless the window was registered with SYMHEAP_WINDOW_MULTICAST.
+ */
 symheap_result_t symheap_window_multicast_ptr(symheap_window_t win, void **ptr);
 symheap_result_t symheap_window_size(symheap_window_t win, size_t *size);
 symheap_result_t symheap_window_device_view(symheap_window_t win,

@@ -61,8 +61,8 @@ typedef enum {
 
 #define SYMHEAP_SHAREABLE_MAX_BYTES 128
 typedef struct {
-  uint32_t kind;  /* symheap_handle_kind_t */
-  int32_t fd;     /* SYMHEAP_HANDLE_FD; -1 otherwise */
+  uint32_t kind; /* symheap_handle_kind_t */
+  int32_t fd;    /* SYMHEAP_HANDLE_FD; -1 otherwise */
   uint32_t nbytes;
   unsigned char bytes[SYMHEAP_SHAREABLE_MAX_BYTES]; /* SYMHEAP_HANDLE_BYTES */
 } symheap_shareable_t;
@@ -71,17 +71,18 @@ typedef struct {
 #define SYMHEAP_CAP_VMM 0x1u         /* physical memory + VA reserve/map */
 #define SYMHEAP_CAP_MULTICAST 0x2u   /* multicast ops present and usable */
 #define SYMHEAP_CAP_IPC 0x4u         /* legacy per-peer IPC fallback */
-#define SYMHEAP_CAP_HOST_ACCESS 0x8u /* the CPU can load/store mapped memory */
+#define SYMHEAP_CAP_HOST_ACCESS 0x8u /* the CPU can load/store mapped memory   \
+                                      */
 
 typedef struct {
   uint32_t struct_size;
-  uint32_t caps;          /* SYMHEAP_CAP_* */
-  uint32_t handle_kinds;  /* bit (1u << symheap_handle_kind_t) per kind */
+  uint32_t caps;         /* SYMHEAP_CAP_* */
+  uint32_t handle_kinds; /* bit (1u << symheap_handle_kind_t) per kind */
   uint32_t reserved0;
-  size_t granularity;     /* every map offset and size is a multiple */
+  size_t granularity; /* every map offset and size is a multiple */
   size_t recommended_granularity;
   size_t multicast_granularity; /* 0 without multicast */
-  char device_name[64];   /* e.g. "NVIDIA H200 (device 1)", "cpu" */
+  char device_name[64];         /* e.g. "NVIDIA H200 (device 1)", "cpu" */
 } symheap_device_caps_t;
 
 /* What a device adaptor learns about its rank at init. */

@@ -34,7 +34,7 @@ typedef struct symheap_device_window {
   uint64_t size;        /* usable bytes of each rank's copy */
   int32_t rank;
   int32_t nranks;
-  uint32_t flags;       /* SYMHEAP_VIEW_* */
+  uint32_t flags; /* SYMHEAP_VIEW_* */
   uint32_t reserved0;
   void *multicast_base; /* NULL without SYMHEAP_VIEW_MULTICAST */
   /* Peer addresses; filled in both modes for the first
@@ -43,7 +43,8 @@ typedef struct symheap_device_window {
   uint64_t reserved[4]; /* room to grow without changing the size */
 } symheap_device_window_t;
 
-/* Address of byte `offset` of peer's copy.  No bounds check: kernels are hot. */
+/* Address of byte `offset` of peer's copy.  No bounds check: kernels are hot.
+ */
 SYMHEAP_DEVICE_INLINE void *
 symheap_device_peer_ptr(const symheap_device_window_t *w, int peer,
                         size_t offset) {

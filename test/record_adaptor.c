@@ -104,7 +104,8 @@ static int rec_available(const symheap_host_services_t *svc, char *why,
 }
 
 static symheap_result_t rec_init(const symheap_host_services_t *svc,
-                                 const symheap_device_init_t *args, void **ctx) {
+                                 const symheap_device_init_t *args,
+                                 void **ctx) {
   rec_t *r = calloc(1, sizeof *r);
   if (!r)
     return svc->error(SYMHEAP_ERR_NO_MEMORY, "record: no memory");
@@ -152,7 +153,8 @@ static symheap_result_t rec_mem_release(void *ctx, symheap_mem_handle_t h) {
   return host->mem_release(r->inner, h);
 }
 static symheap_result_t rec_mem_export(void *ctx, symheap_mem_handle_t h,
-                                       uint32_t kind, symheap_shareable_t *out) {
+                                       uint32_t kind,
+                                       symheap_shareable_t *out) {
   rec_t *r = ctx;
   HIT("mem_export");
   return host->mem_export(r->inner, h, kind, out);
@@ -207,7 +209,8 @@ static symheap_result_t rec_mc_create(void *ctx, size_t size, int ndev,
   rec_t *r = ctx;
   HIT("mc_create");
   if (ndev < 1)
-    return r->svc->error(SYMHEAP_ERR_INVALID_ARG, "mc_create: %d devices", ndev);
+    return r->svc->error(SYMHEAP_ERR_INVALID_ARG, "mc_create: %d devices",
+                         ndev);
   return host->mem_create(r->inner, size, mc);
 }
 static symheap_result_t rec_mc_add_device(void *ctx, symheap_mem_handle_t mc) {

@@ -12,8 +12,8 @@
 
 #include "harness.h"
 
-static const char *ops_to_fail[] = {"mem_create", "mem_export", "mem_import",
-                                    "va_reserve", "map",        "set_access",
+static const char *ops_to_fail[] = {"mem_create", "mem_export",    "mem_import",
+                                    "va_reserve", "map",           "set_access",
                                     "mc_create",  "mc_add_device", "mc_bind"};
 #define NOPS (sizeof ops_to_fail / sizeof ops_to_fail[0])
 
@@ -119,7 +119,8 @@ static void multicast_sequence(th_ctx_t *c, void *arg) {
                          : "mem_import,mc_add_device,mc_bind,va_reserve,map,"
                            "set_access";
   const char *log = th_record_log(c->rank);
-  const char *mc = strstr(log, c->rank == 0 ? "mc_create" : "mem_import,mc_add");
+  const char *mc =
+      strstr(log, c->rank == 0 ? "mc_create" : "mem_import,mc_add");
   CHECK(mc && strcmp(mc, want) == 0, "multicast calls: %s", log);
   void *p = NULL;
   CHECK_OK(symheap_window_multicast_ptr(w, &p));
@@ -151,8 +152,9 @@ static void multicast_sequence(th_ctx_t *c, void *arg) {
 
 static void multicast_refused(th_ctx_t *c, void *arg) {
   const char *by = arg;
-  th_begin("faults", by[0] == 'S' ? "multicast_disabled_by_symheap_env"
-                                  : "multicast_disabled_by_nccl_env",
+  th_begin("faults",
+           by[0] == 'S' ? "multicast_disabled_by_symheap_env"
+                        : "multicast_disabled_by_nccl_env",
            c->rank);
   CHECK_OK(symheap_comm_barrier(c->comm));
   if (c->rank == 0)

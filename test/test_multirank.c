@@ -29,7 +29,8 @@ static void quiet_counts(th_ctx_t *c, int *fds, int *maps) {
 }
 
 static unsigned char pattern(int rank, size_t i) {
-  return (unsigned char)(i * 2654435761u >> 13) ^ (unsigned char)(rank * 37 + 11);
+  return (unsigned char)(i * 2654435761u >> 13) ^
+         (unsigned char)(rank * 37 + 11);
 }
 
 static void barrier(th_ctx_t *c) { CHECK_OK(symheap_comm_barrier(c->comm)); }
@@ -155,12 +156,12 @@ static void case_invalid_args(th_ctx_t *c) {
   int last = c->n - 1;
   void *buf = NULL;
   CHECK_OK(symheap_mem_alloc(c->comm, 8192, &buf));
-  CHECK_ERR(symheap_window_register(c->comm, c->rank == 0 ? NULL : buf, 4096, 0,
-                                    &w),
-            SYMHEAP_ERR_INVALID_ARG);
-  CHECK_ERR(symheap_window_register(c->comm, buf, c->rank == last ? 0 : 4096, 0,
-                                    &w),
-            SYMHEAP_ERR_INVALID_ARG);
+  CHECK_ERR(
+      symheap_window_register(c->comm, c->rank == 0 ? NULL : buf, 4096, 0, &w),
+      SYMHEAP_ERR_INVALID_ARG);
+  CHECK_ERR(
+      symheap_window_register(c->comm, buf, c->rank == last ? 0 : 4096, 0, &w),
+      SYMHEAP_ERR_INVALID_ARG);
   CHECK_ERR(symheap_window_register(c->comm, buf, 4096, 0x80, &w),
             SYMHEAP_ERR_INVALID_ARG);
   CHECK_ERR(symheap_window_register(c->comm, buf, 4096, 0,
@@ -170,9 +171,9 @@ static void case_invalid_args(th_ctx_t *c) {
   symheap_comm_info_t info = SYMHEAP_COMM_INFO_INIT;
   CHECK_OK(symheap_comm_get_info(c->comm, &info));
   size_t g = info.granularity ? info.granularity : 4096;
-  CHECK_ERR(symheap_window_register(c->comm, buf, (8192 + g - 1) / g * g + 1, 0,
-                                    &w),
-            SYMHEAP_ERR_INVALID_ARG);
+  CHECK_ERR(
+      symheap_window_register(c->comm, buf, (8192 + g - 1) / g * g + 1, 0, &w),
+      SYMHEAP_ERR_INVALID_ARG);
   /* Memory that symheap did not allocate. */
   char *plain = malloc(4096);
   CHECK_ERR(symheap_window_register(c->comm, plain, 4096, 0, &w),
@@ -232,7 +233,8 @@ static void case_interior_pointer(th_ctx_t *c) {
     CHECK_OK(symheap_window_peer_ptr(w, p, (void **)&pp));
     if (!pp)
       continue;
-    CHECK(pp[0] == pattern(p, off) && pp[size - 1] == pattern(p, off + size - 1),
+    CHECK(pp[0] == pattern(p, off) &&
+              pp[size - 1] == pattern(p, off + size - 1),
           "peer %d: window does not start at offset %zu of its allocation", p,
           off);
   }
@@ -256,7 +258,8 @@ static void case_deregister_mismatch(th_ctx_t *c) {
   symheap_comm_stats_t s = stats(c);
   CHECK(s.windows_live == s0.windows_live &&
             s.allocations_live == s0.allocations_live,
-        "windows %llu allocations %llu left", (unsigned long long)s.windows_live,
+        "windows %llu allocations %llu left",
+        (unsigned long long)s.windows_live,
         (unsigned long long)s.allocations_live);
 }
 
@@ -323,8 +326,10 @@ static void case_info(th_ctx_t *c) {
   CHECK_OK(symheap_comm_get_info(c->comm, &info));
   CHECK(info.rank == c->rank && info.nranks == c->n, "info rank %d/%d",
         info.rank, info.nranks);
-  CHECK(strcmp(info.device_adaptor, want) == 0, "device adaptor '%s', "
-        "expected '%s'", info.device_adaptor, want);
+  CHECK(strcmp(info.device_adaptor, want) == 0,
+        "device adaptor '%s', "
+        "expected '%s'",
+        info.device_adaptor, want);
   CHECK(strcmp(info.ccl_adaptor, "local") == 0, "ccl '%s'", info.ccl_adaptor);
   CHECK(info.granularity >= 4096 &&
             (info.granularity & (info.granularity - 1)) == 0,
@@ -365,7 +370,8 @@ static void case_info(th_ctx_t *c) {
         (unsigned long long)s0.bytes_mapped);
   CHECK_OK(symheap_free(c->comm, w));
   s = stats(c);
-  CHECK(memcmp(&s, &s0, sizeof s) == 0, "stats did not return to where they were");
+  CHECK(memcmp(&s, &s0, sizeof s) == 0,
+        "stats did not return to where they were");
 }
 
 /* Deregistered mappings are kept and reused; never when a rank's memory
@@ -398,7 +404,7 @@ static void case_window_cache(th_ctx_t *c) {
         (void *)base1, (void *)base2);
   s = stats(c);
   CHECK(s.mappings_cached == s0.mappings_cached, "a reused mapping is still "
-        "counted as kept");
+                                                 "counted as kept");
   for (int p = 0; p < c->n; p++)
     CHECK(base2 && base2[(size_t)p * stride] == 'a' + p, "peer %d data", p);
   CHECK_OK(symheap_comm_barrier(c->comm));

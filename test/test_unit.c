@@ -19,7 +19,8 @@ static void test_strerror(void) {
       CHECK(strcmp(s, symheap_strerror((symheap_result_t)j)) != 0,
             "codes %d and %d share a text", i, j);
   }
-  CHECK(strcmp(symheap_strerror((symheap_result_t)999), "unknown result code") == 0,
+  CHECK(strcmp(symheap_strerror((symheap_result_t)999),
+               "unknown result code") == 0,
         "unknown code text");
   int a, b, c;
   CHECK_OK(symheap_get_version(&a, &b, &c));
@@ -108,7 +109,6 @@ static void test_config(void) {
   unsetenv("SYMHEAP_RANK");
   unsetenv("SYMHEAP_NRANKS");
   th_end();
-
 }
 
 static void test_normalise(void) {
@@ -174,7 +174,8 @@ static void test_call_sequence(void) {
           th_record_log(0));
     th_record_reset(0);
     CHECK_OK(symheap_free(c, w));
-    CHECK(strcmp(th_record_log(0), "unmap,va_free,unmap,va_free,mem_release") == 0,
+    CHECK(strcmp(th_record_log(0), "unmap,va_free,unmap,va_free,mem_release") ==
+              0,
           "free: %s", th_record_log(0));
     /* Registering the same memory again reuses the kept mapping: no call. */
     void *buf = NULL;
@@ -187,7 +188,8 @@ static void test_call_sequence(void) {
     CHECK(strcmp(th_record_log(0), "") == 0, "re-register: %s",
           th_record_log(0));
     CHECK_OK(symheap_mem_free(c, buf));
-    CHECK(strcmp(th_record_log(0), "unmap,va_free,unmap,va_free,mem_release") == 0,
+    CHECK(strcmp(th_record_log(0), "unmap,va_free,unmap,va_free,mem_release") ==
+              0,
           "free of memory with a kept mapping: %s", th_record_log(0));
     CHECK_OK(symheap_comm_destroy(c));
   }
@@ -226,7 +228,8 @@ static void test_log_file(void) {
     fclose(f);
   unlink(path);
   char tagline[64];
-  snprintf(tagline, sizeof tagline, "symheap %d r0 INFO: comm ready", (int)getpid());
+  snprintf(tagline, sizeof tagline, "symheap %d r0 INFO: comm ready",
+           (int)getpid());
   CHECK(strstr(buf, tagline) != NULL, "log lacks '%s': %s", tagline, buf);
   CHECK(strstr(buf, "SYMHEAP_DEVICE=auto chose 'host'") != NULL,
         "log does not say why host was chosen: %s", buf);

@@ -195,10 +195,10 @@ static void bench_bandwidth(size_t bytes, int reps) {
     printf("\n%-34s %10s   (%s, each rank alone, best of %d, slowest rank)\n",
            "copy", "GB/s", label, reps);
     printf("%-34s %10.2f\n", "local memcpy (own window)", lmin);
-    printf("%-34s %10.2f   ratio to local %.2f\n", "peer read via flat VA", rmin,
-           rmin / lmin);
-    printf("%-34s %10.2f   ratio to local %.2f\n", "peer write via flat VA", wmin,
-           wmin / lmin);
+    printf("%-34s %10.2f   ratio to local %.2f\n", "peer read via flat VA",
+           rmin, rmin / lmin);
+    printf("%-34s %10.2f   ratio to local %.2f\n", "peer write via flat VA",
+           wmin, wmin / lmin);
     printf("%-34s %10s\n", "peer data verified", bad == 0 ? "yes" : "NO");
   }
   free(priv);
@@ -208,7 +208,8 @@ static void bench_bandwidth(size_t bytes, int reps) {
 }
 
 static float input_value(int rank, size_t i) {
-  uint64_t x = (uint64_t)(rank + 1) * 0x9e3779b97f4a7c15ull ^ (i * 0xbf58476d1ce4e5b9ull);
+  uint64_t x = (uint64_t)(rank + 1) * 0x9e3779b97f4a7c15ull ^
+               (i * 0xbf58476d1ce4e5b9ull);
   x ^= x >> 31;
   x *= 0x94d049bb133111ebull;
   x ^= x >> 29;
@@ -220,7 +221,8 @@ static float input_value(int rank, size_t i) {
  * owners' outputs. */
 static void allreduce(char *base, size_t stride, size_t count, float *out) {
   size_t chunk = (count + (size_t)g_n - 1) / (size_t)g_n;
-  size_t lo = chunk * (size_t)g_rank, hi = lo + chunk > count ? count : lo + chunk;
+  size_t lo = chunk * (size_t)g_rank,
+         hi = lo + chunk > count ? count : lo + chunk;
   for (size_t i = lo; i < hi; i++) {
     float s = 0;
     for (int p = 0; p < g_n; p++)
@@ -231,7 +233,8 @@ static void allreduce(char *base, size_t stride, size_t count, float *out) {
   for (int p = 0; p < g_n; p++) {
     if (p == g_rank)
       continue;
-    size_t plo = chunk * (size_t)p, phi = plo + chunk > count ? count : plo + chunk;
+    size_t plo = chunk * (size_t)p,
+           phi = plo + chunk > count ? count : plo + chunk;
     if (plo < phi)
       memcpy(out + plo,
              (float *)(base + (size_t)p * stride + count * sizeof(float)) + plo,
@@ -272,8 +275,8 @@ static void bench_allreduce(size_t count, int iters) {
   double tol = 1e-5 * g_n;
   double med = median(t, iters);
   if (g_rank == 0) {
-    printf("\n%-34s %10s %10s %12s\n", "all-reduce (float sum, two-shot)",
-           "ms", "GB/s", "max |err|");
+    printf("\n%-34s %10s %10s %12s\n", "all-reduce (float sum, two-shot)", "ms",
+           "GB/s", "max |err|");
     printf("%-34zu %10.3f %10.2f %12.2e   %s (tolerance %.0e)\n", count,
            med * 1e3, (double)count * sizeof(float) / med / 1e9, max_err,
            max_err <= tol ? "checked against float64 reference: ok"

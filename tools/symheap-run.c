@@ -19,12 +19,13 @@ static volatile sig_atomic_t got_signal;
 static void on_signal(int sig) { got_signal = sig; }
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: symheap-run -n N [--] PROGRAM [ARGS...]\n"
-             "Starts N ranks of PROGRAM on this host.  Each gets SYMHEAP_RANK,\n"
-             "SYMHEAP_NRANKS, SYMHEAP_LOCAL_RANK and SYMHEAP_UNIQUE_ID, which\n"
-             "symheap_comm_init_env reads.  If one rank fails, the others are\n"
-             "stopped (SIGTERM, then SIGKILL after 2 s) and symheap-run exits\n"
-             "with the failed rank's status (128+signal if it was killed).\n");
+  fprintf(f,
+          "usage: symheap-run -n N [--] PROGRAM [ARGS...]\n"
+          "Starts N ranks of PROGRAM on this host.  Each gets SYMHEAP_RANK,\n"
+          "SYMHEAP_NRANKS, SYMHEAP_LOCAL_RANK and SYMHEAP_UNIQUE_ID, which\n"
+          "symheap_comm_init_env reads.  If one rank fails, the others are\n"
+          "stopped (SIGTERM, then SIGKILL after 2 s) and symheap-run exits\n"
+          "with the failed rank's status (128+signal if it was killed).\n");
 }
 
 static void hex(const unsigned char *in, size_t n, char *out) {

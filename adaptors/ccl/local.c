@@ -58,7 +58,8 @@ static symheap_result_t send_msg(int fd, uint16_t type, uint32_t seq,
 
 static symheap_result_t recv_hdr(int fd, msg_hdr_t *h, int64_t deadline,
                                  int peer) {
-  symheap_result_t r = symheap__sock_recv(fd, h, sizeof *h, NULL, deadline, peer);
+  symheap_result_t r =
+      symheap__sock_recv(fd, h, sizeof *h, NULL, deadline, peer);
   if (r != SYMHEAP_SUCCESS)
     return r;
   if (h->magic != MSG_MAGIC || h->version != MSG_VERSION)
@@ -85,17 +86,21 @@ static symheap_result_t take_abort(int fd, const msg_hdr_t *h,
                         a.msg);
 }
 
+static void send_abort(local_t *l, int failed, const abort_t *a) {
+  /* Best effort with a short deadline: the others may be gone too. */
+  int64_t deadline = symheap__now_ms() + 100;
+  for (int r = 1; r < l->nranks; r++)
+    if (r != failed && l->fds[r] >= 0)
+      (void)send_msg(l->fds[r], MSG_ABORT, l->seq, a, sizeof *a, deadline, r);
+}
+
 static void root_abort_all(local_t *l, int failed, symheap_result_t code) {
   abort_t a;
   memset(&a, 0, sizeof a);
   a.rank = failed;
   a.code = code;
   snprintf(a.msg, sizeof a.msg, "%s", symheap__error_peek());
-  /* Best effort with a short deadline: the others may be gone too. */
-  int64_t deadline = symheap__now_ms() + 100;
-  SYMHEAP__KEEP_ERROR(for (int r = 1; r < l->nranks; r++) if (
-      r != failed && l->fds[r] >= 0)(void)send_msg(l->fds[r], MSG_ABORT, l->seq,
-                                                   &a, sizeof a, deadline, r));
+  SYMHEAP__KEEP_ERROR(send_abort(l, failed, &a));
 }
 
 static void local_free(local_t *l) {
@@ -152,12 +157,12 @@ static symheap_result_t root_join(local_t *l, const symheap__uid_t *uid,
     }
     if (hello.nranks != l->nranks || hello.rank <= 0 ||
         hello.rank >= l->nranks || l->fds[hello.rank] >= 0) {
-      SYMHEAP_WARN("bootstrap: refused rank %d of %d (this job has %d ranks%s)",
-                   hello.rank, hello.nranks, l->nranks,
-                   (hello.rank > 0 && hello.rank < l->nranks &&
-                    l->fds[hello.rank] >= 0)
-                       ? ", and that rank has joined already"
-                       : "");
+      SYMHEAP_WARN(
+          "bootstrap: refused rank %d of %d (this job has %d ranks%s)",
+          hello.rank, hello.nranks, l->nranks,
+          (hello.rank > 0 && hello.rank < l->nranks && l->fds[hello.rank] >= 0)
+              ? ", and that rank has joined already"
+              : "");
       abort_t a = {0, SYMHEAP_ERR_MISMATCH, ""};
       snprintf(a.msg, sizeof a.msg,
                "rank 0 refused this rank: it claims rank %d of %d, the job "
@@ -205,13 +210,14 @@ static symheap_result_t peer_join(local_t *l, const symheap__uid_t *uid,
     return take_abort(l->fds[0], &h, deadline + GRACE_MS);
   if (h.type != MSG_WELCOME || h.len != 0)
     return symheap__error(SYMHEAP_ERR_REMOTE,
-                          "unexpected bootstrap message %u from rank 0", h.type);
+                          "unexpected bootstrap message %u from rank 0",
+                          h.type);
   return SYMHEAP_SUCCESS;
 }
 
 symheap_result_t symheap__local_ccl_create(const symheap__uid_t *uid,
-                                           int nranks, int rank,
-                                           int timeout_ms, void **ctx) {
+                                           int nranks, int rank, int timeout_ms,
+                                           void **ctx) {
   local_t *l = calloc(1, sizeof *l);
   int *fds = calloc((size_t)nranks, sizeof(int));
   if (!l || !fds) {
@@ -262,8 +268,8 @@ static symheap_result_t root_allgather(local_t *l, const void *in, char *out,
   memcpy(out, in, bytes);
   size_t total = bytes * (size_t)l->nranks;
   for (int r = 1; r < l->nranks; r++) {
-    symheap_result_t res =
-        send_msg(l->fds[r], MSG_RESULT, l->seq, out, (uint32_t)total, deadline, r);
+    symheap_result_t res = send_msg(l->fds[r], MSG_RESULT, l->seq, out,
+                                    (uint32_t)total, deadline, r);
     if (res != SYMHEAP_SUCCESS) {
       root_abort_all(l, r, res);
       return res;
@@ -290,7 +296,8 @@ static symheap_result_t peer_allgather(local_t *l, const void *in, char *out,
                           "rank 0 is out of step: sent message %u seq %u len "
                           "%u, expected result seq %u len %zu",
                           h.type, h.seq, h.len, l->seq, total);
-  return symheap__sock_recv(l->fds[0], out, total, NULL, deadline + GRACE_MS, 0);
+  return symheap__sock_recv(l->fds[0], out, total, NULL, deadline + GRACE_MS,
+                            0);
 }
 
 static symheap_result_t local_allgather(void *ctx, const void *in, void *out,

@@ -9,7 +9,7 @@ extern const symheap_ccl_ops symheap__local_ccl_ops;
 /* Collective: returns once all nranks ranks have joined, or fails on every
  * rank that got this far. */
 symheap_result_t symheap__local_ccl_create(const symheap__uid_t *uid,
-                                           int nranks, int rank,
-                                           int timeout_ms, void **ctx);
+                                           int nranks, int rank, int timeout_ms,
+                                           void **ctx);
 
 #endif

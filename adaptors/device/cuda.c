@@ -11,8 +11,6 @@
  * SYMHEAP_DISABLE_MULTICAST=1 or NCCL_NVLS_ENABLE=0 (the core checks first;
  * mc_create checks again, because creating a multicast object on a shared
  * machine can take its GPUs out of service). */
-#include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,126 +19,7 @@
 #include "../../core/config.h"
 #include "cuda.h"
 #include "cuda_api.h"
-
-typedef struct {
-#define X(name, ver, params) cu_result_t (*name) params;
-  CU_FUNCS(X) CU_MC_FUNCS(X)
-#undef X
-  int driver_version;
-  int have_mc;
-} cu_lib_t;
-
-static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
-static cu_lib_t lib;
-static void *lib_handle;
-static char lib_path[256];
-static char lib_error[512];
-
-/* Load and resolve once per process.  A failed load is retried only for
- * another path (tests point SYMHEAP_CUDA_LIBRARY elsewhere). */
-static symheap_result_t load_locked(const char *path) {
-  if (lib_handle && strcmp(path, lib_path) == 0)
-    return SYMHEAP_SUCCESS;
-  if (lib_handle)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "the CUDA driver %s is already loaded in this "
-                          "process; SYMHEAP_CUDA_LIBRARY=%s cannot replace it",
-                          lib_path, path);
-  if (lib_error[0] && strcmp(path, lib_path) == 0)
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED, "%s", lib_error);
-  snprintf(lib_path, sizeof lib_path, "%s", path);
-  cu_lib_t l;
-  memset(&l, 0, sizeof l);
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    snprintf(lib_error, sizeof lib_error, "cannot load the CUDA driver %s: %s",
-             path, dlerror());
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED, "%s", lib_error);
-  }
-  cu_get_proc_address_t gpa =
-      (cu_get_proc_address_t)dlsym(h, "cuGetProcAddress_v2");
-  if (!gpa) {
-    snprintf(lib_error, sizeof lib_error,
-             "the CUDA driver %s has no cuGetProcAddress_v2: it is older than "
-             "CUDA 12.0, which symheap needs",
-             path);
-    dlclose(h);
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED, "%s", lib_error);
-  }
-  int status = 0;
-  const char *missing = NULL;
-#define X(name, ver, params)                                                   \
-  if (!missing && (gpa(#name, (void **)&l.name, ver, 0, &status) != CU_OK ||   \
-                   !l.name))                                                   \
-    missing = #name;
-  CU_FUNCS(X)
-#undef X
-  if (!missing && l.cuDriverGetVersion(&l.driver_version) != CU_OK)
-    missing = "cuDriverGetVersion";
-  if (missing) {
-    snprintf(lib_error, sizeof lib_error,
-             "the CUDA driver %s does not provide %s", path, missing);
-    dlclose(h);
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED, "%s", lib_error);
-  }
-  if (l.driver_version < 12000) {
-    snprintf(lib_error, sizeof lib_error,
-             "the CUDA driver %s is version %d.%d; symheap needs 12.0 or newer",
-             path, l.driver_version / 1000, l.driver_version % 1000 / 10);
-    dlclose(h);
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED, "%s", lib_error);
-  }
-  l.have_mc = l.driver_version >= 12010;
-#define X(name, ver, params)                                                   \
-  if (l.have_mc && (gpa(#name, (void **)&l.name, ver, 0, &status) != CU_OK ||  \
-                    !l.name))                                                  \
-    l.have_mc = 0;
-  CU_MC_FUNCS(X)
-#undef X
-  cu_result_t e = l.cuInit(0);
-  if (e != CU_OK) {
-    const char *name = "?";
-    l.cuGetErrorName(e, &name);
-    snprintf(lib_error, sizeof lib_error, "cuInit failed: %s (%d)", name, e);
-    dlclose(h);
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED, "%s", lib_error);
-  }
-  lib = l;
-  lib_handle = h;
-  lib_error[0] = '\0';
-  return SYMHEAP_SUCCESS;
-}
-
-static symheap_result_t load(void) {
-  const char *path;
-  symheap_result_t r = symheap__cfg_string("SYMHEAP_CUDA_LIBRARY", &path);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
-  pthread_mutex_lock(&lib_lock);
-  r = load_locked(path);
-  pthread_mutex_unlock(&lib_lock);
-  return r;
-}
-
-/* Turn a driver error into ours, with the driver's own words. */
-static symheap_result_t cu_fail(const char *fn, cu_result_t e) {
-  const char *name = "?", *text = "?";
-  if (lib.cuGetErrorName)
-    lib.cuGetErrorName(e, &name);
-  if (lib.cuGetErrorString)
-    lib.cuGetErrorString(e, &text);
-  symheap_result_t r = e == CU_ERR_OUT_OF_MEMORY ? SYMHEAP_ERR_NO_MEMORY
-                       : e == CU_ERR_NOT_SUPPORTED ? SYMHEAP_ERR_UNSUPPORTED
-                                                   : SYMHEAP_ERR_DEVICE;
-  return symheap__error(r, "%s failed: %s (%d): %s", fn, name, e, text);
-}
-
-#define CU_TRY(call)                                                           \
-  do {                                                                         \
-    cu_result_t e_ = lib.call;                                                 \
-    if (e_ != CU_OK)                                                           \
-      return cu_fail(#call, e_);                                               \
-  } while (0)
+#include "cuda_driver.h"
 
 /* One legacy-IPC mapping handed out by ipc_open. */
 typedef struct ipc_rec {
@@ -173,17 +52,19 @@ static int cuda_available(const symheap_host_services_t *svc, char *why,
   snprintf(saved, sizeof saved, "%s", symheap__error_peek());
   int ok = 0, n = 0, vmm = 0, fd = 0;
   cu_device_t d;
-  if (load() != SYMHEAP_SUCCESS)
+  if (symheap__cu_load() != SYMHEAP_SUCCESS)
     snprintf(why, len, "%s", symheap__error_peek());
-  else if (lib.cuDeviceGetCount(&n) != CU_OK || n == 0)
+  else if (symheap__cu.cuDeviceGetCount(&n) != CU_OK || n == 0)
     snprintf(why, len, "the CUDA driver sees no device");
-  else if (lib.cuDeviceGet(&d, 0) != CU_OK ||
-           lib.cuDeviceGetAttribute(&vmm, CU_ATTR_VMM_SUPPORTED, d) != CU_OK ||
-           !vmm)
-    snprintf(why, len, "CUDA device 0 does not support virtual memory "
-                       "management");
-  else if (lib.cuDeviceGetAttribute(&fd, CU_ATTR_POSIX_FD_SUPPORTED, d) !=
+  else if (symheap__cu.cuDeviceGet(&d, 0) != CU_OK ||
+           symheap__cu.cuDeviceGetAttribute(&vmm, CU_ATTR_VMM_SUPPORTED, d) !=
                CU_OK ||
+           !vmm)
+    snprintf(why, len,
+             "CUDA device 0 does not support virtual memory "
+             "management");
+  else if (symheap__cu.cuDeviceGetAttribute(&fd, CU_ATTR_POSIX_FD_SUPPORTED,
+                                            d) != CU_OK ||
            !fd)
     snprintf(why, len, "CUDA device 0 cannot export POSIX file descriptors");
   else
@@ -200,9 +81,10 @@ static symheap_result_t pick_device(const symheap_device_init_t *args,
     /* The caller already chose (cudaSetDevice, a framework): follow it. */
     CU_TRY(cuCtxGetDevice(&c->dev));
     c->ctx = cur;
-    for (int i = 0, n = 0; lib.cuDeviceGetCount(&n) == CU_OK && i < n; i++) {
+    for (int i = 0, n = 0; symheap__cu.cuDeviceGetCount(&n) == CU_OK && i < n;
+         i++) {
       cu_device_t d;
-      if (lib.cuDeviceGet(&d, i) == CU_OK && d == c->dev)
+      if (symheap__cu.cuDeviceGet(&d, i) == CU_OK && d == c->dev)
         c->ordinal = i;
     }
     return SYMHEAP_SUCCESS;
@@ -234,7 +116,7 @@ static symheap_result_t pick_device(const symheap_device_init_t *args,
 static symheap_result_t cuda_init(const symheap_host_services_t *svc,
                                   const symheap_device_init_t *args,
                                   void **ctx) {
-  symheap_result_t r = load();
+  symheap_result_t r = symheap__cu_load();
   if (r != SYMHEAP_SUCCESS)
     return r;
   cuda_t *c = calloc(1, sizeof *c);
@@ -246,12 +128,12 @@ static symheap_result_t cuda_init(const symheap_host_services_t *svc,
     r = bind(c);
   if (r != SYMHEAP_SUCCESS) {
     if (c->retained)
-      lib.cuDevicePrimaryCtxRelease(c->dev);
+      symheap__cu.cuDevicePrimaryCtxRelease(c->dev);
     free(c);
     return r;
   }
   svc->log(SYMHEAP_LOG_INFO, "cuda adaptor: rank %d uses device %d (driver %d)",
-           args->rank, c->ordinal, lib.driver_version);
+           args->rank, c->ordinal, symheap__cu.driver_version);
   *ctx = c;
   return SYMHEAP_SUCCESS;
 }
@@ -262,11 +144,11 @@ static void cuda_fini(void *ctx) {
     ipc_rec_t *e = c->ipc;
     c->ipc = e->next;
     if (e->opened)
-      lib.cuIpcCloseMemHandle(e->local_base);
+      symheap__cu.cuIpcCloseMemHandle(e->local_base);
     free(e);
   }
   if (c->retained)
-    lib.cuDevicePrimaryCtxRelease(c->dev);
+    symheap__cu.cuDevicePrimaryCtxRelease(c->dev);
   free(c);
 }
 
@@ -298,16 +180,16 @@ static symheap_result_t cuda_query(void *ctx, symheap_device_caps_t *caps) {
   caps->handle_kinds = 1u << SYMHEAP_HANDLE_FD;
   caps->multicast_granularity = 0;
   int mc = 0;
-  if (lib.have_mc &&
-      lib.cuDeviceGetAttribute(&mc, CU_ATTR_MULTICAST_SUPPORTED, c->dev) ==
-          CU_OK &&
+  if (symheap__cu.have_mc &&
+      symheap__cu.cuDeviceGetAttribute(&mc, CU_ATTR_MULTICAST_SUPPORTED,
+                                       c->dev) == CU_OK &&
       mc) {
     /* Only a query: no multicast object is created here. */
     cu_mc_prop_t mp = {(unsigned)c->local_nranks, caps->granularity,
                        CU_MEM_HANDLE_TYPE_POSIX_FD, 0};
     size_t g = 0;
-    if (lib.cuMulticastGetGranularity(&g, &mp, CU_GRANULARITY_RECOMMENDED) ==
-            CU_OK &&
+    if (symheap__cu.cuMulticastGetGranularity(
+            &g, &mp, CU_GRANULARITY_RECOMMENDED) == CU_OK &&
         g) {
       caps->caps |= SYMHEAP_CAP_MULTICAST;
       caps->multicast_granularity = g;
@@ -349,19 +231,21 @@ static symheap_result_t cuda_mem_export(void *ctx, symheap_mem_handle_t h,
   if (r != SYMHEAP_SUCCESS)
     return r;
   int fd = -1;
-  cu_result_t e = lib.cuMemExportToShareableHandle(&fd, h,
-                                                   CU_MEM_HANDLE_TYPE_POSIX_FD, 0);
+  cu_result_t e = symheap__cu.cuMemExportToShareableHandle(
+      &fd, h, CU_MEM_HANDLE_TYPE_POSIX_FD, 0);
   if (e != CU_OK)
-    return symheap__error_context(cu_fail("cuMemExportToShareableHandle", e),
-                                  "exporting memory (was it created with POSIX "
-                                  "file-descriptor handles?)");
+    return symheap__error_context(
+        symheap__cu_fail("cuMemExportToShareableHandle", e),
+        "exporting memory (was it created with POSIX "
+        "file-descriptor handles?)");
   memset(out, 0, sizeof *out);
   out->kind = SYMHEAP_HANDLE_FD;
   out->fd = fd;
   return SYMHEAP_SUCCESS;
 }
 
-static symheap_result_t cuda_mem_import(void *ctx, const symheap_shareable_t *in,
+static symheap_result_t cuda_mem_import(void *ctx,
+                                        const symheap_shareable_t *in,
                                         symheap_mem_handle_t *h) {
   cuda_t *c = ctx;
   if (in->kind != SYMHEAP_HANDLE_FD || in->fd < 0) {
@@ -373,10 +257,10 @@ static symheap_result_t cuda_mem_import(void *ctx, const symheap_shareable_t *in
   symheap_result_t r = bind(c);
   cu_mem_handle_t mh = 0;
   if (r == SYMHEAP_SUCCESS) {
-    cu_result_t e = lib.cuMemImportFromShareableHandle(
+    cu_result_t e = symheap__cu.cuMemImportFromShareableHandle(
         &mh, (void *)(uintptr_t)in->fd, CU_MEM_HANDLE_TYPE_POSIX_FD);
     if (e != CU_OK)
-      r = cu_fail("cuMemImportFromShareableHandle", e);
+      r = symheap__cu_fail("cuMemImportFromShareableHandle", e);
   }
   close(in->fd); /* the driver keeps its own reference */
   if (r == SYMHEAP_SUCCESS)
@@ -429,8 +313,7 @@ static symheap_result_t cuda_set_access(void *ctx, void *va, size_t size) {
   symheap_result_t r = bind(c);
   if (r != SYMHEAP_SUCCESS)
     return r;
-  cu_access_desc_t d = {{CU_LOCATION_DEVICE, c->dev},
-                        CU_MEM_ACCESS_READWRITE};
+  cu_access_desc_t d = {{CU_LOCATION_DEVICE, c->dev}, CU_MEM_ACCESS_READWRITE};
   CU_TRY(cuMemSetAccess((cu_deviceptr_t)(uintptr_t)va, size, &d, 1));
   return SYMHEAP_SUCCESS;
 }
@@ -443,16 +326,15 @@ static symheap_result_t cuda_mem_retain(void *ctx, void *ptr,
   if (r != SYMHEAP_SUCCESS)
     return r;
   cu_mem_handle_t mh = 0;
-  if (lib.cuMemRetainAllocationHandle(&mh, ptr) != CU_OK)
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
-                          "%p is not VMM memory", ptr);
+  if (symheap__cu.cuMemRetainAllocationHandle(&mh, ptr) != CU_OK)
+    return symheap__error(SYMHEAP_ERR_UNSUPPORTED, "%p is not VMM memory", ptr);
   cu_deviceptr_t base = 0;
   size_t size = 0;
-  cu_result_t e = lib.cuMemGetAddressRange(&base, &size,
-                                           (cu_deviceptr_t)(uintptr_t)ptr);
+  cu_result_t e = symheap__cu.cuMemGetAddressRange(
+      &base, &size, (cu_deviceptr_t)(uintptr_t)ptr);
   if (e != CU_OK) {
-    lib.cuMemRelease(mh);
-    return cu_fail("cuMemGetAddressRange", e);
+    symheap__cu.cuMemRelease(mh);
+    return symheap__cu_fail("cuMemGetAddressRange", e);
   }
   *h = mh;
   *alloc_base = (void *)(uintptr_t)base;
@@ -484,8 +366,8 @@ static symheap_result_t cuda_ipc_get(void *ctx, void *ptr, size_t size,
     return r;
   cu_deviceptr_t base = 0;
   size_t asz = 0;
-  if (lib.cuMemGetAddressRange(&base, &asz, (cu_deviceptr_t)(uintptr_t)ptr) !=
-      CU_OK)
+  if (symheap__cu.cuMemGetAddressRange(&base, &asz,
+                                       (cu_deviceptr_t)(uintptr_t)ptr) != CU_OK)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "%p is not CUDA device memory (allocate it with "
                           "symheap_mem_alloc, cuMemCreate or cudaMalloc)",
@@ -521,14 +403,14 @@ static symheap_result_t enable_peer(cuda_t *c, int ordinal) {
   CU_TRY(cuDeviceCanAccessPeer(&can, c->dev, peer));
   if (!can)
     return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
-                          "device %d cannot access device %d's memory", c->ordinal,
-                          ordinal);
+                          "device %d cannot access device %d's memory",
+                          c->ordinal, ordinal);
   cu_context_t pctx;
   CU_TRY(cuDevicePrimaryCtxRetain(&pctx, peer));
-  cu_result_t e = lib.cuCtxEnablePeerAccess(pctx, 0);
-  lib.cuDevicePrimaryCtxRelease(peer);
+  cu_result_t e = symheap__cu.cuCtxEnablePeerAccess(pctx, 0);
+  symheap__cu.cuDevicePrimaryCtxRelease(peer);
   if (e != CU_OK && e != CU_ERR_PEER_ACCESS_ALREADY_ENABLED)
-    return cu_fail("cuCtxEnablePeerAccess", e);
+    return symheap__cu_fail("cuCtxEnablePeerAccess", e);
   return SYMHEAP_SUCCESS;
 }
 
@@ -560,10 +442,10 @@ static symheap_result_t cuda_ipc_open(void *ctx, const symheap_shareable_t *in,
         break;
       }
     if (!rec->local_base) {
-      cu_result_t e = lib.cuIpcOpenMemHandle(&rec->local_base, b.handle,
-                                             CU_IPC_LAZY_ENABLE_PEER_ACCESS);
+      cu_result_t e = symheap__cu.cuIpcOpenMemHandle(
+          &rec->local_base, b.handle, CU_IPC_LAZY_ENABLE_PEER_ACCESS);
       if (e != CU_OK)
-        r = cu_fail("cuIpcOpenMemHandle", e);
+        r = symheap__cu_fail("cuIpcOpenMemHandle", e);
     }
     rec->opened = 1;
   }
@@ -594,9 +476,9 @@ static symheap_result_t cuda_ipc_close(void *ctx, void *ptr) {
   symheap_result_t r = SYMHEAP_SUCCESS;
   if (rec->opened && !shared) {
     r = bind(c);
-    cu_result_t e = lib.cuIpcCloseMemHandle(rec->local_base);
+    cu_result_t e = symheap__cu.cuIpcCloseMemHandle(rec->local_base);
     if (r == SYMHEAP_SUCCESS && e != CU_OK)
-      r = cu_fail("cuIpcCloseMemHandle", e);
+      r = symheap__cu_fail("cuIpcCloseMemHandle", e);
   }
   free(rec);
   return r;

@@ -132,7 +132,8 @@ enum {
 #define CU_MC_FUNCS(X)                                                         \
   X(cuMulticastGetGranularity, 12010,                                          \
     (size_t * g, const cu_mc_prop_t *prop, int option))                        \
-  X(cuMulticastCreate, 12010, (cu_mem_handle_t * mc, const cu_mc_prop_t *prop)) \
+  X(cuMulticastCreate, 12010,                                                  \
+    (cu_mem_handle_t * mc, const cu_mc_prop_t *prop))                          \
   X(cuMulticastAddDevice, 12010, (cu_mem_handle_t mc, cu_device_t dev))        \
   X(cuMulticastBindMem, 12010,                                                 \
     (cu_mem_handle_t mc, size_t mc_offset, cu_mem_handle_t mem,                \

@@ -64,8 +64,9 @@ static symheap_result_t host_mem_create(void *ctx, size_t size,
   host_t *h = ctx;
   int fd = memfd_create("symheap", MFD_CLOEXEC);
   if (fd < 0)
-    return h->svc->error(errno == EMFILE || errno == ENFILE ? SYMHEAP_ERR_SYSTEM
-                                                            : SYMHEAP_ERR_DEVICE,
+    return h->svc->error(errno == EMFILE || errno == ENFILE
+                             ? SYMHEAP_ERR_SYSTEM
+                             : SYMHEAP_ERR_DEVICE,
                          "memfd_create: %s", strerror(errno));
   if (ftruncate(fd, (off_t)size) != 0) {
     int e = errno;
@@ -102,7 +103,8 @@ static symheap_result_t host_mem_export(void *ctx, symheap_mem_handle_t mh,
   return SYMHEAP_SUCCESS;
 }
 
-static symheap_result_t host_mem_import(void *ctx, const symheap_shareable_t *in,
+static symheap_result_t host_mem_import(void *ctx,
+                                        const symheap_shareable_t *in,
                                         symheap_mem_handle_t *out) {
   host_t *h = ctx;
   if (in->kind != SYMHEAP_HANDLE_FD || in->fd < 0) {
@@ -170,10 +172,9 @@ static symheap_result_t host_map(void *ctx, void *va, size_t size,
   void *p = mmap(va, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
                  (off_t)offset);
   if (p == MAP_FAILED)
-    return h->svc->error(errno == ENOMEM ? SYMHEAP_ERR_NO_MEMORY
-                                         : SYMHEAP_ERR_DEVICE,
-                         "mmap(memfd at %p, %zu): %s", va, size,
-                         strerror(errno));
+    return h->svc->error(
+        errno == ENOMEM ? SYMHEAP_ERR_NO_MEMORY : SYMHEAP_ERR_DEVICE,
+        "mmap(memfd at %p, %zu): %s", va, size, strerror(errno));
   return SYMHEAP_SUCCESS;
 }
 
@@ -181,8 +182,9 @@ static symheap_result_t host_unmap(void *ctx, void *va, size_t size) {
   host_t *h = ctx;
   /* Put the reservation back rather than munmap, so nothing else can be
    * placed in the hole before va_free. */
-  void *p = mmap(va, size, PROT_NONE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  void *p =
+      mmap(va, size, PROT_NONE,
+           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
   if (p == MAP_FAILED)
     return h->svc->error(SYMHEAP_ERR_DEVICE, "unmap of %p (%zu bytes): %s", va,
                          size, strerror(errno));

@@ -246,14 +246,30 @@ static cu_result_t f_cuDriverGetVersion(int *v) {
 }
 static cu_result_t f_cuGetErrorName(cu_result_t e, const char **s) {
   switch (e) {
-  case CU_OK: *s = "CUDA_SUCCESS"; break;
-  case CU_ERR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
-  case CU_ERR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
-  case CU_ERR_NOT_INITIALIZED: *s = "CUDA_ERROR_NOT_INITIALIZED"; break;
-  case CU_ERR_INVALID_CONTEXT: *s = "CUDA_ERROR_INVALID_CONTEXT"; break;
-  case CU_ERR_ILLEGAL_STATE: *s = "CUDA_ERROR_ILLEGAL_STATE"; break;
-  case CU_ERR_NOT_SUPPORTED: *s = "CUDA_ERROR_NOT_SUPPORTED"; break;
-  default: *s = "CUDA_ERROR_UNKNOWN"; break;
+  case CU_OK:
+    *s = "CUDA_SUCCESS";
+    break;
+  case CU_ERR_INVALID_VALUE:
+    *s = "CUDA_ERROR_INVALID_VALUE";
+    break;
+  case CU_ERR_OUT_OF_MEMORY:
+    *s = "CUDA_ERROR_OUT_OF_MEMORY";
+    break;
+  case CU_ERR_NOT_INITIALIZED:
+    *s = "CUDA_ERROR_NOT_INITIALIZED";
+    break;
+  case CU_ERR_INVALID_CONTEXT:
+    *s = "CUDA_ERROR_INVALID_CONTEXT";
+    break;
+  case CU_ERR_ILLEGAL_STATE:
+    *s = "CUDA_ERROR_ILLEGAL_STATE";
+    break;
+  case CU_ERR_NOT_SUPPORTED:
+    *s = "CUDA_ERROR_NOT_SUPPORTED";
+    break;
+  default:
+    *s = "CUDA_ERROR_UNKNOWN";
+    break;
   }
   return CU_OK;
 }
@@ -338,9 +354,8 @@ static cu_result_t f_cuDevicePrimaryCtxRelease(cu_device_t d) {
   ctxs[d].refs--;
   LEAVE(CU_OK);
 }
-static cu_result_t f_cuMemGetAllocationGranularity(size_t *g,
-                                                   const cu_mem_prop_t *p,
-                                                   int opt) {
+static cu_result_t
+f_cuMemGetAllocationGranularity(size_t *g, const cu_mem_prop_t *p, int opt) {
   ENTER("cuMemGetAllocationGranularity");
   if (!p || p->type != CU_ALLOC_TYPE_PINNED || opt < 0 || opt > 1)
     LEAVE(CU_ERR_INVALID_VALUE);
@@ -687,23 +702,30 @@ static const struct {
   int since;
 } table[] = {
 #define F(n, v) {#n, (void *)f_##n, v},
-    F(cuInit, 2000) F(cuDriverGetVersion, 2020) F(cuGetErrorName, 6000)
-    F(cuGetErrorString, 6000) F(cuDeviceGetCount, 2000) F(cuDeviceGet, 2000)
-    F(cuDeviceGetAttribute, 2000) F(cuDeviceGetName, 2000)
-    F(cuDeviceCanAccessPeer, 4000) F(cuCtxGetCurrent, 4000)
-    F(cuCtxSetCurrent, 4000) F(cuCtxGetDevice, 2000)
-    F(cuCtxEnablePeerAccess, 4000) F(cuDevicePrimaryCtxRetain, 7000)
-    F(cuDevicePrimaryCtxRelease, 11000) F(cuMemGetAllocationGranularity, 10020)
-    F(cuMemCreate, 10020) F(cuMemRelease, 10020)
-    F(cuMemExportToShareableHandle, 10020)
-    F(cuMemImportFromShareableHandle, 10020) F(cuMemAddressReserve, 10020)
-    F(cuMemAddressFree, 10020) F(cuMemMap, 10020) F(cuMemUnmap, 10020)
-    F(cuMemSetAccess, 10020) F(cuMemRetainAllocationHandle, 11000)
-    F(cuMemGetAddressRange, 3020) F(cuIpcGetMemHandle, 4010)
-    F(cuIpcOpenMemHandle, 11000) F(cuIpcCloseMemHandle, 4010)
-    F(cuMulticastGetGranularity, 12010) F(cuMulticastCreate, 12010)
-    F(cuMulticastAddDevice, 12010) F(cuMulticastBindMem, 12010)
-    F(cuMulticastUnbind, 12010)
+    F(cuInit, 2000) F(cuDriverGetVersion, 2020) F(cuGetErrorName, 6000) F(
+        cuGetErrorString, 6000) F(cuDeviceGetCount, 2000) F(cuDeviceGet, 2000)
+        F(cuDeviceGetAttribute, 2000) F(cuDeviceGetName, 2000) F(
+            cuDeviceCanAccessPeer, 4000) F(cuCtxGetCurrent, 4000)
+            F(cuCtxSetCurrent, 4000) F(cuCtxGetDevice, 2000) F(
+                cuCtxEnablePeerAccess, 4000) F(cuDevicePrimaryCtxRetain, 7000)
+                F(cuDevicePrimaryCtxRelease,
+                  11000) F(cuMemGetAllocationGranularity,
+                           10020) F(cuMemCreate, 10020) F(cuMemRelease, 10020)
+                    F(cuMemExportToShareableHandle,
+                      10020) F(cuMemImportFromShareableHandle, 10020)
+                        F(cuMemAddressReserve, 10020) F(cuMemAddressFree, 10020)
+                            F(cuMemMap, 10020) F(cuMemUnmap,
+                                                 10020) F(cuMemSetAccess, 10020)
+                                F(cuMemRetainAllocationHandle,
+                                  11000) F(cuMemGetAddressRange,
+                                           3020) F(cuIpcGetMemHandle, 4010)
+                                    F(cuIpcOpenMemHandle,
+                                      11000) F(cuIpcCloseMemHandle, 4010)
+                                        F(cuMulticastGetGranularity,
+                                          12010) F(cuMulticastCreate, 12010)
+                                            F(cuMulticastAddDevice, 12010)
+                                                F(cuMulticastBindMem, 12010)
+                                                    F(cuMulticastUnbind, 12010)
 #undef F
 };
 

@@ -16,7 +16,8 @@ typedef struct {
 
 /* Fail the nth (1-based) call of `fn` made while device `dev` is current
  * with CUDA error `err`; fn NULL clears it. */
-typedef void (*fake_cuda_set_fault_t)(const char *fn, int dev, int nth, int err);
+typedef void (*fake_cuda_set_fault_t)(const char *fn, int dev, int nth,
+                                      int err);
 /* Counts of live objects, so tests can prove nothing leaked. */
 typedef void (*fake_cuda_live_fn_t)(fake_cuda_live_t *out);
 /* The call log ("fn@dev,..."); reset clears it. */

@@ -21,7 +21,7 @@ static int g_threads;
   do {                                                                         \
     cudaError_t e_ = (call);                                                   \
     if (e_ != cudaSuccess)                                                     \
-      th_fail(__FILE__, __LINE__, "%s: %s", #call, cudaGetErrorString(e_));   \
+      th_fail(__FILE__, __LINE__, "%s: %s", #call, cudaGetErrorString(e_));    \
   } while (0)
 
 __host__ __device__ static inline uint32_t mix(uint64_t seed, uint64_t i) {
@@ -45,8 +45,9 @@ __global__ void check_peers(symheap_device_window_t w, size_t n,
                             unsigned long long *bad, size_t step) {
   for (int p = 0; p < w.nranks; p++) {
     const uint32_t *src =
-        via == 0 ? (const uint32_t *)((char *)w.flat_base + (size_t)p * w.stride)
-                 : (const uint32_t *)w.peer_ptrs[p];
+        via == 0
+            ? (const uint32_t *)((char *)w.flat_base + (size_t)p * w.stride)
+            : (const uint32_t *)w.peer_ptrs[p];
     unsigned long long local = 0;
     for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k * step < n;
          k += (size_t)gridDim.x * blockDim.x) {
@@ -60,7 +61,8 @@ __global__ void check_peers(symheap_device_window_t w, size_t n,
 
 // Write into the next rank's copy.
 __global__ void write_next(symheap_device_window_t w, size_t n, uint64_t seed) {
-  uint32_t *dst = (uint32_t *)symheap_device_peer_ptr(&w, (w.rank + 1) % w.nranks, 0);
+  uint32_t *dst =
+      (uint32_t *)symheap_device_peer_ptr(&w, (w.rank + 1) % w.nranks, 0);
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
        i += (size_t)gridDim.x * blockDim.x)
     dst[i] = mix(seed, i);
@@ -134,8 +136,8 @@ static void case_pattern(th_ctx_t *c) {
   CHECK(v.flags & SYMHEAP_VIEW_FLAT, "cuda window is not flat");
   check_window(c, w, bytes, 1, 1);
   // Peer stores land in the owner's memory.
-  uint64_t seed = fresh_seed(c->rank + 100), *all =
-      (uint64_t *)calloc((size_t)c->n, sizeof *all);
+  uint64_t seed = fresh_seed(c->rank + 100),
+           *all = (uint64_t *)calloc((size_t)c->n, sizeof *all);
   CHECK_OK(symheap_comm_allgather(c->comm, &seed, all, sizeof seed));
   write_next<<<264, 512>>>(v, bytes / 4, seed);
   CUDA_OK(cudaDeviceSynchronize());
@@ -180,7 +182,8 @@ static void case_cudamalloc_fallback(th_ctx_t *c) {
   CHECK_OK(symheap_window_register(c->comm, start, bytes, 0, &w));
   void *base;
   size_t stride;
-  CHECK_ERR(symheap_window_flat_base(w, &base, &stride), SYMHEAP_ERR_UNSUPPORTED);
+  CHECK_ERR(symheap_window_flat_base(w, &base, &stride),
+            SYMHEAP_ERR_UNSUPPORTED);
   check_window(c, w, bytes, 0, 1);
   CHECK_OK(symheap_window_deregister(c->comm, w));
   CUDA_OK(cudaFree(buf));
@@ -287,9 +290,7 @@ static void run_cases(th_ctx_t *c, void *arg) {
   }
 }
 
-static void threads_body(th_ctx_t *c, void *arg) {
-  run_cases(c, arg);
-}
+static void threads_body(th_ctx_t *c, void *arg) { run_cases(c, arg); }
 
 int main(int argc, char **argv) {
   int ndev = 0;

@@ -10,9 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../adaptors/device/cuda_api.h"
-#include "fake_cuda/fake_cuda.h"
-#include "harness.h"
+#include "../../adaptors/device/cuda_api.h"
+#include "fake_cuda.h"
+#include "../harness.h"
 
 static const char *fake_path;
 static fake_cuda_set_fault_t set_fault;
@@ -114,7 +114,8 @@ static void test_device_choice(void) {
   char devs[4 * 64] = "";
   th_run_threads(4, device_of, devs);
   CHECK(strstr(devs, "(device 0)") && strstr(devs + 64, "(device 1)") &&
-            strstr(devs + 128, "(device 0)") && strstr(devs + 192, "(device 1)"),
+            strstr(devs + 128, "(device 0)") &&
+            strstr(devs + 192, "(device 1)"),
         "local rank modulo device count: %s %s %s %s", devs, devs + 64,
         devs + 128, devs + 192);
   setenv("SYMHEAP_CUDA_DEVICE", "1", 1);
@@ -133,12 +134,15 @@ static void test_device_choice(void) {
 }
 
 /* --- a fault at every driver call of a registration ---------------------- */
-static const char *reg_calls[] = {
-    "cuMemCreate",          "cuMemAddressReserve",
-    "cuMemMap",             "cuMemSetAccess",
-    "cuMemExportToShareableHandle", "cuMemImportFromShareableHandle",
-    "cuMulticastCreate",    "cuMulticastAddDevice",
-    "cuMulticastBindMem"};
+static const char *reg_calls[] = {"cuMemCreate",
+                                  "cuMemAddressReserve",
+                                  "cuMemMap",
+                                  "cuMemSetAccess",
+                                  "cuMemExportToShareableHandle",
+                                  "cuMemImportFromShareableHandle",
+                                  "cuMulticastCreate",
+                                  "cuMulticastAddDevice",
+                                  "cuMulticastBindMem"};
 #define NCALLS (sizeof reg_calls / sizeof reg_calls[0])
 
 static int count_calls(const char *log, const char *fn, int dev) {
@@ -159,8 +163,9 @@ typedef struct {
 
 static void sweep(th_ctx_t *c, void *arg) {
   sweep_t *sw = arg;
-  th_begin("cuda", sw->flags ? "fault_at_every_driver_call_multicast"
-                             : "fault_at_every_driver_call",
+  th_begin("cuda",
+           sw->flags ? "fault_at_every_driver_call_multicast"
+                     : "fault_at_every_driver_call",
            c->rank);
   static int calls[2][NCALLS];
   symheap_window_t w;
@@ -182,7 +187,8 @@ static void sweep(th_ctx_t *c, void *arg) {
     live(&base);
     fds0 = th_count_fds();
   }
-  symheap_comm_stats_t s0 = SYMHEAP_COMM_STATS_INIT, s1 = SYMHEAP_COMM_STATS_INIT;
+  symheap_comm_stats_t s0 = SYMHEAP_COMM_STATS_INIT,
+                       s1 = SYMHEAP_COMM_STATS_INIT;
   CHECK_OK(symheap_comm_get_stats(c->comm, &s0));
   CHECK_OK(symheap_comm_barrier(c->comm));
   for (int d = 0; d < 2; d++)
@@ -195,7 +201,8 @@ static void sweep(th_ctx_t *c, void *arg) {
         }
         CHECK_OK(symheap_comm_barrier(c->comm));
         symheap_result_t r = symheap_malloc(c->comm, 3 << 20, sw->flags, &w);
-        CHECK(r == SYMHEAP_ERR_DEVICE && strstr(symheap_last_error(), reg_calls[i]),
+        CHECK(r == SYMHEAP_ERR_DEVICE &&
+                  strstr(symheap_last_error(), reg_calls[i]),
               "%s #%d on device %d: got %s (%s)", reg_calls[i], nth, d,
               symheap_strerror(r), symheap_last_error());
         if (r == SYMHEAP_SUCCESS)
@@ -233,7 +240,8 @@ static int in_order(const char *log, const char *const *calls) {
   }
   return 1;
 }
-#define IN_ORDER(log, ...) in_order(log, (const char *const[]){__VA_ARGS__, NULL})
+#define IN_ORDER(log, ...)                                                     \
+  in_order(log, (const char *const[]){__VA_ARGS__, NULL})
 
 static void mc_sequence(th_ctx_t *c, void *arg) {
   (void)arg;
@@ -276,8 +284,8 @@ static void mc_sequence(th_ctx_t *c, void *arg) {
   CHECK_OK(symheap_comm_barrier(c->comm));
   if (c->rank == 0) {
     const char *l = call_log();
-    CHECK(IN_ORDER(l, "cuMemUnmap@0", "cuMemAddressFree@0", "cuMulticastUnbind@0",
-                   "cuMemRelease@0") &&
+    CHECK(IN_ORDER(l, "cuMemUnmap@0", "cuMemAddressFree@0",
+                   "cuMulticastUnbind@0", "cuMemRelease@0") &&
               IN_ORDER(l, "cuMemUnmap@1", "cuMemAddressFree@1",
                        "cuMulticastUnbind@1", "cuMemRelease@1") &&
               count_calls(l, "cuMulticastUnbind", 1) == 1,
@@ -319,7 +327,8 @@ static void asym_body(th_ctx_t *c, const char *tag) {
   CHECK_OK(symheap_window_register(c->comm, mine + 16, 4096, 0, &w));
   void *base;
   size_t stride;
-  CHECK_ERR(symheap_window_flat_base(w, &base, &stride), SYMHEAP_ERR_UNSUPPORTED);
+  CHECK_ERR(symheap_window_flat_base(w, &base, &stride),
+            SYMHEAP_ERR_UNSUPPORTED);
   symheap_device_window_t v;
   CHECK_OK(symheap_window_device_view(w, &v));
   CHECK(!(v.flags & SYMHEAP_VIEW_FLAT), "view claims a flat VA");
