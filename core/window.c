@@ -1,5 +1,6 @@
 /* Windows: collective registration over the flat VA (or per-peer IPC
- * mappings), deregistration, and the accessors. */
+ * mappings, window_ipc.c), reuse of kept mappings (mapcache.c), and
+ * deregistration.  Accessors are in window_access.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -240,9 +241,7 @@ static void window_free(struct symheap_window *w) {
 
 /* After the argument exchange: may this registration reuse a kept mapping?
  * Only if every rank offers one from the same earlier registration. */
-static symheap__mapping_t *cache_match(symheap_comm_t c,
-                                       struct symheap_window *w,
-                                       const reg_args_t *all,
+static symheap__mapping_t *cache_match(symheap_comm_t c, const reg_args_t *all,
                                        symheap__mapping_t *offered) {
   int hit = offered != NULL;
   for (int p = 0; p < c->nranks && hit; p++)
@@ -254,7 +253,6 @@ static symheap__mapping_t *cache_match(symheap_comm_t c,
     symheap__cache_take(c, offered);
     symheap__cache_destroy(c, offered);
   }
-  (void)w;
   return NULL;
 }
 
@@ -335,11 +333,9 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
     if (cacheable && (w->ids = calloc((unsigned)c->nranks, sizeof *w->ids)))
       for (int p = 0; p < c->nranks; p++)
         w->ids[p] = all[p].alloc_id;
-    reuse = cache_match(c, w, all, offered);
-  } else if (offered) {
-    symheap__cache_take(c, offered);
-    symheap__cache_destroy(c, offered);
+    reuse = cache_match(c, all, offered);
   }
+  /* On failure a kept mapping stays kept: nothing about it changed. */
   free(all);
   if (r != SYMHEAP_SUCCESS)
     goto fail;
@@ -447,10 +443,10 @@ symheap_result_t symheap__window_teardown(symheap_comm_t c,
                                           int may_cache) {
   const symheap_device_ops *ops = &c->dev.ops;
   symheap_result_t first = symheap__mc_teardown(c, w), r;
-  if (w->flat && may_cache && w->ids && !w->mc.handle && w->alloc &&
-      !w->owns_alloc && c->cache_max > 0) {
+  /* w->ids is set only for windows of symheap allocations on every rank and
+   * without multicast: the mappings a later registration can reuse. */
+  if (w->flat && may_cache && w->ids && !w->owns_alloc && c->cache_max > 0)
     symheap__cache_put(c, w); /* takes the mapping, or leaves it if it can't */
-  }
   if (w->flat && w->reserve) {
     r = unmap_flat(c, w, c->nranks);
     if (first == SYMHEAP_SUCCESS)
