@@ -43,8 +43,9 @@ static const symheap__cfg_var_t cfg_vars[] = {
     {"SYMHEAP_NRANKS", SYMHEAP_CFG_INT, NULL, 1, 1 << 20, NULL,
      "number of ranks, for symheap_comm_init_env (set by symheap-run)"},
     {"SYMHEAP_LOCAL_RANK", SYMHEAP_CFG_INT, NULL, 0, 1 << 20, NULL,
-     "rank among the ranks of this host (set by symheap-run); informs device "
-     "choice on GPU adaptors"},
+     "rank among the ranks of this host, set by symheap-run for the "
+     "program's own use (picking a GPU before symheap_comm_init_env); "
+     "symheap derives local ranks itself"},
     {"SYMHEAP_UNIQUE_ID", SYMHEAP_CFG_STRING, NULL, 0, 0, NULL,
      "the job's unique id as 256 hex digits, for symheap_comm_init_env (set by "
      "symheap-run)"},
