@@ -101,8 +101,8 @@ typedef struct {
   size_t granularity;          /* mapping granularity of the device adaptor */
   int32_t multicast_available; /* supported by the adaptor and not disabled */
   int32_t timeout_ms;
-  char
-      device[64]; /* the device this rank uses, e.g. "NVIDIA H200 (device 1)" */
+  /* The device this rank uses, e.g. "NVIDIA H200 (device 1)". */
+  char device[64];
   int32_t cpu_access; /* the CPU can load and store window memory directly */
 } symheap_comm_info_t;
 #define SYMHEAP_COMM_INFO_INIT                                                 \
@@ -123,7 +123,8 @@ typedef struct {
   uint64_t bytes_registered; /* sum of window sizes, local */
   uint64_t va_reserved;      /* flat ranges and allocation ranges */
   uint64_t bytes_mapped;     /* every mapping made, peers' included */
-  uint64_t descriptors_held; /* file descriptors owned for memory handles */
+  uint64_t descriptors_held; /* memory handles and exported descriptors
+                                held (file descriptors on the host) */
   uint64_t multicast_objects;
   uint64_t mappings_cached; /* flat mappings kept after deregistration
                                (SYMHEAP_WINDOW_CACHE); in bytes_mapped too */
