@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "uid.h"
 
 static char tag[32];
 static int g_threads;
@@ -481,15 +482,12 @@ static void run_cases(th_ctx_t *c, void *arg) {
 static int run_mixed(int per_proc) {
   const char *hex = getenv("SYMHEAP_UNIQUE_ID");
   const char *prank = getenv("SYMHEAP_RANK"), *pn = getenv("SYMHEAP_NRANKS");
-  if (!hex || !prank || !pn || strlen(hex) != 256) {
-    printf("FAIL mixed/env: run under symheap-run\n");
-    return 1;
-  }
   symheap_unique_id_t id;
-  for (int i = 0; i < 128; i++) {
-    unsigned v;
-    sscanf(hex + 2 * i, "%2x", &v);
-    id.bytes[i] = (unsigned char)v;
+  if (!hex || !prank || !pn ||
+      symheap__uid_from_hex(hex, &id) != SYMHEAP_SUCCESS) {
+    printf("FAIL mixed/env: run under symheap-run (%s)\n",
+           symheap_last_error());
+    return 1;
   }
   int nprocs = atoi(pn);
   g_threads = 1;

@@ -40,10 +40,13 @@ typedef struct {
   ipc_rec_t *ipc;
 } cuda_t;
 
+/* Every operation runs in the rank's context: thread-ranks share the
+ * process, and the caller may have made another context current since. */
 static symheap_result_t bind(cuda_t *c) {
   CU_TRY(cuCtxSetCurrent(c->ctx));
   return SYMHEAP_SUCCESS;
 }
+#define BIND(c) CU_TRY(cuCtxSetCurrent((c)->ctx))
 
 static int cuda_available(const symheap_host_services_t *svc, char *why,
                           size_t len) {
@@ -164,9 +167,7 @@ static cu_mem_prop_t mem_prop(const cuda_t *c) {
 
 static symheap_result_t cuda_query(void *ctx, symheap_device_caps_t *caps) {
   cuda_t *c = ctx;
-  symheap_result_t r = bind(c);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
+  BIND(c);
   cu_mem_prop_t p = mem_prop(c);
   CU_TRY(cuMemGetAllocationGranularity(&caps->granularity, &p,
                                        CU_GRANULARITY_MINIMUM));
@@ -201,9 +202,7 @@ static symheap_result_t cuda_query(void *ctx, symheap_device_caps_t *caps) {
 static symheap_result_t cuda_mem_create(void *ctx, size_t size,
                                         symheap_mem_handle_t *h) {
   cuda_t *c = ctx;
-  symheap_result_t r = bind(c);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
+  BIND(c);
   cu_mem_prop_t p = mem_prop(c);
   cu_mem_handle_t mh = 0;
   CU_TRY(cuMemCreate(&mh, size, &p, 0));
@@ -213,9 +212,7 @@ static symheap_result_t cuda_mem_create(void *ctx, size_t size,
 
 static symheap_result_t cuda_mem_release(void *ctx, symheap_mem_handle_t h) {
   cuda_t *c = ctx;
-  symheap_result_t r = bind(c);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
+  BIND(c);
   CU_TRY(cuMemRelease(h));
   return SYMHEAP_SUCCESS;
 }
@@ -227,9 +224,7 @@ static symheap_result_t cuda_mem_export(void *ctx, symheap_mem_handle_t h,
   if (kind != SYMHEAP_HANDLE_FD)
     return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
                           "the cuda adaptor exports file descriptors only");
-  symheap_result_t r = bind(c);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
+  BIND(c);
   int fd = -1;
   cu_result_t e = symheap__cu.cuMemExportToShareableHandle(
       &fd, h, CU_MEM_HANDLE_TYPE_POSIX_FD, 0);
@@ -271,9 +266,7 @@ static symheap_result_t cuda_mem_import(void *ctx,
 static symheap_result_t cuda_va_reserve(void *ctx, size_t size, size_t align,
                                         void **va) {
   cuda_t *c = ctx;
-  symheap_result_t r = bind(c);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
+  BIND(c);
   cu_deviceptr_t p = 0;
   CU_TRY(cuMemAddressReserve(&p, size, align, 0, 0));
   *va = (void *)(uintptr_t)p;
@@ -282,9 +275,7 @@ static symheap_result_t cuda_va_reserve(void *ctx, size_t size, size_t align,
 
 static symheap_result_t cuda_va_free(void *ctx, void *va, size_t size) {
   cuda_t *c = ctx;
-  symheap_result_t r = bind(c);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
+  BIND(c);
   CU_TRY(cuMemAddressFree((cu_deviceptr_t)(uintptr_t)va, size));
   return SYMHEAP_SUCCESS;
 }
@@ -292,27 +283,21 @@ static symheap_result_t cuda_va_free(void *ctx, void *va, size_t size) {
 static symheap_result_t cuda_map(void *ctx, void *va, size_t size,
                                  symheap_mem_handle_t h, size_t offset) {
   cuda_t *c = ctx;
-  symheap_result_t r = bind(c);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
+  BIND(c);
   CU_TRY(cuMemMap((cu_deviceptr_t)(uintptr_t)va, size, offset, h, 0));
   return SYMHEAP_SUCCESS;
 }
 
 static symheap_result_t cuda_unmap(void *ctx, void *va, size_t size) {
   cuda_t *c = ctx;
-  symheap_result_t r = bind(c);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
+  BIND(c);
   CU_TRY(cuMemUnmap((cu_deviceptr_t)(uintptr_t)va, size));
   return SYMHEAP_SUCCESS;
 }
 
 static symheap_result_t cuda_set_access(void *ctx, void *va, size_t size) {
   cuda_t *c = ctx;
-  symheap_result_t r = bind(c);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
+  BIND(c);
   cu_access_desc_t d = {{CU_LOCATION_DEVICE, c->dev}, CU_MEM_ACCESS_READWRITE};
   CU_TRY(cuMemSetAccess((cu_deviceptr_t)(uintptr_t)va, size, &d, 1));
   return SYMHEAP_SUCCESS;
@@ -322,9 +307,7 @@ static symheap_result_t cuda_mem_retain(void *ctx, void *ptr,
                                         symheap_mem_handle_t *h,
                                         void **alloc_base, size_t *alloc_size) {
   cuda_t *c = ctx;
-  symheap_result_t r = bind(c);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
+  BIND(c);
   cu_mem_handle_t mh = 0;
   if (symheap__cu.cuMemRetainAllocationHandle(&mh, ptr) != CU_OK)
     return symheap__error(SYMHEAP_ERR_UNSUPPORTED, "%p is not VMM memory", ptr);
@@ -361,9 +344,7 @@ _Static_assert(sizeof(ipc_blob_t) <= SYMHEAP_SHAREABLE_MAX_BYTES,
 static symheap_result_t cuda_ipc_get(void *ctx, void *ptr, size_t size,
                                      symheap_shareable_t *out) {
   cuda_t *c = ctx;
-  symheap_result_t r = bind(c);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
+  BIND(c);
   cu_deviceptr_t base = 0;
   size_t asz = 0;
   if (symheap__cu.cuMemGetAddressRange(&base, &asz,
@@ -423,9 +404,8 @@ static symheap_result_t cuda_ipc_open(void *ctx, const symheap_shareable_t *in,
   memcpy(&b, in->bytes, sizeof b);
   if (b.magic != IPC_MAGIC)
     return symheap__error(SYMHEAP_ERR_REMOTE, "malformed CUDA IPC handle");
-  symheap_result_t r = bind(c);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
+  BIND(c);
+  symheap_result_t r = SYMHEAP_SUCCESS;
   ipc_rec_t *rec = calloc(1, sizeof *rec);
   if (!rec)
     return symheap__error(SYMHEAP_ERR_NO_MEMORY, "cuda ipc: out of memory");
@@ -513,9 +493,7 @@ static symheap_result_t cuda_mc_create(void *ctx, size_t size, int ndevices,
 
 static symheap_result_t cuda_mc_add_device(void *ctx, symheap_mem_handle_t mc) {
   cuda_t *c = ctx;
-  symheap_result_t r = bind(c);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
+  BIND(c);
   CU_TRY(cuMulticastAddDevice(mc, c->dev));
   return SYMHEAP_SUCCESS;
 }
@@ -524,9 +502,7 @@ static symheap_result_t cuda_mc_bind(void *ctx, symheap_mem_handle_t mc,
                                      size_t mc_offset, symheap_mem_handle_t mem,
                                      size_t mem_offset, size_t size) {
   cuda_t *c = ctx;
-  symheap_result_t r = bind(c);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
+  BIND(c);
   CU_TRY(cuMulticastBindMem(mc, mc_offset, mem, mem_offset, size, 0));
   return SYMHEAP_SUCCESS;
 }
@@ -534,9 +510,7 @@ static symheap_result_t cuda_mc_bind(void *ctx, symheap_mem_handle_t mc,
 static symheap_result_t cuda_mc_unbind(void *ctx, symheap_mem_handle_t mc,
                                        size_t mc_offset, size_t size) {
   cuda_t *c = ctx;
-  symheap_result_t r = bind(c);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
+  BIND(c);
   CU_TRY(cuMulticastUnbind(mc, c->dev, mc_offset, size));
   return SYMHEAP_SUCCESS;
 }
