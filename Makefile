@@ -95,6 +95,51 @@ $(BUILD)/test/test_gpu: test/gpu/test_gpu.cu $(BUILD)/obj/test/harness.o \
 .PHONY: gpu-tests
 gpu-tests: $(BUILD)/test/test_gpu
 
+# The CUDA collectives (kernels/), wherever nvcc is.  They link the shared
+# libsymheap so that windows are the application's own.
+ifneq ($(NVCC),)
+CUDA_LIB := $(BUILD)/lib/libsymheap_cuda.so
+KERNEL_OBJS := $(patsubst %.cu,$(BUILD)/obj/%.o,$(wildcard kernels/*.cu))
+KERNEL_DEPS := $(wildcard kernels/*.cuh kernels/*.h) $(HEADERS)
+NVCC_FLAGS = -O3 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels \
+  -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Werror
+$(BUILD)/obj/kernels/%.o: kernels/%.cu $(KERNEL_DEPS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
+$(CUDA_LIB): $(KERNEL_OBJS) $(BUILD)/lib/libsymheap.so
+	$(NVCC) -shared -o $@.0 $(KERNEL_OBJS) -Xlinker -soname,libsymheap_cuda.so.0 \
+	  -L$(BUILD)/lib -lsymheap -Xlinker -rpath,'$$ORIGIN'
+	ln -sf libsymheap_cuda.so.0 $@
+# GPU tests of the collectives, and the collectives benchmark.
+$(BUILD)/test/test_coll: test/gpu/test_coll.cu $(BUILD)/obj/test/harness.o \
+    $(CUDA_LIB) $(KERNEL_DEPS)
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -Itest -o $@ $< \
+	  $(BUILD)/obj/test/harness.o -L$(BUILD)/lib -lsymheap_cuda -lsymheap \
+	  -Xlinker -rpath,'$$ORIGIN/../lib' -ldl -lpthread
+$(BUILD)/bin/symheap-bench-cuda: tools/symheap-bench-cuda.cu $(CUDA_LIB) \
+    $(KERNEL_DEPS)
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -o $@ $< \
+	  -L$(BUILD)/lib -lsymheap_cuda -lsymheap -Xlinker -rpath,'$$ORIGIN/../lib'
+# The collectives' host-side checks: plain C, no GPU needed.
+$(BUILD)/test/test_coll_api: test/test_coll_api.c $(BUILD)/obj/test/harness.o \
+    $(CUDA_LIB) $(KERNEL_DEPS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Ikernels -o $@ $< $(BUILD)/obj/test/harness.o \
+	  -L$(BUILD)/lib -lsymheap_cuda -lsymheap -Wl,-rpath,'$$ORIGIN/../lib' \
+	  $(LDFLAGS_ALL) $(LIBS)
+# Tuning probe for the kernels' launch parameters (bench/coll_sweep.cu).
+.PHONY: coll-sweep
+coll-sweep: $(BUILD)/bin/coll-sweep
+$(BUILD)/bin/coll-sweep: bench/coll_sweep.cu $(KERNEL_OBJS) $(BUILD)/lib/libsymheap.so
+	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -o $@ $< \
+	  $(KERNEL_OBJS) -L$(BUILD)/lib -lsymheap -Xlinker -rpath,'$$ORIGIN/../lib'
+all: $(CUDA_LIB) $(BUILD)/bin/symheap-bench-cuda
+tests: $(BUILD)/test/test_coll_api
+gpu-tests: $(BUILD)/test/test_coll
+endif
+
 demo: all
 	$(BUILD)/bin/symheap-run -n 4 -- $(BUILD)/bin/symheap-bench
 
@@ -111,6 +156,12 @@ install: all
 	ln -sf libsymheap.so.0 $(DESTDIR)$(PREFIX)/lib/libsymheap.so
 	install -m 644 $(BUILD)/lib/libsymheap.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(TOOLS:%=$(BUILD)/bin/%) $(DESTDIR)$(PREFIX)/bin/
+	if [ -e $(BUILD)/lib/libsymheap_cuda.so.0 ]; then \
+	  install -m 755 $(BUILD)/lib/libsymheap_cuda.so.0 $(DESTDIR)$(PREFIX)/lib/ && \
+	  ln -sf libsymheap_cuda.so.0 $(DESTDIR)$(PREFIX)/lib/libsymheap_cuda.so && \
+	  install -m 644 kernels/symheap_cuda.h kernels/symheap_device.cuh \
+	    $(DESTDIR)$(PREFIX)/include/ && \
+	  install -m 755 $(BUILD)/bin/symheap-bench-cuda $(DESTDIR)$(PREFIX)/bin/; fi
 	sed -e 's|@PREFIX@|$(PREFIX)|g' \
 	  -e 's|@VERSION@|$(shell sed -n 's/#define SYMHEAP_VERSION_\(MAJOR\|MINOR\|PATCH\) //p' include/symheap.h | paste -sd.)|' \
 	  symheap.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/symheap.pc

@@ -5,6 +5,8 @@
 # same run, then a short table.  NVLink multicast stays off throughout: it must
 # never be created on the shared development machines.
 #   bench/gpu_run.sh [OUTDIR]
+# QUICK=1: only the collectives' tests and benchmark (no registration
+# benchmark, no peers' baseline), for iterating on kernels.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
   NVSHMEM_DISABLE_NVLS=1 SYMHEAP_DISABLE_MULTICAST=1
 set -u
@@ -23,6 +25,23 @@ step "build"
 make -s -j"$(nproc)" all tests gpu-tests NVCC_ARCH="-arch=sm_90" 2>&1 | tail -20
 build/bin/symheap-info | tee "$OUTDIR/info.txt"
 
+python3 -c 'import matplotlib' 2>/dev/null && echo "matplotlib: yes" || echo "matplotlib: no"
+
+step "collectives: GPU tests (processes, then threads)"
+build/bin/symheap-run -n 2 build/test/test_coll 2>&1 | tee "$OUTDIR/gpu_coll_procs.txt"
+build/test/test_coll --threads 2 2>&1 | tee "$OUTDIR/gpu_coll_threads.txt"
+
+step "collectives: symheap-bench --collectives, 2 ranks"
+build/bin/symheap-run -n 2 build/bin/symheap-bench --collectives \
+  --json "$OUTDIR/coll.json" 2>&1 | tee "$OUTDIR/coll_bench.txt"
+
+if [ "${QUICK:-0}" = 1 ]; then
+  echo "QUICK=1: stopping here"
+  grep -h '^FAIL' "$OUTDIR"/gpu_*.txt | head -20
+  echo "GPU tests: $(cat "$OUTDIR"/gpu_*.txt | grep -c '^PASS ') passed, $(cat "$OUTDIR"/gpu_*.txt | grep -c '^FAIL ') failed"
+  exit 0
+fi
+
 step "GPU tests"
 build/bin/symheap-run -n 2 build/test/test_gpu 2>&1 | tee "$OUTDIR/gpu_procs.txt"
 build/test/test_gpu --threads 2 2>&1 | tee "$OUTDIR/gpu_threads.txt"
@@ -39,6 +58,10 @@ step "peers' baseline (same machine, same run)"
 OUT="$OUTDIR" timeout 400 python3 bench/peers_baseline.py > "$OUTDIR/baseline.txt" 2>&1
 tail -c 3000 "$OUTDIR/baseline.txt"
 
+step "plot"
+python3 bench/plot_coll.py "$OUTDIR/coll.json" "$OUTDIR/baseline.json" \
+  "$OUTDIR/cuda-collectives.png" "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) x$(nvidia-smi -L | wc -l), $(date -u +%Y-%m-%d)"
+
 step "summary"
 pass=$(cat "$OUTDIR"/gpu_*.txt | grep -c '^PASS ')
 fail=$(cat "$OUTDIR"/gpu_*.txt | grep -c '^FAIL ')
@@ -52,6 +75,19 @@ awk 'FNR == 1 { f++ } $2 ~ /iB$/ { k = $1 " " $2
            for (i = 1; i <= 3; i++) printf "%-8s %10s %12s %12s %10s\n",
              ks[i], first[ks[i]], on[ks[i]], off[ks[i]], mal[ks[i]] }' \
   "$OUTDIR/bench.txt" "$OUTDIR/bench_nocache.txt"
+python3 - "$OUTDIR/coll.json" "$OUTDIR/baseline.json" <<'PY'
+import json, sys
+ours, base = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+print("all-reduce bf16 (us per op): size, symheap auto / graph, NCCL, torch one-shot, torch two-shot")
+for b in [4096, 65536, 1 << 20, 16 << 20, 256 << 20]:
+    g = lambda d, k: d.get(k + str(b), float("nan"))
+    print(f"{b:>10} {g(ours,'allreduce_auto_us_'):8.2f} {g(ours,'allreduce_graph_us_'):8.2f}"
+          f" {g(base,'nccl_allreduce_us_'):8.2f} {g(base,'torch_one_shot_us_'):8.2f}"
+          f" {g(base,'torch_two_shot_us_'):8.2f}")
+print("peer copy GB/s: symheap put %.1f get %.1f, cudaMemcpy write %.1f read %.1f; torch SM write %.1f read %.1f"
+      % (ours["peer_put_GBps"], ours["peer_get_GBps"], ours["memcpy_write_GBps"],
+         ours["memcpy_read_GBps"], base.get("sm_peer_write_GBps", 0), base.get("sm_peer_read_GBps", 0)))
+PY
 python3 - "$OUTDIR/baseline.json" <<'PY' 2>/dev/null
 import json, sys
 r = json.load(open(sys.argv[1]))

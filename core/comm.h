@@ -61,6 +61,7 @@ struct symheap_window {
   int owns_alloc;             /* made by symheap_malloc */
   void **peer;                /* nranks peer addresses of the window start */
   symheap__mc_t mc;
+  int slot; /* signal slot in the comm pad, or -1 */
 };
 
 struct symheap_comm {
@@ -84,6 +85,11 @@ struct symheap_comm {
   uint64_t next_window_id;
   uint64_t next_alloc_id;
   struct symheap_window *pad; /* the comm's own window, made at init */
+  int pad_ready;              /* cleared on every rank: views may carry it */
+  /* Signal slots of the pad in use (SYMHEAP_PAD_SLOTS bits).  Windows come
+   * and go in the same order on every rank, so every rank gives a window
+   * the same slot without exchanging anything. */
+  uint64_t slot_used[(SYMHEAP_PAD_SLOTS + 63) / 64];
   symheap__mapping_t *cache;
   int cache_max; /* SYMHEAP_WINDOW_CACHE */
   uint64_t cache_clock;
@@ -147,13 +153,21 @@ void symheap__cache_clear(symheap_comm_t c);
 symheap__alloc_t *symheap__alloc_find(symheap_comm_t c, const void *ptr);
 symheap_result_t symheap__alloc_free(symheap_comm_t c, symheap__alloc_t *a);
 
-/* window.c */
-/* Collective, at comm init: the comm's own window of one granule per rank.
- * Keeping a mapping of every peer's memory alive keeps the driver's peer
- * mappings warm: on H200 it takes a later registration's cuMemSetAccess from
- * about 1.9 ms to 0.1 ms (bench/vmm_costs.c measures it).  It is also where
- * device-side signals will live. */
+/* pad.c */
+/* Collective, at comm init: the comm's own window, SYMHEAP_PAD_BYTES per
+ * rank (layout in symheap_device.h), cleared on every rank before it returns.
+ * Device signals and the collectives' state live there.  Keeping a mapping of
+ * every peer's memory alive also keeps the driver's peer mappings warm: on
+ * H200 it takes a later registration's cuMemSetAccess from about 1.9 ms to
+ * 0.1 ms (bench/vmm_costs.c measures it). */
 symheap_result_t symheap__pad_create(symheap_comm_t c);
+/* Local: the window's signal slot, or -1 when none is free or the pad is not
+ * usable. */
+int symheap__slot_take(symheap_comm_t c);
+/* Local, after every rank agreed to release w: clear and free its slot. */
+void symheap__slot_release(symheap_comm_t c, struct symheap_window *w);
+
+/* window.c */
 /* Local.  may_cache: keep the flat mapping for a later registration of the
  * same memory (deregistration); 0 unmaps it (free, comm destroy). */
 symheap_result_t symheap__window_teardown(symheap_comm_t c,

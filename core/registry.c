@@ -60,6 +60,11 @@ static symheap_result_t stub_ipc_close(void *c, void *p) {
   return unsupported("ipc_close");
 }
 
+static symheap_result_t stub_mem_zero(void *ctx, void *va, size_t size) {
+  (void)ctx, (void)va, (void)size;
+  return unsupported("mem_zero");
+}
+
 symheap_result_t symheap__device_normalise(const symheap_device_ops *in,
                                            symheap__device_table_t *out) {
   if (!in)
@@ -108,6 +113,7 @@ symheap_result_t symheap__device_normalise(const symheap_device_ops *in,
   out->has_multicast = out->ops.mc_create && out->ops.mc_add_device &&
                        out->ops.mc_bind && out->ops.mc_unbind;
   out->has_ipc = out->ops.ipc_get && out->ops.ipc_open && out->ops.ipc_close;
+  out->has_mem_zero = out->ops.mem_zero != NULL;
   int partial_mc = (out->ops.mc_create || out->ops.mc_add_device ||
                     out->ops.mc_bind || out->ops.mc_unbind) &&
                    !out->has_multicast;
@@ -127,6 +133,8 @@ symheap_result_t symheap__device_normalise(const symheap_device_ops *in,
     out->ops.mc_bind = stub_mc_bind;
     out->ops.mc_unbind = stub_mc_unbind;
   }
+  if (!out->ops.mem_zero)
+    out->ops.mem_zero = stub_mem_zero;
   if (!out->has_ipc) {
     out->ops.ipc_get = stub_ipc_get;
     out->ops.ipc_open = stub_ipc_open;

@@ -34,3 +34,7 @@ const symheap_host_services_t symheap__host_services = {
     .error = svc_error,
     .getenv = svc_getenv,
 };
+
+SYMHEAP__EXPORT const symheap_host_services_t *symheap_host_services(void) {
+  return &symheap__host_services;
+}

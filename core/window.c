@@ -262,6 +262,8 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
                                       unsigned flags, symheap_result_t pre,
                                       int owns_alloc, symheap_window_t *out) {
   struct symheap_window *w = calloc(1, sizeof *w);
+  if (w)
+    w->slot = -1;
   reg_args_t a, *all = calloc((size_t)c->nranks, sizeof *all);
   memset(&a, 0, sizeof a);
   symheap_result_t r = pre;
@@ -374,6 +376,7 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
   }
   w->id = c->next_window_id++;
   w->owns_alloc = owns_alloc;
+  w->slot = symheap__slot_take(c);
   if (w->alloc)
     w->alloc->windows++;
   w->next = c->windows;
@@ -517,6 +520,7 @@ static symheap_result_t release_impl(symheap_comm_t c, symheap_window_t w,
   if (r != SYMHEAP_SUCCESS)
     return r;
   symheap__window_unlink(c, p);
+  symheap__slot_release(c, p);
   if (!freeing)
     p->owns_alloc = 0; /* deregistering a symheap_malloc window keeps memory */
   r = symheap__window_teardown(c, p, !freeing);
@@ -531,18 +535,4 @@ SYMHEAP__EXPORT symheap_result_t symheap_window_deregister(symheap_comm_t c,
 SYMHEAP__EXPORT symheap_result_t symheap_free(symheap_comm_t c,
                                               symheap_window_t w) {
   return release_impl(c, w, 1, "symheap_free");
-}
-
-symheap_result_t symheap__pad_create(symheap_comm_t c) {
-  symheap_window_t w;
-  symheap_result_t r = symheap_malloc(c, c->caps.granularity, 0, &w);
-  if (r != SYMHEAP_SUCCESS)
-    return symheap__error_context(r, "creating the comm's pad");
-  /* Not a user window: out of the window lists and window counts; its
-   * memory and mappings stay in the accounting. */
-  symheap__window_unlink(c, w);
-  c->stats.windows_live--;
-  c->stats.bytes_registered -= w->size;
-  c->pad = w;
-  return SYMHEAP_SUCCESS;
 }

@@ -134,7 +134,19 @@ symheap_window_device_view(symheap_window_t w, symheap_device_window_t *v) {
     v->flags |= SYMHEAP_VIEW_MULTICAST;
     v->multicast_base = (char *)w->mc.va + w->head;
   }
-  for (int p = 0; p < w->comm->nranks && p < SYMHEAP_DEVICE_MAX_PEERS; p++)
+  symheap_comm_t c = w->comm;
+  if (c->pad_ready) {
+    v->flags |= SYMHEAP_VIEW_PAD;
+    v->pad_base = c->pad->reserve + c->pad->head;
+    v->pad_stride = c->pad->stride;
+  }
+  if (w->slot >= 0) {
+    v->flags |= SYMHEAP_VIEW_SIGNALS;
+    v->signal_count = SYMHEAP_SLOT_SIGNALS;
+    v->signal_offset =
+        SYMHEAP_PAD_SLOTS_OFFSET + (uint64_t)w->slot * SYMHEAP_PAD_SLOT_BYTES;
+  }
+  for (int p = 0; p < c->nranks && p < SYMHEAP_DEVICE_MAX_PEERS; p++)
     v->peer_ptrs[p] = w->peer[p];
   return SYMHEAP_SUCCESS;
 }

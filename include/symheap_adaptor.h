@@ -164,6 +164,14 @@ typedef struct symheap_device_ops {
   symheap_result_t (*ipc_open)(void *ctx, const symheap_shareable_t *in,
                                void **ptr);
   symheap_result_t (*ipc_close)(void *ctx, void *ptr);
+
+  /* Optional (added in 0.2; an adaptor with a smaller struct_size has it
+   * NULL).  Set [va, va+size) of this rank's own mapped, accessible memory to
+   * zero and return once it is done.  The core clears the comm pad with it at
+   * init and a window's signal slot when the window goes.  NULL: the pad
+   * cannot be cleared, so views carry no pad (no device signals, no
+   * collectives) and the comm's log says so. */
+  symheap_result_t (*mem_zero)(void *ctx, void *va, size_t size);
   /* v1 ends here */
 } symheap_device_ops;
 
@@ -189,6 +197,11 @@ typedef struct symheap_ccl_ops {
   void (*fini)(void *ctx);
   /* v1 ends here */
 } symheap_ccl_ops;
+
+/* The services the core lends adaptors, for code built on symheap outside
+ * the core (the CUDA collectives library, plugins): errors recorded through
+ * it are what symheap_last_error() returns. */
+const symheap_host_services_t *symheap_host_services(void);
 
 /* Make a device adaptor selectable by name (SYMHEAP_DEVICE=<name>) in this
  * process.  The table is copied; its name must be unique. */

@@ -4,6 +4,12 @@
  * serves host code, CUDA and HIP.  Peer p's copy of the window is at
  * flat_base + p * stride when SYMHEAP_VIEW_FLAT is set; otherwise (the
  * asymmetric fallback, e.g. legacy CUDA IPC) at peer_ptrs[p].
+ *
+ * Every comm also owns a small symmetric "pad" (made at comm init, zeroed
+ * before any rank can use it, always on the flat VA).  Its layout is fixed
+ * here because kernels address it directly: the collectives' control words,
+ * their low-latency buffers, and one signal slot per live window.  The
+ * CUDA functions that use it are in kernels/symheap_device.cuh.
  */
 #ifndef SYMHEAP_DEVICE_H
 #define SYMHEAP_DEVICE_H
@@ -17,7 +23,8 @@
 #define SYMHEAP_DEVICE_INLINE static inline
 #endif
 
-#define SYMHEAP_DEVICE_WINDOW_VERSION 1
+/* 2: the comm pad and the window's signal slot joined the view. */
+#define SYMHEAP_DEVICE_WINDOW_VERSION 2
 /* The per-peer table is carried inline so the view needs no memory of its own
  * on the device; windows wider than this need the flat VA. */
 #define SYMHEAP_DEVICE_MAX_PEERS 32
@@ -25,6 +32,27 @@
 /* View flags. */
 #define SYMHEAP_VIEW_FLAT 0x1u      /* flat_base/stride are valid */
 #define SYMHEAP_VIEW_MULTICAST 0x2u /* multicast_base is valid */
+#define SYMHEAP_VIEW_PAD 0x4u       /* pad_base/pad_stride are valid */
+#define SYMHEAP_VIEW_SIGNALS 0x8u   /* the window owns a signal slot */
+
+/* Layout of each rank's part of the comm pad (bytes from its start). */
+#define SYMHEAP_PAD_COLL_OFFSET 0u /* collectives: counters and flags */
+#define SYMHEAP_PAD_COLL_BYTES (64u << 10)
+#define SYMHEAP_PAD_LL_OFFSET (64u << 10) /* collectives: LL buffers */
+#define SYMHEAP_PAD_LL_BYTES (2u << 20)
+#define SYMHEAP_PAD_SLOTS_OFFSET (SYMHEAP_PAD_LL_OFFSET + SYMHEAP_PAD_LL_BYTES)
+/* One slot per live window, given out in registration order; windows
+ * registered while all are taken have no SYMHEAP_VIEW_SIGNALS. */
+#define SYMHEAP_PAD_SLOTS 128u
+#define SYMHEAP_PAD_SLOT_BYTES 8192u
+#define SYMHEAP_PAD_BYTES                                                      \
+  (SYMHEAP_PAD_SLOTS_OFFSET + SYMHEAP_PAD_SLOTS * SYMHEAP_PAD_SLOT_BYTES)
+
+/* Inside a slot: user signals (64-bit words any rank may set on any rank),
+ * then the state of the device barrier (symheap_dev_barrier). */
+#define SYMHEAP_SLOT_SIGNALS 512u /* uint64_t signals at slot offset 0 */
+#define SYMHEAP_SLOT_BARRIER_OFFSET 4096u
+#define SYMHEAP_BARRIER_CHANNELS 8u /* independent barriers per window */
 
 typedef struct symheap_device_window {
   uint32_t version;     /* SYMHEAP_DEVICE_WINDOW_VERSION */
@@ -34,9 +62,13 @@ typedef struct symheap_device_window {
   uint64_t size;        /* usable bytes of each rank's copy */
   int32_t rank;
   int32_t nranks;
-  uint32_t flags; /* SYMHEAP_VIEW_* */
-  uint32_t reserved0;
-  void *multicast_base; /* NULL without SYMHEAP_VIEW_MULTICAST */
+  uint32_t flags;        /* SYMHEAP_VIEW_* */
+  uint32_t signal_count; /* user signals in the slot; 0 without a slot */
+  void *multicast_base;  /* NULL without SYMHEAP_VIEW_MULTICAST */
+  /* The comm pad: rank p's part at pad_base + p * pad_stride. */
+  void *pad_base;
+  uint64_t pad_stride;
+  uint64_t signal_offset; /* the window's slot inside each rank's pad part */
   /* Peer addresses; filled in both modes for the first
    * SYMHEAP_DEVICE_MAX_PEERS ranks. */
   void *peer_ptrs[SYMHEAP_DEVICE_MAX_PEERS];
@@ -64,6 +96,23 @@ symheap_device_multicast_ptr(const symheap_device_window_t *w, size_t offset) {
   return (w->flags & SYMHEAP_VIEW_MULTICAST)
              ? (void *)((char *)w->multicast_base + offset)
              : (void *)0;
+}
+
+/* Byte `offset` of peer's part of the comm pad. */
+SYMHEAP_DEVICE_INLINE void *
+symheap_device_pad_ptr(const symheap_device_window_t *w, int peer,
+                       size_t offset) {
+  return (char *)w->pad_base + (uint64_t)peer * w->pad_stride + offset;
+}
+
+/* Signal `index` of the window's slot on `peer` (NULL without a slot). */
+SYMHEAP_DEVICE_INLINE uint64_t *
+symheap_device_signal_ptr(const symheap_device_window_t *w, int peer,
+                          unsigned index) {
+  return (w->flags & SYMHEAP_VIEW_SIGNALS)
+             ? (uint64_t *)symheap_device_pad_ptr(w, peer, w->signal_offset) +
+                   index
+             : (uint64_t *)0;
 }
 
 #endif /* SYMHEAP_DEVICE_H */

@@ -108,10 +108,17 @@ else
   echo " cuda_api.h vs cuda.h: not built (no CUDA toolkit at \$CUDA_HOME)"
 fi
 suite "" build
+if [ -x build/test/test_coll_api ]; then
+  run " cuda collectives: host-side checks" build/test/test_coll_api
+fi
 if [ -x build/test/test_gpu ]; then
   export SYMHEAP_DISABLE_MULTICAST=1 NCCL_NVLS_ENABLE=0
   run " gpu procs x2" build/bin/symheap-run -n 2 build/test/test_gpu
   run " gpu threads x2" build/test/test_gpu --threads 2
+  if [ -x build/test/test_coll ]; then
+    run " gpu collectives procs x2" build/bin/symheap-run -n 2 build/test/test_coll
+    run " gpu collectives threads x2" build/test/test_coll --threads 2
+  fi
   unset SYMHEAP_DISABLE_MULTICAST NCCL_NVLS_ENABLE
 fi
 . test/shell_checks.sh

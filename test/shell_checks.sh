@@ -69,3 +69,23 @@ env_doc_current() {
     <(grep '^|' docs/env.md)
 }
 check "docs/env.md matches the variable table" env_doc_current
+
+# The CUDA collectives library (built wherever nvcc is) exports its C API
+# only, and installs with its headers.
+cuda_lib_exports() {
+  local bad
+  bad=$(nm -D --defined-only build/lib/libsymheap_cuda.so | awk '{print $3}' |
+    grep -v '^symheap_cuda_[a-z]' || true)
+  [ -z "$bad" ] || { echo "unexpected exports: $bad"; return 1; }
+  local dir
+  dir=$(mktemp -d)
+  make -s install PREFIX="$dir" >/dev/null || return 1
+  for f in lib/libsymheap_cuda.so include/symheap_cuda.h \
+      include/symheap_device.cuh bin/symheap-bench-cuda; do
+    [ -e "$dir/$f" ] || { echo "not installed: $f"; return 1; }
+  done
+  rm -rf "$dir"
+}
+if [ -e build/lib/libsymheap_cuda.so ]; then
+  check "libsymheap_cuda.so: exports, install" cuda_lib_exports
+fi

@@ -35,6 +35,8 @@ SAME_OFFSET(cu_mc_prop_t, size, CUmulticastObjectProp, size);
 SAME_OFFSET(cu_mc_prop_t, handle_types, CUmulticastObjectProp, handleTypes);
 SAME_OFFSET(cu_mc_prop_t, flags, CUmulticastObjectProp, flags);
 SAME_SIZE(cu_ipc_mem_handle_t, CUipcMemHandle);
+SAME_SIZE(cu_stream_t, CUstream);
+SAME_VALUE(CU_STREAM_FLAG_NON_BLOCKING, CU_STREAM_NON_BLOCKING);
 
 SAME_VALUE(CU_ERR_INVALID_VALUE, CUDA_ERROR_INVALID_VALUE);
 SAME_VALUE(CU_ERR_OUT_OF_MEMORY, CUDA_ERROR_OUT_OF_MEMORY);

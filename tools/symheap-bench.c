@@ -1,16 +1,21 @@
 /* symheap-bench: what a symmetric heap costs and gives, on the selected
  * backend.  Run it under symheap-run:
  *   symheap-run -n 4 symheap-bench [--max-size BYTES] [--iters N]
+ *   symheap-run -n 2 symheap-bench --collectives [ARGS]
+ * (--collectives runs symheap-bench-cuda, installed beside it where the
+ * CUDA collectives were built: GPU all-reduce, all-gather and peer copies.)
  * It prints one table: collective register and deregister time by window
  * size (the slowest rank's time, median over iterations), peer read and
  * write bandwidth through the flat VA beside local memcpy, and a flat-VA
  * all-reduce (float sum) checked against a double-precision reference.  The
  * last two need CPU access to window memory (the host backend). */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "symheap.h"
 
@@ -305,7 +310,37 @@ static size_t parse_size(const char *s) {
   return (size_t)v;
 }
 
+/* --collectives: the CUDA benchmark is its own program (CUDA C); run the one
+ * next to this one. */
+static int exec_collectives(char **argv, int argc) {
+  char path[4096];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 32);
+  if (n <= 0) {
+    fprintf(stderr, "symheap-bench: cannot find myself: %s\n",
+            strerror(errno));
+    return 2;
+  }
+  path[n] = '\0';
+  char *slash = strrchr(path, '/');
+  strcpy(slash ? slash + 1 : path, "symheap-bench-cuda");
+  char **args = calloc((size_t)argc + 1, sizeof *args);
+  if (!args)
+    return 2;
+  args[0] = path;
+  for (int i = 2; i < argc; i++)
+    args[i - 1] = argv[i];
+  execv(path, args);
+  fprintf(stderr,
+          "symheap-bench: --collectives needs %s (built with the CUDA "
+          "collectives where nvcc is): %s\n",
+          path, strerror(errno));
+  free(args);
+  return 2;
+}
+
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--collectives") == 0)
+    return exec_collectives(argv, argc);
   size_t max_size = 1u << 30, bw_bytes = 64u << 20, count = 4u << 20;
   int iters = 21;
   for (int i = 1; i < argc; i++) {
@@ -320,7 +355,9 @@ int main(int argc, char **argv) {
     else {
       fprintf(stderr,
               "usage: symheap-run -n N symheap-bench [--max-size BYTES] "
-              "[--bw-size BYTES] [--count FLOATS] [--iters N]\n");
+              "[--bw-size BYTES] [--count FLOATS] [--iters N]\n"
+              "       symheap-run -n N symheap-bench --collectives "
+              "[see symheap-bench-cuda --help]\n");
       return 2;
     }
   }

@@ -515,6 +515,28 @@ static symheap_result_t cuda_mc_unbind(void *ctx, symheap_mem_handle_t mc,
   return SYMHEAP_SUCCESS;
 }
 
+/* On a private stream, so that clearing the pad neither waits for nor
+ * delays the caller's work on other streams. */
+static symheap_result_t cuda_mem_zero(void *ctx, void *va, size_t size) {
+  cuda_t *c = ctx;
+  BIND(c);
+  cu_stream_t s = NULL;
+  CU_TRY(cuStreamCreate(&s, CU_STREAM_FLAG_NON_BLOCKING));
+  cu_result_t e = symheap__cu.cuMemsetD8Async((cu_deviceptr_t)(uintptr_t)va,
+                                              0, size, s);
+  const char *fn = "cuMemsetD8Async";
+  if (e == CU_OK) {
+    e = symheap__cu.cuStreamSynchronize(s);
+    fn = "cuStreamSynchronize";
+  }
+  cu_result_t ed = symheap__cu.cuStreamDestroy(s);
+  if (e != CU_OK)
+    return symheap__cu_fail(fn, e);
+  if (ed != CU_OK)
+    return symheap__cu_fail("cuStreamDestroy", ed);
+  return SYMHEAP_SUCCESS;
+}
+
 const symheap_device_ops symheap__cuda_device_ops = {
     .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
     .struct_size = sizeof(symheap_device_ops),
@@ -540,4 +562,5 @@ const symheap_device_ops symheap__cuda_device_ops = {
     .ipc_get = cuda_ipc_get,
     .ipc_open = cuda_ipc_open,
     .ipc_close = cuda_ipc_close,
+    .mem_zero = cuda_mem_zero,
 };

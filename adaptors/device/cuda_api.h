@@ -14,6 +14,7 @@ typedef int cu_device_t;
 typedef struct cu_ctx_st *cu_context_t;
 typedef unsigned long long cu_deviceptr_t;
 typedef unsigned long long cu_mem_handle_t;
+typedef struct cu_stream_st *cu_stream_t;
 
 typedef struct {
   int type; /* CU_MEM_LOCATION_TYPE_* */
@@ -78,6 +79,7 @@ enum {
   CU_GRANULARITY_MINIMUM = 0,
   CU_GRANULARITY_RECOMMENDED = 1,
   CU_IPC_LAZY_ENABLE_PEER_ACCESS = 1,
+  CU_STREAM_FLAG_NON_BLOCKING = 1,
 };
 
 /* name, the version cuGetProcAddress is asked for, return, parameters.
@@ -126,7 +128,12 @@ enum {
   X(cuIpcGetMemHandle, 12000, (cu_ipc_mem_handle_t * h, cu_deviceptr_t ptr))   \
   X(cuIpcOpenMemHandle, 12000,                                                 \
     (cu_deviceptr_t * ptr, cu_ipc_mem_handle_t h, unsigned int flags))         \
-  X(cuIpcCloseMemHandle, 12000, (cu_deviceptr_t ptr))
+  X(cuIpcCloseMemHandle, 12000, (cu_deviceptr_t ptr))                         \
+  X(cuStreamCreate, 12000, (cu_stream_t * s, unsigned int flags))              \
+  X(cuStreamSynchronize, 12000, (cu_stream_t s))                               \
+  X(cuStreamDestroy, 12000, (cu_stream_t s))                                   \
+  X(cuMemsetD8Async, 12000,                                                    \
+    (cu_deviceptr_t ptr, unsigned char v, size_t n, cu_stream_t s))
 
 /* Resolved only where the driver and device offer multicast. */
 #define CU_MC_FUNCS(X)                                                         \

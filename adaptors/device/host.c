@@ -199,6 +199,12 @@ static symheap_result_t host_set_access(void *ctx, void *va, size_t size) {
   return SYMHEAP_SUCCESS;
 }
 
+static symheap_result_t host_mem_zero(void *ctx, void *va, size_t size) {
+  (void)ctx;
+  memset(va, 0, size);
+  return SYMHEAP_SUCCESS;
+}
+
 const symheap_device_ops symheap__host_device_ops = {
     .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
     .struct_size = sizeof(symheap_device_ops),
@@ -216,4 +222,5 @@ const symheap_device_ops symheap__host_device_ops = {
     .map = host_map,
     .unmap = host_unmap,
     .set_access = host_set_access,
+    .mem_zero = host_mem_zero,
 };

@@ -124,6 +124,9 @@ static cu_result_t enter(const char *fn) {
   if (!current)                                                                \
   LEAVE(CU_ERR_INVALID_CONTEXT)
 
+static int streams_live;
+static char stream_token;
+
 /* --- control interface ------------------------------------------------- */
 EXPORT void fake_cuda_set_fault(const char *fn, int dev, int nth, int err) {
   pthread_mutex_lock(&lock);
@@ -150,6 +153,7 @@ EXPORT void fake_cuda_live(fake_cuda_live_t *out) {
     out->allocs += r->kind == 2;
     out->ipc_opened += r->kind == 3;
   }
+  out->streams = streams_live;
   pthread_mutex_unlock(&lock);
 }
 
@@ -632,6 +636,46 @@ static cu_result_t f_cuIpcCloseMemHandle(cu_deviceptr_t ptr) {
   LEAVE(CU_OK);
 }
 
+/* Streams: work runs at once, so a stream is only a token to check. */
+static cu_result_t f_cuStreamCreate(cu_stream_t *st, unsigned int flags) {
+  ENTER("cuStreamCreate");
+  NEED_CTX();
+  if (!st || flags > CU_STREAM_FLAG_NON_BLOCKING)
+    LEAVE(CU_ERR_INVALID_VALUE);
+  streams_live++;
+  *st = (cu_stream_t)(void *)&stream_token;
+  LEAVE(CU_OK);
+}
+static cu_result_t f_cuStreamSynchronize(cu_stream_t st) {
+  ENTER("cuStreamSynchronize");
+  LEAVE(st == (cu_stream_t)(void *)&stream_token && streams_live > 0
+            ? CU_OK
+            : CU_ERR_INVALID_HANDLE);
+}
+static cu_result_t f_cuStreamDestroy(cu_stream_t st) {
+  ENTER("cuStreamDestroy");
+  if (st != (cu_stream_t)(void *)&stream_token || streams_live == 0)
+    LEAVE(CU_ERR_INVALID_HANDLE);
+  streams_live--;
+  LEAVE(CU_OK);
+}
+/* Only mapped, accessible memory of this process (like a device's own). */
+static cu_result_t f_cuMemsetD8Async(cu_deviceptr_t ptr, unsigned char v,
+                                     size_t n, cu_stream_t st) {
+  ENTER("cuMemsetD8Async");
+  char *p = (char *)(uintptr_t)ptr;
+  if (st != (cu_stream_t)(void *)&stream_token)
+    LEAVE(CU_ERR_INVALID_HANDLE);
+  for (char *q = p; q < p + n;) {
+    region_t *r = find_region(q, 1, 0);
+    if (!r)
+      LEAVE(CU_ERR_INVALID_VALUE);
+    q = r->va + r->size;
+  }
+  memset(p, v, n);
+  LEAVE(CU_OK);
+}
+
 /* Multicast. */
 static cu_result_t f_cuMulticastGetGranularity(size_t *g, const cu_mc_prop_t *p,
                                                int opt) {
@@ -726,6 +770,13 @@ static const struct {
                                             F(cuMulticastAddDevice, 12010)
                                                 F(cuMulticastBindMem, 12010)
                                                     F(cuMulticastUnbind, 12010)
+                                                        F(cuStreamCreate, 2000)
+                                                            F(cuStreamSynchronize,
+                                                              2000)
+                                                                F(cuStreamDestroy,
+                                                                  4000)
+                                                                    F(cuMemsetD8Async,
+                                                                      3020)
 #undef F
 };
 

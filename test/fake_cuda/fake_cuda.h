@@ -12,6 +12,7 @@ typedef struct {
   int mc_objects;   /* live multicast objects */
   int ipc_opened;   /* cuIpcOpenMemHandle mappings open */
   int allocs;       /* cuMemAlloc blocks */
+  int streams;      /* cuStreamCreate streams not destroyed */
 } fake_cuda_live_t;
 
 /* Fail the nth (1-based) call of `fn` made while device `dev` is current

@@ -1,0 +1,100 @@
+/* All-gather and peer copies.
+ *
+ * all_gather: barrier (every output is free to overwrite), each rank stores
+ * its block into every rank's output, barrier (every block has landed).
+ * copy: a plain SM copy; through a peer's mapping it is a put or a get. */
+#include "coll_common.cuh"
+#include "coll_launch.h"
+
+namespace symheap_coll {
+
+template <typename W>
+__global__ void __launch_bounds__(1024)
+    all_gather(view_t in, size_t in_off, view_t out, size_t out_off,
+               size_t words) {
+  const int n = in.nranks, rank = in.rank;
+  const W *src = (const W *)symheap_device_local_ptr(&in, in_off);
+  const size_t mine = out_off + (size_t)rank * words * sizeof(W);
+  const size_t chunk = (words + gridDim.x - 1) / gridDim.x;
+  const size_t c0 = min(words, (size_t)blockIdx.x * chunk);
+  const size_t c1 = min(words, c0 + chunk);
+  barrier(in);
+  for (size_t i = c0 + threadIdx.x; i < c1; i += blockDim.x) {
+    W v = src[i];
+    for (int k = 0; k < n; k++)
+      ((W *)symheap_device_peer_ptr(&out, (rank + k) % n, mine))[i] = v;
+  }
+  barrier(in);
+}
+
+cudaError_t launch_all_gather(const launch_t &a) {
+  int threads = 1024;
+  if (a.aligned) {
+    size_t words = a.count / 16;
+    size_t b = (words + threads - 1) / threads;
+    int grid = b < 1 ? 1 : b > (size_t)a.max_blocks ? a.max_blocks : (int)b;
+    all_gather<uint4><<<grid, threads, 0, a.stream>>>(a.in, a.in_off, a.out,
+                                                      a.out_off, words);
+  } else {
+    size_t b = (a.count + threads - 1) / threads;
+    int grid = b < 1 ? 1 : b > (size_t)a.max_blocks ? a.max_blocks : (int)b;
+    all_gather<unsigned char><<<grid, threads, 0, a.stream>>>(
+        a.in, a.in_off, a.out, a.out_off, a.count);
+  }
+  return cudaGetLastError();
+}
+
+/* UNR 16-byte loads in flight per thread before their stores: a peer's
+ * memory is a microsecond away, so bandwidth needs many loads outstanding. */
+template <int UNR>
+__global__ void __launch_bounds__(1024)
+    copy16(uint4 *dst, const uint4 *src, size_t n) {
+  size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const size_t st = (size_t)gridDim.x * blockDim.x;
+  for (; i + (UNR - 1) * st < n; i += UNR * st) {
+    uint4 v[UNR];
+#pragma unroll
+    for (int j = 0; j < UNR; j++)
+      v[j] = src[i + j * st];
+#pragma unroll
+    for (int j = 0; j < UNR; j++)
+      dst[i + j * st] = v[j];
+  }
+  for (; i < n; i += st)
+    dst[i] = src[i];
+}
+
+__global__ void copy1(unsigned char *dst, const unsigned char *src, size_t n) {
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x)
+    dst[i] = src[i];
+}
+
+cudaError_t launch_copy(void *dst, const void *src, size_t bytes, int blocks,
+                        cudaStream_t stream, int threads, int unroll) {
+  threads = threads ? threads : kCopyThreads;
+  unroll = unroll ? unroll : kCopyUnroll;
+  if ((((uintptr_t)dst | (uintptr_t)src | bytes) & 15) == 0) {
+    size_t n = bytes / 16;
+    size_t b = (n + threads - 1) / threads;
+    int grid = b < 1 ? 1 : b > (size_t)blocks ? blocks : (int)b;
+    uint4 *d = (uint4 *)dst;
+    const uint4 *s = (const uint4 *)src;
+    if (unroll == 1)
+      copy16<1><<<grid, threads, 0, stream>>>(d, s, n);
+    else if (unroll == 2)
+      copy16<2><<<grid, threads, 0, stream>>>(d, s, n);
+    else if (unroll == 8)
+      copy16<8><<<grid, threads, 0, stream>>>(d, s, n);
+    else
+      copy16<4><<<grid, threads, 0, stream>>>(d, s, n);
+  } else {
+    size_t b = (bytes + threads - 1) / threads;
+    int grid = b < 1 ? 1 : b > (size_t)blocks ? blocks : (int)b;
+    copy1<<<grid, threads, 0, stream>>>((unsigned char *)dst,
+                                        (const unsigned char *)src, bytes);
+  }
+  return cudaGetLastError();
+}
+
+} // namespace symheap_coll

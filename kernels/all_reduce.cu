@@ -1,0 +1,261 @@
+/* All-reduce kernels over symmetric windows.
+ *
+ * ll_one_shot: small sizes.  Each rank stores its input into every peer's
+ *   LL buffer (in the comm pad) as 16-byte lines {data, flag, data, flag},
+ *   the flag being the block's epoch; each rank polls its own buffer until
+ *   the flags match and reduces.  No barrier: one NVLink crossing.  Buffers
+ *   alternate by epoch parity; a rank can only be one epoch ahead of a peer's
+ *   reads (it needs the peer's data of the epoch before to finish), so the
+ *   buffer it writes is never the one the peer still reads.
+ * one_shot: barrier, every rank reads every input and reduces, barrier (so
+ *   nobody overwrites an input a peer still reads).
+ * two_shot: barrier, rank r reduces shard r and stores it into every rank's
+ *   output, barrier.  Each shard is written by one rank only, so in-place
+ *   works and every rank ends with the same bits.
+ * Ranks are always reduced in rank order, in float32. */
+#include "coll_common.cuh"
+#include "coll_launch.h"
+
+namespace symheap_coll {
+
+template <int DT, int OP>
+__global__ void __launch_bounds__(kLLThreads)
+    ll_one_shot(view_t in, size_t in_off, view_t out, size_t out_off,
+                size_t count, size_t units_per_block) {
+  typedef unit<DT, 8> U;
+  const int rank = in.rank, n = in.nranks, b = blockIdx.x;
+  const size_t nunits = (count + U::E - 1) / U::E;
+  const size_t u0 = (size_t)b * units_per_block;
+  const size_t u1 = min(nunits, u0 + units_per_block);
+  const char *src = (const char *)symheap_device_local_ptr(&in, in_off);
+  char *dst = (char *)symheap_device_local_ptr(&out, out_off);
+  const bool al_in = ((uintptr_t)src & 7) == 0;
+  const bool al_out = ((uintptr_t)dst & 7) == 0;
+  /* The first input load overlaps the epoch's: both are memory latency. */
+  typename U::bits v0;
+  v0.w = make_uint2(0, 0);
+  if (u0 + threadIdx.x < u1)
+    v0 = U::load(src, u0 + threadIdx.x, count, al_in);
+  const uint64_t e = next_epoch(in);
+  const uint32_t fl = (uint32_t)e;
+  const size_t area = ll_area_bytes(n);
+  const size_t base = SYMHEAP_PAD_LL_OFFSET +
+                      ((size_t)b * 2 + (size_t)(e & 1)) * (size_t)n * area;
+
+  for (size_t u = u0 + threadIdx.x; u < u1; u += blockDim.x) {
+    typename U::bits v =
+        u == u0 + threadIdx.x ? v0 : U::load(src, u, count, al_in);
+    uint4 line = make_uint4(v.w.x, fl, v.w.y, fl);
+    for (int k = 1; k < n; k++) {
+      int p = (rank + k) % n;
+      uint4 *to = (uint4 *)symheap_device_pad_ptr(
+          &in, p, base + (size_t)rank * area + (u - u0) * 16);
+      st_volatile(to, line);
+    }
+  }
+  for (size_t u = u0 + threadIdx.x; u < u1; u += blockDim.x) {
+    float acc[U::E];
+    for (int s = 0; s < n; s++) {
+      typename U::bits x;
+      if (s == rank) {
+        x = U::load(src, u, count, al_in);
+      } else {
+        const uint4 *from = (const uint4 *)symheap_device_pad_ptr(
+            &in, rank, base + (size_t)s * area + (u - u0) * 16);
+        uint4 l;
+        do
+          l = ld_volatile(from);
+        while (l.y != fl || l.w != fl);
+        x.w = make_uint2(l.x, l.z);
+      }
+      U::template accumulate<OP>(acc, x, s == 0);
+    }
+    U::store(dst, u, count, al_out, U::pack(acc));
+  }
+}
+
+/* acc = op over ranks (in rank order) of unit u of every rank's input. */
+template <int DT, int OP, int NR>
+__device__ __forceinline__ void gather_reduce(const view_t &in, size_t in_off,
+                                              size_t u, size_t count,
+                                              bool aligned,
+                                              float (&acc)[unit<DT, 16>::E]) {
+  typedef unit<DT, 16> U;
+  const int n = NR ? NR : in.nranks;
+  if (NR) {
+    typename U::bits x[NR ? NR : 1];
+#pragma unroll
+    for (int s = 0; s < (NR ? NR : 1); s++)
+      x[s] = U::load(symheap_device_peer_ptr(&in, s, in_off), u, count,
+                     aligned);
+#pragma unroll
+    for (int s = 0; s < (NR ? NR : 1); s++)
+      U::template accumulate<OP>(acc, x[s], s == 0);
+  } else {
+    for (int s = 0; s < n; s++)
+      U::template accumulate<OP>(
+          acc,
+          U::load(symheap_device_peer_ptr(&in, s, in_off), u, count, aligned),
+          s == 0);
+  }
+}
+
+template <int DT, int OP, int NR>
+__global__ void __launch_bounds__(1024)
+    one_shot(view_t in, size_t in_off, view_t out, size_t out_off,
+             size_t count, bool aligned) {
+  typedef unit<DT, 16> U;
+  const size_t nunits = (count + U::E - 1) / U::E;
+  char *dst = (char *)symheap_device_local_ptr(&out, out_off);
+  barrier(in);
+  for (size_t u = (size_t)blockIdx.x * blockDim.x + threadIdx.x; u < nunits;
+       u += (size_t)gridDim.x * blockDim.x) {
+    float acc[U::E];
+    gather_reduce<DT, OP, NR>(in, in_off, u, count, aligned, acc);
+    U::store(dst, u, count, aligned, U::pack(acc));
+  }
+  barrier(in);
+}
+
+/* U: units each thread moves per step, all loads issued before any use. */
+template <int DT, int OP, int NR, int U>
+__global__ void __launch_bounds__(1024)
+    two_shot(view_t in, size_t in_off, view_t out, size_t out_off,
+             size_t count, bool aligned) {
+  typedef unit<DT, 16> UT;
+  const int n = NR ? NR : in.nranks, rank = in.rank;
+  const size_t nunits = (count + UT::E - 1) / UT::E;
+  const size_t shard = (nunits + n - 1) / n;
+  const size_t s0 = min(nunits, (size_t)rank * shard);
+  const size_t s1 = min(nunits, s0 + shard);
+  const size_t chunk = (s1 - s0 + gridDim.x - 1) / gridDim.x;
+  const size_t c0 = min(s1, s0 + (size_t)blockIdx.x * chunk);
+  const size_t c1 = min(s1, c0 + chunk);
+  barrier(in);
+  for (size_t u = c0 + threadIdx.x; u < c1; u += (size_t)U * blockDim.x) {
+    float acc[U][UT::E];
+#pragma unroll
+    for (int j = 0; j < U; j++)
+      if (u + (size_t)j * blockDim.x < c1)
+        gather_reduce<DT, OP, NR>(in, in_off, u + (size_t)j * blockDim.x,
+                                  count, aligned, acc[j]);
+#pragma unroll
+    for (int j = 0; j < U; j++) {
+      size_t uj = u + (size_t)j * blockDim.x;
+      if (uj >= c1)
+        break;
+      typename UT::bits r = UT::pack(acc[j]);
+      for (int k = 0; k < n; k++)
+        UT::store(symheap_device_peer_ptr(&out, (rank + k) % n, out_off), uj,
+                  count, aligned, r);
+    }
+  }
+  barrier(in);
+}
+
+/* --- launchers ----------------------------------------------------------- */
+#define SYMHEAP_DISPATCH_DT_OP(dt, op, F)                                      \
+  switch ((dt) * 2 + (op)) {                                                   \
+  case SYMHEAP_FLOAT32 * 2 + SYMHEAP_OP_SUM:                                   \
+    F(SYMHEAP_FLOAT32, SYMHEAP_OP_SUM);                                        \
+    break;                                                                     \
+  case SYMHEAP_FLOAT32 * 2 + SYMHEAP_OP_MAX:                                   \
+    F(SYMHEAP_FLOAT32, SYMHEAP_OP_MAX);                                        \
+    break;                                                                     \
+  case SYMHEAP_BFLOAT16 * 2 + SYMHEAP_OP_SUM:                                  \
+    F(SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM);                                       \
+    break;                                                                     \
+  case SYMHEAP_BFLOAT16 * 2 + SYMHEAP_OP_MAX:                                  \
+    F(SYMHEAP_BFLOAT16, SYMHEAP_OP_MAX);                                       \
+    break;                                                                     \
+  case SYMHEAP_FLOAT16 * 2 + SYMHEAP_OP_SUM:                                   \
+    F(SYMHEAP_FLOAT16, SYMHEAP_OP_SUM);                                        \
+    break;                                                                     \
+  case SYMHEAP_FLOAT16 * 2 + SYMHEAP_OP_MAX:                                   \
+    F(SYMHEAP_FLOAT16, SYMHEAP_OP_MAX);                                        \
+    break;                                                                     \
+  default:                                                                     \
+    return cudaErrorInvalidValue;                                              \
+  }
+
+cudaError_t launch_ll_one_shot(const launch_t &a) {
+  size_t unit_elems = 8 / elem_size(a.dtype);
+  size_t nunits = (a.count + unit_elems - 1) / unit_elems;
+  size_t per_block = ll_area_bytes(a.in.nranks) / 16;
+  int blocks = (int)((nunits + kLLThreads - 1) / kLLThreads);
+  blocks = blocks < 1 ? 1 : blocks > kLLBlocks ? kLLBlocks : blocks;
+  size_t upb = (nunits + blocks - 1) / blocks;
+  if (upb > per_block)
+    return cudaErrorInvalidValue; /* the caller checked ll_capacity */
+#define F(D, O)                                                                \
+  ll_one_shot<D, O><<<blocks, kLLThreads, 0, a.stream>>>(                      \
+      a.in, a.in_off, a.out, a.out_off, a.count, upb)
+  SYMHEAP_DISPATCH_DT_OP(a.dtype, a.op, F)
+#undef F
+  return cudaGetLastError();
+}
+
+/* NR: ranks known at compile time (2, 4, 8) so the loads of every rank are
+ * issued before any is used; 0 for any other count. */
+#define SYMHEAP_DISPATCH_NR(K, D, O, grid, threads, a)                         \
+  switch ((a).in.nranks) {                                                     \
+  case 2:                                                                      \
+    K(D, O, 2)<<<grid, threads, 0, (a).stream>>>(                              \
+        (a).in, (a).in_off, (a).out, (a).out_off, (a).count, (a).aligned);     \
+    break;                                                                     \
+  case 4:                                                                      \
+    K(D, O, 4)<<<grid, threads, 0, (a).stream>>>(                              \
+        (a).in, (a).in_off, (a).out, (a).out_off, (a).count, (a).aligned);     \
+    break;                                                                     \
+  case 8:                                                                      \
+    K(D, O, 8)<<<grid, threads, 0, (a).stream>>>(                              \
+        (a).in, (a).in_off, (a).out, (a).out_off, (a).count, (a).aligned);     \
+    break;                                                                     \
+  default:                                                                     \
+    K(D, O, 0)<<<grid, threads, 0, (a).stream>>>(                              \
+        (a).in, (a).in_off, (a).out, (a).out_off, (a).count, (a).aligned);     \
+  }
+
+static int grid_for(size_t units, int threads, int max_blocks) {
+  size_t b = (units + threads - 1) / threads;
+  return b < 1 ? 1 : b > (size_t)max_blocks ? max_blocks : (int)b;
+}
+
+cudaError_t launch_one_shot(const launch_t &a) {
+  size_t nunits = (a.count * elem_size(a.dtype) + 15) / 16;
+  int threads = 512, grid = grid_for(nunits, threads, a.max_blocks);
+#define ONE_SHOT(D, O, NR) one_shot<D, O, NR>
+#define F(D, O) SYMHEAP_DISPATCH_NR(ONE_SHOT, D, O, grid, threads, a)
+  SYMHEAP_DISPATCH_DT_OP(a.dtype, a.op, F)
+#undef F
+#undef ONE_SHOT
+  return cudaGetLastError();
+}
+
+cudaError_t launch_two_shot(const launch_t &a) {
+  size_t nunits = (a.count * elem_size(a.dtype) + 15) / 16;
+  size_t shard = (nunits + a.in.nranks - 1) / a.in.nranks;
+  int threads = a.threads ? a.threads : kTwoShotThreads;
+  int grid = grid_for(shard, threads, a.max_blocks);
+  /* Other unrolls only where the tuning probe asks (bench/coll_sweep.cu). */
+  if (a.unroll && a.unroll != kTwoShotUnroll && a.dtype == SYMHEAP_BFLOAT16 &&
+      a.op == SYMHEAP_OP_SUM && a.in.nranks == 2) {
+    if (a.unroll == 1)
+      two_shot<SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM, 2, 1>
+          <<<grid, threads, 0, a.stream>>>(a.in, a.in_off, a.out, a.out_off,
+                                           a.count, a.aligned);
+    else
+      two_shot<SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM, 2, 2>
+          <<<grid, threads, 0, a.stream>>>(a.in, a.in_off, a.out, a.out_off,
+                                           a.count, a.aligned);
+    return cudaGetLastError();
+  }
+#define TWO_SHOT(D, O, NR) two_shot<D, O, NR, kTwoShotUnroll>
+#define F(D, O) SYMHEAP_DISPATCH_NR(TWO_SHOT, D, O, grid, threads, a)
+  SYMHEAP_DISPATCH_DT_OP(a.dtype, a.op, F)
+#undef F
+#undef TWO_SHOT
+  return cudaGetLastError();
+}
+
+} // namespace symheap_coll

@@ -1,0 +1,282 @@
+/* The C API of libsymheap_cuda.so: argument checks (before anything is
+ * enqueued), the choice of algorithm, and the launch.  Nothing here waits on
+ * the host or allocates, so every call can be captured in a CUDA graph. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "coll_common.cuh"
+#include "coll_launch.h"
+#include "symheap_adaptor.h"
+
+#define EXPORT extern "C" __attribute__((visibility("default")))
+
+using namespace symheap_coll;
+
+namespace {
+
+symheap_result_t fail(symheap_result_t r, const char *fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  return symheap_host_services()->error(r, "%s", buf);
+}
+
+symheap_result_t cuda_fail(const char *what, cudaError_t e) {
+  return fail(SYMHEAP_ERR_DEVICE, "%s: %s (%s)", what, cudaGetErrorName(e),
+              cudaGetErrorString(e));
+}
+
+/* The device this thread launches on, and its SM count (cached per device). */
+symheap_result_t current_device(int *dev, int *sms) {
+  static int cached[64];
+  cudaError_t e = cudaGetDevice(dev);
+  if (e != cudaSuccess)
+    return cuda_fail("cudaGetDevice", e);
+  int d = *dev;
+  if (d >= 0 && d < 64 && __atomic_load_n(&cached[d], __ATOMIC_RELAXED)) {
+    *sms = cached[d];
+    return SYMHEAP_SUCCESS;
+  }
+  e = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, d);
+  if (e != cudaSuccess)
+    return cuda_fail("cudaDeviceGetAttribute", e);
+  if (d >= 0 && d < 64)
+    __atomic_store_n(&cached[d], *sms, __ATOMIC_RELAXED);
+  return SYMHEAP_SUCCESS;
+}
+
+/* A window's memory must be device memory of the device this thread
+ * launches on (a host-backend window would fault in the kernel).  The answer
+ * for the last pad seen is kept per thread: the check costs a driver call. */
+symheap_result_t check_memory(const symheap_device_window_t &v, int dev,
+                              const char *fn) {
+  static __thread const void *ok_pad;
+  static __thread int ok_dev = -1;
+  if (v.pad_base == ok_pad && dev == ok_dev)
+    return SYMHEAP_SUCCESS;
+  cudaPointerAttributes a;
+  const void *p = symheap_device_local_ptr(&v, 0);
+  cudaError_t e = cudaPointerGetAttributes(&a, p);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError(); /* not sticky: clear it */
+    return fail(SYMHEAP_ERR_INVALID_ARG,
+                "%s: the window's memory at %p is not CUDA memory (%s); "
+                "collectives need a comm on the cuda device adaptor",
+                fn, p, cudaGetErrorString(e));
+  }
+  if (a.type != cudaMemoryTypeDevice)
+    return fail(SYMHEAP_ERR_INVALID_ARG,
+                "%s: the window's memory at %p is not device memory; "
+                "collectives need a comm on the cuda device adaptor",
+                fn, p);
+  if (a.device != dev)
+    return fail(SYMHEAP_ERR_INVALID_ARG,
+                "%s: the window's memory is on device %d but this thread's "
+                "current device is %d (cudaSetDevice first)",
+                fn, a.device, dev);
+  ok_pad = v.pad_base;
+  ok_dev = dev;
+  return SYMHEAP_SUCCESS;
+}
+
+symheap_result_t get_view(symheap_window_t w, symheap_device_window_t *v,
+                          const char *fn, const char *which) {
+  symheap_result_t r = symheap_window_device_view(w, v);
+  if (r != SYMHEAP_SUCCESS)
+    return fail(r, "%s: %s window: %s", fn, which, symheap_last_error());
+  if (!(v->flags & SYMHEAP_VIEW_PAD))
+    return fail(SYMHEAP_ERR_UNSUPPORTED,
+                "%s: the %s window's comm has no pad (its device adaptor "
+                "cannot clear memory), so it has no collectives",
+                fn, which);
+  if (v->nranks > kMaxRanks)
+    return fail(SYMHEAP_ERR_UNSUPPORTED,
+                "%s: %d ranks; the collectives handle up to %d", fn,
+                v->nranks, kMaxRanks);
+  return SYMHEAP_SUCCESS;
+}
+
+/* Views of in and out, checked: one comm, device memory, extents. */
+symheap_result_t prepare(symheap_window_t in, size_t in_off,
+                         symheap_window_t out, size_t out_off, size_t in_bytes,
+                         size_t out_bytes, const char *fn, launch_t *a) {
+  symheap_result_t r;
+  if ((r = get_view(in, &a->in, fn, "input")) != SYMHEAP_SUCCESS ||
+      (r = get_view(out, &a->out, fn, "output")) != SYMHEAP_SUCCESS)
+    return r;
+  if (a->in.pad_base != a->out.pad_base)
+    return fail(SYMHEAP_ERR_INVALID_ARG,
+                "%s: the input and output windows belong to different comms",
+                fn);
+  if (in_off > a->in.size || in_bytes > a->in.size - in_off)
+    return fail(SYMHEAP_ERR_INVALID_ARG,
+                "%s: input [%zu, +%zu) is outside the window of %llu bytes",
+                fn, in_off, in_bytes, (unsigned long long)a->in.size);
+  if (out_off > a->out.size || out_bytes > a->out.size - out_off)
+    return fail(SYMHEAP_ERR_INVALID_ARG,
+                "%s: output [%zu, +%zu) is outside the window of %llu bytes",
+                fn, out_off, out_bytes, (unsigned long long)a->out.size);
+  int dev, sms;
+  if ((r = current_device(&dev, &sms)) != SYMHEAP_SUCCESS ||
+      (r = check_memory(a->in, dev, fn)) != SYMHEAP_SUCCESS ||
+      (r = check_memory(a->out, dev, fn)) != SYMHEAP_SUCCESS)
+    return r;
+  a->in_off = in_off;
+  a->out_off = out_off;
+  a->max_blocks = sms < kMaxChannels ? sms : kMaxChannels;
+  a->threads = 0;
+  a->unroll = 0;
+  return SYMHEAP_SUCCESS;
+}
+
+bool aligned16(const symheap_device_window_t &v, size_t off) {
+  if (v.flags & SYMHEAP_VIEW_FLAT)
+    return (((uintptr_t)v.flat_base | v.stride | off) & 15) == 0;
+  uintptr_t all = off;
+  for (int p = 0; p < v.nranks && p < SYMHEAP_DEVICE_MAX_PEERS; p++)
+    all |= (uintptr_t)v.peer_ptrs[p];
+  return (all & 15) == 0;
+}
+
+symheap_algo_t auto_algo(int nranks, size_t bytes) {
+  /* The LL path wins while it fits: no barrier, one crossing. */
+  return bytes <= ll_capacity(nranks) ? SYMHEAP_ALGO_ONE_SHOT
+                                      : SYMHEAP_ALGO_TWO_SHOT;
+}
+
+} // namespace
+
+EXPORT symheap_result_t symheap_cuda_all_reduce_algo(symheap_window_t win,
+                                                     size_t count,
+                                                     symheap_dtype_t dtype,
+                                                     symheap_algo_t *algo) {
+  const char *fn = "symheap_cuda_all_reduce_algo";
+  symheap_device_window_t v;
+  symheap_result_t r = get_view(win, &v, fn, "the");
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  if (!algo || (unsigned)dtype > SYMHEAP_FLOAT16)
+    return fail(SYMHEAP_ERR_INVALID_ARG, "%s: %s", fn,
+                !algo ? "algo is NULL" : "unknown dtype");
+  *algo = auto_algo(v.nranks, count * elem_size(dtype));
+  return SYMHEAP_SUCCESS;
+}
+
+EXPORT symheap_result_t
+symheap_cuda_all_reduce(symheap_window_t in, size_t in_offset,
+                        symheap_window_t out, size_t out_offset, size_t count,
+                        symheap_dtype_t dtype, symheap_redop_t op,
+                        symheap_algo_t algo, symheap_stream_t stream) {
+  const char *fn = "symheap_cuda_all_reduce";
+  if ((unsigned)dtype > SYMHEAP_FLOAT16)
+    return fail(SYMHEAP_ERR_INVALID_ARG, "%s: unknown dtype %d", fn,
+                (int)dtype);
+  if ((unsigned)op > SYMHEAP_OP_MAX)
+    return fail(SYMHEAP_ERR_INVALID_ARG, "%s: unknown op %d", fn, (int)op);
+  if ((unsigned)algo > SYMHEAP_ALGO_TWO_SHOT)
+    return fail(SYMHEAP_ERR_INVALID_ARG, "%s: unknown algorithm %d", fn,
+                (int)algo);
+  size_t es = elem_size(dtype);
+  if (count > SIZE_MAX / es)
+    return fail(SYMHEAP_ERR_INVALID_ARG, "%s: count %zu overflows", fn, count);
+  if (in_offset % es || out_offset % es)
+    return fail(SYMHEAP_ERR_INVALID_ARG,
+                "%s: offsets %zu and %zu must be multiples of the element "
+                "size (%zu bytes)",
+                fn, in_offset, out_offset, es);
+  launch_t a;
+  size_t bytes = count * es;
+  symheap_result_t r =
+      prepare(in, in_offset, out, out_offset, bytes, bytes, fn, &a);
+  if (r != SYMHEAP_SUCCESS || count == 0)
+    return r;
+  a.count = count;
+  a.dtype = dtype;
+  a.op = op;
+  a.stream = (cudaStream_t)stream;
+  a.aligned = aligned16(a.in, in_offset) && aligned16(a.out, out_offset);
+  if (algo == SYMHEAP_ALGO_AUTO)
+    algo = auto_algo(a.in.nranks, bytes);
+  cudaError_t e;
+  if (algo == SYMHEAP_ALGO_TWO_SHOT)
+    e = launch_two_shot(a);
+  else if (bytes <= ll_capacity(a.in.nranks))
+    e = launch_ll_one_shot(a);
+  else
+    e = launch_one_shot(a);
+  return e == cudaSuccess ? SYMHEAP_SUCCESS : cuda_fail(fn, e);
+}
+
+EXPORT symheap_result_t symheap_cuda_all_gather(symheap_window_t in,
+                                                size_t in_offset,
+                                                symheap_window_t out,
+                                                size_t out_offset, size_t bytes,
+                                                symheap_stream_t stream) {
+  const char *fn = "symheap_cuda_all_gather";
+  symheap_device_window_t v;
+  symheap_result_t r = get_view(in, &v, fn, "input");
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  if (bytes > SIZE_MAX / (size_t)v.nranks)
+    return fail(SYMHEAP_ERR_INVALID_ARG, "%s: %zu bytes per rank overflows",
+                fn, bytes);
+  launch_t a;
+  r = prepare(in, in_offset, out, out_offset, bytes, bytes * (size_t)v.nranks,
+              fn, &a);
+  if (r != SYMHEAP_SUCCESS || bytes == 0)
+    return r;
+  a.count = bytes;
+  a.stream = (cudaStream_t)stream;
+  a.aligned = aligned16(a.in, in_offset) && aligned16(a.out, out_offset) &&
+              bytes % 16 == 0;
+  cudaError_t e = launch_all_gather(a);
+  return e == cudaSuccess ? SYMHEAP_SUCCESS : cuda_fail(fn, e);
+}
+
+namespace {
+symheap_result_t copy(void *local, symheap_window_t win, int peer,
+                      size_t offset, size_t bytes, symheap_stream_t stream,
+                      bool put, const char *fn) {
+  launch_t a;
+  if (!local)
+    return fail(SYMHEAP_ERR_INVALID_ARG, "%s: %s is NULL", fn,
+                put ? "src" : "dst");
+  symheap_result_t r = get_view(win, &a.in, fn, "the");
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  if (peer < 0 || peer >= a.in.nranks)
+    return fail(SYMHEAP_ERR_INVALID_ARG, "%s: peer %d is not a rank of 0..%d",
+                fn, peer, a.in.nranks - 1);
+  r = prepare(win, offset, win, offset, bytes, bytes, fn, &a);
+  if (r != SYMHEAP_SUCCESS || bytes == 0)
+    return r;
+  if (bytes == 0)
+    return SYMHEAP_SUCCESS;
+  int dev, sms;
+  if ((r = current_device(&dev, &sms)) != SYMHEAP_SUCCESS)
+    return r;
+  void *remote = symheap_device_peer_ptr(&a.in, peer, offset);
+  cudaError_t e = put ? launch_copy(remote, local, bytes, kCopyBlocksPerSM * sms,
+                                    (cudaStream_t)stream)
+                      : launch_copy(local, remote, bytes, kCopyBlocksPerSM * sms,
+                                    (cudaStream_t)stream);
+  return e == cudaSuccess ? SYMHEAP_SUCCESS : cuda_fail(fn, e);
+}
+} // namespace
+
+EXPORT symheap_result_t symheap_cuda_put(symheap_window_t win, int peer,
+                                         size_t offset, const void *src,
+                                         size_t bytes,
+                                         symheap_stream_t stream) {
+  return copy((void *)src, win, peer, offset, bytes, stream, true,
+              "symheap_cuda_put");
+}
+
+EXPORT symheap_result_t symheap_cuda_get(void *dst, symheap_window_t win,
+                                         int peer, size_t offset, size_t bytes,
+                                         symheap_stream_t stream) {
+  return copy(dst, win, peer, offset, bytes, stream, false,
+              "symheap_cuda_get");
+}

@@ -1,0 +1,185 @@
+/* What the collective kernels share: element types as raw bits, loads and
+ * stores of 8- or 16-byte units that stay inside the buffer, reduction, and
+ * the collectives' part of the comm pad (epochs, barrier flags, LL buffers).
+ * Private to kernels/. */
+#ifndef SYMHEAP_COLL_COMMON_CUH
+#define SYMHEAP_COLL_COMMON_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "symheap_cuda.h"
+#include "symheap_device.cuh"
+
+namespace symheap_coll {
+
+typedef symheap_device_window_t view_t;
+
+/* Collectives state in the pad (SYMHEAP_PAD_COLL_*): an epoch per channel
+ * (local; every rank's advance in step because collectives are called in
+ * the same order everywhere), then flags[channel][sender] set by peers. */
+constexpr int kMaxChannels = 128;
+constexpr int kMaxRanks = 32;
+constexpr size_t kFlagsOffset = kMaxChannels * sizeof(uint64_t);
+static_assert(kFlagsOffset + kMaxChannels * kMaxRanks * sizeof(uint64_t) <=
+                  SYMHEAP_PAD_COLL_BYTES,
+              "collective flags overflow the pad's collectives region");
+/* LL (low-latency) one-shot: blocks, and buffers per (block, parity, sender)
+ * carved out of SYMHEAP_PAD_LL_BYTES. */
+constexpr int kLLBlocks = 16;
+constexpr int kLLThreads = 512;
+
+__host__ __device__ inline size_t ll_area_bytes(int nranks) {
+  return (SYMHEAP_PAD_LL_BYTES / (kLLBlocks * 2 * (size_t)nranks)) & ~(size_t)15;
+}
+/* Payload the LL path carries: 8 bytes in each 16-byte line. */
+__host__ __device__ inline size_t ll_capacity(int nranks) {
+  return ll_area_bytes(nranks) / 2 * kLLBlocks;
+}
+
+__device__ __forceinline__ uint64_t *epochs(const view_t &w) {
+  return (uint64_t *)symheap_device_pad_ptr(&w, w.rank,
+                                            SYMHEAP_PAD_COLL_OFFSET);
+}
+__device__ __forceinline__ uint64_t *flag(const view_t &w, int rank, int ch,
+                                          int sender) {
+  return (uint64_t *)symheap_device_pad_ptr(
+             &w, rank, SYMHEAP_PAD_COLL_OFFSET + kFlagsOffset) +
+         ch * kMaxRanks + sender;
+}
+
+/* This block's next epoch; thread 0 advances it, every thread gets it. */
+__device__ __forceinline__ uint64_t next_epoch(const view_t &w) {
+  __shared__ uint64_t e;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    uint64_t *p = epochs(w) + blockIdx.x;
+    e = *p + 1;
+    *p = e;
+  }
+  __syncthreads();
+  return e;
+}
+
+/* Block blockIdx.x of every rank meets here (channel = block index); writes
+ * before it, local or remote, are visible to all after it. */
+__device__ __forceinline__ void barrier(const view_t &w) {
+  uint64_t e = next_epoch(w);
+  int p = (int)threadIdx.x;
+  if (p < w.nranks && p != w.rank) {
+    symheap_dev_st_release(flag(w, p, blockIdx.x, w.rank), e);
+    while (symheap_dev_ld_acquire(flag(w, w.rank, blockIdx.x, p)) < e)
+      ;
+  }
+  __syncthreads();
+}
+
+/* --- element types as raw bits ------------------------------------------ */
+template <int DT> struct elem;
+template <> struct elem<SYMHEAP_FLOAT32> {
+  typedef uint32_t raw;
+  static __device__ __forceinline__ float to_f(raw r) {
+    return __uint_as_float(r);
+  }
+  static __device__ __forceinline__ raw from_f(float f) {
+    return __float_as_uint(f);
+  }
+};
+template <> struct elem<SYMHEAP_BFLOAT16> {
+  typedef uint16_t raw;
+  static __device__ __forceinline__ float to_f(raw r) {
+    return __uint_as_float((uint32_t)r << 16);
+  }
+  static __device__ __forceinline__ raw from_f(float f) {
+    return __bfloat16_as_ushort(__float2bfloat16_rn(f));
+  }
+};
+template <> struct elem<SYMHEAP_FLOAT16> {
+  typedef uint16_t raw;
+  static __device__ __forceinline__ float to_f(raw r) {
+    return __half2float(__ushort_as_half(r));
+  }
+  static __device__ __forceinline__ raw from_f(float f) {
+    return __half_as_ushort(__float2half_rn(f));
+  }
+};
+
+template <int OP> __device__ __forceinline__ float reduce(float a, float b) {
+  return OP == SYMHEAP_OP_SUM ? a + b : fmaxf(a, b);
+}
+
+/* A unit of UB bytes (8 or 16) of a buffer of `count` elements.  Whole,
+ * aligned units move in one access; the last, partial one (or any unit of a
+ * misaligned buffer) element by element, never past the end. */
+template <int DT, int UB> struct unit {
+  typedef typename elem<DT>::raw raw;
+  static constexpr int E = UB / (int)sizeof(raw);
+  typedef typename std::conditional<UB == 16, uint4, uint2>::type word;
+  union bits {
+    word w;
+    raw r[E];
+  };
+
+  static __device__ __forceinline__ bits load(const void *base, size_t u,
+                                              size_t count, bool aligned) {
+    bits b;
+    size_t first = u * E;
+    if (aligned && first + E <= count) {
+      b.w = ((const word *)base)[u];
+    } else {
+#pragma unroll
+      for (int e = 0; e < E; e++)
+        b.r[e] = first + e < count ? ((const raw *)base)[first + e] : raw(0);
+    }
+    return b;
+  }
+  static __device__ __forceinline__ void store(void *base, size_t u,
+                                               size_t count, bool aligned,
+                                               const bits &b) {
+    size_t first = u * E;
+    if (aligned && first + E <= count) {
+      ((word *)base)[u] = b.w;
+    } else {
+#pragma unroll
+      for (int e = 0; e < E; e++)
+        if (first + e < count)
+          ((raw *)base)[first + e] = b.r[e];
+    }
+  }
+  template <int OP>
+  static __device__ __forceinline__ void accumulate(float (&acc)[E],
+                                                    const bits &b, bool first) {
+#pragma unroll
+    for (int e = 0; e < E; e++) {
+      float x = elem<DT>::to_f(b.r[e]);
+      acc[e] = first ? x : reduce<OP>(acc[e], x);
+    }
+  }
+  static __device__ __forceinline__ bits pack(const float (&acc)[E]) {
+    bits b;
+#pragma unroll
+    for (int e = 0; e < E; e++)
+      b.r[e] = elem<DT>::from_f(acc[e]);
+    return b;
+  }
+};
+
+/* --- volatile 16-byte accesses for the LL protocol ---------------------- */
+__device__ __forceinline__ void st_volatile(uint4 *p, uint4 v) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p),
+               "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+__device__ __forceinline__ uint4 ld_volatile(const uint4 *p) {
+  uint4 v;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+
+} // namespace symheap_coll
+
+#endif

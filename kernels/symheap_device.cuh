@@ -1,0 +1,157 @@
+/* Device-side symheap for CUDA kernel authors: signals, put/get and a block
+ * barrier over every rank of a window, taking symheap_device_window_t by
+ * value (symheap_window_device_view fills it on the host).
+ *
+ * Memory ordering.  Peers are other GPUs (or other processes on this one),
+ * so every ordering below is at system scope:
+ *  - a signal store or add is a release: the calling thread's earlier writes
+ *    (and, after __syncthreads(), its block's) are visible to whoever
+ *    observes the signal with an acquire;
+ *  - a signal wait is an acquire: reads after it see what the signaller wrote
+ *    before signalling.
+ * put/get themselves are plain weak stores and loads: order them with a
+ * signal (symheap_dev_put_signal does) or with symheap_dev_barrier.
+ *
+ * Works in both window modes (flat VA and per-peer pointers); signals and the
+ * barrier need SYMHEAP_VIEW_SIGNALS (the window got a slot of the comm pad).
+ * Signal indices [0, nranks) are the per-sender signals of put_signal /
+ * wait_signal_from; the rest (up to signal_count) are free for the caller.
+ */
+#ifndef SYMHEAP_DEVICE_CUH
+#define SYMHEAP_DEVICE_CUH
+
+#include <stdint.h>
+
+#include "symheap_device.h"
+
+#define SYMHEAP_DEV static __device__ __forceinline__
+
+/* --- system-scope primitives -------------------------------------------- */
+SYMHEAP_DEV void symheap_dev_st_release(uint64_t *p, uint64_t v) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v)
+               : "memory");
+}
+SYMHEAP_DEV uint64_t symheap_dev_ld_acquire(const uint64_t *p) {
+  uint64_t v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];"
+               : "=l"(v)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+SYMHEAP_DEV uint64_t symheap_dev_add_release(uint64_t *p, uint64_t v) {
+  uint64_t old;
+  asm volatile("atom.release.sys.global.add.u64 %0, [%1], %2;"
+               : "=l"(old)
+               : "l"(p), "l"(v)
+               : "memory");
+  return old;
+}
+
+/* --- signals (one thread) ------------------------------------------------ */
+/* Set signal `index` of `peer`'s slot to value (release). */
+SYMHEAP_DEV void symheap_dev_signal_set(const symheap_device_window_t &w,
+                                        int peer, unsigned index,
+                                        uint64_t value) {
+  symheap_dev_st_release(symheap_device_signal_ptr(&w, peer, index), value);
+}
+/* Add to signal `index` of `peer`'s slot (release); returns the old value. */
+SYMHEAP_DEV uint64_t symheap_dev_signal_add(const symheap_device_window_t &w,
+                                            int peer, unsigned index,
+                                            uint64_t value) {
+  return symheap_dev_add_release(symheap_device_signal_ptr(&w, peer, index),
+                                 value);
+}
+/* Wait until this rank's signal `index` is at least `value` (acquire);
+ * returns what it read.  Signals only grow unless the caller resets them, so
+ * "at least" lets a waiter that is late see a later value and go on. */
+SYMHEAP_DEV uint64_t symheap_dev_wait_signal(const symheap_device_window_t &w,
+                                             unsigned index, uint64_t value) {
+  const uint64_t *p = symheap_device_signal_ptr(&w, w.rank, index);
+  uint64_t v;
+  while ((v = symheap_dev_ld_acquire(p)) < value)
+    ;
+  return v;
+}
+/* Wait for what `peer` sent with symheap_dev_put_signal(..., value). */
+SYMHEAP_DEV uint64_t
+symheap_dev_wait_signal_from(const symheap_device_window_t &w, int peer,
+                             uint64_t value) {
+  return symheap_dev_wait_signal(w, (unsigned)peer, value);
+}
+
+/* --- put / get (every thread of the block calls them) ------------------- */
+SYMHEAP_DEV void symheap_dev__copy_block(char *dst, const char *src,
+                                         size_t bytes) {
+  size_t i = threadIdx.x;
+  if ((((uintptr_t)dst | (uintptr_t)src) & 15) == 0) {
+    size_t nv = bytes / 16;
+    for (; i < nv; i += blockDim.x)
+      ((uint4 *)dst)[i] = ((const uint4 *)src)[i];
+    i = nv * 16 + threadIdx.x;
+  }
+  for (; i < bytes; i += blockDim.x)
+    dst[i] = src[i];
+}
+/* Copy bytes from local src into `peer`'s copy at offset (weak stores). */
+SYMHEAP_DEV void symheap_dev_put(const symheap_device_window_t &w, int peer,
+                                 size_t offset, const void *src, size_t bytes) {
+  symheap_dev__copy_block((char *)symheap_device_peer_ptr(&w, peer, offset),
+                          (const char *)src, bytes);
+}
+/* Copy bytes from `peer`'s copy at offset into local dst (weak loads). */
+SYMHEAP_DEV void symheap_dev_get(void *dst, const symheap_device_window_t &w,
+                                 int peer, size_t offset, size_t bytes) {
+  symheap_dev__copy_block(
+      (char *)dst, (const char *)symheap_device_peer_ptr(&w, peer, offset),
+      bytes);
+}
+/* put, then (once every thread's stores are issued) set `peer`'s signal
+ * [this rank] to value with release, so a peer that waits for it with
+ * symheap_dev_wait_signal_from(w, this rank, value) sees the data. */
+SYMHEAP_DEV void symheap_dev_put_signal(const symheap_device_window_t &w,
+                                        int peer, size_t offset,
+                                        const void *src, size_t bytes,
+                                        uint64_t value) {
+  symheap_dev_put(w, peer, offset, src, bytes);
+  __syncthreads();
+  if (threadIdx.x == 0)
+    symheap_dev_signal_set(w, peer, (unsigned)w.rank, value);
+}
+
+/* --- barrier (every thread of the block calls it) ----------------------- */
+/* Slot layout after SYMHEAP_SLOT_BARRIER_OFFSET: a local epoch per channel,
+ * then flags[channel][sender]. */
+SYMHEAP_DEV uint64_t *symheap_dev__barrier_words(
+    const symheap_device_window_t &w, int rank) {
+  return (uint64_t *)symheap_device_pad_ptr(
+      &w, rank, w.signal_offset + SYMHEAP_SLOT_BARRIER_OFFSET);
+}
+/* Every rank's block that calls this with the same channel meets here: on
+ * return, everything any of them wrote before the barrier (to any rank) is
+ * visible to all of them.  One block per channel at a time on each rank;
+ * channel < SYMHEAP_BARRIER_CHANNELS; nranks <= 32.  The epochs live in the
+ * pad and only grow, so the barrier needs no reset and holds across kernel
+ * launches and CUDA-graph replays. */
+SYMHEAP_DEV void symheap_dev_barrier(const symheap_device_window_t &w,
+                                     unsigned channel) {
+  __shared__ uint64_t epoch;
+  uint64_t *mine = symheap_dev__barrier_words(w, w.rank);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    epoch = mine[channel] + 1;
+    mine[channel] = epoch;
+  }
+  __syncthreads();
+  int p = (int)threadIdx.x;
+  if (p < w.nranks && p != w.rank) {
+    uint64_t *theirs = symheap_dev__barrier_words(w, p);
+    size_t slot = SYMHEAP_BARRIER_CHANNELS + channel * (size_t)w.nranks;
+    symheap_dev_st_release(theirs + slot + w.rank, epoch);
+    while (symheap_dev_ld_acquire(mine + slot + p) < epoch)
+      ;
+  }
+  __syncthreads();
+}
+
+#endif /* SYMHEAP_DEVICE_CUH */

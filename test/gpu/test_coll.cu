@@ -1,0 +1,594 @@
+// GPU tests of the CUDA collectives and the device API (libsymheap_cuda.so).
+//
+// Inputs are random (a fresh seed from rank 0 for every check) on a grid of
+// values every dtype holds exactly, so the host can rebuild every rank's input
+// and reduce it in float64.  Outputs are poisoned (all ones: NaN) before each
+// run, every element is checked with the dtype's tolerance, and every rank
+// must end with the same bits.  Sizes run from 1 element to 1 GiB with odd
+// counts and offsets that are not 16-byte aligned.  A loop of thousands of
+// back-to-back calls with no host synchronisation checks each result on the
+// device (a race shows as a moving error count), and a CUDA graph of the
+// collectives is captured and replayed.  Ranks as processes (symheap-run) or
+// threads (--threads N).  Without a GPU: a SKIP line, exit 0.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "../harness.h"
+#include "symheap_cuda.h"
+#include "symheap_device.cuh"
+
+static char tag[32];
+
+#define CUDA_OK(call)                                                          \
+  do {                                                                         \
+    cudaError_t e_ = (call);                                                   \
+    if (e_ != cudaSuccess)                                                     \
+      th_fail(__FILE__, __LINE__, "%s: %s", #call, cudaGetErrorString(e_));    \
+  } while (0)
+
+__host__ __device__ static inline uint32_t mix(uint64_t seed, uint64_t i) {
+  uint64_t x = seed ^ (i * 0x9e3779b97f4a7c15ull);
+  x ^= x >> 31;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 29;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 32;
+  return (uint32_t)x;
+}
+
+// Element i of rank r's input: a multiple of a power of two small enough for
+// the dtype to hold it exactly.
+__host__ __device__ static inline float value(int dt, uint64_t seed, int r,
+                                              uint64_t i) {
+  uint32_t m = mix(seed + 0x1000193ull * (uint64_t)(r + 1), i);
+  if (dt == SYMHEAP_FLOAT32)
+    return (float)((int)(m % (1u << 20)) - (1 << 19)) / 1024.0f;
+  if (dt == SYMHEAP_FLOAT16)
+    return (float)((int)(m % 2049u) - 1024) / 8.0f;
+  return (float)((int)(m % 257u) - 128) / 8.0f;
+}
+
+__device__ static inline void put_elem(void *base, int dt, size_t i, float v) {
+  if (dt == SYMHEAP_FLOAT32)
+    ((float *)base)[i] = v;
+  else if (dt == SYMHEAP_BFLOAT16)
+    ((__nv_bfloat16 *)base)[i] = __float2bfloat16_rn(v);
+  else
+    ((__half *)base)[i] = __float2half_rn(v);
+}
+__host__ __device__ static inline float get_elem(const void *base, int dt,
+                                                 size_t i) {
+  if (dt == SYMHEAP_FLOAT32)
+    return ((const float *)base)[i];
+  if (dt == SYMHEAP_BFLOAT16) {
+    uint32_t b = ((const uint16_t *)base)[i];
+    b <<= 16;
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+  }
+  return __half2float(((const __half *)base)[i]);
+}
+static size_t esize(int dt) { return dt == SYMHEAP_FLOAT32 ? 4 : 2; }
+
+__global__ void fill(void *base, int dt, size_t n, uint64_t seed, int rank) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x)
+    put_elem(base, dt, i, value(dt, seed, rank, i));
+}
+
+// What the all-reduce must produce, bit for bit: float32, ranks in order.
+__device__ static inline float expected(int dt, int op, uint64_t seed,
+                                        int nranks, size_t i) {
+  float acc = value(dt, seed, 0, i);
+  for (int r = 1; r < nranks; r++) {
+    float x = value(dt, seed, r, i);
+    acc = op == SYMHEAP_OP_SUM ? acc + x : fmaxf(acc, x);
+  }
+  return acc;
+}
+
+__global__ void check_reduce(const void *out, int dt, int op, size_t n,
+                             uint64_t seed, int nranks,
+                             unsigned long long *bad) {
+  unsigned long long local = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x) {
+    float want = expected(dt, op, seed, nranks, i);
+    char tmp[4];
+    put_elem(tmp, dt, 0, want);
+    local += get_elem(out, dt, i) != get_elem(tmp, dt, 0);
+  }
+  if (local)
+    atomicAdd(bad, local);
+}
+
+// For graph replays: each replay advances the seed kept on the device.
+__global__ void bump(uint64_t *seed) { *seed += 1; }
+__global__ void fill_dyn(void *base, int dt, size_t n, const uint64_t *seed,
+                         int rank) {
+  uint64_t s = *seed;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x)
+    put_elem(base, dt, i, value(dt, s, rank, i));
+}
+__global__ void check_dyn(const void *out, int dt, size_t n,
+                          const uint64_t *seed, int nranks,
+                          unsigned long long *bad) {
+  uint64_t s = *seed;
+  unsigned long long local = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x) {
+    char tmp[4];
+    put_elem(tmp, dt, 0, expected(dt, SYMHEAP_OP_SUM, s, nranks, i));
+    local += get_elem(out, dt, i) != get_elem(tmp, dt, 0);
+  }
+  if (local)
+    atomicAdd(bad, local);
+}
+
+static uint64_t urandom64(void) {
+  uint64_t s = 0;
+  FILE *f = fopen("/dev/urandom", "rb");
+  if (!f || fread(&s, sizeof s, 1, f) != 1)
+    s = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)time(NULL);
+  if (f)
+    fclose(f);
+  return s;
+}
+
+// A fresh seed, the same on every rank (rank 0's).
+static uint64_t shared_seed(th_ctx_t *c) {
+  uint64_t mine = urandom64();
+  std::vector<uint64_t> all((size_t)c->n);
+  CHECK_OK(symheap_comm_allgather(c->comm, &mine, all.data(), sizeof mine));
+  return all[0];
+}
+
+// Every rank holds the same 64-bit value?
+static int same_everywhere(th_ctx_t *c, uint64_t v) {
+  std::vector<uint64_t> all((size_t)c->n);
+  if (symheap_comm_allgather(c->comm, &v, all.data(), sizeof v) !=
+      SYMHEAP_SUCCESS)
+    return 0;
+  for (int p = 1; p < c->n; p++)
+    if (all[(size_t)p] != all[0])
+      return 0;
+  return 1;
+}
+
+static uint64_t fnv(const unsigned char *p, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+static const char *dt_name(int dt) {
+  return dt == SYMHEAP_FLOAT32 ? "f32" : dt == SYMHEAP_BFLOAT16 ? "bf16" : "f16";
+}
+
+// One all-reduce checked on the host against float64.
+static void check_one(th_ctx_t *c, symheap_window_t win, char *local,
+                      size_t in_off, size_t out_off, size_t count, int dt,
+                      int op, symheap_algo_t algo, cudaStream_t s,
+                      std::vector<unsigned char> &host) {
+  uint64_t seed = shared_seed(c);
+  size_t es = esize(dt), bytes = count * es;
+  CUDA_OK(cudaMemsetAsync(local + out_off, 0xff, bytes, s));
+  fill<<<256, 256, 0, s>>>(local + in_off, dt, count, seed, c->rank);
+  CUDA_OK(cudaGetLastError());
+  CHECK_OK(symheap_cuda_all_reduce(win, in_off, win, out_off, count,
+                                   (symheap_dtype_t)dt, (symheap_redop_t)op,
+                                   algo, (symheap_stream_t)s));
+  CUDA_OK(cudaStreamSynchronize(s));
+  host.resize(bytes);
+  CUDA_OK(cudaMemcpy(host.data(), local + out_off, bytes, cudaMemcpyDefault));
+  double tol = dt == SYMHEAP_FLOAT32 ? 1e-6 : dt == SYMHEAP_FLOAT16 ? 1e-3 : 8e-3;
+  size_t bad = 0, first = 0;
+  double got0 = 0, want0 = 0;
+  for (size_t i = 0; i < count; i++) {
+    double want = value(dt, seed, 0, i);
+    for (int r = 1; r < c->n; r++) {
+      double x = value(dt, seed, r, i);
+      want = op == SYMHEAP_OP_SUM ? want + x : (x > want ? x : want);
+    }
+    double got = get_elem(host.data(), dt, i);
+    double err = fabs(got - want);
+    if (!(err <= tol * fmax(fabs(want), 1.0))) {
+      if (!bad++) {
+        first = i;
+        got0 = got;
+        want0 = want;
+      }
+    }
+  }
+  CHECK(bad == 0,
+        "%s %s algo %d count %zu in+%zu out+%zu: %zu bad, first [%zu] = %g, "
+        "want %g",
+        dt_name(dt), op ? "max" : "sum", (int)algo, count, in_off, out_off,
+        bad, first, got0, want0);
+  CHECK(same_everywhere(c, fnv(host.data(), bytes)),
+        "%s count %zu: ranks hold different bits", dt_name(dt), count);
+}
+
+static void case_all_reduce(th_ctx_t *c) {
+  const size_t win_bytes = 64u << 20;
+  symheap_window_t w;
+  CHECK_OK(symheap_malloc(c->comm, win_bytes, 0, &w));
+  char *local = NULL;
+  CHECK_OK(symheap_window_local_ptr(w, (void **)&local));
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  std::vector<unsigned char> host;
+  const size_t counts[] = {1,     2,      3,       7,         8,
+                           9,     31,     33,      255,       1000,
+                           1023,  4097,   65535,   131075,    (1u << 20) + 5,
+                           3u << 20};
+  const symheap_algo_t algos[] = {SYMHEAP_ALGO_AUTO, SYMHEAP_ALGO_ONE_SHOT,
+                                  SYMHEAP_ALGO_TWO_SHOT};
+  int runs = 0;
+  for (int dt = 0; dt < 3; dt++)
+    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
+      for (int a = 0; a < 3; a++) {
+        size_t es = esize(dt), count = counts[k];
+        // aligned, in place; unaligned out of place (odd element offsets)
+        size_t in_off = (k % 2) ? es * 3 : 0;
+        size_t out_off = (k % 2) ? (32u << 20) + es * 5 : in_off;
+        int op = (k % 3 == 2) ? SYMHEAP_OP_MAX : SYMHEAP_OP_SUM;
+        check_one(c, w, local, in_off, out_off, count, dt, op, algos[a], s,
+                  host);
+        runs++;
+      }
+  if (c->rank == 0)
+    printf("# %d all-reduce checks (3 dtypes x %zu counts x 3 algorithms)\n",
+           runs, sizeof counts / sizeof counts[0]);
+  CUDA_OK(cudaStreamDestroy(s));
+  CHECK_OK(symheap_free(c->comm, w));
+}
+
+// The largest sizes: 1 GiB of bf16 (auto: two-shot), 256 MiB of f32 one-shot
+// without LL, checked element by element on the host.
+static void case_all_reduce_large(th_ctx_t *c) {
+  const size_t gib = 1u << 30;
+  symheap_window_t w;
+  CHECK_OK(symheap_malloc(c->comm, 2 * gib, 0, &w));
+  char *local = NULL;
+  CHECK_OK(symheap_window_local_ptr(w, (void **)&local));
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  std::vector<unsigned char> host;
+  check_one(c, w, local, 0, gib, gib / 2, SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM,
+            SYMHEAP_ALGO_AUTO, s, host);
+  check_one(c, w, local, 0, 0, gib / 2, SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM,
+            SYMHEAP_ALGO_TWO_SHOT, s, host);
+  check_one(c, w, local, 4, gib + 12, (256u << 20) / 4 + 1, SYMHEAP_FLOAT32,
+            SYMHEAP_OP_SUM, SYMHEAP_ALGO_ONE_SHOT, s, host);
+  CUDA_OK(cudaStreamDestroy(s));
+  CHECK_OK(symheap_free(c->comm, w));
+}
+
+// Thousands of back-to-back calls, no host synchronisation, each result
+// checked on the device; in place, so a rank that runs ahead and overwrites
+// an input a peer still reads shows up as an error.
+static void case_race_loop(th_ctx_t *c) {
+  symheap_window_t w;
+  CHECK_OK(symheap_malloc(c->comm, 8u << 20, 0, &w));
+  char *local = NULL;
+  CHECK_OK(symheap_window_local_ptr(w, (void **)&local));
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  unsigned long long *bad;
+  CUDA_OK(cudaMalloc(&bad, 3 * sizeof *bad));
+  CUDA_OK(cudaMemset(bad, 0, 3 * sizeof *bad));
+  uint64_t seed = shared_seed(c);
+  const int iters = 3000;
+  const size_t sizes[] = {2048, 33, 1u << 20}; // LL, LL odd, two-shot
+  for (int it = 0; it < iters; it++) {
+    int k = it % 3;
+    size_t n = sizes[k];
+    uint64_t sd = seed + (uint64_t)it;
+    fill<<<64, 256, 0, s>>>(local, SYMHEAP_BFLOAT16, n, sd, c->rank);
+    symheap_result_t r = symheap_cuda_all_reduce(
+        w, 0, w, 0, n, SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM,
+        k == 2 ? SYMHEAP_ALGO_TWO_SHOT : SYMHEAP_ALGO_ONE_SHOT,
+        (symheap_stream_t)s);
+    if (r != SYMHEAP_SUCCESS) {
+      CHECK_OK(r);
+      break;
+    }
+    check_reduce<<<64, 256, 0, s>>>(local, SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM, n,
+                                    sd, c->n, bad + k);
+  }
+  CUDA_OK(cudaStreamSynchronize(s));
+  unsigned long long h[3];
+  CUDA_OK(cudaMemcpy(h, bad, sizeof h, cudaMemcpyDeviceToHost));
+  CHECK(h[0] == 0 && h[1] == 0 && h[2] == 0,
+        "%d back-to-back all-reduces: %llu / %llu / %llu wrong elements", iters,
+        h[0], h[1], h[2]);
+  CUDA_OK(cudaFree(bad));
+  CUDA_OK(cudaStreamDestroy(s));
+  CHECK_OK(symheap_free(c->comm, w));
+}
+
+static void case_all_gather(th_ctx_t *c) {
+  symheap_window_t w;
+  CHECK_OK(symheap_malloc(c->comm, 80u << 20, 0, &w));
+  unsigned char *local = NULL;
+  CHECK_OK(symheap_window_local_ptr(w, (void **)&local));
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const size_t sizes[] = {1, 15, 16, 4096, 65536 + 3, 1u << 20, 8u << 20};
+  std::vector<unsigned char> host, in;
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    size_t bytes = sizes[k], in_off = (k % 2) ? 1 : 0;
+    size_t out_off = (16u << 20) + ((k % 2) ? 7 : 0);
+    uint64_t seed = shared_seed(c);
+    in.resize(bytes);
+    for (size_t i = 0; i < bytes; i++)
+      in[i] = (unsigned char)mix(seed + (uint64_t)c->rank, i);
+    CUDA_OK(cudaMemcpy(local + in_off, in.data(), bytes, cudaMemcpyDefault));
+    CUDA_OK(cudaMemsetAsync(local + out_off, 0xa5, bytes * (size_t)c->n, s));
+    CHECK_OK(symheap_cuda_all_gather(w, in_off, w, out_off, bytes,
+                                     (symheap_stream_t)s));
+    CUDA_OK(cudaStreamSynchronize(s));
+    host.resize(bytes * (size_t)c->n);
+    CUDA_OK(cudaMemcpy(host.data(), local + out_off, host.size(),
+                       cudaMemcpyDefault));
+    size_t bad = 0;
+    for (int r = 0; r < c->n; r++)
+      for (size_t i = 0; i < bytes; i++)
+        bad += host[(size_t)r * bytes + i] !=
+               (unsigned char)mix(seed + (uint64_t)r, i);
+    CHECK(bad == 0, "all-gather of %zu bytes (offsets %zu, %zu): %zu wrong",
+          bytes, in_off, out_off, bad);
+  }
+  CUDA_OK(cudaStreamDestroy(s));
+  CHECK_OK(symheap_free(c->comm, w));
+}
+
+// put into the next rank, get from the previous one.
+static void case_put_get(th_ctx_t *c) {
+  const size_t n = (32u << 20) + 3;
+  symheap_window_t w;
+  CHECK_OK(symheap_malloc(c->comm, n, 0, &w));
+  unsigned char *local = NULL, *src, *dst;
+  CHECK_OK(symheap_window_local_ptr(w, (void **)&local));
+  CUDA_OK(cudaMalloc(&src, n));
+  CUDA_OK(cudaMalloc(&dst, n));
+  uint64_t seed = shared_seed(c);
+  std::vector<unsigned char> h(n);
+  for (size_t i = 0; i < n; i++)
+    h[i] = (unsigned char)mix(seed + (uint64_t)c->rank, i);
+  CUDA_OK(cudaMemcpy(src, h.data(), n, cudaMemcpyDefault));
+  CUDA_OK(cudaMemset(local, 0, n));
+  CUDA_OK(cudaDeviceSynchronize());
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  int next = (c->rank + 1) % c->n, prev = (c->rank + c->n - 1) % c->n;
+  CHECK_OK(symheap_cuda_put(w, next, 0, src, n, NULL));
+  CUDA_OK(cudaDeviceSynchronize());
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  CUDA_OK(cudaMemcpy(h.data(), local, n, cudaMemcpyDefault));
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++)
+    bad += h[i] != (unsigned char)mix(seed + (uint64_t)prev, i);
+  CHECK(bad == 0, "put from rank %d: %zu bytes wrong", prev, bad);
+  // get the next rank's copy (which holds what its own previous, me, put)
+  CHECK_OK(symheap_cuda_get(dst, w, next, 1, n - 1, NULL));
+  CUDA_OK(cudaDeviceSynchronize());
+  CUDA_OK(cudaMemcpy(h.data(), dst, n - 1, cudaMemcpyDefault));
+  bad = 0;
+  for (size_t i = 0; i + 1 < n; i++)
+    bad += h[i] != (unsigned char)mix(seed + (uint64_t)c->rank, i + 1);
+  CHECK(bad == 0, "get from rank %d: %zu bytes wrong", next, bad);
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  CUDA_OK(cudaFree(src));
+  CUDA_OK(cudaFree(dst));
+  CHECK_OK(symheap_free(c->comm, w));
+}
+
+// Capture fill + all-reduces + all-gather + check into a graph; replay it.
+static void case_graph(th_ctx_t *c) {
+  symheap_window_t w;
+  CHECK_OK(symheap_malloc(c->comm, 8u << 20, 0, &w));
+  char *local = NULL;
+  CHECK_OK(symheap_window_local_ptr(w, (void **)&local));
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  uint64_t *seed;
+  unsigned long long *bad;
+  CUDA_OK(cudaMalloc(&seed, sizeof *seed));
+  CUDA_OK(cudaMalloc(&bad, 2 * sizeof *bad));
+  uint64_t s0 = shared_seed(c);
+  CUDA_OK(cudaMemcpy(seed, &s0, sizeof s0, cudaMemcpyDefault));
+  CUDA_OK(cudaMemset(bad, 0, 2 * sizeof *bad));
+  const size_t small = 1000, big = 1u << 20;
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  bump<<<1, 1, 0, s>>>(seed);
+  fill_dyn<<<64, 256, 0, s>>>(local, SYMHEAP_BFLOAT16, small, seed, c->rank);
+  CHECK_OK(symheap_cuda_all_reduce(w, 0, w, 0, small, SYMHEAP_BFLOAT16,
+                                   SYMHEAP_OP_SUM, SYMHEAP_ALGO_AUTO,
+                                   (symheap_stream_t)s));
+  check_dyn<<<64, 256, 0, s>>>(local, SYMHEAP_BFLOAT16, small, seed, c->n,
+                               bad);
+  fill_dyn<<<64, 256, 0, s>>>(local + (2u << 20), SYMHEAP_BFLOAT16, big, seed,
+                              c->rank);
+  CHECK_OK(symheap_cuda_all_reduce(w, 2u << 20, w, 2u << 20, big,
+                                   SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM,
+                                   SYMHEAP_ALGO_TWO_SHOT, (symheap_stream_t)s));
+  check_dyn<<<64, 256, 0, s>>>(local + (2u << 20), SYMHEAP_BFLOAT16, big, seed,
+                               c->n, bad + 1);
+  CUDA_OK(cudaStreamEndCapture(s, &g));
+  CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
+  const int replays = 500;
+  for (int i = 0; i < replays; i++)
+    CUDA_OK(cudaGraphLaunch(ge, s));
+  CUDA_OK(cudaStreamSynchronize(s));
+  unsigned long long h[2];
+  uint64_t s1 = 0;
+  CUDA_OK(cudaMemcpy(h, bad, sizeof h, cudaMemcpyDefault));
+  CUDA_OK(cudaMemcpy(&s1, seed, sizeof s1, cudaMemcpyDefault));
+  CHECK(s1 == s0 + replays, "the graph ran %llu times, not %d",
+        (unsigned long long)(s1 - s0), replays);
+  CHECK(h[0] == 0 && h[1] == 0,
+        "%d graph replays: %llu (LL) / %llu (two-shot) wrong elements",
+        replays, h[0], h[1]);
+  CUDA_OK(cudaGraphExecDestroy(ge));
+  CUDA_OK(cudaGraphDestroy(g));
+  CUDA_OK(cudaFree(seed));
+  CUDA_OK(cudaFree(bad));
+  CUDA_OK(cudaStreamDestroy(s));
+  CHECK_OK(symheap_free(c->comm, w));
+}
+
+// The device API in one kernel: each round every rank put_signals a block to
+// the next rank, waits for the previous rank's, checks it, and meets the
+// others at the barrier before the buffer is reused.
+__global__ void ring(symheap_device_window_t w, int rounds, size_t bytes,
+                     unsigned long long *bad) {
+  int next = (w.rank + 1) % w.nranks, prev = (w.rank + w.nranks - 1) % w.nranks;
+  unsigned char *mine = (unsigned char *)symheap_device_local_ptr(&w, 0);
+  unsigned char *src = mine + bytes; // second half: what this rank sends
+  for (int r = 1; r <= rounds; r++) {
+    for (size_t i = threadIdx.x; i < bytes; i += blockDim.x)
+      src[i] = (unsigned char)mix((uint64_t)w.rank * 1000003u + r, i);
+    __syncthreads();
+    symheap_dev_put_signal(w, next, 0, src, bytes, (uint64_t)r);
+    if (threadIdx.x == 0)
+      symheap_dev_wait_signal_from(w, prev, (uint64_t)r);
+    __syncthreads();
+    unsigned long long local = 0;
+    for (size_t i = threadIdx.x; i < bytes; i += blockDim.x)
+      local += mine[i] != (unsigned char)mix((uint64_t)prev * 1000003u + r, i);
+    if (local)
+      atomicAdd(bad, local);
+    symheap_dev_barrier(w, 0);
+  }
+  // the free signals: every rank adds 1 to signal 40 of every rank
+  if (threadIdx.x < (unsigned)w.nranks)
+    symheap_dev_signal_add(w, (int)threadIdx.x, 40, 1);
+  if (threadIdx.x == 0 &&
+      symheap_dev_wait_signal(w, 40, (uint64_t)w.nranks) != (uint64_t)w.nranks)
+    atomicAdd(bad, 1000000ull);
+}
+
+static void ring_on(th_ctx_t *c, symheap_window_t w, const char *what) {
+  symheap_device_window_t v;
+  CHECK_OK(symheap_window_device_view(w, &v));
+  CHECK(v.flags & SYMHEAP_VIEW_SIGNALS, "%s: no signal slot", what);
+  unsigned long long *bad;
+  CUDA_OK(cudaMalloc(&bad, sizeof *bad));
+  CUDA_OK(cudaMemset(bad, 0, sizeof *bad));
+  CUDA_OK(cudaDeviceSynchronize());
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  const int rounds = 2000;
+  ring<<<1, 512, 0, 0>>>(v, rounds, 4093, bad);
+  CUDA_OK(cudaGetLastError());
+  CUDA_OK(cudaDeviceSynchronize());
+  unsigned long long h = 0;
+  CUDA_OK(cudaMemcpy(&h, bad, sizeof h, cudaMemcpyDefault));
+  CHECK(h == 0, "%s: %d rounds of put_signal/wait/barrier: %llu wrong", what,
+        rounds, h);
+  CUDA_OK(cudaFree(bad));
+  CHECK_OK(symheap_comm_barrier(c->comm));
+}
+
+static void case_device_api(th_ctx_t *c) {
+  symheap_window_t w;
+  CHECK_OK(symheap_malloc(c->comm, 1u << 20, 0, &w));
+  ring_on(c, w, "flat VA");
+  CHECK_OK(symheap_free(c->comm, w));
+  // cudaMalloc memory: per-peer pointers (legacy IPC), same device API
+  void *p;
+  CUDA_OK(cudaMalloc(&p, 1u << 20));
+  CHECK_OK(symheap_window_register(c->comm, p, 1u << 20, 0, &w));
+  symheap_device_window_t v;
+  CHECK_OK(symheap_window_device_view(w, &v));
+  CHECK(!(v.flags & SYMHEAP_VIEW_FLAT), "cudaMalloc window is flat?");
+  ring_on(c, w, "per-peer pointers");
+  CHECK_OK(symheap_window_deregister(c->comm, w));
+  CUDA_OK(cudaFree(p));
+}
+
+typedef struct {
+  const char *name;
+  void (*fn)(th_ctx_t *);
+} case_t;
+static const case_t cases[] = {
+    {"device_api_put_signal_barrier", case_device_api},
+    {"all_reduce_1_to_3M_elements", case_all_reduce},
+    {"all_reduce_1GiB", case_all_reduce_large},
+    {"all_reduce_back_to_back_3000", case_race_loop},
+    {"all_gather", case_all_gather},
+    {"put_get", case_put_get},
+    {"graph_capture_replay_500", case_graph},
+};
+
+static void run_cases(th_ctx_t *c, void *arg) {
+  (void)arg;
+  int ndev = 0;
+  cudaGetDeviceCount(&ndev);
+  CUDA_OK(cudaSetDevice(c->rank % ndev));
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    th_begin(tag, cases[i].name, c->rank);
+    cases[i].fn(c);
+    CHECK_OK(symheap_comm_barrier(c->comm));
+    th_end();
+  }
+}
+
+int main(int argc, char **argv) {
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    printf("SKIP coll: no CUDA device here (cudaGetDeviceCount found none); "
+           "the collectives' GPU tests run on the GPU machine\n");
+    return 0;
+  }
+  const char *mc = getenv("SYMHEAP_DISABLE_MULTICAST");
+  if (!mc || strcmp(mc, "1") != 0) {
+    printf("FAIL coll/refuse_to_run: set SYMHEAP_DISABLE_MULTICAST=1 (and "
+           "NCCL_NVLS_ENABLE=0) on shared GPU machines\n");
+    return 1;
+  }
+  setenv("SYMHEAP_DEVICE", "cuda", 1);
+  if (argc == 3 && strcmp(argv[1], "--threads") == 0) {
+    int n = atoi(argv[2]);
+    snprintf(tag, sizeof tag, "coll_threads%d", n);
+    int rc = th_run_threads(n, run_cases, NULL);
+    return rc || th_total_failures() ? 1 : 0;
+  }
+  th_ctx_t c = {NULL, 0, 0};
+  const char *lr = getenv("SYMHEAP_LOCAL_RANK");
+  int local = lr ? atoi(lr) : 0;
+  cudaSetDevice(local % ndev);
+  cudaFree(0);
+  symheap_result_t r = symheap_comm_init_env(&c.comm);
+  if (r != SYMHEAP_SUCCESS) {
+    printf("FAIL coll/comm_init: %s: %s\n", symheap_strerror(r),
+           symheap_last_error());
+    return 1;
+  }
+  symheap_comm_rank(c.comm, &c.rank);
+  symheap_comm_size(c.comm, &c.n);
+  snprintf(tag, sizeof tag, "coll_procs%d", c.n);
+  // Processes: the device is the local rank's, set above.
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    th_begin(tag, cases[i].name, c.rank);
+    cases[i].fn(&c);
+    CHECK_OK(symheap_comm_barrier(c.comm));
+    th_end();
+  }
+  symheap_comm_destroy(c.comm);
+  return th_total_failures() ? 1 : 0;
+}

@@ -1,0 +1,121 @@
+/* The CUDA collectives' host side, on a machine with or without a GPU:
+ * every argument check answers before anything is enqueued, with the error
+ * code and a message that says what is wrong, and the choice of algorithm
+ * follows the LL buffer's capacity.  Windows come from the host backend here,
+ * so the last check is that host memory is refused (no GPU is needed). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "symheap_cuda.h"
+
+static char tag[32];
+
+#define CHECK_MSG(call, want, text)                                            \
+  do {                                                                         \
+    symheap_result_t r_ = (call);                                              \
+    CHECK(r_ == (want) && strstr(symheap_last_error(), text),                  \
+          "%s -> %s (%s); expected %s mentioning '%s'", #call,                 \
+          symheap_strerror(r_), symheap_last_error(), symheap_strerror(want),  \
+          text);                                                               \
+  } while (0)
+
+static void body(th_ctx_t *c, void *arg) {
+  (void)arg;
+  symheap_window_t w;
+  th_begin(tag, "argument_checks", c->rank);
+  CHECK_OK(symheap_malloc(c->comm, 1 << 20, 0, &w));
+  CHECK_MSG(symheap_cuda_all_reduce(w, 0, w, 0, 16, (symheap_dtype_t)7,
+                                    SYMHEAP_OP_SUM, SYMHEAP_ALGO_AUTO, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "unknown dtype");
+  CHECK_MSG(symheap_cuda_all_reduce(w, 0, w, 0, 16, SYMHEAP_FLOAT32,
+                                    (symheap_redop_t)9, SYMHEAP_ALGO_AUTO,
+                                    NULL),
+            SYMHEAP_ERR_INVALID_ARG, "unknown op");
+  CHECK_MSG(symheap_cuda_all_reduce(w, 0, w, 0, 16, SYMHEAP_FLOAT32,
+                                    SYMHEAP_OP_SUM, (symheap_algo_t)3, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "unknown algorithm");
+  CHECK_MSG(symheap_cuda_all_reduce(w, 2, w, 0, 16, SYMHEAP_FLOAT32,
+                                    SYMHEAP_OP_SUM, SYMHEAP_ALGO_AUTO, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "multiples of the element size");
+  CHECK_MSG(symheap_cuda_all_reduce(w, 0, w, (1 << 20) - 60, 16,
+                                    SYMHEAP_FLOAT32, SYMHEAP_OP_SUM,
+                                    SYMHEAP_ALGO_AUTO, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "outside the window");
+  CHECK_MSG(symheap_cuda_all_reduce(w, 0, w, 0, (size_t)1 << 62,
+                                    SYMHEAP_FLOAT32, SYMHEAP_OP_SUM,
+                                    SYMHEAP_ALGO_AUTO, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "overflows");
+  CHECK_MSG(symheap_cuda_all_gather(w, 0, w, 0, (1 << 20) / c->n + 1, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "outside the window");
+  CHECK_MSG(symheap_cuda_put(w, c->n, 0, &w, 8, NULL), SYMHEAP_ERR_INVALID_ARG,
+            "is not a rank");
+  CHECK_MSG(symheap_cuda_get(NULL, w, 0, 0, 8, NULL), SYMHEAP_ERR_INVALID_ARG,
+            "dst is NULL");
+  CHECK_MSG(symheap_cuda_all_reduce((symheap_window_t)&w, 0, w, 0, 16,
+                                    SYMHEAP_FLOAT32, SYMHEAP_OP_SUM,
+                                    SYMHEAP_ALGO_AUTO, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "unknown window");
+  /* Host memory is not something a kernel can use. */
+  symheap_result_t r = symheap_cuda_all_reduce(w, 0, w, 0, 16, SYMHEAP_FLOAT32,
+                                               SYMHEAP_OP_SUM,
+                                               SYMHEAP_ALGO_AUTO, NULL);
+  CHECK((r == SYMHEAP_ERR_INVALID_ARG || r == SYMHEAP_ERR_DEVICE) &&
+            strlen(symheap_last_error()) > 20,
+        "host window: %s (%s)", symheap_strerror(r), symheap_last_error());
+  th_end();
+
+  th_begin(tag, "algorithm_choice", c->rank);
+  /* The LL path carries SYMHEAP_PAD_LL_BYTES / (4 * nranks) bytes, rounded
+   * down to 16-byte lines per block (16 blocks, two buffers, 16-byte lines
+   * for 8 bytes of data). */
+  size_t area = (SYMHEAP_PAD_LL_BYTES / (16u * 2 * (size_t)c->n)) & ~(size_t)15;
+  size_t cap = area / 2 * 16;
+  symheap_algo_t a = SYMHEAP_ALGO_AUTO;
+  CHECK_OK(symheap_cuda_all_reduce_algo(w, cap / 2, SYMHEAP_BFLOAT16, &a));
+  CHECK(a == SYMHEAP_ALGO_ONE_SHOT, "%zu bytes: algo %d", cap, (int)a);
+  CHECK_OK(symheap_cuda_all_reduce_algo(w, cap / 2 + 1, SYMHEAP_BFLOAT16, &a));
+  CHECK(a == SYMHEAP_ALGO_TWO_SHOT, "%zu bytes: algo %d", cap + 2, (int)a);
+  CHECK_OK(symheap_cuda_all_reduce_algo(w, cap / 4, SYMHEAP_FLOAT32, &a));
+  CHECK(a == SYMHEAP_ALGO_ONE_SHOT, "f32 at capacity: algo %d", (int)a);
+  CHECK_MSG(symheap_cuda_all_reduce_algo(w, 1, SYMHEAP_BFLOAT16, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "NULL");
+  if (c->n == 2)
+    CHECK(cap == 256u << 10, "2 ranks: LL capacity %zu", cap);
+  th_end();
+  CHECK_OK(symheap_free(c->comm, w));
+}
+
+/* Windows of two comms cannot meet in one collective. */
+static void two_comms(th_ctx_t *c, void *arg) {
+  (void)arg;
+  th_begin(tag, "windows_of_two_comms", c->rank);
+  symheap_unique_id_t id, all[4];
+  symheap_comm_t c2 = NULL;
+  memset(&id, 0, sizeof id);
+  if (c->rank == 0)
+    CHECK_OK(symheap_get_unique_id(&id));
+  CHECK_OK(symheap_comm_allgather(c->comm, &id, all, sizeof id));
+  CHECK_OK(symheap_comm_init(&c2, c->n, &all[0], c->rank));
+  symheap_window_t a, b;
+  CHECK_OK(symheap_malloc(c->comm, 4096, 0, &a));
+  CHECK_OK(symheap_malloc(c2, 4096, 0, &b));
+  CHECK_MSG(symheap_cuda_all_reduce(a, 0, b, 0, 16, SYMHEAP_FLOAT32,
+                                    SYMHEAP_OP_SUM, SYMHEAP_ALGO_AUTO, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "different comms");
+  CHECK_OK(symheap_free(c2, b));
+  CHECK_OK(symheap_free(c->comm, a));
+  CHECK_OK(symheap_comm_destroy(c2));
+  th_end();
+}
+
+int main(void) {
+  setenv("SYMHEAP_DEVICE", "host", 1);
+  int fails = 0;
+  for (int n = 2; n <= 4; n += 2) {
+    snprintf(tag, sizeof tag, "coll_api_threads%d", n);
+    fails |= th_run_threads(n, body, NULL);
+    fails |= th_run_threads(n, two_comms, NULL);
+  }
+  return fails || th_total_failures() ? 1 : 0;
+}

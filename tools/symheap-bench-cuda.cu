@@ -1,0 +1,278 @@
+// symheap-bench-cuda (also `symheap-bench --collectives`): the CUDA
+// collectives and peer copies, timed the way ../bench/peers_baseline.py times
+// NCCL and PyTorch: per-op time of a launch loop between CUDA events, median
+// of 5 repeats, after 3 warm-up calls, every rank synchronised before each
+// repeat.  Each figure is the slowest rank's.  Inputs are random bf16 values
+// (never zeros); all-reduces run out of place so values stay bounded.
+//   symheap-run -n 2 symheap-bench-cuda [--max-size BYTES] [--json FILE]
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "symheap_cuda.h"
+
+#define SH(call)                                                               \
+  do {                                                                         \
+    symheap_result_t r_ = (call);                                              \
+    if (r_ != SYMHEAP_SUCCESS) {                                               \
+      fprintf(stderr, "symheap-bench-cuda: %s: %s: %s\n", #call,               \
+              symheap_strerror(r_), symheap_last_error());                     \
+      exit(1);                                                                 \
+    }                                                                          \
+  } while (0)
+#define CU(call)                                                               \
+  do {                                                                         \
+    cudaError_t e_ = (call);                                                   \
+    if (e_ != cudaSuccess) {                                                   \
+      fprintf(stderr, "symheap-bench-cuda: %s: %s\n", #call,                   \
+              cudaGetErrorString(e_));                                         \
+      exit(1);                                                                 \
+    }                                                                          \
+  } while (0)
+
+static symheap_comm_t comm;
+static int rank, nranks;
+static cudaStream_t stream;
+
+__global__ void fill_random(uint16_t *p, size_t n, uint64_t seed) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x) {
+    uint64_t x = seed ^ (i * 0x9e3779b97f4a7c15ull);
+    x ^= x >> 31;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 29;
+    // a bf16 in [-2, 2): sign, exponent 126..127, random mantissa
+    p[i] = (uint16_t)((x & 0x8000) | ((126 + ((x >> 8) & 1)) << 7) |
+                      ((x >> 16) & 0x7f));
+  }
+}
+
+// Per-op microseconds of fn in a launch loop, the slowest rank's median.
+template <typename F> static double time_us(F fn, int iters) {
+  for (int i = 0; i < 3; i++)
+    fn();
+  CU(cudaStreamSynchronize(stream));
+  cudaEvent_t a, b;
+  CU(cudaEventCreate(&a));
+  CU(cudaEventCreate(&b));
+  std::vector<double> reps;
+  for (int r = 0; r < 5; r++) {
+    CU(cudaStreamSynchronize(stream));
+    SH(symheap_comm_barrier(comm));
+    CU(cudaEventRecord(a, stream));
+    for (int i = 0; i < iters; i++)
+      fn();
+    CU(cudaEventRecord(b, stream));
+    CU(cudaEventSynchronize(b));
+    float ms = 0;
+    CU(cudaEventElapsedTime(&ms, a, b));
+    reps.push_back(ms * 1000.0 / iters);
+  }
+  CU(cudaEventDestroy(a));
+  CU(cudaEventDestroy(b));
+  std::sort(reps.begin(), reps.end());
+  double med = reps[2];
+  std::vector<double> all((size_t)nranks);
+  SH(symheap_comm_allgather(comm, &med, all.data(), sizeof med));
+  return *std::max_element(all.begin(), all.end());
+}
+
+// The same, with the loop captured in one CUDA graph: the device's time per
+// op without the host's launch cost.
+template <typename F> static double time_graph_us(F fn, int iters) {
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CU(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < iters; i++)
+    fn();
+  CU(cudaStreamEndCapture(stream, &g));
+  CU(cudaGraphInstantiate(&ge, g, 0));
+  double t = time_us([&] { CU(cudaGraphLaunch(ge, stream)); }, 1) / iters;
+  CU(cudaGraphExecDestroy(ge));
+  CU(cudaGraphDestroy(g));
+  return t;
+}
+
+static int iters_for(size_t bytes) {
+  return bytes <= (1u << 20) ? 200 : bytes <= (64u << 20) ? 50 : 10;
+}
+
+static const char *human(size_t b, char *buf) {
+  if (b >= (1u << 30))
+    sprintf(buf, "%zu GiB", b >> 30);
+  else if (b >= (1u << 20))
+    sprintf(buf, "%zu MiB", b >> 20);
+  else
+    sprintf(buf, "%zu KiB", b >> 10);
+  return buf;
+}
+
+int main(int argc, char **argv) {
+  size_t max_size = 1u << 30;
+  const char *json = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--max-size") == 0 && i + 1 < argc)
+      max_size = strtoull(argv[++i], NULL, 0);
+    else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
+      json = argv[++i];
+    else {
+      fprintf(stderr, "usage: symheap-run -n N symheap-bench-cuda "
+                      "[--max-size BYTES] [--json FILE]\n");
+      return 2;
+    }
+  }
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    fprintf(stderr, "symheap-bench-cuda: no CUDA device here\n");
+    return 2;
+  }
+  const char *lr = getenv("SYMHEAP_LOCAL_RANK");
+  CU(cudaSetDevice((lr ? atoi(lr) : 0) % ndev));
+  CU(cudaFree(0));
+  setenv("SYMHEAP_DEVICE", "cuda", 0);
+  SH(symheap_comm_init_env(&comm));
+  SH(symheap_comm_rank(comm, &rank));
+  SH(symheap_comm_size(comm, &nranks));
+  CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  symheap_comm_info_t info = SYMHEAP_COMM_INFO_INIT;
+  SH(symheap_comm_get_info(comm, &info));
+
+  // in at [0, max), out at [max, 2 max); random bf16 everywhere
+  symheap_window_t w;
+  SH(symheap_malloc(comm, 2 * max_size, 0, &w));
+  char *local = NULL;
+  SH(symheap_window_local_ptr(w, (void **)&local));
+  fill_random<<<1024, 256, 0, stream>>>((uint16_t *)local, max_size,
+                                        0x1234567ull + (uint64_t)rank);
+  CU(cudaGetLastError());
+  CU(cudaStreamSynchronize(stream));
+  symheap_stream_t st = (symheap_stream_t)stream;
+
+  std::string js = "{";
+  auto put = [&](const std::string &k, double v) {
+    char b[128];
+    snprintf(b, sizeof b, "%s\"%s\": %.3f", js.size() > 1 ? ", " : "",
+             k.c_str(), v);
+    js += b;
+  };
+  char hb[32];
+  if (rank == 0) {
+    printf("# symheap-bench-cuda: %d ranks, %s; per-op time in a launch "
+           "loop, median of 5, slowest rank\n",
+           nranks, info.device);
+    printf("# all-reduce bf16 sum, out of place; busbw = 2(n-1)/n * bytes / "
+           "time\n");
+    printf("# graph_us: auto, %d calls captured in one CUDA graph\n", 200);
+    printf("%-9s %10s %10s %10s %10s %12s %8s\n", "bytes", "auto_us",
+           "one_us", "two_us", "graph_us", "busbw_GB/s", "auto");
+  }
+  for (size_t b = 4096; b <= max_size; b *= 4) {
+    size_t count = b / 2;
+    double t[3] = {0, 0, 0};
+    for (int a = 0; a < 3; a++) {
+      if (a == SYMHEAP_ALGO_ONE_SHOT && b > (64u << 20))
+        continue; // every rank reads everything: too slow to matter
+      t[a] = time_us(
+          [&] {
+            SH(symheap_cuda_all_reduce(w, 0, w, max_size, count,
+                                       SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM,
+                                       (symheap_algo_t)a, st));
+          },
+          iters_for(b));
+    }
+    symheap_algo_t chosen;
+    SH(symheap_cuda_all_reduce_algo(w, count, SYMHEAP_BFLOAT16, &chosen));
+    double tg = 0;
+    if (b <= (1u << 20))
+      tg = time_graph_us(
+          [&] {
+            SH(symheap_cuda_all_reduce(w, 0, w, max_size, count,
+                                       SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM,
+                                       SYMHEAP_ALGO_AUTO, st));
+          },
+          200);
+    double bus = 2.0 * (nranks - 1) / nranks * (double)b / (t[0] * 1e-6) / 1e9;
+    if (rank == 0)
+      printf("%-9s %10.2f %10.2f %10.2f %10.2f %12.1f %8s\n", human(b, hb),
+             t[0], t[1], t[2], tg, bus,
+             chosen == SYMHEAP_ALGO_ONE_SHOT ? "one" : "two");
+    put("allreduce_auto_us_" + std::to_string(b), t[0]);
+    if (t[1] > 0)
+      put("allreduce_one_us_" + std::to_string(b), t[1]);
+    put("allreduce_two_us_" + std::to_string(b), t[2]);
+    if (tg > 0)
+      put("allreduce_graph_us_" + std::to_string(b), tg);
+  }
+
+  if (rank == 0)
+    printf("# all-gather, bytes per rank; busbw = (n-1)/n * n*bytes / time\n"
+           "%-9s %10s %12s\n",
+           "bytes", "us", "busbw_GB/s");
+  for (size_t b = 4096; b * (size_t)nranks <= max_size; b *= 16) {
+    double t = time_us(
+        [&] { SH(symheap_cuda_all_gather(w, 0, w, max_size, b, st)); },
+        iters_for(b * (size_t)nranks));
+    double bus = (double)(nranks - 1) * (double)b / (t * 1e-6) / 1e9;
+    if (rank == 0)
+      printf("%-9s %10.2f %12.1f\n", human(b, hb), t, bus);
+    put("allgather_us_" + std::to_string(b), t);
+  }
+
+  // Peer copies through the flat VA: one peer (the next rank).
+  int peer = (rank + 1) % nranks;
+  void *buf;
+  CU(cudaMalloc(&buf, max_size));
+  CU(cudaMemcpy(buf, local, max_size, cudaMemcpyDeviceToDevice));
+  double tw = time_us(
+      [&] { SH(symheap_cuda_put(w, peer, max_size, buf, max_size, st)); }, 10);
+  double tr = time_us(
+      [&] { SH(symheap_cuda_get(buf, w, peer, 0, max_size, st)); }, 10);
+  void *remote;
+  SH(symheap_window_peer_ptr(w, peer, &remote));
+  double cw = time_us(
+      [&] {
+        CU(cudaMemcpyAsync((char *)remote + max_size, buf, max_size,
+                           cudaMemcpyDeviceToDevice, stream));
+      },
+      10);
+  double cr = time_us(
+      [&] {
+        CU(cudaMemcpyAsync(buf, remote, max_size, cudaMemcpyDeviceToDevice,
+                           stream));
+      },
+      10);
+  double gw = (double)max_size / (tw * 1e-6) / 1e9;
+  double gr = (double)max_size / (tr * 1e-6) / 1e9;
+  double gcw = (double)max_size / (cw * 1e-6) / 1e9;
+  double gcr = (double)max_size / (cr * 1e-6) / 1e9;
+  if (rank == 0)
+    printf("# peer copy through the flat VA, %s, every rank to the next at "
+           "once\nsymheap_cuda_put (SM stores) %.1f GB/s, symheap_cuda_get "
+           "(SM loads) %.1f GB/s\ncudaMemcpyAsync on the same addresses: "
+           "write %.1f GB/s, read %.1f GB/s\n",
+           human(max_size, hb), gw, gr, gcw, gcr);
+  put("peer_put_GBps", gw);
+  put("peer_get_GBps", gr);
+  put("memcpy_write_GBps", gcw);
+  put("memcpy_read_GBps", gcr);
+  js += "}\n";
+  if (rank == 0 && json) {
+    FILE *f = fopen(json, "w");
+    if (f) {
+      fputs(js.c_str(), f);
+      fclose(f);
+    }
+  }
+  CU(cudaFree(buf));
+  CU(cudaStreamSynchronize(stream));
+  SH(symheap_comm_barrier(comm));
+  SH(symheap_free(comm, w));
+  SH(symheap_comm_destroy(comm));
+  return 0;
+}
