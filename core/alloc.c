@@ -27,6 +27,8 @@ SYMHEAP__EXPORT symheap_result_t symheap_mem_alloc(symheap_comm_t c,
   if (size > SIZE_MAX - gran)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_mem_alloc: size %zu is too large", size);
+  if ((r = symheap__capture_check(c, "symheap_mem_alloc")) != SYMHEAP_SUCCESS)
+    return r;
   symheap__alloc_t *a = calloc(1, sizeof *a);
   if (!a)
     return symheap__error(SYMHEAP_ERR_NO_MEMORY,
@@ -55,6 +57,7 @@ SYMHEAP__EXPORT symheap_result_t symheap_mem_alloc(symheap_comm_t c,
   c->stats.bytes_allocated += a->size;
   c->stats.va_reserved += a->size;
   c->stats.bytes_mapped += a->size;
+  c->mapped_from[c->rank] += a->size;
   c->stats.descriptors_held++;
   *ptr = va;
   SYMHEAP_TRACE("mem_alloc %zu bytes at %p", a->size, va);
@@ -93,6 +96,7 @@ symheap_result_t symheap__alloc_free(symheap_comm_t c, symheap__alloc_t *a) {
   c->stats.bytes_allocated -= a->size;
   c->stats.va_reserved -= a->size;
   c->stats.bytes_mapped -= a->size;
+  c->mapped_from[c->rank] -= a->size;
   c->stats.descriptors_held--;
   free(a);
   return r != SYMHEAP_SUCCESS ? r : r2 != SYMHEAP_SUCCESS ? r2 : r3;
@@ -110,6 +114,9 @@ SYMHEAP__EXPORT symheap_result_t symheap_mem_free(symheap_comm_t c, void *ptr) {
                           "symheap_mem_free: %p is not an allocation of this "
                           "comm (already freed, or not from symheap_mem_alloc)",
                           ptr);
+  symheap_result_t rc = symheap__capture_check(c, "symheap_mem_free");
+  if (rc != SYMHEAP_SUCCESS)
+    return rc;
   symheap__cache_drop_alloc(c, a); /* kept mappings are not registrations */
   if (a->windows)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,

@@ -43,7 +43,9 @@ typedef struct {
   unsigned char token[16];
 } join_rec_t;
 
-static void host_identity(char *out, size_t len) {
+/* The machine itself: the join refuses ranks of different machines (the
+ * flat VA needs one host), whatever SYMHEAP_HOST_ID says. */
+static void machine_identity(char *out, size_t len) {
   char name[64] = "?", boot[40] = "";
   gethostname(name, sizeof name);
   name[sizeof name - 1] = '\0';
@@ -55,6 +57,25 @@ static void host_identity(char *out, size_t len) {
     boot[strcspn(boot, "\n")] = '\0';
   }
   snprintf(out, len, "%s/%s", name, boot);
+}
+
+symheap_result_t symheap__host_identity(char *out, size_t len) {
+  const char *forced = symheap__cfg_raw("SYMHEAP_HOST_ID");
+  if (!forced) {
+    machine_identity(out, len);
+    return SYMHEAP_SUCCESS;
+  }
+  if (!forced[0] || strlen(forced) >= len)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "SYMHEAP_HOST_ID='%s': expected 1 to %zu characters",
+                          forced, len - 1);
+  snprintf(out, len, "%s", forced);
+  return SYMHEAP_SUCCESS;
+}
+
+symheap_result_t symheap__capture_check(symheap_comm_t c, const char *fn) {
+  symheap_result_t r = c->dev.ops.capture_check(c->dev_ctx);
+  return r == SYMHEAP_SUCCESS ? r : symheap__error_context(r, "%s", fn);
 }
 
 static symheap_result_t prepare_join(symheap_comm_t c, join_rec_t *me,
@@ -78,7 +99,7 @@ static symheap_result_t prepare_join(symheap_comm_t c, join_rec_t *me,
   if (r != SYMHEAP_SUCCESS)
     return r;
   snprintf(me->device, sizeof me->device, "%s", c->dev.ops.name);
-  host_identity(me->host, sizeof me->host);
+  machine_identity(me->host, sizeof me->host);
   return symheap__random(me->token, sizeof me->token);
 }
 
@@ -127,11 +148,13 @@ static void comm_free(symheap_comm_t c) {
     c->dev.ops.fini(c->dev_ctx);
   if (c->ccl_owned && c->ccl.fini)
     c->ccl.fini(c->ccl_ctx);
+  free(c->world);
+  free(c->mapped_from);
   free(c);
 }
 
 /* Everything after the ccl exists: shared by every way of making a comm. */
-static symheap_result_t comm_setup(symheap_comm_t *out,
+symheap_result_t symheap__comm_setup(symheap_comm_t *out,
                                    const symheap_ccl_ops *ops, void *ctx,
                                    int owned, int timeout_ms) {
   symheap_comm_t c = calloc(1, sizeof *c);
@@ -147,12 +170,17 @@ static symheap_result_t comm_setup(symheap_comm_t *out,
   c->nranks = ops->size(ctx);
   c->timeout_ms = timeout_ms;
   c->stats.struct_size = sizeof c->stats;
+  c->world = calloc((size_t)c->nranks, sizeof *c->world);
+  c->mapped_from = calloc((size_t)c->nranks, sizeof *c->mapped_from);
+  for (int p = 0; c->world && p < c->nranks; p++)
+    c->world[p] = p;
 
   join_rec_t me, *all = calloc((size_t)c->nranks, sizeof *all);
   char why[768] = "";
   memset(&me, 0, sizeof me);
   symheap_result_t r =
-      all ? prepare_join(c, &me, why, sizeof why)
+      all && c->world && c->mapped_from
+          ? prepare_join(c, &me, why, sizeof why)
           : symheap__error(SYMHEAP_ERR_NO_MEMORY, "comm: no memory");
   r = symheap__agree(c, r, 0, &me, sizeof me, all);
   if (r == SYMHEAP_SUCCESS)
@@ -223,7 +251,8 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_init(
   r = symheap__local_ccl_create(&uid, nranks, rank, (int)timeout, &ctx);
   if (r != SYMHEAP_SUCCESS)
     return symheap__error_context(r, "rank %d joining the job", rank);
-  return comm_setup(comm, &symheap__local_ccl_ops, ctx, 1, (int)timeout);
+  return symheap__comm_setup(comm, &symheap__local_ccl_ops, ctx, 1,
+                             (int)timeout);
 }
 
 SYMHEAP__EXPORT symheap_result_t symheap_comm_init_env(symheap_comm_t *comm) {
@@ -275,7 +304,18 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_destroy(symheap_comm_t c) {
     c->allocs->windows = 0;
     (void)symheap__alloc_free(c, c->allocs);
   }
-  SYMHEAP_INFO("comm destroyed");
+  SYMHEAP_INFO("comm destroyed; left over (all should be 0): windows %llu, "
+               "allocations %llu, bytes allocated %llu, registered %llu, VA "
+               "reserved %llu, mapped %llu, descriptors %llu, multicast "
+               "objects %llu",
+               (unsigned long long)c->stats.windows_live,
+               (unsigned long long)c->stats.allocations_live,
+               (unsigned long long)c->stats.bytes_allocated,
+               (unsigned long long)c->stats.bytes_registered,
+               (unsigned long long)c->stats.va_reserved,
+               (unsigned long long)c->stats.bytes_mapped,
+               (unsigned long long)c->stats.descriptors_held,
+               (unsigned long long)c->stats.multicast_objects);
   comm_free(c);
   symheap__error_clear();
   return SYMHEAP_SUCCESS;
@@ -384,6 +424,35 @@ symheap_comm_get_info(symheap_comm_t c, symheap_comm_info_t *info) {
   snprintf(i.device, sizeof i.device, "%s", c->caps.device_name);
   i.cpu_access = (c->caps.caps & SYMHEAP_CAP_HOST_ACCESS) != 0;
   return copy_sized(info, &i, sizeof i, "symheap_comm_get_info");
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_comm_get_mapped_per_peer(
+    symheap_comm_t c, uint64_t *bytes, int nranks) {
+  if (!c || !bytes)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_comm_get_mapped_per_peer: NULL argument");
+  if (nranks != c->nranks)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_comm_get_mapped_per_peer: nranks is %d, "
+                          "the comm has %d ranks",
+                          nranks, c->nranks);
+  memcpy(bytes, c->mapped_from, (size_t)nranks * sizeof *bytes);
+  return SYMHEAP_SUCCESS;
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_comm_world_rank(symheap_comm_t c,
+                                                         int rank,
+                                                         int *world_rank) {
+  if (!c || !world_rank)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_comm_world_rank: NULL argument");
+  if (rank < 0 || rank >= c->nranks)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_comm_world_rank: rank %d is not a rank of "
+                          "0..%d",
+                          rank, c->nranks - 1);
+  *world_rank = c->world[rank];
+  return SYMHEAP_SUCCESS;
 }
 
 SYMHEAP__EXPORT symheap_result_t

@@ -62,6 +62,13 @@ struct symheap_window {
   void **peer;                /* nranks peer addresses of the window start */
   symheap__mc_t mc;
   int slot; /* signal slot in the comm pad, or -1 */
+  /* Re-registration of a live range: a sharer points at the window that
+   * owns the mapping; the owner counts its sharers.  An owner deregistered
+   * while sharers live is `released`: its handle is gone, its mapping stays
+   * until the last sharer goes. */
+  struct symheap_window *share;
+  int sharers;
+  int released;
 };
 
 struct symheap_comm {
@@ -94,9 +101,20 @@ struct symheap_comm {
   int cache_max; /* SYMHEAP_WINDOW_CACHE */
   uint64_t cache_clock;
   symheap_comm_stats_t stats;
+  uint64_t *mapped_from; /* nranks: bytes of rank p's memory mapped here */
+  int *world;            /* nranks: job-wide rank of each rank */
 };
 
 /* comm.c */
+/* This host's identity ("name/boot id"), or SYMHEAP_HOST_ID's value. */
+symheap_result_t symheap__host_identity(char *out, size_t len);
+/* A new comm from an already created ccl context (owned: fini on destroy);
+ * the comm is not yet split from anything (world ranks are its own). */
+symheap_result_t symheap__comm_setup(symheap_comm_t *out,
+                                     const symheap_ccl_ops *ops, void *ctx,
+                                     int owned, int timeout_ms);
+/* The device adaptor may refuse while a graph capture is in progress. */
+symheap_result_t symheap__capture_check(symheap_comm_t c, const char *fn);
 /* Enter a public call: checks the comm, tags log lines with the rank. */
 symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn);
 /* The ccl allgather; a failure breaks the comm for good. */

@@ -46,6 +46,10 @@ static const symheap__cfg_var_t cfg_vars[] = {
      "rank among the ranks of this host, set by symheap-run for the "
      "program's own use (picking a GPU before symheap_comm_init_env); "
      "symheap derives local ranks itself"},
+    {"SYMHEAP_HOST_ID", SYMHEAP_CFG_STRING, NULL, 0, 0, NULL,
+     "this rank's host identity for symheap_comm_split_local (1 to 127 "
+     "characters); unset: host name and boot id.  For tests that pretend "
+     "one machine is several"},
     {"SYMHEAP_UNIQUE_ID", SYMHEAP_CFG_STRING, NULL, 0, 0, NULL,
      "the job's unique id as 256 hex digits, for symheap_comm_init_env (set by "
      "symheap-run)"},

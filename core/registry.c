@@ -60,6 +60,11 @@ static symheap_result_t stub_ipc_close(void *c, void *p) {
   return unsupported("ipc_close");
 }
 
+/* An adaptor that cannot see captures has none to report. */
+static symheap_result_t stub_capture_check(void *ctx) {
+  (void)ctx;
+  return SYMHEAP_SUCCESS;
+}
 static symheap_result_t stub_mem_zero(void *ctx, void *va, size_t size) {
   (void)ctx, (void)va, (void)size;
   return unsupported("mem_zero");
@@ -135,6 +140,8 @@ symheap_result_t symheap__device_normalise(const symheap_device_ops *in,
   }
   if (!out->ops.mem_zero)
     out->ops.mem_zero = stub_mem_zero;
+  if (!out->ops.capture_check)
+    out->ops.capture_check = stub_capture_check;
   if (!out->has_ipc) {
     out->ops.ipc_get = stub_ipc_get;
     out->ops.ipc_open = stub_ipc_open;

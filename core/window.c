@@ -19,6 +19,8 @@ typedef struct {
   uint64_t granularity;
   uint64_t alloc_id;     /* symheap allocation id, 0 for other memory */
   uint64_t cached_epoch; /* epoch of a kept mapping offered, or UINT64_MAX */
+  uint64_t share_id;     /* id of a live window of the same range, or
+                            UINT64_MAX */
   uint32_t flags;
   uint32_t flat; /* 1: VMM memory, flat VA; 0: per-peer IPC */
 } reg_args_t;
@@ -32,6 +34,7 @@ symheap_result_t symheap__unmap_flat(symheap_comm_t c, char *reserve,
     if (r != SYMHEAP_SUCCESS && first == SYMHEAP_SUCCESS)
       first = r;
     c->stats.bytes_mapped -= stride;
+    c->mapped_from[p] -= stride;
   }
   size_t total = stride * (size_t)c->nranks;
   r = ops->va_free(c->dev_ctx, reserve, total);
@@ -127,6 +130,7 @@ static symheap_result_t map_flat(symheap_comm_t c, struct symheap_window *w,
     if (r == SYMHEAP_SUCCESS) {
       mapped++;
       c->stats.bytes_mapped += w->stride;
+      c->mapped_from[p] += w->stride;
     } else {
       r = symheap__error_context(r, "mapping rank %d's memory", p);
     }
@@ -256,6 +260,54 @@ static symheap__mapping_t *cache_match(symheap_comm_t c, const reg_args_t *all,
   return NULL;
 }
 
+/* A live window (not a sharer) over exactly [ptr, ptr+size) without
+ * multicast: registering the range again can share its mapping. */
+static struct symheap_window *share_candidate(symheap_comm_t c, void *ptr,
+                                              size_t size) {
+  for (struct symheap_window *x = c->windows; x; x = x->next) {
+    struct symheap_window *o = x->share ? x->share : x;
+    if (o->user_ptr == ptr && o->size == size && o->flags == 0)
+      return o;
+  }
+  return NULL;
+}
+
+/* Every rank offered the same live window: a new handle over its mapping. */
+static symheap_result_t share_register(symheap_comm_t c,
+                                       struct symheap_window *w,
+                                       struct symheap_window *owner,
+                                       symheap_window_t *out) {
+  if (w->local) { /* locate() retained a handle the owner already holds */
+    (void)c->dev.ops.mem_release(c->dev_ctx, w->local);
+    c->stats.descriptors_held--;
+    w->local = 0;
+  }
+  w->flat = owner->flat;
+  w->reserve = owner->reserve;
+  w->stride = owner->stride;
+  w->head = owner->head;
+  w->epoch = owner->epoch;
+  w->alloc = owner->alloc;
+  memcpy(w->peer, owner->peer, (size_t)c->nranks * sizeof *w->peer);
+  w->share = owner;
+  owner->sharers++;
+  w->id = c->next_window_id++;
+  w->slot = symheap__slot_take(c);
+  if (w->alloc)
+    w->alloc->windows++;
+  w->next = c->windows;
+  c->windows = w;
+  symheap__live_add(w);
+  c->stats.windows_live++;
+  c->stats.bytes_registered += w->size;
+  SYMHEAP_TRACE("registered window %llu: %zu bytes at %p, sharing window "
+                "%llu's mapping (%d sharers)",
+                (unsigned long long)w->id, w->size, (void *)w->user_ptr,
+                (unsigned long long)owner->id, owner->sharers);
+  *out = w;
+  return SYMHEAP_SUCCESS;
+}
+
 /* Collective.  `pre` is a failure the caller already had on this rank; it is
  * still carried into the first agreement so that every rank fails alike. */
 static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
@@ -283,6 +335,8 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
     else if ((flags & SYMHEAP_WINDOW_MULTICAST) &&
              (r = symheap__mc_check(c)) != SYMHEAP_SUCCESS)
       ;
+    else if ((r = symheap__capture_check(c, "register")) != SYMHEAP_SUCCESS)
+      ;
     else {
       w->comm = c;
       w->user_ptr = ptr;
@@ -291,6 +345,10 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
       r = locate(c, w, &a);
     }
   }
+  a.share_id = UINT64_MAX;
+  struct symheap_window *owner = NULL;
+  if (r == SYMHEAP_SUCCESS && flags == 0 && (owner = share_candidate(c, ptr, size)))
+    a.share_id = owner->id;
   a.size = size;
   a.flags = flags;
   a.granularity = c->caps.granularity;
@@ -308,6 +366,15 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
     r = symheap__agree(c, r, 0, NULL, 0, NULL);
   if (r == SYMHEAP_SUCCESS)
     r = check_args(c, all);
+  if (r == SYMHEAP_SUCCESS && owner) {
+    int same = 1;
+    for (int p = 0; p < c->nranks && same; p++)
+      same = all[p].share_id == a.share_id;
+    if (same) {
+      free(all);
+      return share_register(c, w, owner, out);
+    }
+  }
   size_t map_off = 0;
   if (r == SYMHEAP_SUCCESS && a.flat) {
     /* Every rank maps the same window of every allocation, so one stride
@@ -445,6 +512,25 @@ symheap_result_t symheap__window_teardown(symheap_comm_t c,
                                           struct symheap_window *w,
                                           int may_cache) {
   const symheap_device_ops *ops = &c->dev.ops;
+  if (w->share) { /* a sharer: the handle goes, the mapping is the owner's */
+    struct symheap_window *o = w->share;
+    if (w->alloc)
+      w->alloc->windows--;
+    c->stats.windows_live--;
+    c->stats.bytes_registered -= w->size;
+    window_free(w);
+    if (--o->sharers == 0 && o->released)
+      return symheap__window_teardown(c, o, may_cache);
+    return SYMHEAP_SUCCESS;
+  }
+  if (w->sharers > 0) { /* the owner's handle goes; sharers keep the rest */
+    if (!w->released) {
+      w->released = 1;
+      c->stats.windows_live--;
+      c->stats.bytes_registered -= w->size;
+    }
+    return SYMHEAP_SUCCESS;
+  }
   symheap_result_t first = symheap__mc_teardown(c, w), r;
   /* w->ids is set only for windows of symheap allocations on every rank and
    * without multicast: the mappings a later registration can reuse. */
@@ -470,8 +556,10 @@ symheap_result_t symheap__window_teardown(symheap_comm_t c,
   }
   if (w->alloc)
     w->alloc->windows--;
-  c->stats.windows_live--;
-  c->stats.bytes_registered -= w->size;
+  if (!w->released) { /* else counted out when its handle went */
+    c->stats.windows_live--;
+    c->stats.bytes_registered -= w->size;
+  }
   symheap__alloc_t *alloc = w->owns_alloc ? w->alloc : NULL;
   if (w == c->pad) { /* never counted as a window */
     c->stats.windows_live++;
@@ -507,6 +595,8 @@ static symheap_result_t release_impl(symheap_comm_t c, symheap_window_t w,
                        "%s: the window was registered over caller memory; "
                        "use symheap_window_deregister",
                        fn);
+  else
+    r = symheap__capture_check(c, fn);
   int differ;
   uint64_t id0, idp;
   r = symheap__agree_equal(c, r, r == SYMHEAP_SUCCESS ? p->id : UINT64_MAX,

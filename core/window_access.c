@@ -146,6 +146,8 @@ symheap_window_device_view(symheap_window_t w, symheap_device_window_t *v) {
     v->signal_offset =
         SYMHEAP_PAD_SLOTS_OFFSET + (uint64_t)w->slot * SYMHEAP_PAD_SLOT_BYTES;
   }
+  for (int p = 0; p < SYMHEAP_DEVICE_MAX_PEERS; p++)
+    v->world_ranks[p] = p < c->nranks ? c->world[p] : -1;
   for (int p = 0; p < c->nranks && p < SYMHEAP_DEVICE_MAX_PEERS; p++)
     v->peer_ptrs[p] = w->peer[p];
   return SYMHEAP_SUCCESS;

@@ -83,6 +83,23 @@ symheap_result_t symheap_comm_destroy(symheap_comm_t comm);
 symheap_result_t symheap_comm_rank(symheap_comm_t comm, int *rank);
 symheap_result_t symheap_comm_size(symheap_comm_t comm, int *nranks);
 symheap_result_t symheap_comm_barrier(symheap_comm_t comm); /* collective */
+
+/* Sub-communicators.  Collective over comm, like MPI_Comm_split: ranks that
+ * pass the same color form a new comm, ordered by key, then by their rank in
+ * comm; a rank passing SYMHEAP_COLOR_NONE joins none and gets NULL.  The new
+ * comm is independent (its own bootstrap, pad and windows; destroy it with
+ * symheap_comm_destroy) and uses the same device as comm. */
+#define SYMHEAP_COLOR_NONE (-1)
+symheap_result_t symheap_comm_split(symheap_comm_t comm, int color, int key,
+                                    symheap_comm_t *newcomm);
+/* Collective: the ranks of comm that share this rank's host (its identity:
+ * SYMHEAP_HOST_ID when set, else host name and boot id), ordered by rank. */
+symheap_result_t symheap_comm_split_local(symheap_comm_t comm,
+                                          symheap_comm_t *newcomm);
+/* The rank that `rank` of comm has in the job: in the comm that
+ * symheap_comm_init made, from which comm was split (directly or not). */
+symheap_result_t symheap_comm_world_rank(symheap_comm_t comm, int rank,
+                                         int *world_rank);
 /* Collective: every rank gives `bytes` bytes of host memory; out (nranks *
  * bytes) receives rank r's at r * bytes.  The bootstrap's speed: for setup
  * and small exchanges, not for data. */
@@ -133,6 +150,11 @@ typedef struct {
   { sizeof(symheap_comm_stats_t), 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 symheap_result_t symheap_comm_get_stats(symheap_comm_t comm,
                                         symheap_comm_stats_t *stats);
+/* Bytes of rank p's memory mapped in this process, into bytes[p] for every
+ * rank of comm (nranks must be the comm's size).  Its own memory is counted
+ * at its own rank (the allocation and its place in every flat range). */
+symheap_result_t symheap_comm_get_mapped_per_peer(symheap_comm_t comm,
+                                                  uint64_t *bytes, int nranks);
 
 /* Local: device memory that can later be registered in a window. */
 symheap_result_t symheap_mem_alloc(symheap_comm_t comm, size_t size,
@@ -142,7 +164,15 @@ symheap_result_t symheap_mem_free(symheap_comm_t comm, void *ptr);
 
 /* Collective: map every rank's [ptr, ptr+size) into every rank.  ptr must lie
  * in memory from symheap_mem_alloc (or, on GPU backends, any memory the
- * adaptor can export); every rank passes the same size and flags. */
+ * adaptor can export); every rank passes the same size and flags, and the
+ * same offset of ptr inside its allocation (else SYMHEAP_ERR_MISMATCH).
+ * Registering a range that is already registered on the comm (same pointer,
+ * size and flags on every rank, no multicast) returns a new handle sharing
+ * the existing mapping; the mapping goes with the last handle.  A different
+ * range of the same memory gets a mapping of that range only.
+ * Refused (SYMHEAP_ERR_UNSUPPORTED, nothing changed) while the adaptor sees
+ * a CUDA-graph capture in progress; so are the other calls that allocate,
+ * map or unmap (symheap_malloc, symheap_mem_alloc/free, deregistration). */
 symheap_result_t symheap_window_register(symheap_comm_t comm, void *ptr,
                                          size_t size, unsigned flags,
                                          symheap_window_t *win);

@@ -172,6 +172,11 @@ typedef struct symheap_device_ops {
    * cannot be cleared, so views carry no pad (no device signals, no
    * collectives) and the comm's log says so. */
   symheap_result_t (*mem_zero)(void *ctx, void *va, size_t size);
+  /* Optional (0.2).  SYMHEAP_SUCCESS unless the device runtime is capturing
+   * work into a graph in a way this adaptor can see; then an error
+   * (SYMHEAP_ERR_UNSUPPORTED) saying so.  The core asks before every call
+   * that allocates, maps or unmaps, and refuses the call on every rank. */
+  symheap_result_t (*capture_check)(void *ctx);
   /* v1 ends here */
 } symheap_device_ops;
 

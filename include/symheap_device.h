@@ -23,7 +23,8 @@
 #define SYMHEAP_DEVICE_INLINE static inline
 #endif
 
-/* 2: the comm pad and the window's signal slot joined the view. */
+/* 2: the comm pad, the window's signal slot and the world ranks joined the
+ * view. */
 #define SYMHEAP_DEVICE_WINDOW_VERSION 2
 /* The per-peer table is carried inline so the view needs no memory of its own
  * on the device; windows wider than this need the flat VA. */
@@ -72,6 +73,9 @@ typedef struct symheap_device_window {
   /* Peer addresses; filled in both modes for the first
    * SYMHEAP_DEVICE_MAX_PEERS ranks. */
   void *peer_ptrs[SYMHEAP_DEVICE_MAX_PEERS];
+  /* The job-wide rank of each rank of the window's comm (its rank in the
+   * comm symheap_comm_init made); -1 past nranks. */
+  int32_t world_ranks[SYMHEAP_DEVICE_MAX_PEERS];
   uint64_t reserved[4]; /* room to grow without changing the size */
 } symheap_device_window_t;
 

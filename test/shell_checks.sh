@@ -89,3 +89,13 @@ cuda_lib_exports() {
 if [ -e build/lib/libsymheap_cuda.so ]; then
   check "libsymheap_cuda.so: exports, install" cuda_lib_exports
 fi
+
+# symheap-info --stats: a window shows up in the accounting and goes again.
+info_stats() {
+  local out
+  out=$(build/bin/symheap-info --stats 65536) || return 1
+  echo "$out"
+  grep -Eq '^windows_live +0 +1 +0$' <<<"$out" &&
+    grep -Eq '^bytes_registered +0 +65536 +0$' <<<"$out"
+}
+check "symheap-info --stats" info_stats

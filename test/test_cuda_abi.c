@@ -37,6 +37,10 @@ SAME_OFFSET(cu_mc_prop_t, flags, CUmulticastObjectProp, flags);
 SAME_SIZE(cu_ipc_mem_handle_t, CUipcMemHandle);
 SAME_SIZE(cu_stream_t, CUstream);
 SAME_VALUE(CU_STREAM_FLAG_NON_BLOCKING, CU_STREAM_NON_BLOCKING);
+SAME_VALUE(CU_CAPTURE_STATUS_NONE, CU_STREAM_CAPTURE_STATUS_NONE);
+SAME_VALUE(CU_CAPTURE_STATUS_ACTIVE, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+SAME_VALUE(CU_ERR_STREAM_CAPTURE_IMPLICIT, CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+
 
 SAME_VALUE(CU_ERR_INVALID_VALUE, CUDA_ERROR_INVALID_VALUE);
 SAME_VALUE(CU_ERR_OUT_OF_MEMORY, CUDA_ERROR_OUT_OF_MEMORY);
@@ -70,6 +74,12 @@ SAME_VALUE(CU_IPC_LAZY_ENABLE_PEER_ACCESS, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
 SAME_VALUE(CU_IPC_HANDLE_BYTES, CU_IPC_HANDLE_SIZE);
 
 int main(void) {
+  /* Handles, not constant expressions: compared here. */
+  if ((void *)CU_STREAM_LEGACY_HANDLE != (void *)CU_STREAM_LEGACY ||
+      (void *)CU_STREAM_PER_THREAD_HANDLE != (void *)CU_STREAM_PER_THREAD) {
+    printf("FAIL cuda_abi/layouts_and_values: stream handles differ\n");
+    return 1;
+  }
   printf("PASS cuda_abi/layouts_and_values (cuda.h %d)\n", CUDA_VERSION);
   return 0;
 }

@@ -384,6 +384,265 @@ static void case_slots_exhausted(th_ctx_t *c) {
     CHECK_OK(symheap_free(c->comm, w[i]));
 }
 
+/* One sub-communicator: sizes, ranks, world ranks, and a window on it that
+ * maps its members only and carries their world ranks. */
+static void check_split(th_ctx_t *c, symheap_comm_t sub, int color,
+                        const int *colors, const char *what) {
+  int m = 0, want_rank = -1, want_world[64];
+  for (int p = 0; p < c->n; p++)
+    if (colors[p] == color) {
+      if (p == c->rank)
+        want_rank = m;
+      want_world[m++] = p;
+    }
+  int rank = -1, size = -1;
+  CHECK_OK(symheap_comm_rank(sub, &rank));
+  CHECK_OK(symheap_comm_size(sub, &size));
+  CHECK(rank == want_rank && size == m, "%s: rank %d of %d, expected %d of %d",
+        what, rank, size, want_rank, m);
+  if (rank != want_rank || size != m)
+    return;
+  for (int r = 0; r < m; r++) {
+    int wr = -1;
+    CHECK_OK(symheap_comm_world_rank(sub, r, &wr));
+    CHECK(wr == want_world[r], "%s: rank %d is world rank %d, not %d", what,
+          r, wr, want_world[r]);
+  }
+  symheap_window_t w;
+  CHECK_OK(symheap_malloc(sub, 8192, 0, &w));
+  int *mine = NULL;
+  CHECK_OK(symheap_window_local_ptr(w, (void **)&mine));
+  if (mine)
+    mine[7] = 1000 + c->rank;
+  CHECK_OK(symheap_comm_barrier(sub));
+  symheap_device_window_t v;
+  CHECK_OK(symheap_window_device_view(w, &v));
+  CHECK(v.nranks == m && v.rank == rank, "%s: view of %d ranks", what,
+        v.nranks);
+  for (int r = 0; r < m && r < SYMHEAP_DEVICE_MAX_PEERS; r++) {
+    const int *pp = symheap_device_peer_ptr(&v, r, 0);
+    CHECK(v.world_ranks[r] == want_world[r] && pp[7] == 1000 + want_world[r],
+          "%s: view rank %d: world %d, data %d", what, r, v.world_ranks[r],
+          pp[7]);
+  }
+  CHECK(m >= SYMHEAP_DEVICE_MAX_PEERS || v.world_ranks[m] == -1,
+        "%s: world_ranks past nranks", what);
+  uint64_t per[64];
+  CHECK_OK(symheap_comm_get_mapped_per_peer(sub, per, m));
+  symheap_comm_info_t info = SYMHEAP_COMM_INFO_INIT;
+  CHECK_OK(symheap_comm_get_info(sub, &info));
+  for (int r = 0; r < m; r++) /* pad + this window, every member */
+    CHECK(per[r] >= 2 * info.granularity, "%s: %llu bytes of rank %d mapped",
+          what, (unsigned long long)per[r], r);
+  CHECK_ERR(symheap_comm_get_mapped_per_peer(sub, per, m + 1),
+            SYMHEAP_ERR_INVALID_ARG);
+  CHECK_OK(symheap_comm_barrier(sub));
+  CHECK_OK(symheap_free(sub, w));
+}
+
+/* Pairs, halves, strided groups, and a rank that opts out. */
+static void case_split(th_ctx_t *c) {
+  int fds0 = 0, maps0 = 0;
+  quiet_counts(c, &fds0, &maps0);
+  symheap_comm_stats_t s0 = stats(c);
+  const char *names[] = {"pairs", "halves", "strided", "opt-out"};
+  for (int kind = 0; kind < 4; kind++) {
+    int colors[64];
+    for (int p = 0; p < c->n; p++)
+      colors[p] = kind == 0   ? p / 2
+                  : kind == 1 ? (p < c->n / 2)
+                  : kind == 2 ? p % 2
+                              : (p == 0 ? SYMHEAP_COLOR_NONE : 5);
+    /* key reverses nothing here but must be honoured: strided groups are
+     * keyed by descending rank and checked in that order below */
+    symheap_comm_t sub = NULL;
+    CHECK_OK(symheap_comm_split(c->comm, colors[c->rank], 0, &sub));
+    if (colors[c->rank] == SYMHEAP_COLOR_NONE) {
+      CHECK(sub == NULL, "opted out but got a comm");
+    } else if (sub) {
+      check_split(c, sub, colors[c->rank], colors, names[kind]);
+      CHECK_OK(symheap_comm_destroy(sub));
+    }
+    barrier(c);
+  }
+  /* key orders the members: descending world rank */
+  symheap_comm_t rev = NULL;
+  CHECK_OK(symheap_comm_split(c->comm, 0, c->n - c->rank, &rev));
+  if (rev) {
+    int r = -1, wr = -1;
+    CHECK_OK(symheap_comm_rank(rev, &r));
+    CHECK_OK(symheap_comm_world_rank(rev, 0, &wr));
+    CHECK(r == c->n - 1 - c->rank && wr == c->n - 1,
+          "split by descending key: rank %d, rank 0 is world %d", r, wr);
+    CHECK_OK(symheap_comm_destroy(rev));
+  }
+  CHECK_ERR(symheap_comm_split(c->comm, -7, 0, &rev), SYMHEAP_ERR_INVALID_ARG);
+  barrier(c);
+  int fds1 = 0, maps1 = 0;
+  quiet_counts(c, &fds1, &maps1);
+  symheap_comm_stats_t s1 = stats(c);
+  CHECK(fds1 == fds0 && maps1 == maps0 && memcmp(&s0, &s1, sizeof s0) == 0,
+        "after splits: fds %d -> %d, mappings %d -> %d", fds0, fds1, maps0,
+        maps1);
+}
+
+/* The node-local team: every rank here shares a host; as processes, ranks
+ * pretend to be two hosts of n/2 with SYMHEAP_HOST_ID. */
+static void case_split_local(th_ctx_t *c) {
+  int colors[64];
+  int pretend = !g_threads && c->n >= 4;
+  for (int p = 0; p < c->n; p++)
+    colors[p] = pretend ? p / (c->n / 2) : 0;
+  if (pretend)
+    setenv("SYMHEAP_HOST_ID", colors[c->rank] ? "host-b" : "host-a", 1);
+  symheap_comm_t local = NULL;
+  CHECK_OK(symheap_comm_split_local(c->comm, &local));
+  if (pretend)
+    unsetenv("SYMHEAP_HOST_ID");
+  if (local) {
+    check_split(c, local, colors[c->rank], colors, "local");
+    CHECK_OK(symheap_comm_destroy(local));
+  }
+}
+
+/* Registering a live range again shares its mapping; the mapping goes with
+ * the last handle, whichever order they go in. */
+static void case_reregister_shared(th_ctx_t *c) {
+  symheap_comm_stats_t s0 = stats(c);
+  char *buf = NULL;
+  CHECK_OK(symheap_mem_alloc(c->comm, 1 << 20, (void **)&buf));
+  if (!buf)
+    return;
+  symheap_window_t w[3];
+  CHECK_OK(symheap_window_register(c->comm, buf + 4096, 65536, 0, &w[0]));
+  symheap_comm_stats_t s1 = stats(c);
+  CHECK_OK(symheap_window_register(c->comm, buf + 4096, 65536, 0, &w[1]));
+  CHECK_OK(symheap_window_register(c->comm, buf + 4096, 65536, 0, &w[2]));
+  symheap_comm_stats_t s2 = stats(c);
+  CHECK(w[1] != w[0] && w[2] != w[1], "re-registration returned an old handle");
+  CHECK(s2.va_reserved == s1.va_reserved && s2.bytes_mapped == s1.bytes_mapped &&
+            s2.windows_live == s1.windows_live + 2 &&
+            s2.bytes_registered == s1.bytes_registered + 2 * 65536,
+        "sharing: VA %llu -> %llu, mapped %llu -> %llu, windows %llu -> %llu",
+        (unsigned long long)s1.va_reserved, (unsigned long long)s2.va_reserved,
+        (unsigned long long)s1.bytes_mapped,
+        (unsigned long long)s2.bytes_mapped,
+        (unsigned long long)s1.windows_live,
+        (unsigned long long)s2.windows_live);
+  void *b0 = NULL, *b2 = NULL;
+  size_t st0 = 0, st2 = 0;
+  CHECK_OK(symheap_window_flat_base(w[0], &b0, &st0));
+  CHECK_OK(symheap_window_flat_base(w[2], &b2, &st2));
+  CHECK(b0 == b2 && st0 == st2, "shared handles see different mappings");
+  buf[4096 + 10] = (char)(c->rank + 1);
+  barrier(c);
+  /* The first handle goes; the others still reach every peer. */
+  CHECK_OK(symheap_window_deregister(c->comm, w[0]));
+  CHECK_ERR(symheap_window_size(w[0], &st0), SYMHEAP_ERR_INVALID_ARG);
+  CHECK_ERR(symheap_mem_free(c->comm, buf), SYMHEAP_ERR_INVALID_ARG);
+  for (int p = 0; p < c->n; p++) {
+    char *pp = NULL;
+    CHECK_OK(symheap_window_peer_ptr(w[2], p, (void **)&pp));
+    CHECK(pp && pp[10] == (char)(p + 1), "after the owner went: peer %d", p);
+  }
+  symheap_comm_stats_t s3 = stats(c);
+  CHECK(s3.va_reserved == s1.va_reserved && s3.windows_live == s1.windows_live + 1,
+        "owner gone: VA %llu, windows %llu", (unsigned long long)s3.va_reserved,
+        (unsigned long long)s3.windows_live);
+  barrier(c);
+  CHECK_OK(symheap_window_deregister(c->comm, w[2]));
+  CHECK_OK(symheap_window_deregister(c->comm, w[1]));
+  /* A different range of the same memory: its own mapping of that range. */
+  symheap_window_t x, y;
+  CHECK_OK(symheap_window_register(c->comm, buf, 8192, 0, &x));
+  symheap_comm_stats_t s4 = stats(c);
+  CHECK_OK(symheap_window_register(c->comm, buf + 4096, 8192, 0, &y));
+  symheap_comm_stats_t s5 = stats(c);
+  symheap_comm_info_t info = SYMHEAP_COMM_INFO_INIT;
+  CHECK_OK(symheap_comm_get_info(c->comm, &info));
+  size_t g = info.granularity;
+  /* the granules [4096, 4096 + 8192) touches, for every rank */
+  size_t want = ((4096 + 8192 + g - 1) / g - 4096 / g) * g;
+  CHECK(s5.va_reserved - s4.va_reserved == want * (size_t)c->n,
+        "overlapping range reserved %llu bytes, expected %zu",
+        (unsigned long long)(s5.va_reserved - s4.va_reserved),
+        want * (size_t)c->n);
+  CHECK_OK(symheap_window_deregister(c->comm, y));
+  CHECK_OK(symheap_window_deregister(c->comm, x));
+  CHECK_OK(symheap_mem_free(c->comm, buf));
+  /* symheap_malloc's window shared, then freed first: the memory stays
+   * until the sharer goes. */
+  symheap_window_t m, sh;
+  CHECK_OK(symheap_malloc(c->comm, 4096, 0, &m));
+  void *mp = NULL;
+  CHECK_OK(symheap_window_local_ptr(m, &mp));
+  CHECK_OK(symheap_window_register(c->comm, mp, 4096, 0, &sh));
+  CHECK_OK(symheap_free(c->comm, m));
+  symheap_comm_stats_t s6 = stats(c);
+  CHECK(s6.allocations_live == s0.allocations_live + 1,
+        "memory freed while a sharer maps it");
+  CHECK_OK(symheap_window_deregister(c->comm, sh));
+  symheap_comm_stats_t s7 = stats(c);
+  CHECK(s7.allocations_live == s0.allocations_live &&
+            s7.va_reserved == s0.va_reserved &&
+            s7.windows_live == s0.windows_live &&
+            s7.bytes_registered == s0.bytes_registered,
+        "after every handle: allocations %llu, VA %llu",
+        (unsigned long long)s7.allocations_live,
+        (unsigned long long)s7.va_reserved);
+}
+
+/* One 1 GiB buffer registered 10,000 times (1,000 under valgrind or with
+ * more than 2 ranks, for time): the reserved VA does not grow. */
+static void case_reregister_many(th_ctx_t *c) {
+  const char *tool = getenv("SYMHEAP_TEST_UNDER_TOOL");
+  int n = (c->n == 2 && !tool) ? 10000 : 1000;
+  int fds0 = 0, maps0 = 0;
+  quiet_counts(c, &fds0, &maps0);
+  symheap_comm_stats_t s0 = stats(c);
+  void *buf = NULL;
+  CHECK_OK(symheap_mem_alloc(c->comm, (size_t)1 << 30, &buf));
+  if (!buf)
+    return;
+  symheap_window_t *w = calloc((size_t)n, sizeof *w);
+  CHECK_OK(symheap_window_register(c->comm, buf, (size_t)1 << 30, 0, &w[0]));
+  symheap_comm_stats_t s1 = stats(c);
+  int ok = 1;
+  for (int i = 1; i < n && ok; i++) {
+    symheap_result_t r =
+        symheap_window_register(c->comm, buf, (size_t)1 << 30, 0, &w[i]);
+    CHECK_OK(r);
+    ok = r == SYMHEAP_SUCCESS;
+  }
+  symheap_comm_stats_t s2 = stats(c);
+  CHECK(s2.va_reserved == s1.va_reserved && s2.bytes_mapped == s1.bytes_mapped &&
+            s2.windows_live == s0.windows_live + (uint64_t)n,
+        "%d registrations of 1 GiB: VA reserved %llu -> %llu, windows %llu", n,
+        (unsigned long long)s1.va_reserved, (unsigned long long)s2.va_reserved,
+        (unsigned long long)s2.windows_live);
+  if (c->rank == 0)
+    printf("# %d live registrations of one 1 GiB buffer: VA reserved %llu "
+           "MiB after the first, %llu MiB after the last\n",
+           n, (unsigned long long)(s1.va_reserved >> 20),
+           (unsigned long long)(s2.va_reserved >> 20));
+  for (int i = 0; i < n; i++) /* owner first, then every sharer */
+    if (w[i])
+      CHECK_OK(symheap_window_deregister(c->comm, w[i]));
+  free(w);
+  CHECK_OK(symheap_mem_free(c->comm, buf));
+  int fds1 = 0, maps1 = 0;
+  quiet_counts(c, &fds1, &maps1);
+  symheap_comm_stats_t s3 = stats(c);
+  s3.mappings_cached = s0.mappings_cached = 0;
+  CHECK(fds1 == fds0 && maps1 == maps0 &&
+            s3.va_reserved == s0.va_reserved &&
+            s3.windows_live == s0.windows_live &&
+            s3.bytes_mapped == s0.bytes_mapped,
+        "after: fds %d -> %d, maps %d -> %d, VA %llu -> %llu", fds0, fds1,
+        maps0, maps1, (unsigned long long)s0.va_reserved,
+        (unsigned long long)s3.va_reserved);
+}
+
 /* 2,000 malloc/free cycles leave fds, mappings and accounting where they
  * were. */
 static void case_cycles(th_ctx_t *c) {
@@ -561,6 +820,10 @@ static const case_t cases[] = {
     {"window_cache", case_window_cache},
     {"signals", case_signals},
     {"slots_exhausted", case_slots_exhausted},
+    {"split_pairs_halves_strided", case_split},
+    {"split_local", case_split_local},
+    {"reregister_shared", case_reregister_shared},
+    {"reregister_1GiB_many", case_reregister_many},
     {"cycles_2000", case_cycles},
 };
 

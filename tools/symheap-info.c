@@ -1,12 +1,65 @@
 /* symheap-info: what this build of symheap can use here.
  *   symheap-info      version, device adaptors and their capabilities, ccls
  *   symheap-info -e   every environment variable, its value and its help
- *   symheap-info -e --markdown   the same as the table in docs/env.md */
+ *   symheap-info -e --markdown   the same as the table in docs/env.md
+ *   symheap-info --stats [BYTES]  the accounting of a one-rank comm on the
+ *                     selected adaptor: fresh, with a window of BYTES
+ *                     (default 1 MiB), and after freeing it */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
 #include "registry.h"
+
+static int stats_at(symheap_comm_t c, symheap_comm_stats_t *s) {
+  s->struct_size = sizeof *s;
+  return symheap_comm_get_stats(c, s) == SYMHEAP_SUCCESS;
+}
+
+static int print_stats(size_t bytes) {
+  symheap_unique_id_t id;
+  symheap_comm_t c;
+  if (symheap_get_unique_id(&id) != SYMHEAP_SUCCESS ||
+      symheap_comm_init(&c, 1, &id, 0) != SYMHEAP_SUCCESS) {
+    fprintf(stderr, "symheap-info: cannot make a comm: %s\n",
+            symheap_last_error());
+    return 1;
+  }
+  symheap_comm_stats_t s[3];
+  symheap_window_t w;
+  symheap_comm_info_t info = SYMHEAP_COMM_INFO_INIT;
+  int ok = symheap_comm_get_info(c, &info) == SYMHEAP_SUCCESS &&
+           stats_at(c, &s[0]) &&
+           symheap_malloc(c, bytes, 0, &w) == SYMHEAP_SUCCESS &&
+           stats_at(c, &s[1]) && symheap_free(c, w) == SYMHEAP_SUCCESS &&
+           stats_at(c, &s[2]);
+  if (!ok) {
+    fprintf(stderr, "symheap-info: %s\n", symheap_last_error());
+    symheap_comm_destroy(c);
+    return 1;
+  }
+  printf("accounting of a one-rank comm on '%s' (%s), window of %zu bytes\n",
+         info.device_adaptor, info.device, bytes);
+  printf("%-18s %14s %14s %14s\n", "", "fresh comm", "with window",
+         "window freed");
+#define ROW(f)                                                                 \
+  printf("%-18s %14llu %14llu %14llu\n", #f, (unsigned long long)s[0].f,       \
+         (unsigned long long)s[1].f, (unsigned long long)s[2].f)
+  ROW(windows_live);
+  ROW(allocations_live);
+  ROW(bytes_allocated);
+  ROW(bytes_registered);
+  ROW(va_reserved);
+  ROW(bytes_mapped);
+  ROW(descriptors_held);
+  ROW(multicast_objects);
+  ROW(mappings_cached);
+#undef ROW
+  printf("(the fresh comm's memory is its pad: signals and collectives' "
+         "state)\n");
+  return symheap_comm_destroy(c) == SYMHEAP_SUCCESS ? 0 : 1;
+}
 
 static void print_caps(const symheap__device_table_t *t) {
   symheap_device_init_t args = {sizeof args, 0, 1, 0, 1};
@@ -99,8 +152,13 @@ int main(int argc, char **argv) {
     print_env();
     return symheap__cfg_validate_all() == SYMHEAP_SUCCESS ? 0 : 1;
   }
+  if (argc > 1 && strcmp(argv[1], "--stats") == 0) {
+    size_t bytes = argc > 2 ? (size_t)strtoull(argv[2], NULL, 0) : 1u << 20;
+    return print_stats(bytes ? bytes : 1u << 20);
+  }
   if (argc > 1) {
-    fprintf(stderr, "usage: symheap-info [-e [--markdown]]\n");
+    fprintf(stderr,
+            "usage: symheap-info [-e [--markdown]] | --stats [BYTES]\n");
     return 2;
   }
   int major, minor, patch;

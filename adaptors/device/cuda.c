@@ -537,6 +537,37 @@ static symheap_result_t cuda_mem_zero(void *ctx, void *va, size_t size) {
   return SYMHEAP_SUCCESS;
 }
 
+/* What the driver lets us see without the caller's stream: a blocking stream
+ * of the context capturing (the legacy stream then answers "implicit"), or
+ * the per-thread default stream capturing.  A non-blocking stream capturing
+ * in relaxed mode is invisible here; in global mode the driver itself fails
+ * the VMM calls, and the registration is rolled back. */
+static symheap_result_t cuda_capture_check(void *ctx) {
+  cuda_t *c = ctx;
+  BIND(c);
+  int st = CU_CAPTURE_STATUS_NONE;
+  cu_result_t e =
+      symheap__cu.cuStreamIsCapturing(CU_STREAM_LEGACY_HANDLE, &st);
+  if (e == CU_ERR_STREAM_CAPTURE_IMPLICIT ||
+      (e == CU_OK && st != CU_CAPTURE_STATUS_NONE))
+    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+                          "a stream of device %d is capturing a CUDA graph: "
+                          "registration, deregistration and allocation map or "
+                          "unmap memory and cannot be captured; do them before "
+                          "cudaStreamBeginCapture or after cudaStreamEndCapture",
+                          c->ordinal);
+  if (e != CU_OK)
+    return symheap__cu_fail("cuStreamIsCapturing", e);
+  CU_TRY(cuStreamIsCapturing(CU_STREAM_PER_THREAD_HANDLE, &st));
+  if (st != CU_CAPTURE_STATUS_NONE)
+    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+                          "the per-thread default stream of device %d is "
+                          "capturing a CUDA graph: registration, "
+                          "deregistration and allocation cannot be captured",
+                          c->ordinal);
+  return SYMHEAP_SUCCESS;
+}
+
 const symheap_device_ops symheap__cuda_device_ops = {
     .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
     .struct_size = sizeof(symheap_device_ops),
@@ -563,4 +594,5 @@ const symheap_device_ops symheap__cuda_device_ops = {
     .ipc_open = cuda_ipc_open,
     .ipc_close = cuda_ipc_close,
     .mem_zero = cuda_mem_zero,
+    .capture_check = cuda_capture_check,
 };

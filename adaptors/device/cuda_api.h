@@ -15,6 +15,9 @@ typedef struct cu_ctx_st *cu_context_t;
 typedef unsigned long long cu_deviceptr_t;
 typedef unsigned long long cu_mem_handle_t;
 typedef struct cu_stream_st *cu_stream_t;
+/* The legacy default stream and the per-thread one, as handles. */
+#define CU_STREAM_LEGACY_HANDLE ((cu_stream_t)0x1)
+#define CU_STREAM_PER_THREAD_HANDLE ((cu_stream_t)0x2)
 
 typedef struct {
   int type; /* CU_MEM_LOCATION_TYPE_* */
@@ -80,6 +83,9 @@ enum {
   CU_GRANULARITY_RECOMMENDED = 1,
   CU_IPC_LAZY_ENABLE_PEER_ACCESS = 1,
   CU_STREAM_FLAG_NON_BLOCKING = 1,
+  CU_CAPTURE_STATUS_NONE = 0,
+  CU_CAPTURE_STATUS_ACTIVE = 1,
+  CU_ERR_STREAM_CAPTURE_IMPLICIT = 906,
 };
 
 /* name, the version cuGetProcAddress is asked for, return, parameters.
@@ -133,7 +139,8 @@ enum {
   X(cuStreamSynchronize, 12000, (cu_stream_t s))                               \
   X(cuStreamDestroy, 12000, (cu_stream_t s))                                   \
   X(cuMemsetD8Async, 12000,                                                    \
-    (cu_deviceptr_t ptr, unsigned char v, size_t n, cu_stream_t s))
+    (cu_deviceptr_t ptr, unsigned char v, size_t n, cu_stream_t s))            \
+  X(cuStreamIsCapturing, 12000, (cu_stream_t s, int *status))
 
 /* Resolved only where the driver and device offer multicast. */
 #define CU_MC_FUNCS(X)                                                         \

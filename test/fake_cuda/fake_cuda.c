@@ -126,6 +126,7 @@ static cu_result_t enter(const char *fn) {
 
 static int streams_live;
 static char stream_token;
+static int capturing[64]; /* per device: fake_cuda_set_capturing */
 
 /* --- control interface ------------------------------------------------- */
 EXPORT void fake_cuda_set_fault(const char *fn, int dev, int nth, int err) {
@@ -137,6 +138,13 @@ EXPORT void fake_cuda_set_fault(const char *fn, int dev, int nth, int err) {
     fault.nth = nth;
     fault.err = err;
   }
+  pthread_mutex_unlock(&lock);
+}
+
+EXPORT void fake_cuda_set_capturing(int dev, int mode) {
+  pthread_mutex_lock(&lock);
+  if (dev >= 0 && dev < 64)
+    capturing[dev] = mode;
   pthread_mutex_unlock(&lock);
 }
 
@@ -659,6 +667,20 @@ static cu_result_t f_cuStreamDestroy(cu_stream_t st) {
   streams_live--;
   LEAVE(CU_OK);
 }
+/* Mode 1: a blocking stream captures (the legacy stream answers
+ * "implicit"); mode 2: the per-thread default stream captures. */
+static cu_result_t f_cuStreamIsCapturing(cu_stream_t st, int *status) {
+  ENTER("cuStreamIsCapturing");
+  if (!status)
+    LEAVE(CU_ERR_INVALID_VALUE);
+  *status = CU_CAPTURE_STATUS_NONE;
+  int mode = cur_dev() >= 0 && cur_dev() < 64 ? capturing[cur_dev()] : 0;
+  if (st == CU_STREAM_LEGACY_HANDLE && mode == 1)
+    LEAVE(CU_ERR_STREAM_CAPTURE_IMPLICIT);
+  if (st == CU_STREAM_PER_THREAD_HANDLE && mode == 2)
+    *status = CU_CAPTURE_STATUS_ACTIVE;
+  LEAVE(CU_OK);
+}
 /* Only mapped, accessible memory of this process (like a device's own). */
 static cu_result_t f_cuMemsetD8Async(cu_deviceptr_t ptr, unsigned char v,
                                      size_t n, cu_stream_t st) {
@@ -777,6 +799,8 @@ static const struct {
                                                                   4000)
                                                                     F(cuMemsetD8Async,
                                                                       3020)
+                                                                        F(cuStreamIsCapturing,
+                                                                          10000)
 #undef F
 };
 

@@ -19,6 +19,9 @@ typedef struct {
  * with CUDA error `err`; fn NULL clears it. */
 typedef void (*fake_cuda_set_fault_t)(const char *fn, int dev, int nth,
                                       int err);
+/* Pretend a graph capture is in progress on device `dev`: 0 none, 1 a
+ * blocking stream, 2 the per-thread default stream. */
+typedef void (*fake_cuda_set_capturing_t)(int dev, int mode);
 /* Counts of live objects, so tests can prove nothing leaked. */
 typedef void (*fake_cuda_live_fn_t)(fake_cuda_live_t *out);
 /* The call log ("fn@dev,..."); reset clears it. */

@@ -19,6 +19,7 @@ static fake_cuda_set_fault_t set_fault;
 static fake_cuda_live_fn_t live;
 static fake_cuda_log_t call_log;
 static fake_cuda_log_reset_t log_reset;
+static fake_cuda_set_capturing_t set_capturing;
 static cu_get_proc_address_t gpa;
 static cu_result_t (*mem_alloc)(cu_deviceptr_t *, size_t);
 static cu_result_t (*mem_free)(cu_deviceptr_t);
@@ -474,6 +475,52 @@ static void asym_processes(void) {
   th_end();
 }
 
+/* --- graph capture ------------------------------------------------------ */
+/* While one rank's device is capturing (a blocking stream, then the
+ * per-thread stream), every call that maps or unmaps is refused on every
+ * rank, saying why, and nothing changes; afterwards all of it works. */
+static void capture_refused(th_ctx_t *c, void *arg) {
+  (void)arg;
+  th_begin("cuda", "graph_capture_refused", c->rank);
+  symheap_window_t w, x;
+  CHECK_OK(symheap_malloc(c->comm, 1 << 20, 0, &w));
+  symheap_comm_stats_t s0 = SYMHEAP_COMM_STATS_INIT, s1 = s0;
+  CHECK_OK(symheap_comm_get_stats(c->comm, &s0));
+  fake_cuda_live_t l0, l1;
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  if (c->rank == 0)
+    live(&l0);
+  for (int mode = 1; mode <= 2; mode++) {
+    int dev = mode == 1 ? 0 : 1; /* rank r runs on device r */
+    if (c->rank == 0)
+      set_capturing(dev, mode);
+    CHECK_OK(symheap_comm_barrier(c->comm));
+    symheap_result_t r = symheap_malloc(c->comm, 1 << 20, 0, &x);
+    CHECK(r == SYMHEAP_ERR_UNSUPPORTED &&
+              strstr(symheap_last_error(), "capturing a CUDA graph"),
+          "malloc while device %d captures (mode %d): %s (%s)", dev, mode,
+          symheap_strerror(r), symheap_last_error());
+    void *p = NULL;
+    CHECK_ERR(symheap_window_deregister(c->comm, w), SYMHEAP_ERR_UNSUPPORTED);
+    if (c->rank == dev)
+      CHECK_ERR(symheap_mem_alloc(c->comm, 4096, &p), SYMHEAP_ERR_UNSUPPORTED);
+    CHECK_OK(symheap_comm_get_stats(c->comm, &s1));
+    CHECK(memcmp(&s0, &s1, sizeof s0) == 0,
+          "a refused call changed the accounting");
+    CHECK_OK(symheap_comm_barrier(c->comm));
+    if (c->rank == 0) {
+      live(&l1);
+      CHECK(memcmp(&l0, &l1, sizeof l0) == 0, "a refused call left objects");
+      set_capturing(dev, 0);
+    }
+    CHECK_OK(symheap_comm_barrier(c->comm));
+  }
+  size_t sz = 0;
+  CHECK_OK(symheap_window_size(w, &sz));
+  CHECK_OK(symheap_free(c->comm, w));
+  th_end();
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: test_cuda_fake PATH/libcuda.so.1\n");
@@ -491,6 +538,7 @@ int main(int argc, char **argv) {
   call_log = (fake_cuda_log_t)dlsym(h, "fake_cuda_log");
   log_reset = (fake_cuda_log_reset_t)dlsym(h, "fake_cuda_log_reset");
   gpa = (cu_get_proc_address_t)dlsym(h, "cuGetProcAddress_v2");
+  set_capturing = (fake_cuda_set_capturing_t)dlsym(h, "fake_cuda_set_capturing");
   mem_alloc = dlsym(h, "cuMemAlloc_v2");
   mem_free = dlsym(h, "cuMemFree_v2");
   setenv("SYMHEAP_CUDA_LIBRARY", fake_path, 1);
@@ -512,5 +560,6 @@ int main(int argc, char **argv) {
   unsetenv("NCCL_NVLS_ENABLE");
   th_run_threads(2, asym_threads, NULL);
   th_run_threads(2, foreign_vmm, NULL);
+  th_run_threads(2, capture_refused, NULL);
   return th_total_failures() ? 1 : 0;
 }

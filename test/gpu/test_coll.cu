@@ -521,6 +521,41 @@ static void case_device_api(th_ctx_t *c) {
   CUDA_OK(cudaFree(p));
 }
 
+// Registration, deregistration and allocation while rank 0 captures a graph
+// on a blocking stream: refused on every rank, saying why, nothing changed.
+static void case_capture_refused(th_ctx_t *c) {
+  symheap_window_t w, x;
+  CHECK_OK(symheap_malloc(c->comm, 1u << 20, 0, &w));
+  symheap_comm_stats_t s0 = SYMHEAP_COMM_STATS_INIT, s1 = s0;
+  CHECK_OK(symheap_comm_get_stats(c->comm, &s0));
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreate(&s)); // blocking: the driver can see its capture
+  unsigned long long *dummy;
+  CUDA_OK(cudaMalloc(&dummy, 8));
+  if (c->rank == 0) {
+    CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    CUDA_OK(cudaMemsetAsync(dummy, 0, 8, s));
+  }
+  symheap_result_t r = symheap_malloc(c->comm, 1u << 20, 0, &x);
+  CHECK(r == SYMHEAP_ERR_UNSUPPORTED &&
+            strstr(symheap_last_error(), "capturing a CUDA graph"),
+        "malloc during rank 0's capture: %s (%s)", symheap_strerror(r),
+        symheap_last_error());
+  CHECK_ERR(symheap_window_deregister(c->comm, w), SYMHEAP_ERR_UNSUPPORTED);
+  CHECK_OK(symheap_comm_get_stats(c->comm, &s1));
+  CHECK(memcmp(&s0, &s1, sizeof s0) == 0,
+        "a refused call changed the accounting");
+  if (c->rank == 0) {
+    cudaGraph_t g;
+    CUDA_OK(cudaStreamEndCapture(s, &g));
+    CUDA_OK(cudaGraphDestroy(g));
+  }
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  CHECK_OK(symheap_free(c->comm, w)); // and afterwards it works
+  CUDA_OK(cudaFree(dummy));
+  CUDA_OK(cudaStreamDestroy(s));
+}
+
 typedef struct {
   const char *name;
   void (*fn)(th_ctx_t *);
@@ -533,6 +568,7 @@ static const case_t cases[] = {
     {"all_gather", case_all_gather},
     {"put_get", case_put_get},
     {"graph_capture_replay_500", case_graph},
+    {"register_refused_while_capturing", case_capture_refused},
 };
 
 static void run_cases(th_ctx_t *c, void *arg) {

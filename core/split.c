@@ -1,0 +1,116 @@
+/* Sub-communicators.  A split is a new comm of its own (bootstrap, pad,
+ * windows) over the ranks that chose one color: every rank makes a unique
+ * id, the parent comm exchanges them, and each color's first rank's id is
+ * the one its members join with.  Failures agree over the parent, so every
+ * rank of it returns the same result and nothing is left half made. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+
+typedef struct {
+  int32_t color, key;
+  symheap_unique_id_t id;
+} split_rec_t;
+
+/* Members of `color` ordered by (key, rank); returns their count. */
+static int members(const split_rec_t *all, int n, int color, int *out) {
+  int m = 0;
+  for (int p = 0; p < n; p++)
+    if (all[p].color == color) {
+      int i = m++;
+      while (i > 0 && (all[out[i - 1]].key > all[p].key ||
+                       (all[out[i - 1]].key == all[p].key && out[i - 1] > p))) {
+        out[i] = out[i - 1];
+        i--;
+      }
+      out[i] = p;
+    }
+  return m;
+}
+
+static symheap_result_t split(symheap_comm_t c, int color, int key,
+                              symheap_comm_t *out, const char *fn) {
+  symheap_result_t r = symheap__comm_enter(c, fn);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  split_rec_t me, *all = calloc((size_t)c->nranks, sizeof *all);
+  int *mem = calloc((size_t)c->nranks, sizeof *mem);
+  memset(&me, 0, sizeof me);
+  me.color = color;
+  me.key = key;
+  if (!out)
+    r = symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s: newcomm is NULL", fn);
+  else if (color < 0 && color != SYMHEAP_COLOR_NONE)
+    r = symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                       "%s: color %d; colors are >= 0 or SYMHEAP_COLOR_NONE",
+                       fn, color);
+  else if (!all || !mem)
+    r = symheap__error(SYMHEAP_ERR_NO_MEMORY, "%s: no memory", fn);
+  else if (color != SYMHEAP_COLOR_NONE)
+    r = symheap_get_unique_id(&me.id);
+  r = all ? symheap__agree(c, r, 0, &me, sizeof me, all)
+          : symheap__agree(c, r, 0, NULL, 0, NULL);
+  symheap_comm_t child = NULL;
+  if (r == SYMHEAP_SUCCESS && color != SYMHEAP_COLOR_NONE) {
+    int m = members(all, c->nranks, color, mem), newrank = 0;
+    while (mem[newrank] != c->rank)
+      newrank++;
+    /* The new comm's device is this one's: leave its context current, so a
+     * GPU adaptor follows it rather than choosing by the new local rank. */
+    symheap_device_caps_t caps = {sizeof caps, 0, 0, 0, 0, 0, 0, ""};
+    r = c->dev.ops.query(c->dev_ctx, &caps);
+    if (r == SYMHEAP_SUCCESS)
+      r = symheap_comm_init(&child, m, &all[mem[0]].id, newrank);
+    if (r == SYMHEAP_SUCCESS)
+      for (int i = 0; i < m; i++)
+        child->world[i] = c->world[mem[i]];
+    symheap__log_set_rank(c->rank);
+  }
+  /* Over the parent: a member whose new comm failed fails everyone. */
+  r = symheap__agree(c, r, 0, NULL, 0, NULL);
+  if (r != SYMHEAP_SUCCESS && child) {
+    /* Its peers may be gone: tear down locally, no final barrier. */
+    child->broken = SYMHEAP_ERR_REMOTE;
+    SYMHEAP__KEEP_ERROR((void)symheap_comm_destroy(child));
+    child = NULL;
+  }
+  free(all);
+  free(mem);
+  if (r != SYMHEAP_SUCCESS)
+    return symheap__error_context(r, "%s", fn);
+  *out = child;
+  return SYMHEAP_SUCCESS;
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_comm_split(symheap_comm_t c, int color,
+                                                   int key,
+                                                   symheap_comm_t *newcomm) {
+  return split(c, color, key, newcomm, "symheap_comm_split");
+}
+
+/* Ranks with the same host identity: the color is the index of the first
+ * rank that reported this rank's identity. */
+SYMHEAP__EXPORT symheap_result_t
+symheap_comm_split_local(symheap_comm_t c, symheap_comm_t *newcomm) {
+  const char *fn = "symheap_comm_split_local";
+  symheap_result_t r = symheap__comm_enter(c, fn);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  char me[128];
+  memset(me, 0, sizeof me);
+  char(*all)[128] = calloc((size_t)c->nranks, sizeof *all);
+  r = all ? symheap__host_identity(me, sizeof me)
+          : symheap__error(SYMHEAP_ERR_NO_MEMORY, "%s: no memory", fn);
+  r = all ? symheap__agree(c, r, 0, me, sizeof me, all)
+          : symheap__agree(c, r, 0, NULL, 0, NULL);
+  if (r != SYMHEAP_SUCCESS) {
+    free(all);
+    return symheap__error_context(r, "%s", fn);
+  }
+  int color = 0;
+  while (strcmp(all[color], me) != 0)
+    color++;
+  free(all);
+  return split(c, color, c->rank, newcomm, fn);
+}
