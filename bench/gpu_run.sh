@@ -84,9 +84,10 @@ for b in [4096, 65536, 1 << 20, 16 << 20, 256 << 20]:
     print(f"{b:>10} {g(ours,'allreduce_auto_us_'):8.2f} {g(ours,'allreduce_graph_us_'):8.2f}"
           f" {g(base,'nccl_allreduce_us_'):8.2f} {g(base,'torch_one_shot_us_'):8.2f}"
           f" {g(base,'torch_two_shot_us_'):8.2f}")
-print("peer copy GB/s: symheap put %.1f get %.1f, cudaMemcpy write %.1f read %.1f; torch SM write %.1f read %.1f"
-      % (ours["peer_put_GBps"], ours["peer_get_GBps"], ours["memcpy_write_GBps"],
-         ours["memcpy_read_GBps"], base.get("sm_peer_write_GBps", 0), base.get("sm_peer_read_GBps", 0)))
+print("peer copy GB/s: symheap put %.1f get %.1f (copy engine), SM kernel write %.1f read %.1f; torch copy_ write %.1f read %.1f, torch CE %.1f"
+      % (ours["peer_put_GBps"], ours["peer_get_GBps"], ours["sm_write_GBps"],
+         ours["sm_read_GBps"], base.get("sm_peer_write_GBps", 0), base.get("sm_peer_read_GBps", 0),
+         base.get("ce_peer_copy_GBps", 0)))
 PY
 python3 - "$OUTDIR/baseline.json" <<'PY' 2>/dev/null
 import json, sys

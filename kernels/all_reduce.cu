@@ -18,17 +18,27 @@
 
 namespace symheap_coll {
 
+/* What the LL kernel needs, and no more: small kernel parameters launch
+ * faster, and at a few microseconds per call that shows. */
+struct ll_args_t {
+  const char *src;
+  char *dst;
+  char *pad_base;
+  uint64_t pad_stride;
+  int rank, nranks;
+  size_t count, units_per_block;
+};
+
 template <int DT, int OP>
-__global__ void __launch_bounds__(kLLThreads)
-    ll_one_shot(view_t in, size_t in_off, view_t out, size_t out_off,
-                size_t count, size_t units_per_block) {
+__global__ void __launch_bounds__(kLLThreads) ll_one_shot(ll_args_t a) {
   typedef unit<DT, 8> U;
-  const int rank = in.rank, n = in.nranks, b = blockIdx.x;
+  const int rank = a.rank, n = a.nranks, b = blockIdx.x;
+  const size_t count = a.count;
   const size_t nunits = (count + U::E - 1) / U::E;
-  const size_t u0 = (size_t)b * units_per_block;
-  const size_t u1 = min(nunits, u0 + units_per_block);
-  const char *src = (const char *)symheap_device_local_ptr(&in, in_off);
-  char *dst = (char *)symheap_device_local_ptr(&out, out_off);
+  const size_t u0 = (size_t)b * a.units_per_block;
+  const size_t u1 = min(nunits, u0 + a.units_per_block);
+  const char *src = a.src;
+  char *dst = a.dst;
   const bool al_in = ((uintptr_t)src & 7) == 0;
   const bool al_out = ((uintptr_t)dst & 7) == 0;
   /* The first input load overlaps the epoch's: both are memory latency. */
@@ -36,7 +46,16 @@ __global__ void __launch_bounds__(kLLThreads)
   v0.w = make_uint2(0, 0);
   if (u0 + threadIdx.x < u1)
     v0 = U::load(src, u0 + threadIdx.x, count, al_in);
-  const uint64_t e = next_epoch(in);
+  __shared__ uint64_t epoch;
+  uint64_t *ep = (uint64_t *)(a.pad_base + (size_t)rank * a.pad_stride +
+                              SYMHEAP_PAD_COLL_OFFSET) +
+                 b;
+  if (threadIdx.x == 0) {
+    epoch = *ep + 1;
+    *ep = epoch;
+  }
+  __syncthreads();
+  const uint64_t e = epoch;
   const uint32_t fl = (uint32_t)e;
   const size_t area = ll_area_bytes(n);
   const size_t base = SYMHEAP_PAD_LL_OFFSET +
@@ -48,11 +67,12 @@ __global__ void __launch_bounds__(kLLThreads)
     uint4 line = make_uint4(v.w.x, fl, v.w.y, fl);
     for (int k = 1; k < n; k++) {
       int p = (rank + k) % n;
-      uint4 *to = (uint4 *)symheap_device_pad_ptr(
-          &in, p, base + (size_t)rank * area + (u - u0) * 16);
-      st_volatile(to, line);
+      st_volatile((uint4 *)(a.pad_base + (size_t)p * a.pad_stride + base +
+                            (size_t)rank * area + (u - u0) * 16),
+                  line);
     }
   }
+  const char *mine = a.pad_base + (size_t)rank * a.pad_stride + base;
   for (size_t u = u0 + threadIdx.x; u < u1; u += blockDim.x) {
     float acc[U::E];
     for (int s = 0; s < n; s++) {
@@ -60,8 +80,8 @@ __global__ void __launch_bounds__(kLLThreads)
       if (s == rank) {
         x = U::load(src, u, count, al_in);
       } else {
-        const uint4 *from = (const uint4 *)symheap_device_pad_ptr(
-            &in, rank, base + (size_t)s * area + (u - u0) * 16);
+        const uint4 *from =
+            (const uint4 *)(mine + (size_t)s * area + (u - u0) * 16);
         uint4 l;
         do
           l = ld_volatile(from);
@@ -187,9 +207,16 @@ cudaError_t launch_ll_one_shot(const launch_t &a) {
   size_t upb = (nunits + blocks - 1) / blocks;
   if (upb > per_block)
     return cudaErrorInvalidValue; /* the caller checked ll_capacity */
-#define F(D, O)                                                                \
-  ll_one_shot<D, O><<<blocks, kLLThreads, 0, a.stream>>>(                      \
-      a.in, a.in_off, a.out, a.out_off, a.count, upb)
+  ll_args_t la;
+  la.src = (const char *)symheap_device_local_ptr(&a.in, a.in_off);
+  la.dst = (char *)symheap_device_local_ptr(&a.out, a.out_off);
+  la.pad_base = (char *)a.in.pad_base;
+  la.pad_stride = a.in.pad_stride;
+  la.rank = a.in.rank;
+  la.nranks = a.in.nranks;
+  la.count = a.count;
+  la.units_per_block = upb;
+#define F(D, O) ll_one_shot<D, O><<<blocks, kLLThreads, 0, a.stream>>>(la)
   SYMHEAP_DISPATCH_DT_OP(a.dtype, a.op, F)
 #undef F
   return cudaGetLastError();
@@ -235,7 +262,12 @@ cudaError_t launch_one_shot(const launch_t &a) {
 cudaError_t launch_two_shot(const launch_t &a) {
   size_t nunits = (a.count * elem_size(a.dtype) + 15) / 16;
   size_t shard = (nunits + a.in.nranks - 1) / a.in.nranks;
-  int threads = a.threads ? a.threads : kTwoShotThreads;
+  /* A shard too small to fill every channel with full blocks is spread
+   * over more, smaller blocks: more SMs issue peer loads at once. */
+  int threads = a.threads ? a.threads
+                : shard >= (size_t)a.max_blocks * kTwoShotThreads
+                    ? kTwoShotThreads
+                    : 256;
   int grid = grid_for(shard, threads, a.max_blocks);
   /* Other unrolls only where the tuning probe asks (bench/coll_sweep.cu). */
   if (a.unroll && a.unroll != kTwoShotUnroll && a.dtype == SYMHEAP_BFLOAT16 &&

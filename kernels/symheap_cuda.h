@@ -77,9 +77,10 @@ symheap_result_t symheap_cuda_all_gather(symheap_window_t in, size_t in_offset,
                                          size_t out_offset, size_t bytes,
                                          symheap_stream_t stream);
 
-/* One-sided copies through the peer's mapping (SM loads and stores, no
- * synchronisation with the peer): local device memory src into peer's copy
- * of win at offset, and peer's copy at offset into local dst. */
+/* One-sided copies through the peer's mapping (cudaMemcpyAsync on the
+ * mapped addresses: the copy engines beat SM loads and stores over NVLink),
+ * with no synchronisation with the peer: local device memory src into
+ * peer's copy of win at offset, and peer's copy at offset into local dst. */
 symheap_result_t symheap_cuda_put(symheap_window_t win, int peer,
                                   size_t offset, const void *src, size_t bytes,
                                   symheap_stream_t stream);
