@@ -128,10 +128,10 @@ symheap_result_t symheap_comm_get_info(symheap_comm_t comm,
                                        symheap_comm_info_t *info);
 
 /* Resource accounting of one comm, so leaks are visible.  Caller-sized like
- * symheap_comm_info_t.  Every comm owns one small window of its own (one
- * granule per rank, made at init, kept until destroy): it is not in
- * windows_live or bytes_registered, but its memory and mappings are in the
- * other counts. */
+ * symheap_comm_info_t.  Every comm owns one small window of its own, the pad
+ * (SYMHEAP_PAD_BYTES per rank in whole granules, made at init, kept until
+ * destroy): it is not in windows_live or bytes_registered, but its memory
+ * and mappings are in the other counts. */
 typedef struct {
   uint32_t struct_size;
   uint64_t windows_live;

@@ -98,10 +98,10 @@ symheap_result_t get_view(symheap_window_t w, symheap_device_window_t *v,
   return SYMHEAP_SUCCESS;
 }
 
-/* Views of in and out, checked: one comm, device memory, extents. */
-symheap_result_t prepare(symheap_window_t in, size_t in_off,
-                         symheap_window_t out, size_t out_off, size_t in_bytes,
-                         size_t out_bytes, const char *fn, launch_t *a) {
+/* Views of in and out, checked: one comm, extents. */
+symheap_result_t views(symheap_window_t in, size_t in_off, symheap_window_t out,
+                       size_t out_off, size_t in_bytes, size_t out_bytes,
+                       const char *fn, launch_t *a) {
   symheap_result_t r;
   if ((r = get_view(in, &a->in, fn, "input")) != SYMHEAP_SUCCESS ||
       (r = get_view(out, &a->out, fn, "output")) != SYMHEAP_SUCCESS)
@@ -118,17 +118,31 @@ symheap_result_t prepare(symheap_window_t in, size_t in_off,
     return fail(SYMHEAP_ERR_INVALID_ARG,
                 "%s: output [%zu, +%zu) is outside the window of %llu bytes",
                 fn, out_off, out_bytes, (unsigned long long)a->out.size);
+  a->in_off = in_off;
+  a->out_off = out_off;
+  a->threads = 0;
+  a->unroll = 0;
+  return SYMHEAP_SUCCESS;
+}
+
+/* The windows are device memory of this thread's device; launch limits. */
+symheap_result_t device_ok(launch_t *a, const char *fn) {
   int dev, sms;
+  symheap_result_t r;
   if ((r = current_device(&dev, &sms)) != SYMHEAP_SUCCESS ||
       (r = check_memory(a->in, dev, fn)) != SYMHEAP_SUCCESS ||
       (r = check_memory(a->out, dev, fn)) != SYMHEAP_SUCCESS)
     return r;
-  a->in_off = in_off;
-  a->out_off = out_off;
   a->max_blocks = sms < kMaxChannels ? sms : kMaxChannels;
-  a->threads = 0;
-  a->unroll = 0;
   return SYMHEAP_SUCCESS;
+}
+
+symheap_result_t prepare(symheap_window_t in, size_t in_off,
+                         symheap_window_t out, size_t out_off, size_t in_bytes,
+                         size_t out_bytes, const char *fn, launch_t *a) {
+  symheap_result_t r =
+      views(in, in_off, out, out_off, in_bytes, out_bytes, fn, a);
+  return r == SYMHEAP_SUCCESS ? device_ok(a, fn) : r;
 }
 
 bool aligned16(const symheap_device_window_t &v, size_t off) {
@@ -189,16 +203,37 @@ symheap_cuda_all_reduce(symheap_window_t in, size_t in_offset,
   launch_t a;
   size_t bytes = count * es;
   symheap_result_t r =
-      prepare(in, in_offset, out, out_offset, bytes, bytes, fn, &a);
-  if (r != SYMHEAP_SUCCESS || count == 0)
+      views(in, in_offset, out, out_offset, bytes, bytes, fn, &a);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  if (algo == SYMHEAP_ALGO_AUTO)
+    algo = auto_algo(a.in.nranks, bytes);
+  /* Peers read every rank's input while outputs are written: an output
+   * that overlaps the input is only safe exactly in place, and only where
+   * no rank overwrites what a peer still reads (LL copies inputs first,
+   * two-shot writes shard r only after every rank has read it). */
+  const char *li = (const char *)symheap_device_local_ptr(&a.in, in_offset);
+  const char *lo = (const char *)symheap_device_local_ptr(&a.out, out_offset);
+  bool overlap = bytes && li < lo + bytes && lo < li + bytes;
+  if (overlap && li != lo)
+    return fail(SYMHEAP_ERR_INVALID_ARG,
+                "%s: input and output overlap without being the same range; "
+                "use the same offset (in place) or disjoint ranges",
+                fn);
+  if (overlap && algo == SYMHEAP_ALGO_ONE_SHOT &&
+      bytes > ll_capacity(a.in.nranks))
+    return fail(SYMHEAP_ERR_INVALID_ARG,
+                "%s: one-shot cannot run in place above %zu bytes (a rank "
+                "would overwrite an input its peers still read); use "
+                "SYMHEAP_ALGO_AUTO or SYMHEAP_ALGO_TWO_SHOT",
+                fn, ll_capacity(a.in.nranks));
+  if ((r = device_ok(&a, fn)) != SYMHEAP_SUCCESS || count == 0)
     return r;
   a.count = count;
   a.dtype = dtype;
   a.op = op;
   a.stream = (cudaStream_t)stream;
   a.aligned = aligned16(a.in, in_offset) && aligned16(a.out, out_offset);
-  if (algo == SYMHEAP_ALGO_AUTO)
-    algo = auto_algo(a.in.nranks, bytes);
   cudaError_t e;
   if (algo == SYMHEAP_ALGO_TWO_SHOT)
     e = launch_two_shot(a);
@@ -223,9 +258,22 @@ EXPORT symheap_result_t symheap_cuda_all_gather(symheap_window_t in,
     return fail(SYMHEAP_ERR_INVALID_ARG, "%s: %zu bytes per rank overflows",
                 fn, bytes);
   launch_t a;
-  r = prepare(in, in_offset, out, out_offset, bytes, bytes * (size_t)v.nranks,
-              fn, &a);
-  if (r != SYMHEAP_SUCCESS || bytes == 0)
+  r = views(in, in_offset, out, out_offset, bytes, bytes * (size_t)v.nranks,
+            fn, &a);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  /* In place is the input at this rank's block of the output; any other
+   * overlap is overwritten by peers' blocks while it is being sent. */
+  const char *li = (const char *)symheap_device_local_ptr(&a.in, in_offset);
+  const char *lo = (const char *)symheap_device_local_ptr(&a.out, out_offset);
+  size_t total = bytes * (size_t)v.nranks;
+  if (bytes && li < lo + total && lo < li + bytes &&
+      li != lo + (size_t)v.rank * bytes)
+    return fail(SYMHEAP_ERR_INVALID_ARG,
+                "%s: the input overlaps the output other than at this rank's "
+                "block (offset + rank * bytes)",
+                fn);
+  if ((r = device_ok(&a, fn)) != SYMHEAP_SUCCESS || bytes == 0)
     return r;
   a.count = bytes;
   a.stream = (cudaStream_t)stream;

@@ -53,8 +53,10 @@ typedef enum {
 } symheap_algo_t;
 
 /* out[out_offset..] = op over ranks of in[in_offset..], count elements.  In
- * place when in == out and the offsets are equal.  Every rank gets bitwise
- * the same result (ranks are reduced in rank order, in float32). */
+ * place when in == out and the offsets are equal; other overlaps are
+ * refused, and so is SYMHEAP_ALGO_ONE_SHOT in place above the LL capacity.
+ * Every rank gets bitwise the same result (ranks are reduced in rank order,
+ * in float32). */
 symheap_result_t symheap_cuda_all_reduce(symheap_window_t in, size_t in_offset,
                                          symheap_window_t out,
                                          size_t out_offset, size_t count,
@@ -63,15 +65,16 @@ symheap_result_t symheap_cuda_all_reduce(symheap_window_t in, size_t in_offset,
                                          symheap_algo_t algo,
                                          symheap_stream_t stream);
 
-/* What SYMHEAP_ALGO_AUTO does for this size on this window's comm
- * (SYMHEAP_ALLREDUCE_ONE_SHOT_MAX overrides the crossover, in bytes). */
+/* What SYMHEAP_ALGO_AUTO does for this size on this window's comm: one-shot
+ * (LL) up to SYMHEAP_PAD_LL_BYTES / (4 * nranks) bytes, two-shot above. */
 symheap_result_t symheap_cuda_all_reduce_algo(symheap_window_t win,
                                               size_t count,
                                               symheap_dtype_t dtype,
                                               symheap_algo_t *algo);
 
 /* Every rank's bytes at in[in_offset..] land at out[out_offset + r*bytes] on
- * every rank r' (rank r's block at index r). */
+ * every rank (rank r's block at index r).  In place when the input is this
+ * rank's block of the output; other overlaps are refused. */
 symheap_result_t symheap_cuda_all_gather(symheap_window_t in, size_t in_offset,
                                          symheap_window_t out,
                                          size_t out_offset, size_t bytes,

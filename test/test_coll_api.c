@@ -46,6 +46,15 @@ static void body(th_ctx_t *c, void *arg) {
                                     SYMHEAP_FLOAT32, SYMHEAP_OP_SUM,
                                     SYMHEAP_ALGO_AUTO, NULL),
             SYMHEAP_ERR_INVALID_ARG, "overflows");
+  CHECK_MSG(symheap_cuda_all_reduce(w, 0, w, 64, 1024, SYMHEAP_FLOAT32,
+                                    SYMHEAP_OP_SUM, SYMHEAP_ALGO_AUTO, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "overlap without being the same range");
+  CHECK_MSG(symheap_cuda_all_reduce(w, 0, w, 0, (1 << 20) / 4, SYMHEAP_FLOAT32,
+                                    SYMHEAP_OP_SUM, SYMHEAP_ALGO_ONE_SHOT,
+                                    NULL),
+            SYMHEAP_ERR_INVALID_ARG, "cannot run in place");
+  CHECK_MSG(symheap_cuda_all_gather(w, 8, w, 0, 4096, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "overlaps the output");
   CHECK_MSG(symheap_cuda_all_gather(w, 0, w, 0, (1 << 20) / c->n + 1, NULL),
             SYMHEAP_ERR_INVALID_ARG, "outside the window");
   CHECK_MSG(symheap_cuda_put(w, c->n, 0, &w, 8, NULL), SYMHEAP_ERR_INVALID_ARG,
