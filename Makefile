@@ -17,7 +17,7 @@ LIB_SRCS := $(wildcard core/*.c) $(wildcard adaptors/device/*.c) \
   $(wildcard adaptors/ccl/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 TOOLS := symheap-run symheap-info symheap-bench
-TESTS := test_unit test_multirank test_faults
+TESTS := test_unit test_multirank test_faults test_hostile test_kill test_exhaust
 HEADERS := $(wildcard include/*.h) $(wildcard core/*.h) \
   $(wildcard adaptors/*/*.h)
 
@@ -58,6 +58,9 @@ $(BUILD)/test/%: test/%.c $(TEST_COMMON) test/harness.h $(BUILD)/lib/libsymheap.
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Icore -o $@ $< $(TEST_COMMON) $(BUILD)/lib/libsymheap.a \
 	  $(LDFLAGS_ALL) $(LIBS)
+
+# test_exhaust fails the library's allocations on demand.
+$(BUILD)/test/test_exhaust: LDFLAGS += -Wl,--wrap=malloc -Wl,--wrap=calloc
 
 # The fake CUDA driver, for the cuda adaptor's tests on machines without a GPU.
 FAKE_CUDA := $(BUILD)/fake_cuda/libcuda.so.1
@@ -139,6 +142,22 @@ all: $(CUDA_LIB) $(BUILD)/bin/symheap-bench-cuda
 tests: $(BUILD)/test/test_coll_api
 gpu-tests: $(BUILD)/test/test_coll
 endif
+
+# libFuzzer targets (clang): the library built with coverage and ASan/UBSan
+# into build/fuzz, each target linked against it.  test/run.sh runs them for
+# a bounded time on copies of test/fuzz/corpus.
+FUZZERS := fuzz_uid fuzz_config fuzz_msg
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
+.PHONY: fuzz
+fuzz:
+	$(MAKE) -s BUILD=build/fuzz CC=clang OPT="-O1 -g" \
+	  SAN="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" build/fuzz/lib/libsymheap.a
+	@mkdir -p build/fuzz/bin
+	for f in $(FUZZERS); do \
+	  clang $(filter-out -fvisibility=hidden,$(CFLAGS_ALL)) -Wno-unknown-warning-option \
+	    -Icore -O1 -g \
+	    -fsanitize=fuzzer $(FUZZ_SAN) -o build/fuzz/bin/$$f test/fuzz/$$f.c \
+	    build/fuzz/lib/libsymheap.a -pthread -ldl || exit 1; done
 
 demo: all
 	$(BUILD)/bin/symheap-run -n 4 -- $(BUILD)/bin/symheap-bench

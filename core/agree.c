@@ -6,22 +6,28 @@
 
 #include "comm.h"
 
+_Static_assert(sizeof(symheap_shareable_t) >= sizeof(uint64_t),
+               "agree_equal keeps its values in the handle scratch");
+
 typedef struct {
   int32_t code;
   int32_t caused_by_peer;
   char msg[248];
 } status_rec_t;
+_Static_assert(sizeof(status_rec_t) + SYMHEAP__AGREE_MAX == SYMHEAP__AGREE_REC,
+               "agreement record size");
 
 symheap_result_t symheap__agree(symheap_comm_t c, symheap_result_t local,
                                 int caused_by_peer, const void *payload,
                                 size_t len, void *all) {
   size_t rec = sizeof(status_rec_t) + len;
-  char *buf = malloc(rec * (size_t)(c->nranks + 1));
-  if (!buf) {
-    /* Without a buffer this rank cannot take part; the peers will see it
-     * leave through the ccl's timeout or disconnect. */
-    return symheap__error(SYMHEAP_ERR_NO_MEMORY, "agreement: out of memory");
-  }
+  if (len > SYMHEAP__AGREE_MAX)
+    return symheap__error(SYMHEAP_ERR_INTERNAL,
+                          "agreement payload of %zu bytes (at most %d)", len,
+                          SYMHEAP__AGREE_MAX);
+  /* The comm's own buffer: an agreement never needs memory, so a rank that
+   * ran out still takes its part and fails in step with the others. */
+  char *buf = c->agree_buf;
   char *mine = buf + rec * (size_t)c->nranks;
   status_rec_t st;
   memset(&st, 0, sizeof st);
@@ -30,13 +36,15 @@ symheap_result_t symheap__agree(symheap_comm_t c, symheap_result_t local,
   if (local != SYMHEAP_SUCCESS)
     snprintf(st.msg, sizeof st.msg, "%s", symheap__error_peek());
   memcpy(mine, &st, sizeof st);
-  if (len)
-    memcpy(mine + sizeof st, payload, len);
-  symheap_result_t r = symheap__comm_allgather(c, mine, buf, rec);
-  if (r != SYMHEAP_SUCCESS) {
-    free(buf);
-    return r;
+  if (len) {
+    if (payload)
+      memcpy(mine + sizeof st, payload, len);
+    else
+      memset(mine + sizeof st, 0, len);
   }
+  symheap_result_t r = symheap__comm_allgather(c, mine, buf, rec);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
   /* The culprit: the lowest rank whose failure was its own; failing that, the
    * lowest failing rank. */
   int culprit = -1;
@@ -52,12 +60,10 @@ symheap_result_t symheap__agree(symheap_comm_t c, symheap_result_t local,
       for (int p = 0; p < c->nranks; p++)
         memcpy((char *)all + len * (size_t)p,
                buf + rec * (size_t)p + sizeof(status_rec_t), len);
-    free(buf);
     return SYMHEAP_SUCCESS;
   }
   status_rec_t s;
   memcpy(&s, buf + rec * (size_t)culprit, sizeof s);
-  free(buf);
   s.msg[sizeof s.msg - 1] = '\0';
   symheap_result_t code = (s.code > 0 && s.code < SYMHEAP_RESULT_COUNT_)
                               ? (symheap_result_t)s.code
@@ -70,12 +76,9 @@ symheap_result_t symheap__agree(symheap_comm_t c, symheap_result_t local,
 symheap_result_t symheap__agree_equal(symheap_comm_t c, symheap_result_t local,
                                       uint64_t value, int *differ, uint64_t *v0,
                                       uint64_t *vp) {
-  uint64_t *all = calloc((size_t)c->nranks, sizeof *all);
-  if (!all && local == SYMHEAP_SUCCESS)
-    local = symheap__error(SYMHEAP_ERR_NO_MEMORY, "agreement: out of memory");
-  symheap_result_t r =
-      all ? symheap__agree(c, local, 0, &value, sizeof value, all)
-          : symheap__agree(c, local, 0, NULL, 0, NULL);
+  /* Every rank's value, in the comm's scratch (nranks descriptors' room). */
+  uint64_t *all = (uint64_t *)(void *)c->scratch_sh;
+  symheap_result_t r = symheap__agree(c, local, 0, &value, sizeof value, all);
   *differ = -1;
   for (int p = 1; p < c->nranks && r == SYMHEAP_SUCCESS && *differ < 0; p++)
     if (all[p] != all[0]) {
@@ -83,6 +86,5 @@ symheap_result_t symheap__agree_equal(symheap_comm_t c, symheap_result_t local,
       *v0 = all[0];
       *vp = all[p];
     }
-  free(all);
   return r;
 }

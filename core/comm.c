@@ -142,6 +142,27 @@ static symheap_result_t multicast_policy(symheap_comm_t c) {
   return SYMHEAP_SUCCESS;
 }
 
+/* Everything the comm still holds: windows (with a warning), the pad, kept
+ * mappings, allocations (with a warning).  Local. */
+static void release_all(symheap_comm_t c) {
+  while (c->windows) {
+    struct symheap_window *w = c->windows;
+    SYMHEAP_WARN("comm destroy: window %llu (%zu bytes) was still registered",
+                 (unsigned long long)w->id, w->size);
+    symheap__window_unlink(c, w);
+    (void)symheap__window_teardown(c, w, 0);
+  }
+  if (c->pad)
+    (void)symheap__window_teardown(c, c->pad, 0);
+  symheap__cache_clear(c);
+  while (c->allocs) {
+    SYMHEAP_WARN("comm destroy: allocation %p (%zu bytes) was never freed",
+                 (void *)c->allocs->ptr, c->allocs->size);
+    c->allocs->windows = 0;
+    (void)symheap__alloc_free(c, c->allocs);
+  }
+}
+
 static void comm_free(symheap_comm_t c) {
   symheap__fdx_close(c);
   if (c->dev_ctx)
@@ -150,6 +171,9 @@ static void comm_free(symheap_comm_t c) {
     c->ccl.fini(c->ccl_ctx);
   free(c->world);
   free(c->mapped_from);
+  free(c->agree_buf);
+  free(c->scratch_fds);
+  free(c->scratch_sh);
   free(c);
 }
 
@@ -172,6 +196,15 @@ symheap_result_t symheap__comm_setup(symheap_comm_t *out,
   c->stats.struct_size = sizeof c->stats;
   c->world = calloc((size_t)c->nranks, sizeof *c->world);
   c->mapped_from = calloc((size_t)c->nranks, sizeof *c->mapped_from);
+  c->agree_buf = malloc((size_t)(c->nranks + 1) * SYMHEAP__AGREE_REC);
+  c->scratch_fds = calloc((size_t)c->nranks, sizeof *c->scratch_fds);
+  c->scratch_sh = calloc((size_t)c->nranks, sizeof *c->scratch_sh);
+  if (!c->agree_buf || !c->scratch_fds || !c->scratch_sh) {
+    /* Without them this rank cannot take part in a single exchange: leave
+     * before the first, and the peers see it go. */
+    comm_free(c);
+    return symheap__error(SYMHEAP_ERR_NO_MEMORY, "comm: out of memory");
+  }
   for (int p = 0; c->world && p < c->nranks; p++)
     c->world[p] = p;
 
@@ -215,6 +248,7 @@ symheap_result_t symheap__comm_setup(symheap_comm_t *out,
   if (r == SYMHEAP_SUCCESS)
     r = symheap__pad_create(c);
   if (r != SYMHEAP_SUCCESS) {
+    SYMHEAP__KEEP_ERROR(release_all(c));
     comm_free(c);
     return r;
   }
@@ -288,22 +322,7 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_destroy(symheap_comm_t c) {
       symheap_comm_barrier(c) != SYMHEAP_SUCCESS)
     SYMHEAP_WARN("comm destroy: final barrier failed (%s); tearing down anyway",
                  symheap_last_error());
-  while (c->windows) {
-    struct symheap_window *w = c->windows;
-    SYMHEAP_WARN("comm destroy: window %llu (%zu bytes) was still registered",
-                 (unsigned long long)w->id, w->size);
-    symheap__window_unlink(c, w);
-    (void)symheap__window_teardown(c, w, 0);
-  }
-  if (c->pad)
-    (void)symheap__window_teardown(c, c->pad, 0);
-  symheap__cache_clear(c);
-  while (c->allocs) {
-    SYMHEAP_WARN("comm destroy: allocation %p (%zu bytes) was never freed",
-                 (void *)c->allocs->ptr, c->allocs->size);
-    c->allocs->windows = 0;
-    (void)symheap__alloc_free(c, c->allocs);
-  }
+  release_all(c);
   SYMHEAP_INFO("comm destroyed; left over (all should be 0): windows %llu, "
                "allocations %llu, bytes allocated %llu, registered %llu, VA "
                "reserved %llu, mapped %llu, descriptors %llu, multicast "

@@ -4,6 +4,10 @@
 
 #include "registry.h"
 
+#define SYMHEAP__AGREE_MAX 256
+/* The size of one agreement record (agree.c). */
+#define SYMHEAP__AGREE_REC (256 + SYMHEAP__AGREE_MAX)
+
 typedef struct symheap__alloc {
   struct symheap__alloc *next;
   char *ptr;
@@ -102,6 +106,11 @@ struct symheap_comm {
   uint64_t cache_clock;
   symheap_comm_stats_t stats;
   uint64_t *mapped_from; /* nranks: bytes of rank p's memory mapped here */
+  /* Made at setup so that the protocol never needs memory it may not get:
+   * a rank out of memory still takes its part in every exchange. */
+  char *agree_buf;                 /* (nranks + 1) agreement records */
+  int *scratch_fds;                /* nranks */
+  symheap_shareable_t *scratch_sh; /* nranks */
   int *world;            /* nranks: job-wide rank of each rank */
 };
 
@@ -122,6 +131,9 @@ symheap_result_t symheap__comm_allgather(symheap_comm_t c, const void *in,
                                          void *out, size_t bytes);
 
 /* agree.c: every fallible step ends here, so no rank goes on alone.
+ * Payloads are at most SYMHEAP__AGREE_MAX bytes; every rank passes the same
+ * len whatever happened to it (payload may be NULL: zeros are sent), and
+ * `all` may be NULL when the caller has nowhere to put the results.
  * Exchanges each rank's status (and `len` payload bytes into `all`, which
  * may be NULL when len is 0).  Returns SUCCESS only if every rank succeeded;
  * otherwise every rank returns the code of the failure that caused the
@@ -142,7 +154,10 @@ symheap_result_t symheap__agree_equal(symheap_comm_t c, symheap_result_t local,
 symheap_result_t symheap__fdx_setup(symheap_comm_t c);
 void symheap__fdx_close(symheap_comm_t c);
 /* Send my_fd (or nothing, when -1) to every peer; fds[p] receives peer p's
- * descriptor or -1.  fds[rank] is left -1.  Never keeps my_fd. */
+ * descriptor or -1.  fds[rank] is left -1.  Never keeps my_fd.  Returns
+ * SYMHEAP_ERR_SYSTEM with the streams in step when this process ran out of
+ * descriptors; any other failure leaves the streams unusable (the caller
+ * agrees with the others first, then breaks the comm). */
 symheap_result_t symheap__fdx_allgather(symheap_comm_t c, int my_fd, int *fds);
 
 /* Tell every peer that allocation `id` of this rank is gone, so they drop

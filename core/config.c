@@ -93,8 +93,13 @@ static symheap_result_t parse_int(const symheap__cfg_var_t *var, const char *s,
                                   long *out) {
   char *end;
   errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end != '\0' || v < var->min || v > var->max)
+  /* strtol alone would take leading blanks and a '+': the value must be
+   * digits, with an optional '-', and nothing else. */
+  int digits = (s[0] >= '0' && s[0] <= '9') ||
+               (s[0] == '-' && s[1] >= '0' && s[1] <= '9');
+  long v = digits ? strtol(s, &end, 10) : 0;
+  if (!digits || errno || end == s || *end != '\0' || v < var->min ||
+      v > var->max)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "%s='%s' is not valid: expected an integer from %ld "
                           "to %ld",

@@ -42,20 +42,23 @@ symheap_result_t symheap__exchange_handles(symheap_comm_t c,
     return r;
   }
   int my_fd = (local == SYMHEAP_SUCCESS && contributes) ? mine->fd : -1;
-  int *fds = malloc(sizeof(int) * (size_t)c->nranks);
-  if (!fds) {
-    if (my_fd >= 0)
-      close(my_fd);
-    local = symheap__error(SYMHEAP_ERR_NO_MEMORY, "handle exchange: no memory");
-    /* Still take part in the agreement so that no peer waits for us. */
-    return symheap__agree(c, local, 0, NULL, 0, NULL);
-  }
+  int *fds = c->scratch_fds;
   symheap_result_t r = symheap__fdx_allgather(c, my_fd, fds);
   if (my_fd >= 0)
     close(my_fd); /* the peers hold their own copies now */
   if (r != SYMHEAP_SUCCESS) {
-    free(fds);
-    return r;
+    /* Out of descriptors here: the streams are in step, fail like any local
+     * failure.  Anything else: a mesh peer that hung up may only have given
+     * up because a third rank died, so the agreement names the rank that
+     * failed first; then the mesh is unusable and the comm broken. */
+    int stream_ok = r == SYMHEAP_ERR_SYSTEM;
+    symheap_result_t a = symheap__agree(c, r, !stream_ok, NULL, 0, NULL);
+    if (!stream_ok && c->broken == SYMHEAP_SUCCESS) {
+      c->broken = a != SYMHEAP_SUCCESS ? a : r;
+      snprintf(c->broken_why, sizeof c->broken_why, "%s",
+               symheap__error_peek());
+    }
+    return a != SYMHEAP_SUCCESS ? a : r;
   }
   int caused_by_peer = 0;
   for (int p = 0; p < c->nranks; p++) {
@@ -68,7 +71,6 @@ symheap_result_t symheap__exchange_handles(symheap_comm_t c,
       caused_by_peer = 1;
     }
   }
-  free(fds);
   r = symheap__agree(c, local, caused_by_peer, NULL, 0, NULL);
   if (r != SYMHEAP_SUCCESS)
     close_all(c, all);

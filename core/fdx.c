@@ -76,8 +76,13 @@ static symheap_result_t accept_higher(symheap_comm_t c, int lfd,
     symheap_result_t r = symheap__sock_accept(lfd, deadline, &fd);
     if (r != SYMHEAP_SUCCESS)
       return symheap__error_context(r, "building the descriptor exchange");
+    /* A short while to say hello, so a silent stray cannot hold us up. */
+    int64_t hello_deadline = symheap__now_ms() + 1000;
     fdx_hello_t h;
-    r = symheap__sock_recv(fd, &h, sizeof h, NULL, deadline, -1);
+    r = symheap__sock_recv(fd, &h, sizeof h, NULL,
+                           hello_deadline < deadline ? hello_deadline
+                                                     : deadline,
+                           -1);
     if (r != SYMHEAP_SUCCESS || h.magic != FDX_MAGIC ||
         memcmp(h.token, c->token, sizeof h.token) != 0 || h.rank <= c->rank ||
         h.rank >= c->nranks || c->peer_fd[h.rank] >= 0) {
@@ -129,7 +134,7 @@ symheap_result_t symheap__fdx_setup(symheap_comm_t c) {
 
 symheap_result_t symheap__fdx_allgather(symheap_comm_t c, int my_fd, int *fds) {
   int64_t deadline = symheap__now_ms() + c->timeout_ms;
-  symheap_result_t r = SYMHEAP_SUCCESS;
+  symheap_result_t r = SYMHEAP_SUCCESS, dropped = SYMHEAP_SUCCESS;
   for (int p = 0; p < c->nranks; p++)
     fds[p] = -1;
   fdx_rec_t out = {FDX_MAGIC, FDX_FD, my_fd >= 0};
@@ -147,28 +152,32 @@ symheap_result_t symheap__fdx_allgather(symheap_comm_t c, int my_fd, int *fds) {
       if (r == SYMHEAP_SUCCESS && in.magic == FDX_MAGIC && in.type == FDX_FREED)
         symheap__cache_drop_peer(c, p, in.value);
     } while (r == SYMHEAP_SUCCESS && in.magic == FDX_MAGIC &&
-             in.type == FDX_FREED && fds[p] < 0);
+             in.type == FDX_FREED && fds[p] == -1);
+    if (r == SYMHEAP_SUCCESS && fds[p] == -2) {
+      /* Out of descriptors here: a local failure, the streams in step. */
+      fds[p] = -1;
+      if (dropped == SYMHEAP_SUCCESS)
+        dropped = symheap__error(SYMHEAP_ERR_SYSTEM,
+                                 "rank %d's descriptor could not be received: "
+                                 "this process is out of file descriptors "
+                                 "(Too many open files; see ulimit -n)",
+                                 p);
+      continue;
+    }
     if (r == SYMHEAP_SUCCESS && (in.magic != FDX_MAGIC || in.type != FDX_FD ||
                                  (in.value != 0) != (fds[p] >= 0)))
       r = symheap__error(SYMHEAP_ERR_REMOTE,
                          "descriptor exchange: malformed record from rank %d",
                          p);
   }
-  if (r != SYMHEAP_SUCCESS) {
+  if (r != SYMHEAP_SUCCESS || dropped != SYMHEAP_SUCCESS) {
     for (int p = 0; p < c->nranks; p++)
       if (fds[p] >= 0) {
         close(fds[p]);
         fds[p] = -1;
       }
-    /* The streams may now hold unread records: this comm cannot exchange
-     * descriptors reliably any more. */
-    if (c->broken == SYMHEAP_SUCCESS) {
-      c->broken = r;
-      snprintf(c->broken_why, sizeof c->broken_why, "%s",
-               symheap__error_peek());
-    }
   }
-  return r;
+  return r != SYMHEAP_SUCCESS ? r : dropped;
 }
 
 void symheap__fdx_send_freed(symheap_comm_t c, uint64_t id) {

@@ -92,10 +92,8 @@ symheap_result_t symheap__mc_setup(symheap_comm_t c, struct symheap_window *w,
       r = ops->mem_export(c->dev_ctx, m->handle, kind, &mine);
     }
   }
-  if (all)
-    r = symheap__exchange_handles(c, r, &mine, kind, 1, all);
-  else
-    r = symheap__agree(c, r, 0, NULL, 0, NULL);
+  r = symheap__exchange_handles(c, r, &mine, kind, 1,
+                                all ? all : c->scratch_sh);
   if (r != SYMHEAP_SUCCESS)
     goto fail;
   /* 2. The others import; everyone adds its device. */

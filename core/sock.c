@@ -118,18 +118,39 @@ static int wait_fd(int fd, short events, int64_t deadline_ms) {
   }
 }
 
+/* Only processes of this user may talk to a job: on an abstract socket
+ * anyone in the network namespace can connect, so the kernel's word on the
+ * peer's uid decides before a byte is read.  Another user's connection is
+ * dropped (with a warning) and the wait goes on. */
 symheap_result_t symheap__sock_accept(int lfd, int64_t deadline_ms, int *fd) {
-  int w = wait_fd(lfd, POLLIN, deadline_ms);
-  if (w == 0)
-    return symheap__error(SYMHEAP_ERR_TIMEOUT,
-                          "timed out waiting for ranks to connect");
-  if (w < 0)
-    return symheap__error(SYMHEAP_ERR_SYSTEM, "poll: %s", strerror(errno));
-  int s = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-  if (s < 0)
-    return symheap__error(SYMHEAP_ERR_SYSTEM, "accept: %s", strerror(errno));
-  *fd = s;
-  return SYMHEAP_SUCCESS;
+  for (;;) {
+    int w = wait_fd(lfd, POLLIN, deadline_ms);
+    if (w == 0)
+      return symheap__error(SYMHEAP_ERR_TIMEOUT,
+                            "timed out waiting for ranks to connect");
+    if (w < 0)
+      return symheap__error(SYMHEAP_ERR_SYSTEM, "poll: %s", strerror(errno));
+    int s = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    if (s < 0)
+      return symheap__error(SYMHEAP_ERR_SYSTEM, "accept: %s", strerror(errno));
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+      int e = errno;
+      close(s);
+      return symheap__error(SYMHEAP_ERR_SYSTEM, "SO_PEERCRED: %s",
+                            strerror(e));
+    }
+    if (cred.uid != geteuid()) {
+      SYMHEAP_WARN("dropped a connection from pid %d of uid %u: only uid %u "
+                   "may join this job",
+                   (int)cred.pid, (unsigned)cred.uid, (unsigned)geteuid());
+      close(s);
+      continue;
+    }
+    *fd = s;
+    return SYMHEAP_SUCCESS;
+  }
 }
 
 symheap_result_t symheap__sock_send(int fd, const void *buf, size_t len,
@@ -207,20 +228,23 @@ symheap_result_t symheap__sock_recv(int fd, void *buf, size_t len, int *recv_fd,
           memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof got);
           /* Keep the first descriptor where one is expected; anything else
            * is unsolicited and closed so it cannot leak. */
-          if (recv_fd && *recv_fd < 0)
+          if (recv_fd && *recv_fd == -1)
             *recv_fd = got;
           else
             close(got);
         }
       }
       if (m.msg_flags & MSG_CTRUNC) {
-        if (recv_fd && *recv_fd >= 0) {
+        if (!recv_fd)
+          return symheap__error(SYMHEAP_ERR_REMOTE,
+                                "%s sent descriptors where none belong",
+                                peer_str(peer, who, sizeof who));
+        /* The kernel dropped a descriptor meant for us (this process is at
+         * its RLIMIT_NOFILE): say so with -2 and read on, so the stream
+         * stays in step and the caller can fail cleanly. */
+        if (*recv_fd >= 0)
           close(*recv_fd);
-          *recv_fd = -1;
-        }
-        return symheap__error(SYMHEAP_ERR_REMOTE,
-                              "%s sent more descriptors than expected",
-                              peer_str(peer, who, sizeof who));
+        *recv_fd = -2;
       }
       p += n;
       len -= (size_t)n;

@@ -20,13 +20,15 @@ symheap_result_t symheap__sock_listen(const symheap__sockname_t *n, int *fd);
 /* Retries while the listener is not there yet, until the deadline. */
 symheap_result_t symheap__sock_connect(const symheap__sockname_t *n,
                                        int64_t deadline_ms, int peer, int *fd);
-/* Accept one connection before the deadline. */
+/* Accept one connection of this user (SO_PEERCRED) before the deadline;
+ * other users' connections are dropped. */
 symheap_result_t symheap__sock_accept(int lfd, int64_t deadline_ms, int *fd);
 /* Send all of buf; attach send_fd (if >= 0) to the first byte. */
 symheap_result_t symheap__sock_send(int fd, const void *buf, size_t len,
                                     int send_fd, int64_t deadline_ms, int peer);
 /* Receive exactly len bytes; a descriptor that arrives with them goes to
- * *recv_fd (which must then be non-NULL; -1 if none came). */
+ * *recv_fd (which must then be non-NULL; -1 if none came, -2 if one was
+ * sent but the kernel dropped it: this process is out of descriptors). */
 symheap_result_t symheap__sock_recv(int fd, void *buf, size_t len, int *recv_fd,
                                     int64_t deadline_ms, int peer);
 void symheap__sock_unlink(const symheap__sockname_t *n);

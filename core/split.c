@@ -49,8 +49,7 @@ static symheap_result_t split(symheap_comm_t c, int color, int key,
     r = symheap__error(SYMHEAP_ERR_NO_MEMORY, "%s: no memory", fn);
   else if (color != SYMHEAP_COLOR_NONE)
     r = symheap_get_unique_id(&me.id);
-  r = all ? symheap__agree(c, r, 0, &me, sizeof me, all)
-          : symheap__agree(c, r, 0, NULL, 0, NULL);
+  r = symheap__agree(c, r, 0, &me, sizeof me, all);
   symheap_comm_t child = NULL;
   if (r == SYMHEAP_SUCCESS && color != SYMHEAP_COLOR_NONE) {
     int m = members(all, c->nranks, color, mem), newrank = 0;
@@ -102,8 +101,7 @@ symheap_comm_split_local(symheap_comm_t c, symheap_comm_t *newcomm) {
   char(*all)[128] = calloc((size_t)c->nranks, sizeof *all);
   r = all ? symheap__host_identity(me, sizeof me)
           : symheap__error(SYMHEAP_ERR_NO_MEMORY, "%s: no memory", fn);
-  r = all ? symheap__agree(c, r, 0, me, sizeof me, all)
-          : symheap__agree(c, r, 0, NULL, 0, NULL);
+  r = symheap__agree(c, r, 0, me, sizeof me, all);
   if (r != SYMHEAP_SUCCESS) {
     free(all);
     return symheap__error_context(r, "%s", fn);

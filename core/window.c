@@ -95,9 +95,11 @@ static symheap_result_t map_flat(symheap_comm_t c, struct symheap_window *w,
   symheap_result_t r = (all && imp) ? export_local(c, w, local, kind, &mine)
                                     : symheap__error(SYMHEAP_ERR_NO_MEMORY,
                                                      "register: no memory");
-  if (!all) {
+  if (!all || !imp) { /* still take part in the exchange, failing */
+    r = symheap__exchange_handles(c, r, &mine, kind, 0, c->scratch_sh);
+    free(all);
     free(imp);
-    return symheap__agree(c, r, 0, NULL, 0, NULL);
+    return r;
   }
   t[1] = symheap__now_ns();
   r = symheap__exchange_handles(c, r, &mine, kind, 0, all);
@@ -360,10 +362,7 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
     if (offered)
       a.cached_epoch = offered->epoch;
   }
-  if (all)
-    r = symheap__agree(c, r, 0, &a, sizeof a, all);
-  else
-    r = symheap__agree(c, r, 0, NULL, 0, NULL);
+  r = symheap__agree(c, r, 0, &a, sizeof a, all);
   if (r == SYMHEAP_SUCCESS)
     r = check_args(c, all);
   if (r == SYMHEAP_SUCCESS && owner) {

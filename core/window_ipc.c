@@ -16,15 +16,13 @@ symheap_result_t symheap__map_ipc(symheap_comm_t c, struct symheap_window *w) {
   symheap_result_t r =
       all ? ops->ipc_get(c->dev_ctx, w->user_ptr, w->size, &mine)
           : symheap__error(SYMHEAP_ERR_NO_MEMORY, "register: no memory");
-  if (!all)
-    return symheap__agree(c, r, 0, NULL, 0, NULL);
   /* Every rank reached this point with the same adaptor, so the kind that
    * ipc_get chose is the same everywhere; a rank that failed sends nothing. */
   uint32_t kind = r == SYMHEAP_SUCCESS ? mine.kind : SYMHEAP_HANDLE_NONE;
   uint32_t *kinds = calloc((size_t)c->nranks, sizeof *kinds);
   if (!kinds && r == SYMHEAP_SUCCESS)
     r = symheap__error(SYMHEAP_ERR_NO_MEMORY, "register: no memory");
-  r = symheap__agree(c, r, 0, &kind, sizeof kind, kinds);
+  r = symheap__agree(c, r, 0, &kind, sizeof kind, kinds); /* all may be NULL */
   if (r == SYMHEAP_SUCCESS)
     for (int p = 1; p < c->nranks; p++)
       if (kinds[p] != kinds[0])

@@ -70,7 +70,9 @@ int th_run_rank_threads(const symheap_unique_id_t *id, int nranks, int first,
  * logged per rank, and a fault injected at the Nth call of one op. */
 extern const symheap_device_ops th_record_ops;
 void th_record_reset(int multicast);
-/* Fail the nth (1-based) call of `op` on `rank` with `code`. */
+/* Fail the nth (1-based) call of `op` on `rank` with `code`; with
+ * TH_RECORD_KILL the rank's process dies there of SIGKILL. */
+#define TH_RECORD_KILL ((symheap_result_t)1000)
 void th_record_fault(const char *op, int rank, int nth, symheap_result_t code);
 /* Calls of `op` on `rank` since the last reset. */
 int th_record_count(const char *op, int rank);

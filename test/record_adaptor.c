@@ -3,6 +3,7 @@
  * and (when asked) a multicast object faked over host memory so the core's
  * multicast sequence and its unwinding can be checked without a GPU. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,6 +86,8 @@ static symheap_result_t hit(rec_t *r, const char *op) {
              fault.nth == n;
   symheap_result_t code = fault.code;
   pthread_mutex_unlock(&lock);
+  if (fire && code == TH_RECORD_KILL)
+    raise(SIGKILL); /* the rank dies here, as a crash would take it */
   if (fire)
     return r->svc->error(code, "injected fault in %s on rank %d (call %d)", op,
                          r->rank, n);
@@ -202,6 +205,12 @@ static symheap_result_t rec_set_access(void *ctx, void *va, size_t size) {
   return host->set_access(r->inner, va, size);
 }
 
+static symheap_result_t rec_mem_zero(void *ctx, void *va, size_t size) {
+  rec_t *r = ctx;
+  HIT("mem_zero");
+  return host->mem_zero(r->inner, va, size);
+}
+
 /* Fake multicast: the object is host memory of its own; binding is only
  * recorded.  Enough to check order and unwinding, not data movement. */
 static symheap_result_t rec_mc_create(void *ctx, size_t size, int ndev,
@@ -256,4 +265,5 @@ const symheap_device_ops th_record_ops = {
     .mc_add_device = rec_mc_add_device,
     .mc_bind = rec_mc_bind,
     .mc_unbind = rec_mc_unbind,
+    .mem_zero = rec_mem_zero,
 };

@@ -76,6 +76,9 @@ suite() { # suite PREFIX BUILD WRAPPER...
   done
   run "$prefix procs x2 threads x3" build/bin/symheap-run -n 2 "$@" "$b/test/test_multirank" --mixed 3
   run "$prefix faults" "$@" "$b/test/test_faults"
+  run "$prefix hostile input" "$@" "$b/test/test_hostile"
+  run "$prefix kill at each stage" "$@" "$b/test/test_kill"
+  run "$prefix exhaustion, concurrency" "$@" "$b/test/test_exhaust"
   # The cuda adaptor over the fake driver: the same multi-rank suite (multicast
   # off, as on the shared GPU machines), then its own fault and fallback tests.
   local fake="$PWD/$b/fake_cuda/libcuda.so.1"
@@ -145,6 +148,7 @@ if [ "${QUICK:-0}" != 1 ]; then
     done
     run "valgrind unit" $VG build/test/test_unit
     run "valgrind faults" $VG --trace-children=yes build/test/test_faults
+    run "valgrind exhaustion, concurrency" $VG build/test/test_exhaust
     run "valgrind cuda(fake) threads x2" env SYMHEAP_DEVICE=cuda \
       SYMHEAP_CUDA_LIBRARY="$PWD/build/fake_cuda/libcuda.so.1" SYMHEAP_DISABLE_MULTICAST=1 \
       $VG build/test/test_multirank --threads 2
@@ -153,6 +157,40 @@ if [ "${QUICK:-0}" != 1 ]; then
     unset SYMHEAP_TEST_UNDER_TOOL
   else
     failed=$((failed + 1)); failures+=("valgrind is not installed")
+  fi
+
+  echo "== ThreadSanitizer (ranks as threads, comms from several threads)"
+  if make -s -j"$JOBS" BUILD=build/tsan OPT="-O1 -g" SAN="-fsanitize=thread" tests \
+      >"$LOGDIR/build-tsan.log" 2>&1; then
+    export SYMHEAP_TEST_UNDER_TOOL=tsan TSAN_OPTIONS="halt_on_error=1 exitcode=66"
+    for n in 2 4 8; do
+      run "tsan threads x$n" build/tsan/test/test_multirank --threads $n
+    done
+    run "tsan comms from threads" build/tsan/test/test_exhaust --concurrency
+    run "tsan cuda(fake) threads x2" env SYMHEAP_DEVICE=cuda SYMHEAP_DISABLE_MULTICAST=1 \
+      SYMHEAP_CUDA_LIBRARY="$PWD/build/tsan/fake_cuda/libcuda.so.1" \
+      build/tsan/test/test_multirank --threads 2
+    unset SYMHEAP_TEST_UNDER_TOOL TSAN_OPTIONS
+  else
+    failed=$((failed + 1)); failures+=("tsan build: see $LOGDIR/build-tsan.log")
+  fi
+
+  echo "== fuzzing (libFuzzer, ${FUZZ_SECONDS:-30} s per target)"
+  fuzz_one() { # fuzz_one NAME: on a copy of its corpus; any crash fails
+    local dir=build/fuzz/corpus-$1
+    rm -rf "$dir" && cp -r "test/fuzz/corpus/$1" "$dir" || return 1
+    build/fuzz/bin/$1 -max_total_time="${FUZZ_SECONDS:-30}" -rss_limit_mb=2048 \
+      -artifact_prefix=build/fuzz/crash-$1- -print_final_stats=1 "$dir" 2>&1 |
+      grep -E '^(Done|stat::number_of_executed_units|==[0-9]+==ERROR|SUMMARY)'
+    return "${PIPESTATUS[0]}"
+  }
+  if make -s fuzz >"$LOGDIR/build-fuzz.log" 2>&1; then
+    for f in fuzz_uid fuzz_config fuzz_msg; do
+      check "fuzz $f" fuzz_one $f
+      grep -h 'number_of_executed_units' "$LOGDIR/fuzz_$f.log" | sed "s/^/  $f: /"
+    done
+  else
+    failed=$((failed + 1)); failures+=("fuzz build: see $LOGDIR/build-fuzz.log")
   fi
 
   echo "== clang -Werror"

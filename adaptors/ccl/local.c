@@ -10,30 +10,7 @@
 #include <unistd.h>
 
 #include "local.h"
-
-#define MSG_MAGIC 0x53484d42u /* "SHMB" */
-#define MSG_VERSION 1
-enum { MSG_HELLO = 1, MSG_WELCOME, MSG_GATHER, MSG_RESULT, MSG_ABORT };
-
-typedef struct {
-  uint32_t magic;
-  uint16_t version;
-  uint16_t type;
-  uint32_t seq;
-  uint32_t len;
-} msg_hdr_t;
-
-typedef struct {
-  unsigned char token[16];
-  int32_t rank;
-  int32_t nranks;
-} hello_t;
-
-typedef struct {
-  int32_t rank; /* the rank that failed */
-  int32_t code;
-  char msg[240];
-} abort_t;
+#include "local_msg.h"
 
 /* Non-roots wait this much longer than rank 0, so that rank 0's verdict on a
  * silent rank arrives before their own timeout on rank 0. */
@@ -58,32 +35,22 @@ static symheap_result_t send_msg(int fd, uint16_t type, uint32_t seq,
 
 static symheap_result_t recv_hdr(int fd, msg_hdr_t *h, int64_t deadline,
                                  int peer) {
-  symheap_result_t r =
-      symheap__sock_recv(fd, h, sizeof *h, NULL, deadline, peer);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
-  if (h->magic != MSG_MAGIC || h->version != MSG_VERSION)
-    return symheap__error(SYMHEAP_ERR_REMOTE,
-                          "bootstrap message from rank %d has a bad magic or "
-                          "version (0x%x v%u)",
-                          peer, h->magic, h->version);
-  return SYMHEAP_SUCCESS;
+  unsigned char raw[sizeof *h];
+  symheap_result_t r = symheap__sock_recv(fd, raw, sizeof raw, NULL, deadline,
+                                          peer);
+  return r == SYMHEAP_SUCCESS
+             ? symheap__msg_parse_hdr(raw, sizeof raw, MSG_MAX_LEN, peer, h)
+             : r;
 }
 
 /* Read an ABORT body and turn it into this rank's error. */
 static symheap_result_t take_abort(int fd, const msg_hdr_t *h,
                                    int64_t deadline) {
-  abort_t a;
-  if (h->len != sizeof a)
+  unsigned char raw[sizeof(abort_t)];
+  if (h->len != sizeof raw)
     return symheap__error(SYMHEAP_ERR_REMOTE, "malformed abort from rank 0");
-  symheap_result_t r = symheap__sock_recv(fd, &a, sizeof a, NULL, deadline, 0);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
-  a.msg[sizeof a.msg - 1] = '\0';
-  symheap_result_t code = (a.code == SYMHEAP_ERR_TIMEOUT) ? SYMHEAP_ERR_TIMEOUT
-                                                          : SYMHEAP_ERR_REMOTE;
-  return symheap__error(code, "rank %d failed (reported by rank 0): %s", a.rank,
-                        a.msg);
+  symheap_result_t r = symheap__sock_recv(fd, raw, sizeof raw, NULL, deadline, 0);
+  return r == SYMHEAP_SUCCESS ? symheap__msg_take_abort(raw, sizeof raw) : r;
 }
 
 static void send_abort(local_t *l, int failed, const abort_t *a) {
@@ -141,28 +108,36 @@ static symheap_result_t root_join(local_t *l, const symheap__uid_t *uid,
       root_abort_all(l, first, r);
       goto out;
     }
-    msg_hdr_t h;
-    hello_t hello;
     /* A connection that does not prove the token is dropped, not fatal: it
-     * is a stray process, not one of ours. */
-    if (recv_hdr(fd, &h, deadline, -1) != SYMHEAP_SUCCESS ||
-        h.type != MSG_HELLO || h.len != sizeof hello ||
-        symheap__sock_recv(fd, &hello, sizeof hello, NULL, deadline, -1) !=
-            SYMHEAP_SUCCESS ||
-        memcmp(hello.token, l->token, sizeof l->token) != 0) {
+     * is a stray process, not one of ours.  It gets a short while to say
+     * hello, so a silent one cannot hold the join up for long. */
+    int64_t hello_deadline = symheap__now_ms() + HELLO_MS;
+    if (hello_deadline > deadline)
+      hello_deadline = deadline;
+    msg_hdr_t h;
+    unsigned char body[sizeof(hello_t)];
+    hello_t hello;
+    int claimed = -1;
+    symheap_result_t hr = recv_hdr(fd, &h, hello_deadline, -1);
+    if (hr == SYMHEAP_SUCCESS && (h.type != MSG_HELLO || h.len != sizeof body))
+      hr = SYMHEAP_ERR_REMOTE;
+    if (hr == SYMHEAP_SUCCESS)
+      hr = symheap__sock_recv(fd, body, sizeof body, NULL, hello_deadline, -1);
+    int verdict = hr == SYMHEAP_SUCCESS
+                      ? symheap__msg_check_hello(body, sizeof body, l->token,
+                                                 l->nranks, &hello, &claimed)
+                      : MSG_HELLO_BAD;
+    if (verdict == MSG_HELLO_BAD) {
       SYMHEAP_WARN("bootstrap: dropped a connection that did not present the "
                    "job's token");
       close(fd);
       continue;
     }
-    if (hello.nranks != l->nranks || hello.rank <= 0 ||
-        hello.rank >= l->nranks || l->fds[hello.rank] >= 0) {
+    if (verdict == MSG_HELLO_WRONG_RANK || l->fds[claimed] >= 0) {
       SYMHEAP_WARN(
           "bootstrap: refused rank %d of %d (this job has %d ranks%s)",
           hello.rank, hello.nranks, l->nranks,
-          (hello.rank > 0 && hello.rank < l->nranks && l->fds[hello.rank] >= 0)
-              ? ", and that rank has joined already"
-              : "");
+          verdict == MSG_HELLO_OK ? ", and that rank has joined already" : "");
       abort_t a = {0, SYMHEAP_ERR_MISMATCH, ""};
       snprintf(a.msg, sizeof a.msg,
                "rank 0 refused this rank: it claims rank %d of %d, the job "
@@ -303,7 +278,7 @@ static symheap_result_t peer_allgather(local_t *l, const void *in, char *out,
 static symheap_result_t local_allgather(void *ctx, const void *in, void *out,
                                         size_t bytes, int timeout_ms) {
   local_t *l = ctx;
-  if (bytes > (1u << 24) / (size_t)l->nranks)
+  if (bytes > MSG_MAX_LEN / (size_t)l->nranks)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "bootstrap allgather of %zu bytes per rank is too "
                           "large",

@@ -1,0 +1,297 @@
+/* Running out of things, and running at once.
+ *  - out of memory at each allocation of a registration and of a
+ *    deregistration (the library's malloc/calloc are wrapped at link time,
+ *    -Wl,--wrap, and the Nth call of one thread fails): every rank fails
+ *    alike, nothing changes, the comm goes on;
+ *  - out of file descriptors (RLIMIT_NOFILE lowered under a registration):
+ *    a clear error, full rollback, the comm goes on once the limit is back;
+ *  - 10,000 malloc/free cycles per rank with descriptors, mappings and heap
+ *    bytes in use (mallinfo2) unchanged;
+ *  - several comms in one process used from several threads at once: two
+ *    jobs of two thread-ranks each, every rank also on a sub-communicator,
+ *    registering, checking and deregistering concurrently. */
+#include <malloc.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "harness.h"
+
+/* --- allocation failure injection --------------------------------------- */
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t m);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t m);
+static __thread long countdown; /* 0: off; 1: this call fails */
+static __thread long calls;
+
+static int should_fail(void) {
+  calls++;
+  if (countdown == 0)
+    return 0;
+  if (--countdown == 0)
+    return 1;
+  return 0;
+}
+void *__wrap_malloc(size_t n) {
+  return should_fail() ? NULL : __real_malloc(n);
+}
+void *__wrap_calloc(size_t n, size_t m) {
+  return should_fail() ? NULL : __real_calloc(n, m);
+}
+
+static symheap_comm_stats_t stats(symheap_comm_t c) {
+  symheap_comm_stats_t s = SYMHEAP_COMM_STATS_INIT;
+  symheap_comm_get_stats(c, &s);
+  s.mappings_cached = 0; /* kept mappings are a cache, not a leak */
+  return s;
+}
+
+typedef struct {
+  int fired, absorbed, runs;
+} sweep_t;
+
+/* Fail the Nth allocation of `victim` during symheap_malloc (op 0) or
+ * symheap_free (op 1), for N = 1, 2, ... until the call no longer
+ * allocates that often. */
+static void oom_sweep(th_ctx_t *c, int op, int victim, sweep_t *out) {
+  for (long n = 1;; n++) {
+    symheap_window_t w = NULL;
+    if (op == 1)
+      CHECK_OK(symheap_malloc(c->comm, 8192, 0, &w));
+    CHECK_OK(symheap_comm_barrier(c->comm));
+    symheap_comm_stats_t s0 = stats(c->comm);
+    if (c->rank == victim)
+      countdown = n;
+    symheap_result_t r = op == 0 ? symheap_malloc(c->comm, 8192, 0, &w)
+                                 : symheap_free(c->comm, w);
+    int fired = c->rank == victim && countdown == 0;
+    countdown = 0;
+    int any = fired;
+    int all[16] = {0};
+    CHECK_OK(symheap_comm_allgather(c->comm, &any, all, sizeof any));
+    any = 0;
+    for (int p = 0; p < c->n; p++)
+      any |= all[p];
+    if (!any) { /* the call made fewer than n allocations: done */
+      CHECK_OK(r);
+      if (op == 0 && r == SYMHEAP_SUCCESS)
+        CHECK_OK(symheap_free(c->comm, w));
+      out->runs = (int)n - 1;
+      return;
+    }
+    out->fired++;
+    /* Every rank ends alike: all failed, or all succeeded (a failure the
+     * library absorbs: a missing optional table only costs the cache). */
+    int ok = r == SYMHEAP_SUCCESS, oks[16] = {0};
+    CHECK_OK(symheap_comm_allgather(c->comm, &ok, oks, sizeof ok));
+    for (int p = 0; p < c->n; p++)
+      CHECK(oks[p] == ok, "allocation %ld failing on rank %d: rank %d %s, "
+            "rank %d %s", n, victim, c->rank, ok ? "succeeded" : "failed", p,
+            oks[p] ? "succeeded" : "failed");
+    if (ok) {
+      out->absorbed++;
+      if (op == 0)
+        CHECK_OK(symheap_free(c->comm, w));
+      symheap_comm_stats_t s2 = stats(c->comm);
+      CHECK(memcmp(&s0, &s2, sizeof s0) == 0 || op == 1,
+            "accounting after an absorbed failure");
+      continue;
+    }
+    if (c->rank == victim)
+      CHECK(r == SYMHEAP_ERR_NO_MEMORY, "the failing rank got %s (%s)",
+            symheap_strerror(r), symheap_last_error());
+    symheap_comm_stats_t s1 = stats(c->comm);
+    CHECK(memcmp(&s0, &s1, sizeof s0) == 0,
+          "%s with allocation %ld failing changed the accounting",
+          op ? "free" : "malloc", n);
+    if (op == 1) { /* the window is still there, and goes now */
+      size_t sz = 0;
+      CHECK_OK(symheap_window_size(w, &sz));
+      CHECK_OK(symheap_free(c->comm, w));
+    }
+    if (th_total_failures())
+      return;
+  }
+}
+
+static void oom_body(th_ctx_t *c, void *arg) {
+  (void)arg;
+  th_begin("exhaust", "out_of_memory_at_each_allocation", c->rank);
+  int fds0 = th_count_fds();
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  symheap_comm_stats_t base = stats(c->comm);
+  sweep_t sw[2][2];
+  memset(sw, 0, sizeof sw);
+  for (int op = 0; op < 2; op++)
+    for (int victim = 0; victim < c->n; victim++)
+      oom_sweep(c, op, victim, &sw[op][victim]);
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  symheap_comm_stats_t end = stats(c->comm);
+  CHECK(memcmp(&base, &end, sizeof base) == 0, "accounting moved");
+  if (c->rank == 0) {
+    CHECK(th_count_fds() == fds0, "fds %d -> %d", fds0, th_count_fds());
+    printf("# out-of-memory injected at every allocation: malloc %d+%d, "
+           "free %d+%d (ranks 0+1); %d absorbed without failing the call\n",
+           sw[0][0].fired, sw[0][1].fired, sw[1][0].fired, sw[1][1].fired,
+           sw[0][0].absorbed + sw[0][1].absorbed + sw[1][0].absorbed +
+               sw[1][1].absorbed);
+  }
+  th_end();
+}
+
+/* --- descriptors ---------------------------------------------------------- */
+static pthread_barrier_t fd_bar;
+static void emfile_body(th_ctx_t *c, void *arg) {
+  (void)arg;
+  th_begin("exhaust", "out_of_descriptors", c->rank);
+  symheap_window_t w;
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  symheap_comm_stats_t s0 = stats(c->comm);
+  int fds0 = th_count_fds();
+  struct rlimit old;
+  getrlimit(RLIMIT_NOFILE, &old);
+  pthread_barrier_wait(&fd_bar);
+  if (c->rank == 0) { /* process-wide: no new descriptor at all */
+    struct rlimit low = old;
+    low.rlim_cur = (rlim_t)fds0;
+    setrlimit(RLIMIT_NOFILE, &low);
+  }
+  pthread_barrier_wait(&fd_bar);
+  symheap_result_t r = symheap_malloc(c->comm, 1 << 20, 0, &w);
+  pthread_barrier_wait(&fd_bar);
+  if (c->rank == 0)
+    setrlimit(RLIMIT_NOFILE, &old);
+  pthread_barrier_wait(&fd_bar);
+  CHECK(r != SYMHEAP_SUCCESS, "malloc succeeded with no descriptor to spare");
+  CHECK(strstr(symheap_last_error(), "Too many open files") ||
+            strstr(symheap_last_error(), "rank "),
+        "the error does not say why: %s", symheap_last_error());
+  symheap_comm_stats_t s1 = stats(c->comm);
+  CHECK(memcmp(&s0, &s1, sizeof s0) == 0, "a failed malloc changed the "
+                                          "accounting");
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  if (c->rank == 0)
+    CHECK(th_count_fds() == fds0, "fds %d -> %d", fds0, th_count_fds());
+  CHECK_OK(symheap_malloc(c->comm, 1 << 20, 0, &w)); /* and it goes on */
+  CHECK_OK(symheap_free(c->comm, w));
+  th_end();
+}
+
+/* --- 10,000 cycles ------------------------------------------------------- */
+static void cycles_body(th_ctx_t *c, void *arg) {
+  (void)arg;
+  const int n = getenv("SYMHEAP_TEST_UNDER_TOOL") ? 1000 : 10000;
+  char name[64];
+  snprintf(name, sizeof name, "malloc_free_cycles_%d", n);
+  th_begin("exhaust", name, c->rank);
+  symheap_window_t w;
+  /* A few cycles first: state made lazily (glibc's per-thread caches fill
+   * on the first frees), which is not growth. */
+  for (int i = 0; i < 16; i++) {
+    CHECK_OK(symheap_malloc(c->comm, 65536, 0, &w));
+    CHECK_OK(symheap_free(c->comm, w));
+  }
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  int fds0 = 0, maps0 = 0;
+  size_t heap0 = 0;
+  if (c->rank == 0) {
+    fds0 = th_count_fds();
+    maps0 = th_count_symheap_maps();
+    heap0 = mallinfo2().uordblks;
+  }
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  for (int i = 0; i < n; i++) {
+    symheap_result_t r = symheap_malloc(c->comm, 65536, 0, &w);
+    if (r == SYMHEAP_SUCCESS)
+      r = symheap_free(c->comm, w);
+    if (r != SYMHEAP_SUCCESS) {
+      CHECK_OK(r);
+      break;
+    }
+  }
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  if (c->rank == 0) {
+    size_t heap1 = mallinfo2().uordblks;
+    CHECK(th_count_fds() == fds0 && th_count_symheap_maps() == maps0 &&
+              heap1 == heap0,
+          "after %d cycles: fds %d -> %d, maps %d -> %d, heap bytes in use "
+          "%zu -> %zu",
+          n, fds0, th_count_fds(), maps0, th_count_symheap_maps(), heap0,
+          heap1);
+    printf("# %d cycles per rank: fds %d, memfd mappings %d, heap in use %zu "
+           "bytes, before and after\n",
+           n, fds0, maps0, heap0);
+  }
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  th_end();
+}
+
+/* --- several comms, several threads -------------------------------------- */
+typedef struct {
+  symheap_unique_id_t *id;
+  int job, rank;
+  int failures;
+} conc_t;
+
+static void *conc_rank(void *arg) {
+  conc_t *a = arg;
+  th_begin("exhaust", "comms_used_from_threads_at_once", a->job * 2 + a->rank);
+  symheap_comm_t c = NULL, sub = NULL;
+  CHECK_OK(symheap_comm_init(&c, 2, a->id, a->rank));
+  if (c)
+    CHECK_OK(symheap_comm_split(c, 0, -a->rank, &sub)); /* reversed */
+  for (int i = 0; c && sub && i < 200; i++) {
+    symheap_comm_t on = (i % 2) ? sub : c;
+    int me = 0;
+    symheap_comm_rank(on, &me);
+    symheap_window_t w;
+    symheap_result_t r = symheap_malloc(on, 4096 * (size_t)(1 + i % 5), 0, &w);
+    CHECK_OK(r);
+    if (r != SYMHEAP_SUCCESS)
+      break;
+    int *mine = NULL, *peer = NULL;
+    CHECK_OK(symheap_window_local_ptr(w, (void **)&mine));
+    *mine = a->job * 100000 + me * 1000 + i;
+    CHECK_OK(symheap_comm_barrier(on));
+    CHECK_OK(symheap_window_peer_ptr(w, 1 - me, (void **)&peer));
+    CHECK(peer && *peer == a->job * 100000 + (1 - me) * 1000 + i,
+          "job %d iteration %d: peer holds %d", a->job, i, peer ? *peer : -1);
+    CHECK_OK(symheap_comm_barrier(on));
+    CHECK_OK(symheap_free(on, w));
+  }
+  if (sub)
+    CHECK_OK(symheap_comm_destroy(sub));
+  if (c)
+    CHECK_OK(symheap_comm_destroy(c));
+  a->failures = th_end();
+  return NULL;
+}
+
+static void concurrency(void) {
+  symheap_unique_id_t ids[2];
+  conc_t a[4];
+  pthread_t t[4];
+  for (int j = 0; j < 2; j++)
+    symheap_get_unique_id(&ids[j]);
+  for (int k = 0; k < 4; k++) {
+    a[k] = (conc_t){&ids[k / 2], k / 2, k % 2, 0};
+    pthread_create(&t[k], NULL, conc_rank, &a[k]);
+  }
+  for (int k = 0; k < 4; k++)
+    pthread_join(t[k], NULL);
+}
+
+int main(int argc, char **argv) {
+  int only_threads = argc > 1 && strcmp(argv[1], "--concurrency") == 0;
+  int rc = 0;
+  if (!only_threads) {
+    rc |= th_run_threads(2, oom_body, NULL);
+    pthread_barrier_init(&fd_bar, NULL, 2);
+    rc |= th_run_threads(2, emfile_body, NULL);
+    rc |= th_run_threads(2, cycles_body, NULL);
+  }
+  concurrency();
+  return rc || th_total_failures() ? 1 : 0;
+}
