@@ -65,7 +65,9 @@ struct symheap_window {
   int owns_alloc;             /* made by symheap_malloc */
   void **peer;                /* nranks peer addresses of the window start */
   symheap__mc_t mc;
-  int slot; /* signal slot in the comm pad, or -1 */
+  int slot;       /* signal slot in the comm pad, or -1 */
+  int view_taken; /* a device view was handed out: device code may have
+                     touched the slot, so it is cleared when the window goes */
   /* Re-registration of a live range: a sharer points at the window that
    * owns the mapping; the owner counts its sharers.  An owner deregistered
    * while sharers live is `released`: its handle is gone, its mapping stays

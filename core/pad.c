@@ -47,11 +47,19 @@ int symheap__slot_take(symheap_comm_t c) {
 }
 
 /* After every rank has agreed to release the window (so no device work of
- * any rank uses it any more): clear the slot for its next owner.  A slot
- * that cannot be cleared is never handed out again. */
+ * any rank uses it any more): clear the slot for its next owner, if device
+ * code can have used it.  A slot that cannot be cleared is never handed out
+ * again. */
 void symheap__slot_release(symheap_comm_t c, struct symheap_window *w) {
   if (w->slot < 0)
     return;
+  if (!__atomic_load_n(&w->view_taken, __ATOMIC_RELAXED)) {
+    /* No view was handed out, so no device code knows the slot: it is as
+     * clean as it was given, and freeing it costs no device call. */
+    c->slot_used[w->slot / 64] &= ~(1ull << (w->slot % 64));
+    w->slot = -1;
+    return;
+  }
   size_t off = SYMHEAP_PAD_SLOTS_OFFSET + (size_t)w->slot * SYMHEAP_PAD_SLOT_BYTES;
   symheap_result_t r = c->dev.ops.mem_zero(
       c->dev_ctx, (char *)c->pad->peer[c->rank] + off, SYMHEAP_PAD_SLOT_BYTES);

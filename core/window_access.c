@@ -141,6 +141,7 @@ symheap_window_device_view(symheap_window_t w, symheap_device_window_t *v) {
     v->pad_stride = c->pad->stride;
   }
   if (w->slot >= 0) {
+    __atomic_store_n(&w->view_taken, 1, __ATOMIC_RELAXED);
     v->flags |= SYMHEAP_VIEW_SIGNALS;
     v->signal_count = SYMHEAP_SLOT_SIGNALS;
     v->signal_offset =

@@ -138,8 +138,8 @@ static void multicast_sequence(th_ctx_t *c, void *arg) {
     th_record_reset(1);
   CHECK_OK(symheap_comm_barrier(c->comm));
   CHECK_OK(symheap_free(c->comm, w));
-  /* The window's signal slot is cleared first (every rank agreed to let it
-   * go), then the multicast part goes, in this order. */
+  /* The window's signal slot is cleared first (a view was taken, and every
+   * rank agreed to let it go), then the multicast part goes, in order. */
   CHECK(strncmp(th_record_log(c->rank),
                 "mem_zero,unmap,va_free,mc_unbind,mem_release,", 45) == 0,
         "teardown starts with: %s", th_record_log(c->rank));

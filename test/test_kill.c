@@ -72,6 +72,11 @@ static void rank_main(const symheap_unique_id_t *id, int rank, int victim,
         : step == 1 ? symheap_malloc(c, 1 << 20, 0, &w)
         : step == 2 ? symheap_free(c, w)
                     : symheap_comm_barrier(c);
+    if (r == SYMHEAP_SUCCESS && step == 1) {
+      /* as device code would: then the deregistration clears its slot */
+      symheap_device_window_t v;
+      r = symheap_window_device_view(w, &v);
+    }
     if (r != SYMHEAP_SUCCESS) {
       char want[16];
       snprintf(want, sizeof want, "rank %d", victim);
