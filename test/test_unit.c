@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../adaptors/ccl/local_msg.h"
 #include "harness.h"
 #include "registry.h"
 #include "uid.h"
@@ -238,7 +239,62 @@ static void test_log_file(void) {
   th_end();
 }
 
+/* The bootstrap's decoders (also fuzzed, test/fuzz/fuzz_msg.c). */
+static void test_msg_decoders(void) {
+  th_begin(T, "bootstrap_message_decoders", 0);
+  msg_hdr_t h = {MSG_MAGIC, MSG_VERSION, MSG_HELLO, 0, sizeof(hello_t)}, out;
+  CHECK_OK(symheap__msg_parse_hdr(&h, sizeof h, MSG_MAX_LEN, 1, &out));
+  CHECK_ERR(symheap__msg_parse_hdr(&h, sizeof h - 1, MSG_MAX_LEN, 1, &out),
+            SYMHEAP_ERR_REMOTE);
+  msg_hdr_t bad = h;
+  bad.magic ^= 1;
+  CHECK_ERR(symheap__msg_parse_hdr(&bad, sizeof bad, MSG_MAX_LEN, 1, &out),
+            SYMHEAP_ERR_REMOTE);
+  bad = h;
+  bad.type = 99;
+  CHECK_ERR(symheap__msg_parse_hdr(&bad, sizeof bad, MSG_MAX_LEN, 1, &out),
+            SYMHEAP_ERR_REMOTE);
+  bad = h;
+  bad.len = MSG_MAX_LEN + 1;
+  CHECK_ERR(symheap__msg_parse_hdr(&bad, sizeof bad, MSG_MAX_LEN, 1, &out),
+            SYMHEAP_ERR_REMOTE);
+  CHECK(strstr(symheap_last_error(), "more than"), "huge length: %s",
+        symheap_last_error());
+  unsigned char token[16] = "abcdefghijklmno";
+  hello_t hello, got;
+  memcpy(hello.token, token, 16);
+  hello.rank = 2;
+  hello.nranks = 4;
+  int rank = -1;
+  CHECK(symheap__msg_check_hello(&hello, sizeof hello, token, 4, &got,
+                                 &rank) == MSG_HELLO_OK &&
+            rank == 2,
+        "a good hello");
+  CHECK(symheap__msg_check_hello(&hello, sizeof hello - 1, token, 4, &got,
+                                 &rank) == MSG_HELLO_BAD,
+        "a short hello");
+  hello.token[3] ^= 1;
+  CHECK(symheap__msg_check_hello(&hello, sizeof hello, token, 4, &got,
+                                 &rank) == MSG_HELLO_BAD,
+        "a wrong token");
+  hello.token[3] ^= 1;
+  hello.rank = 0; /* rank 0 is the listener itself */
+  CHECK(symheap__msg_check_hello(&hello, sizeof hello, token, 4, &got,
+                                 &rank) == MSG_HELLO_WRONG_RANK,
+        "rank 0 claimed");
+  abort_t a;
+  memset(&a, 'x', sizeof a); /* no terminator anywhere */
+  a.rank = 1;
+  a.code = SYMHEAP_ERR_TIMEOUT;
+  CHECK_ERR(symheap__msg_take_abort(&a, sizeof a), SYMHEAP_ERR_TIMEOUT);
+  a.code = 12345;
+  CHECK_ERR(symheap__msg_take_abort(&a, sizeof a), SYMHEAP_ERR_REMOTE);
+  CHECK_ERR(symheap__msg_take_abort(&a, sizeof a - 1), SYMHEAP_ERR_REMOTE);
+  th_end();
+}
+
 int main(void) {
+  test_msg_decoders();
   test_log_file();
   test_strerror();
   test_unique_id();
