@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static _Thread_local char tls_case[128];
 static _Thread_local int tls_rank;
@@ -53,6 +54,25 @@ int th_count_fds(void) {
     return -1;
   while (readdir(d))
     n++;
+  closedir(d);
+  return n;
+}
+
+int th_count_symheap_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  struct dirent *e;
+  int n = 0;
+  if (!d)
+    return -1;
+  while ((e = readdir(d))) {
+    char path[64], target[256];
+    snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+    ssize_t len = readlink(path, target, sizeof target - 1);
+    if (len <= 0)
+      continue;
+    target[len] = '\0';
+    n += strncmp(target, "socket:", 7) == 0 || strstr(target, "memfd:") != NULL;
+  }
   closedir(d);
   return n;
 }

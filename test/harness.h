@@ -51,6 +51,9 @@ int th_total_failures(void);
 
 /* Process-wide resource counts, to prove nothing leaks. */
 int th_count_fds(void);
+/* Sockets and memfds only: what symheap opens, and stable under sanitizers
+ * and valgrind, whose own descriptors come and go. */
+int th_count_symheap_fds(void);
 /* All mappings of the process, or 0 under ASan or valgrind (set
  * SYMHEAP_TEST_UNDER_TOOL), whose own mappings come and go. */
 int th_count_maps(void);

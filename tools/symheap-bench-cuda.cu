@@ -283,6 +283,56 @@ int main(int argc, char **argv) {
            human(max_size, hb), gw, gr, gcw, gcr);
   put("peer_put_GBps", gw);
   put("peer_get_GBps", gr);
+
+  // Every peer at once: one copy engine stream per peer, max_size / (n-1)
+  // bytes to (from) each, all started together.
+  if (nranks > 2) {
+    std::vector<cudaStream_t> ps((size_t)nranks);
+    std::vector<cudaEvent_t> done((size_t)nranks);
+    cudaEvent_t go;
+    CU(cudaEventCreateWithFlags(&go, cudaEventDisableTiming));
+    for (int p = 0; p < nranks; p++) {
+      CU(cudaStreamCreateWithFlags(&ps[(size_t)p], cudaStreamNonBlocking));
+      CU(cudaEventCreateWithFlags(&done[(size_t)p], cudaEventDisableTiming));
+    }
+    size_t each = max_size / (size_t)(nranks - 1) / 256 * 256;
+    auto all = [&](bool wr) {
+      CU(cudaEventRecord(go, stream));
+      for (int k = 1; k < nranks; k++) {
+        int p = (rank + k) % nranks;
+        cudaStream_t q = ps[(size_t)p];
+        CU(cudaStreamWaitEvent(q, go, 0));
+        char *lb = (char *)buf + (size_t)(k - 1) * each;
+        if (wr)
+          SH(symheap_cuda_put(w, p,
+                              max_size + (size_t)((rank - p + nranks) %
+                                                      nranks -
+                                                  1) *
+                                             each,
+                              lb, each, (symheap_stream_t)q));
+        else
+          SH(symheap_cuda_get(lb, w, p, 0, each, (symheap_stream_t)q));
+        CU(cudaEventRecord(done[(size_t)p], q));
+        CU(cudaStreamWaitEvent(stream, done[(size_t)p], 0));
+      }
+    };
+    double aw = time_us([&] { all(true); }, 10);
+    double ar = time_us([&] { all(false); }, 10);
+    double tot = (double)each * (nranks - 1);
+    if (rank == 0)
+      printf("every peer at once (%d x %zu MiB): put %.1f GB/s, get %.1f "
+             "GB/s out of / into each rank\n",
+             nranks - 1, each >> 20, tot / (aw * 1e-6) / 1e9,
+             tot / (ar * 1e-6) / 1e9);
+    put("allpeers_put_GBps", tot / (aw * 1e-6) / 1e9);
+    put("allpeers_get_GBps", tot / (ar * 1e-6) / 1e9);
+    for (int p = 0; p < nranks; p++) {
+      CU(cudaStreamSynchronize(ps[(size_t)p]));
+      CU(cudaStreamDestroy(ps[(size_t)p]));
+      CU(cudaEventDestroy(done[(size_t)p]));
+    }
+    CU(cudaEventDestroy(go));
+  }
   put("sm_write_GBps", gcw);
   put("sm_read_GBps", gcr);
   js += "}\n";

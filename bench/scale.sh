@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The scale run: symheap at 2, 4 and 8 ranks (one process per GPU, as many
+# as this machine has), NCCL and PyTorch symmetric memory at the same rank
+# counts in the same run, and the GPU correctness suites at each.
+#   bench/scale.sh OUTDIR
+# Per rank count N: OUTDIR/nN/{gpu_*.txt, reg.txt, coll.json, coll.txt,
+# baseline.json}; then OUTDIR/scale.txt, tables with ranks as columns.
+# NVLink multicast stays off throughout.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
+  NVSHMEM_DISABLE_NVLS=1 SYMHEAP_DISABLE_MULTICAST=1
+set -u
+cd "$(dirname "$0")/.."
+OUTDIR=${1:-${OUT:-build/scale-out}}
+mkdir -p "$OUTDIR"
+gpus=$(nvidia-smi -L | wc -l)
+date -u +"%Y-%m-%d %H:%M UTC" | tee "$OUTDIR/machine.txt"
+nvidia-smi -L | tee -a "$OUTDIR/machine.txt"
+nvidia-smi topo -m | head -$((gpus + 1)) | tee -a "$OUTDIR/machine.txt"
+make -s -j"$(nproc)" all tests gpu-tests NVCC_ARCH="-arch=sm_90" 2>&1 | tail -5
+ranks=""
+for n in 2 4 8; do [ "$n" -le "$gpus" ] && ranks="$ranks $n"; done
+echo "rank counts this machine allows:$ranks (of 2 4 8)" | tee -a "$OUTDIR/machine.txt"
+for n in $ranks; do
+  d="$OUTDIR/n$n"
+  mkdir -p "$d"
+  echo "== $n ranks: GPU suites"
+  build/bin/symheap-run -n "$n" build/test/test_gpu >"$d/gpu_adaptor.txt" 2>&1
+  build/bin/symheap-run -n "$n" build/test/test_coll >"$d/gpu_coll.txt" 2>&1
+  grep -h '^FAIL' "$d"/gpu_*.txt | head -5
+  echo "GPU tests at $n ranks: $(cat "$d"/gpu_*.txt | grep -c '^PASS ') passed, $(cat "$d"/gpu_*.txt | grep -c '^FAIL ') failed"
+  echo "== $n ranks: registration"
+  SYMHEAP_DEVICE=cuda build/bin/symheap-run -n "$n" build/bin/symheap-bench \
+    --iters 11 >"$d/reg.txt" 2>&1
+  echo "== $n ranks: collectives and peer copies"
+  build/bin/symheap-run -n "$n" build/bin/symheap-bench --collectives \
+    --json "$d/coll.json" >"$d/coll.txt" 2>&1
+  tail -n 4 "$d/coll.txt"
+  echo "== $n ranks: NCCL and PyTorch (same run)"
+  OUT="$d" timeout 500 python3 bench/peers_baseline_n.py "$n" >"$d/baseline.txt" 2>&1
+done
+python3 - "$OUTDIR" $ranks <<'PY' | tee "$OUTDIR/scale.txt"
+import json, os, re, sys
+out, ranks = sys.argv[1], [int(r) for r in sys.argv[2:]]
+def load(n, f):
+    try: return json.load(open(os.path.join(out, f"n{n}", f)))
+    except Exception: return {}
+ours = {n: load(n, "coll.json") for n in ranks}
+base = {n: load(n, "baseline.json") for n in ranks}
+def row(name, vals): print(f"| {name} | " + " | ".join(vals) + " |")
+head = lambda t: (print(f"\n{t}\n"), print("| | " + " | ".join(f"{n} ranks" for n in ranks) + " |"),
+                  print("|---|" + "---|" * len(ranks)))
+f = lambda d, k: (f"{d[k]:.2f}" if isinstance(d.get(k), (int, float)) else "-")
+head("all-reduce bf16 sum, us per op: symheap auto / NCCL / PyTorch two-shot")
+for b in [4096, 65536, 1 << 20, 16 << 20, 256 << 20]:
+    row(f"{b >> 10} KiB" if b < 1 << 20 else f"{b >> 20} MiB",
+        [f"{f(ours[n], f'allreduce_auto_us_{b}')} / {f(base[n], f'nccl_allreduce_us_{b}')} / "
+         f"{f(base[n], f'torch_two_shot_us_{b}')}" for n in ranks])
+head("all-gather, us per op (bytes per rank)")
+for b in [4096, 65536, 1 << 20, 16 << 20]:
+    row(f"{b >> 10} KiB", [f(ours[n], f"allgather_us_{b}") for n in ranks])
+head("peer copy GB/s: one peer put / get; every peer at once put / get")
+row("symheap", [f"{f(ours[n], 'peer_put_GBps')} / {f(ours[n], 'peer_get_GBps')}; "
+                f"{f(ours[n], 'allpeers_put_GBps')} / {f(ours[n], 'allpeers_get_GBps')}" for n in ranks])
+row("PyTorch copy_", [f"{f(base[n], 'sm_peer_write_GBps')} / {f(base[n], 'sm_peer_read_GBps')}" for n in ranks])
+head("registration, ms (slowest rank, median): first / again")
+for n in ranks:
+    pass
+regs = {}
+for n in ranks:
+    try:
+        for line in open(os.path.join(out, f"n{n}", "reg.txt")):
+            m = re.match(r"(\d+ [KMG]iB)\s+([\d.]+)\s+([\d.]+)", line)
+            if m: regs.setdefault(m.group(1), {})[n] = (m.group(2), m.group(3))
+    except Exception: pass
+for k in ["1 MiB", "64 MiB", "1 GiB"]:
+    row(k, [" / ".join(regs.get(k, {}).get(n, ("-", "-"))) for n in ranks])
+row("PyTorch empty+rendezvous 1 MiB / 64 MiB / 1 GiB",
+    [" / ".join(f(base[n], f"torch_symm_setup_ms_{b}") for b in [1 << 20, 64 << 20, 1 << 30]) for n in ranks])
+PY
