@@ -169,7 +169,8 @@ int main() {
     if (rank == 0)
       printf("  other shapes:\n");
     size_t nv = G / 16;
-    uint4 *d = (uint4 *)(dir ? buf : remote), *s = (uint4 *)(dir ? remote : buf);
+    uint4 *d = (uint4 *)(dir ? buf : remote),
+          *s = (uint4 *)(dir ? remote : buf);
     for (int t : {128, 256, 512})
       for (int u : {2, 4, 8}) {
         size_t blocks = (nv + (size_t)t * u - 1) / ((size_t)t * u);

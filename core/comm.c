@@ -179,8 +179,8 @@ static void comm_free(symheap_comm_t c) {
 
 /* Everything after the ccl exists: shared by every way of making a comm. */
 symheap_result_t symheap__comm_setup(symheap_comm_t *out,
-                                   const symheap_ccl_ops *ops, void *ctx,
-                                   int owned, int timeout_ms) {
+                                     const symheap_ccl_ops *ops, void *ctx,
+                                     int owned, int timeout_ms) {
   symheap_comm_t c = calloc(1, sizeof *c);
   if (!c) {
     if (owned && ops->fini)

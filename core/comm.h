@@ -113,7 +113,7 @@ struct symheap_comm {
   char *agree_buf;                 /* (nranks + 1) agreement records */
   int *scratch_fds;                /* nranks */
   symheap_shareable_t *scratch_sh; /* nranks */
-  int *world;            /* nranks: job-wide rank of each rank */
+  int *world;                      /* nranks: job-wide rank of each rank */
 };
 
 /* comm.c */

@@ -79,10 +79,9 @@ static symheap_result_t accept_higher(symheap_comm_t c, int lfd,
     /* A short while to say hello, so a silent stray cannot hold us up. */
     int64_t hello_deadline = symheap__now_ms() + 1000;
     fdx_hello_t h;
-    r = symheap__sock_recv(fd, &h, sizeof h, NULL,
-                           hello_deadline < deadline ? hello_deadline
-                                                     : deadline,
-                           -1);
+    r = symheap__sock_recv(
+        fd, &h, sizeof h, NULL,
+        hello_deadline < deadline ? hello_deadline : deadline, -1);
     if (r != SYMHEAP_SUCCESS || h.magic != FDX_MAGIC ||
         memcmp(h.token, c->token, sizeof h.token) != 0 || h.rank <= c->rank ||
         h.rank >= c->nranks || c->peer_fd[h.rank] >= 0) {

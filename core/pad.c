@@ -60,7 +60,8 @@ void symheap__slot_release(symheap_comm_t c, struct symheap_window *w) {
     w->slot = -1;
     return;
   }
-  size_t off = SYMHEAP_PAD_SLOTS_OFFSET + (size_t)w->slot * SYMHEAP_PAD_SLOT_BYTES;
+  size_t off =
+      SYMHEAP_PAD_SLOTS_OFFSET + (size_t)w->slot * SYMHEAP_PAD_SLOT_BYTES;
   symheap_result_t r = c->dev.ops.mem_zero(
       c->dev_ctx, (char *)c->pad->peer[c->rank] + off, SYMHEAP_PAD_SLOT_BYTES);
   if (r == SYMHEAP_SUCCESS)

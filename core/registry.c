@@ -109,12 +109,12 @@ symheap_result_t symheap__device_normalise(const symheap_device_ops *in,
                           "'" #m "'",                                          \
                           name);
   REQUIRE(available)
-  REQUIRE(init) REQUIRE(fini) REQUIRE(query) REQUIRE(mem_create)
-      REQUIRE(mem_release) REQUIRE(mem_export) REQUIRE(mem_import)
-          REQUIRE(va_reserve) REQUIRE(va_free) REQUIRE(map) REQUIRE(unmap)
-              REQUIRE(set_access)
+  REQUIRE(init)
+  REQUIRE(fini) REQUIRE(query) REQUIRE(mem_create) REQUIRE(mem_release)
+      REQUIRE(mem_export) REQUIRE(mem_import) REQUIRE(va_reserve)
+          REQUIRE(va_free) REQUIRE(map) REQUIRE(unmap) REQUIRE(set_access)
 #undef REQUIRE
-                  out->has_mem_retain = out->ops.mem_retain != NULL;
+              out->has_mem_retain = out->ops.mem_retain != NULL;
   out->has_multicast = out->ops.mc_create && out->ops.mc_add_device &&
                        out->ops.mc_bind && out->ops.mc_unbind;
   out->has_ipc = out->ops.ipc_get && out->ops.ipc_open && out->ops.ipc_close;

@@ -138,8 +138,7 @@ symheap_result_t symheap__sock_accept(int lfd, int64_t deadline_ms, int *fd) {
     if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
       int e = errno;
       close(s);
-      return symheap__error(SYMHEAP_ERR_SYSTEM, "SO_PEERCRED: %s",
-                            strerror(e));
+      return symheap__error(SYMHEAP_ERR_SYSTEM, "SO_PEERCRED: %s", strerror(e));
     }
     if (cred.uid != geteuid()) {
       SYMHEAP_WARN("dropped a connection from pid %d of uid %u: only uid %u "

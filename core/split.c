@@ -83,8 +83,8 @@ static symheap_result_t split(symheap_comm_t c, int color, int key,
 }
 
 SYMHEAP__EXPORT symheap_result_t symheap_comm_split(symheap_comm_t c, int color,
-                                                   int key,
-                                                   symheap_comm_t *newcomm) {
+                                                    int key,
+                                                    symheap_comm_t *newcomm) {
   return split(c, color, key, newcomm, "symheap_comm_split");
 }
 

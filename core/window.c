@@ -349,7 +349,8 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
   }
   a.share_id = UINT64_MAX;
   struct symheap_window *owner = NULL;
-  if (r == SYMHEAP_SUCCESS && flags == 0 && (owner = share_candidate(c, ptr, size)))
+  if (r == SYMHEAP_SUCCESS && flags == 0 &&
+      (owner = share_candidate(c, ptr, size)))
     a.share_id = owner->id;
   a.size = size;
   a.flags = flags;

@@ -68,11 +68,12 @@ typedef struct {
 } symheap_shareable_t;
 
 /* Capability bits. */
-#define SYMHEAP_CAP_VMM 0x1u         /* physical memory + VA reserve/map */
-#define SYMHEAP_CAP_MULTICAST 0x2u   /* multicast ops present and usable */
-#define SYMHEAP_CAP_IPC 0x4u         /* legacy per-peer IPC fallback */
-#define SYMHEAP_CAP_HOST_ACCESS 0x8u /* the CPU can load/store mapped memory   \
-                                      */
+#define SYMHEAP_CAP_VMM 0x1u       /* physical memory + VA reserve/map */
+#define SYMHEAP_CAP_MULTICAST 0x2u /* multicast ops present and usable */
+#define SYMHEAP_CAP_IPC 0x4u       /* legacy per-peer IPC fallback */
+#define SYMHEAP_CAP_HOST_ACCESS                                                \
+  0x8u /* the CPU can load/store mapped memory                                 \
+        */
 
 typedef struct {
   uint32_t struct_size;

@@ -96,18 +96,17 @@ __global__ void __launch_bounds__(kLLThreads) ll_one_shot(ll_args_t a) {
 
 /* acc = op over ranks (in rank order) of unit u of every rank's input. */
 template <int DT, int OP, int NR>
-__device__ __forceinline__ void gather_reduce(const view_t &in, size_t in_off,
-                                              size_t u, size_t count,
-                                              bool aligned,
-                                              float (&acc)[unit<DT, 16>::E]) {
+__device__ __forceinline__ void
+gather_reduce(const view_t &in, size_t in_off, size_t u, size_t count,
+              bool aligned, float (&acc)[unit<DT, 16>::E]) {
   typedef unit<DT, 16> U;
   const int n = NR ? NR : in.nranks;
   if (NR) {
     typename U::bits x[NR ? NR : 1];
 #pragma unroll
     for (int s = 0; s < (NR ? NR : 1); s++)
-      x[s] = U::load(symheap_device_peer_ptr(&in, s, in_off), u, count,
-                     aligned);
+      x[s] =
+          U::load(symheap_device_peer_ptr(&in, s, in_off), u, count, aligned);
 #pragma unroll
     for (int s = 0; s < (NR ? NR : 1); s++)
       U::template accumulate<OP>(acc, x[s], s == 0);
@@ -122,8 +121,8 @@ __device__ __forceinline__ void gather_reduce(const view_t &in, size_t in_off,
 
 template <int DT, int OP, int NR>
 __global__ void __launch_bounds__(1024)
-    one_shot(view_t in, size_t in_off, view_t out, size_t out_off,
-             size_t count, bool aligned) {
+    one_shot(view_t in, size_t in_off, view_t out, size_t out_off, size_t count,
+             bool aligned) {
   typedef unit<DT, 16> U;
   const size_t nunits = (count + U::E - 1) / U::E;
   char *dst = (char *)symheap_device_local_ptr(&out, out_off);
@@ -140,8 +139,8 @@ __global__ void __launch_bounds__(1024)
 /* U: units each thread moves per step, all loads issued before any use. */
 template <int DT, int OP, int NR, int U>
 __global__ void __launch_bounds__(1024)
-    two_shot(view_t in, size_t in_off, view_t out, size_t out_off,
-             size_t count, bool aligned) {
+    two_shot(view_t in, size_t in_off, view_t out, size_t out_off, size_t count,
+             bool aligned) {
   typedef unit<DT, 16> UT;
   const int n = NR ? NR : in.nranks, rank = in.rank;
   const size_t nunits = (count + UT::E - 1) / UT::E;
@@ -157,8 +156,8 @@ __global__ void __launch_bounds__(1024)
 #pragma unroll
     for (int j = 0; j < U; j++)
       if (u + (size_t)j * blockDim.x < c1)
-        gather_reduce<DT, OP, NR>(in, in_off, u + (size_t)j * blockDim.x,
-                                  count, aligned, acc[j]);
+        gather_reduce<DT, OP, NR>(in, in_off, u + (size_t)j * blockDim.x, count,
+                                  aligned, acc[j]);
 #pragma unroll
     for (int j = 0; j < U; j++) {
       size_t uj = u + (size_t)j * blockDim.x;
@@ -175,7 +174,7 @@ __global__ void __launch_bounds__(1024)
 
 /* --- launchers ----------------------------------------------------------- */
 #define SYMHEAP_DISPATCH_DT_OP(dt, op, F)                                      \
-  switch ((dt) * 2 + (op)) {                                                   \
+  switch ((dt)*2 + (op)) {                                                     \
   case SYMHEAP_FLOAT32 * 2 + SYMHEAP_OP_SUM:                                   \
     F(SYMHEAP_FLOAT32, SYMHEAP_OP_SUM);                                        \
     break;                                                                     \

@@ -93,8 +93,8 @@ symheap_result_t get_view(symheap_window_t w, symheap_device_window_t *v,
                 fn, which);
   if (v->nranks > kMaxRanks)
     return fail(SYMHEAP_ERR_UNSUPPORTED,
-                "%s: %d ranks; the collectives handle up to %d", fn,
-                v->nranks, kMaxRanks);
+                "%s: %d ranks; the collectives handle up to %d", fn, v->nranks,
+                kMaxRanks);
   return SYMHEAP_SUCCESS;
 }
 
@@ -112,8 +112,8 @@ symheap_result_t views(symheap_window_t in, size_t in_off, symheap_window_t out,
                 fn);
   if (in_off > a->in.size || in_bytes > a->in.size - in_off)
     return fail(SYMHEAP_ERR_INVALID_ARG,
-                "%s: input [%zu, +%zu) is outside the window of %llu bytes",
-                fn, in_off, in_bytes, (unsigned long long)a->in.size);
+                "%s: input [%zu, +%zu) is outside the window of %llu bytes", fn,
+                in_off, in_bytes, (unsigned long long)a->in.size);
   if (out_off > a->out.size || out_bytes > a->out.size - out_off)
     return fail(SYMHEAP_ERR_INVALID_ARG,
                 "%s: output [%zu, +%zu) is outside the window of %llu bytes",
@@ -178,11 +178,10 @@ EXPORT symheap_result_t symheap_cuda_all_reduce_algo(symheap_window_t win,
   return SYMHEAP_SUCCESS;
 }
 
-EXPORT symheap_result_t
-symheap_cuda_all_reduce(symheap_window_t in, size_t in_offset,
-                        symheap_window_t out, size_t out_offset, size_t count,
-                        symheap_dtype_t dtype, symheap_redop_t op,
-                        symheap_algo_t algo, symheap_stream_t stream) {
+EXPORT symheap_result_t symheap_cuda_all_reduce(
+    symheap_window_t in, size_t in_offset, symheap_window_t out,
+    size_t out_offset, size_t count, symheap_dtype_t dtype, symheap_redop_t op,
+    symheap_algo_t algo, symheap_stream_t stream) {
   const char *fn = "symheap_cuda_all_reduce";
   if ((unsigned)dtype > SYMHEAP_FLOAT16)
     return fail(SYMHEAP_ERR_INVALID_ARG, "%s: unknown dtype %d", fn,
@@ -255,11 +254,11 @@ EXPORT symheap_result_t symheap_cuda_all_gather(symheap_window_t in,
   if (r != SYMHEAP_SUCCESS)
     return r;
   if (bytes > SIZE_MAX / (size_t)v.nranks)
-    return fail(SYMHEAP_ERR_INVALID_ARG, "%s: %zu bytes per rank overflows",
-                fn, bytes);
+    return fail(SYMHEAP_ERR_INVALID_ARG, "%s: %zu bytes per rank overflows", fn,
+                bytes);
   launch_t a;
-  r = views(in, in_offset, out, out_offset, bytes, bytes * (size_t)v.nranks,
-            fn, &a);
+  r = views(in, in_offset, out, out_offset, bytes, bytes * (size_t)v.nranks, fn,
+            &a);
   if (r != SYMHEAP_SUCCESS)
     return r;
   /* In place is the input at this rank's block of the output; any other
@@ -305,9 +304,9 @@ symheap_result_t copy(void *local, symheap_window_t win, int peer,
    * 367 and 338 (symheap-bench --collectives measures both).  It is a
    * memcpy node under graph capture. */
   void *remote = symheap_device_peer_ptr(&a.in, peer, offset);
-  cudaError_t e = cudaMemcpyAsync(put ? remote : local, put ? local : remote,
-                                  bytes, cudaMemcpyDeviceToDevice,
-                                  (cudaStream_t)stream);
+  cudaError_t e =
+      cudaMemcpyAsync(put ? remote : local, put ? local : remote, bytes,
+                      cudaMemcpyDeviceToDevice, (cudaStream_t)stream);
   return e == cudaSuccess ? SYMHEAP_SUCCESS : cuda_fail(fn, e);
 }
 } // namespace
@@ -323,6 +322,5 @@ EXPORT symheap_result_t symheap_cuda_put(symheap_window_t win, int peer,
 EXPORT symheap_result_t symheap_cuda_get(void *dst, symheap_window_t win,
                                          int peer, size_t offset, size_t bytes,
                                          symheap_stream_t stream) {
-  return copy(dst, win, peer, offset, bytes, stream, false,
-              "symheap_cuda_get");
+  return copy(dst, win, peer, offset, bytes, stream, false, "symheap_cuda_get");
 }

@@ -31,7 +31,8 @@ constexpr int kLLBlocks = 16;
 constexpr int kLLThreads = 512;
 
 __host__ __device__ inline size_t ll_area_bytes(int nranks) {
-  return (SYMHEAP_PAD_LL_BYTES / (kLLBlocks * 2 * (size_t)nranks)) & ~(size_t)15;
+  return (SYMHEAP_PAD_LL_BYTES / (kLLBlocks * 2 * (size_t)nranks)) &
+         ~(size_t)15;
 }
 /* Payload the LL path carries: 8 bytes in each 16-byte line. */
 __host__ __device__ inline size_t ll_capacity(int nranks) {
@@ -134,9 +135,8 @@ template <int DT, int UB> struct unit {
     }
     return b;
   }
-  static __device__ __forceinline__ void store(void *base, size_t u,
-                                               size_t count, bool aligned,
-                                               const bits &b) {
+  static __device__ __forceinline__ void
+  store(void *base, size_t u, size_t count, bool aligned, const bits &b) {
     size_t first = u * E;
     if (aligned && first + E <= count) {
       ((word *)base)[u] = b.w;

@@ -57,13 +57,11 @@ typedef enum {
  * refused, and so is SYMHEAP_ALGO_ONE_SHOT in place above the LL capacity.
  * Every rank gets bitwise the same result (ranks are reduced in rank order,
  * in float32). */
-symheap_result_t symheap_cuda_all_reduce(symheap_window_t in, size_t in_offset,
-                                         symheap_window_t out,
-                                         size_t out_offset, size_t count,
-                                         symheap_dtype_t dtype,
-                                         symheap_redop_t op,
-                                         symheap_algo_t algo,
-                                         symheap_stream_t stream);
+symheap_result_t
+symheap_cuda_all_reduce(symheap_window_t in, size_t in_offset,
+                        symheap_window_t out, size_t out_offset, size_t count,
+                        symheap_dtype_t dtype, symheap_redop_t op,
+                        symheap_algo_t algo, symheap_stream_t stream);
 
 /* What SYMHEAP_ALGO_AUTO does for this size on this window's comm: one-shot
  * (LL) up to SYMHEAP_PAD_LL_BYTES / (4 * nranks) bytes, two-shot above. */
@@ -84,8 +82,8 @@ symheap_result_t symheap_cuda_all_gather(symheap_window_t in, size_t in_offset,
  * mapped addresses: the copy engines beat SM loads and stores over NVLink),
  * with no synchronisation with the peer: local device memory src into
  * peer's copy of win at offset, and peer's copy at offset into local dst. */
-symheap_result_t symheap_cuda_put(symheap_window_t win, int peer,
-                                  size_t offset, const void *src, size_t bytes,
+symheap_result_t symheap_cuda_put(symheap_window_t win, int peer, size_t offset,
+                                  const void *src, size_t bytes,
                                   symheap_stream_t stream);
 symheap_result_t symheap_cuda_get(void *dst, symheap_window_t win, int peer,
                                   size_t offset, size_t bytes,

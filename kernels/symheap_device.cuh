@@ -74,9 +74,8 @@ SYMHEAP_DEV uint64_t symheap_dev_wait_signal(const symheap_device_window_t &w,
   return v;
 }
 /* Wait for what `peer` sent with symheap_dev_put_signal(..., value). */
-SYMHEAP_DEV uint64_t
-symheap_dev_wait_signal_from(const symheap_device_window_t &w, int peer,
-                             uint64_t value) {
+SYMHEAP_DEV uint64_t symheap_dev_wait_signal_from(
+    const symheap_device_window_t &w, int peer, uint64_t value) {
   return symheap_dev_wait_signal(w, (unsigned)peer, value);
 }
 
@@ -122,8 +121,8 @@ SYMHEAP_DEV void symheap_dev_put_signal(const symheap_device_window_t &w,
 /* --- barrier (every thread of the block calls it) ----------------------- */
 /* Slot layout after SYMHEAP_SLOT_BARRIER_OFFSET: a local epoch per channel,
  * then flags[channel][sender]. */
-SYMHEAP_DEV uint64_t *symheap_dev__barrier_words(
-    const symheap_device_window_t &w, int rank) {
+SYMHEAP_DEV uint64_t *
+symheap_dev__barrier_words(const symheap_device_window_t &w, int rank) {
   return (uint64_t *)symheap_device_pad_ptr(
       &w, rank, w.signal_offset + SYMHEAP_SLOT_BARRIER_OFFSET);
 }

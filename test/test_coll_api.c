@@ -66,9 +66,8 @@ static void body(th_ctx_t *c, void *arg) {
                                     SYMHEAP_ALGO_AUTO, NULL),
             SYMHEAP_ERR_INVALID_ARG, "unknown window");
   /* Host memory is not something a kernel can use. */
-  symheap_result_t r = symheap_cuda_all_reduce(w, 0, w, 0, 16, SYMHEAP_FLOAT32,
-                                               SYMHEAP_OP_SUM,
-                                               SYMHEAP_ALGO_AUTO, NULL);
+  symheap_result_t r = symheap_cuda_all_reduce(
+      w, 0, w, 0, 16, SYMHEAP_FLOAT32, SYMHEAP_OP_SUM, SYMHEAP_ALGO_AUTO, NULL);
   CHECK((r == SYMHEAP_ERR_INVALID_ARG || r == SYMHEAP_ERR_DEVICE) &&
             strlen(symheap_last_error()) > 20,
         "host window: %s (%s)", symheap_strerror(r), symheap_last_error());

@@ -87,8 +87,10 @@ static void oom_sweep(th_ctx_t *c, int op, int victim, sweep_t *out) {
     int ok = r == SYMHEAP_SUCCESS, oks[16] = {0};
     CHECK_OK(symheap_comm_allgather(c->comm, &ok, oks, sizeof ok));
     for (int p = 0; p < c->n; p++)
-      CHECK(oks[p] == ok, "allocation %ld failing on rank %d: rank %d %s, "
-            "rank %d %s", n, victim, c->rank, ok ? "succeeded" : "failed", p,
+      CHECK(oks[p] == ok,
+            "allocation %ld failing on rank %d: rank %d %s, "
+            "rank %d %s",
+            n, victim, c->rank, ok ? "succeeded" : "failed", p,
             oks[p] ? "succeeded" : "failed");
     if (ok) {
       out->absorbed++;
@@ -132,7 +134,8 @@ static void oom_body(th_ctx_t *c, void *arg) {
   symheap_comm_stats_t end = stats(c->comm);
   CHECK(memcmp(&base, &end, sizeof base) == 0, "accounting moved");
   if (c->rank == 0) {
-    CHECK(th_count_symheap_fds() == fds0, "fds %d -> %d", fds0, th_count_symheap_fds());
+    CHECK(th_count_symheap_fds() == fds0, "fds %d -> %d", fds0,
+          th_count_symheap_fds());
     printf("# out-of-memory injected at every allocation: malloc %d+%d, "
            "free %d+%d (ranks 0+1); %d absorbed without failing the call\n",
            sw[0][0].fired, sw[0][1].fired, sw[1][0].fired, sw[1][1].fired,
@@ -228,8 +231,8 @@ static void cycles_body(th_ctx_t *c, void *arg) {
               heap1 == heap0,
           "after %d cycles: fds %d -> %d, maps %d -> %d, heap bytes in use "
           "%zu -> %zu",
-          n, fds0, th_count_symheap_fds(), maps0, th_count_symheap_maps(), heap0,
-          heap1);
+          n, fds0, th_count_symheap_fds(), maps0, th_count_symheap_maps(),
+          heap0, heap1);
     printf("# %d cycles per rank: fds %d, memfd mappings %d, heap in use %zu "
            "bytes, before and after\n",
            n, fds0, maps0, heap0);

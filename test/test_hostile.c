@@ -76,8 +76,7 @@ static void test_strays(void) {
   for (size_t i = 0; i < sizeof junk; i++)
     junk[i] = (unsigned char)(i * 151 + 7);
   msg_hdr_t huge = {MSG_MAGIC, MSG_VERSION, MSG_HELLO, 0, 0xfffffff0u};
-  msg_hdr_t hello_hdr = {MSG_MAGIC, MSG_VERSION, MSG_HELLO, 0,
-                         sizeof(hello_t)};
+  msg_hdr_t hello_hdr = {MSG_MAGIC, MSG_VERSION, MSG_HELLO, 0, sizeof(hello_t)};
   hello_t wrong_token = {{0}, 1, 2};
   symheap__uid_t u;
   CHECK_OK(symheap__uid_decode(&g_id, &u));
@@ -186,8 +185,8 @@ static void test_bad_env(void) {
   size_t n;
   const symheap__cfg_var_t *t = symheap__cfg_table(&n);
   /* (An empty value means unset, as the environment's convention goes.) */
-  const char *bad[] = {"x", "12abc", "99999999999999999999", "-5", " 1", "+1",
-                       "0x10"};
+  const char *bad[] = {"x",  "12abc", "99999999999999999999", "-5", " 1",
+                       "+1", "0x10"};
   int tried = 0;
   for (size_t i = 0; i < n; i++) {
     if (t[i].kind == SYMHEAP_CFG_STRING)

@@ -25,14 +25,22 @@ typedef struct {
 } point_t;
 
 static const point_t points[] = {
-    {"init", "init", 1},           {"init", "mem_create", 1},
-    {"init", "mem_export", 1},     {"init", "mem_import", 1},
-    {"init", "map", 2},            {"init", "set_access", 2},
-    {"init", "mem_zero", 1},       {"register", "mem_create", 1},
-    {"register", "mem_export", 1}, {"register", "mem_import", 1},
-    {"register", "va_reserve", 2}, {"register", "map", 2},
-    {"register", "set_access", 2}, {"deregister", "mem_zero", 1},
-    {"deregister", "unmap", 1},    {"deregister", "va_free", 1},
+    {"init", "init", 1},
+    {"init", "mem_create", 1},
+    {"init", "mem_export", 1},
+    {"init", "mem_import", 1},
+    {"init", "map", 2},
+    {"init", "set_access", 2},
+    {"init", "mem_zero", 1},
+    {"register", "mem_create", 1},
+    {"register", "mem_export", 1},
+    {"register", "mem_import", 1},
+    {"register", "va_reserve", 2},
+    {"register", "map", 2},
+    {"register", "set_access", 2},
+    {"deregister", "mem_zero", 1},
+    {"deregister", "unmap", 1},
+    {"deregister", "va_free", 1},
 };
 
 typedef struct {
@@ -67,11 +75,10 @@ static void rank_main(const symheap_unique_id_t *id, int rank, int victim,
     if (rank == victim && step == stage)
       arm(p, rank);
     int64_t t0 = symheap__now_ms();
-    symheap_result_t r =
-        step == 0   ? symheap_comm_init(&c, NRANKS, id, rank)
-        : step == 1 ? symheap_malloc(c, 1 << 20, 0, &w)
-        : step == 2 ? symheap_free(c, w)
-                    : symheap_comm_barrier(c);
+    symheap_result_t r = step == 0   ? symheap_comm_init(&c, NRANKS, id, rank)
+                         : step == 1 ? symheap_malloc(c, 1 << 20, 0, &w)
+                         : step == 2 ? symheap_free(c, w)
+                                     : symheap_comm_barrier(c);
     if (r == SYMHEAP_SUCCESS && step == 1) {
       /* as device code would: then the deregistration clears its slot */
       symheap_device_window_t v;
@@ -138,8 +145,8 @@ static int run_case(const point_t *p, int victim, char *row, size_t rowlen) {
           "a survivor got %s in %s (%s)",
           rep.code ? symheap_strerror(rep.code) : "no error", rep.where,
           rep.msg);
-    CHECK(rep.ms <= TIMEOUT_MS + 1000, "a survivor waited %d ms in %s",
-          rep.ms, rep.where);
+    CHECK(rep.ms <= TIMEOUT_MS + 1000, "a survivor waited %d ms in %s", rep.ms,
+          rep.where);
     CHECK(rep.named, "a survivor's message does not name rank %d: %s", victim,
           rep.msg);
     CHECK(!rep.leaked, "a survivor holds other fds or mappings after destroy");

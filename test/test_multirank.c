@@ -332,9 +332,8 @@ static void case_signals(th_ctx_t *c) {
   }
   barrier(c);
   for (int p = 0; p < c->n; p++) {
-    uint64_t got = __atomic_load_n(symheap_device_signal_ptr(&va, c->rank,
-                                                             (unsigned)p),
-                                   __ATOMIC_ACQUIRE);
+    uint64_t got = __atomic_load_n(
+        symheap_device_signal_ptr(&va, c->rank, (unsigned)p), __ATOMIC_ACQUIRE);
     CHECK(got == 1000u + (unsigned)p, "signal from rank %d: %llu", p,
           (unsigned long long)got);
   }
@@ -405,8 +404,8 @@ static void check_split(th_ctx_t *c, symheap_comm_t sub, int color,
   for (int r = 0; r < m; r++) {
     int wr = -1;
     CHECK_OK(symheap_comm_world_rank(sub, r, &wr));
-    CHECK(wr == want_world[r], "%s: rank %d is world rank %d, not %d", what,
-          r, wr, want_world[r]);
+    CHECK(wr == want_world[r], "%s: rank %d is world rank %d, not %d", what, r,
+          wr, want_world[r]);
   }
   symheap_window_t w;
   CHECK_OK(symheap_malloc(sub, 8192, 0, &w));
@@ -520,15 +519,14 @@ static void case_reregister_shared(th_ctx_t *c) {
   CHECK_OK(symheap_window_register(c->comm, buf + 4096, 65536, 0, &w[2]));
   symheap_comm_stats_t s2 = stats(c);
   CHECK(w[1] != w[0] && w[2] != w[1], "re-registration returned an old handle");
-  CHECK(s2.va_reserved == s1.va_reserved && s2.bytes_mapped == s1.bytes_mapped &&
-            s2.windows_live == s1.windows_live + 2 &&
-            s2.bytes_registered == s1.bytes_registered + 2 * 65536,
-        "sharing: VA %llu -> %llu, mapped %llu -> %llu, windows %llu -> %llu",
-        (unsigned long long)s1.va_reserved, (unsigned long long)s2.va_reserved,
-        (unsigned long long)s1.bytes_mapped,
-        (unsigned long long)s2.bytes_mapped,
-        (unsigned long long)s1.windows_live,
-        (unsigned long long)s2.windows_live);
+  CHECK(
+      s2.va_reserved == s1.va_reserved && s2.bytes_mapped == s1.bytes_mapped &&
+          s2.windows_live == s1.windows_live + 2 &&
+          s2.bytes_registered == s1.bytes_registered + 2 * 65536,
+      "sharing: VA %llu -> %llu, mapped %llu -> %llu, windows %llu -> %llu",
+      (unsigned long long)s1.va_reserved, (unsigned long long)s2.va_reserved,
+      (unsigned long long)s1.bytes_mapped, (unsigned long long)s2.bytes_mapped,
+      (unsigned long long)s1.windows_live, (unsigned long long)s2.windows_live);
   void *b0 = NULL, *b2 = NULL;
   size_t st0 = 0, st2 = 0;
   CHECK_OK(symheap_window_flat_base(w[0], &b0, &st0));
@@ -546,7 +544,8 @@ static void case_reregister_shared(th_ctx_t *c) {
     CHECK(pp && pp[10] == (char)(p + 1), "after the owner went: peer %d", p);
   }
   symheap_comm_stats_t s3 = stats(c);
-  CHECK(s3.va_reserved == s1.va_reserved && s3.windows_live == s1.windows_live + 1,
+  CHECK(s3.va_reserved == s1.va_reserved &&
+            s3.windows_live == s1.windows_live + 1,
         "owner gone: VA %llu, windows %llu", (unsigned long long)s3.va_reserved,
         (unsigned long long)s3.windows_live);
   barrier(c);
@@ -611,18 +610,17 @@ static void case_reregister_many(th_ctx_t *c) {
   symheap_comm_stats_t s1 = stats(c);
   int ok = 1;
   for (int i = 1; i < n && ok; i++) {
-    symheap_result_t r =
-        symheap_window_register(c->comm, buf, size, 0, &w[i]);
+    symheap_result_t r = symheap_window_register(c->comm, buf, size, 0, &w[i]);
     CHECK_OK(r);
     ok = r == SYMHEAP_SUCCESS;
   }
   symheap_comm_stats_t s2 = stats(c);
-  CHECK(s2.va_reserved == s1.va_reserved && s2.bytes_mapped == s1.bytes_mapped &&
-            s2.windows_live == s0.windows_live + (uint64_t)n,
-        "%d registrations of %zu MiB: VA reserved %llu -> %llu, windows %llu",
-        n, size >> 20,
-        (unsigned long long)s1.va_reserved, (unsigned long long)s2.va_reserved,
-        (unsigned long long)s2.windows_live);
+  CHECK(
+      s2.va_reserved == s1.va_reserved && s2.bytes_mapped == s1.bytes_mapped &&
+          s2.windows_live == s0.windows_live + (uint64_t)n,
+      "%d registrations of %zu MiB: VA reserved %llu -> %llu, windows %llu", n,
+      size >> 20, (unsigned long long)s1.va_reserved,
+      (unsigned long long)s2.va_reserved, (unsigned long long)s2.windows_live);
   if (c->rank == 0)
     printf("# %d live registrations of one %zu MiB buffer: VA reserved "
            "%llu MiB after the first, %llu MiB after the last\n",
@@ -637,8 +635,7 @@ static void case_reregister_many(th_ctx_t *c) {
   quiet_counts(c, &fds1, &maps1);
   symheap_comm_stats_t s3 = stats(c);
   s3.mappings_cached = s0.mappings_cached = 0;
-  CHECK(fds1 == fds0 && maps1 == maps0 &&
-            s3.va_reserved == s0.va_reserved &&
+  CHECK(fds1 == fds0 && maps1 == maps0 && s3.va_reserved == s0.va_reserved &&
             s3.windows_live == s0.windows_live &&
             s3.bytes_mapped == s0.bytes_mapped,
         "after: fds %d -> %d, maps %d -> %d, VA %llu -> %llu", fds0, fds1,

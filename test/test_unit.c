@@ -266,21 +266,21 @@ static void test_msg_decoders(void) {
   hello.rank = 2;
   hello.nranks = 4;
   int rank = -1;
-  CHECK(symheap__msg_check_hello(&hello, sizeof hello, token, 4, &got,
-                                 &rank) == MSG_HELLO_OK &&
+  CHECK(symheap__msg_check_hello(&hello, sizeof hello, token, 4, &got, &rank) ==
+                MSG_HELLO_OK &&
             rank == 2,
         "a good hello");
   CHECK(symheap__msg_check_hello(&hello, sizeof hello - 1, token, 4, &got,
                                  &rank) == MSG_HELLO_BAD,
         "a short hello");
   hello.token[3] ^= 1;
-  CHECK(symheap__msg_check_hello(&hello, sizeof hello, token, 4, &got,
-                                 &rank) == MSG_HELLO_BAD,
+  CHECK(symheap__msg_check_hello(&hello, sizeof hello, token, 4, &got, &rank) ==
+            MSG_HELLO_BAD,
         "a wrong token");
   hello.token[3] ^= 1;
   hello.rank = 0; /* rank 0 is the listener itself */
-  CHECK(symheap__msg_check_hello(&hello, sizeof hello, token, 4, &got,
-                                 &rank) == MSG_HELLO_WRONG_RANK,
+  CHECK(symheap__msg_check_hello(&hello, sizeof hello, token, 4, &got, &rank) ==
+            MSG_HELLO_WRONG_RANK,
         "rank 0 claimed");
   abort_t a;
   memset(&a, 'x', sizeof a); /* no terminator anywhere */

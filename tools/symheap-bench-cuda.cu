@@ -189,8 +189,8 @@ int main(int argc, char **argv) {
     printf("# all-reduce bf16 sum, out of place; busbw = 2(n-1)/n * bytes / "
            "time\n");
     printf("# graph_us: auto, %d calls captured in one CUDA graph\n", 200);
-    printf("%-9s %10s %10s %10s %10s %12s %8s\n", "bytes", "auto_us",
-           "one_us", "two_us", "graph_us", "busbw_GB/s", "auto");
+    printf("%-9s %10s %10s %10s %10s %12s %8s\n", "bytes", "auto_us", "one_us",
+           "two_us", "graph_us", "busbw_GB/s", "auto");
   }
   for (size_t b = 4096; b <= max_size; b *= 4) {
     size_t count = b / 2;
@@ -235,9 +235,9 @@ int main(int argc, char **argv) {
            "%-9s %10s %12s\n",
            "bytes", "us", "busbw_GB/s");
   for (size_t b = 4096; b * (size_t)nranks <= max_size; b *= 16) {
-    double t = time_us(
-        [&] { SH(symheap_cuda_all_gather(w, 0, w, max_size, b, st)); },
-        iters_for(b * (size_t)nranks));
+    double t =
+        time_us([&] { SH(symheap_cuda_all_gather(w, 0, w, max_size, b, st)); },
+                iters_for(b * (size_t)nranks));
     double bus = (double)(nranks - 1) * (double)b / (t * 1e-6) / 1e9;
     if (rank == 0)
       printf("%-9s %10.2f %12.1f\n", human(b, hb), t, bus);
@@ -251,8 +251,8 @@ int main(int argc, char **argv) {
   CU(cudaMemcpy(buf, local, max_size, cudaMemcpyDeviceToDevice));
   double tw = time_us(
       [&] { SH(symheap_cuda_put(w, peer, max_size, buf, max_size, st)); }, 10);
-  double tr = time_us(
-      [&] { SH(symheap_cuda_get(buf, w, peer, 0, max_size, st)); }, 10);
+  double tr =
+      time_us([&] { SH(symheap_cuda_get(buf, w, peer, 0, max_size, st)); }, 10);
   void *remote;
   SH(symheap_window_peer_ptr(w, peer, &remote));
   int sms = 0, dev = 0;
@@ -304,12 +304,10 @@ int main(int argc, char **argv) {
         CU(cudaStreamWaitEvent(q, go, 0));
         char *lb = (char *)buf + (size_t)(k - 1) * each;
         if (wr)
-          SH(symheap_cuda_put(w, p,
-                              max_size + (size_t)((rank - p + nranks) %
-                                                      nranks -
-                                                  1) *
-                                             each,
-                              lb, each, (symheap_stream_t)q));
+          SH(symheap_cuda_put(
+              w, p,
+              max_size + (size_t)((rank - p + nranks) % nranks - 1) * each, lb,
+              each, (symheap_stream_t)q));
         else
           SH(symheap_cuda_get(lb, w, p, 0, each, (symheap_stream_t)q));
         CU(cudaEventRecord(done[(size_t)p], q));

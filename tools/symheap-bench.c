@@ -316,8 +316,7 @@ static int exec_collectives(char **argv, int argc) {
   char path[4096];
   ssize_t n = readlink("/proc/self/exe", path, sizeof path - 32);
   if (n <= 0) {
-    fprintf(stderr, "symheap-bench: cannot find myself: %s\n",
-            strerror(errno));
+    fprintf(stderr, "symheap-bench: cannot find myself: %s\n", strerror(errno));
     return 2;
   }
   path[n] = '\0';

@@ -36,8 +36,8 @@ static symheap_result_t send_msg(int fd, uint16_t type, uint32_t seq,
 static symheap_result_t recv_hdr(int fd, msg_hdr_t *h, int64_t deadline,
                                  int peer) {
   unsigned char raw[sizeof *h];
-  symheap_result_t r = symheap__sock_recv(fd, raw, sizeof raw, NULL, deadline,
-                                          peer);
+  symheap_result_t r =
+      symheap__sock_recv(fd, raw, sizeof raw, NULL, deadline, peer);
   return r == SYMHEAP_SUCCESS
              ? symheap__msg_parse_hdr(raw, sizeof raw, MSG_MAX_LEN, peer, h)
              : r;
@@ -49,7 +49,8 @@ static symheap_result_t take_abort(int fd, const msg_hdr_t *h,
   unsigned char raw[sizeof(abort_t)];
   if (h->len != sizeof raw)
     return symheap__error(SYMHEAP_ERR_REMOTE, "malformed abort from rank 0");
-  symheap_result_t r = symheap__sock_recv(fd, raw, sizeof raw, NULL, deadline, 0);
+  symheap_result_t r =
+      symheap__sock_recv(fd, raw, sizeof raw, NULL, deadline, 0);
   return r == SYMHEAP_SUCCESS ? symheap__msg_take_abort(raw, sizeof raw) : r;
 }
 

@@ -522,8 +522,8 @@ static symheap_result_t cuda_mem_zero(void *ctx, void *va, size_t size) {
   BIND(c);
   cu_stream_t s = NULL;
   CU_TRY(cuStreamCreate(&s, CU_STREAM_FLAG_NON_BLOCKING));
-  cu_result_t e = symheap__cu.cuMemsetD8Async((cu_deviceptr_t)(uintptr_t)va,
-                                              0, size, s);
+  cu_result_t e =
+      symheap__cu.cuMemsetD8Async((cu_deviceptr_t)(uintptr_t)va, 0, size, s);
   const char *fn = "cuMemsetD8Async";
   if (e == CU_OK) {
     e = symheap__cu.cuStreamSynchronize(s);
@@ -546,16 +546,16 @@ static symheap_result_t cuda_capture_check(void *ctx) {
   cuda_t *c = ctx;
   BIND(c);
   int st = CU_CAPTURE_STATUS_NONE;
-  cu_result_t e =
-      symheap__cu.cuStreamIsCapturing(CU_STREAM_LEGACY_HANDLE, &st);
+  cu_result_t e = symheap__cu.cuStreamIsCapturing(CU_STREAM_LEGACY_HANDLE, &st);
   if (e == CU_ERR_STREAM_CAPTURE_IMPLICIT ||
       (e == CU_OK && st != CU_CAPTURE_STATUS_NONE))
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
-                          "a stream of device %d is capturing a CUDA graph: "
-                          "registration, deregistration and allocation map or "
-                          "unmap memory and cannot be captured; do them before "
-                          "cudaStreamBeginCapture or after cudaStreamEndCapture",
-                          c->ordinal);
+    return symheap__error(
+        SYMHEAP_ERR_UNSUPPORTED,
+        "a stream of device %d is capturing a CUDA graph: "
+        "registration, deregistration and allocation map or "
+        "unmap memory and cannot be captured; do them before "
+        "cudaStreamBeginCapture or after cudaStreamEndCapture",
+        c->ordinal);
   if (e != CU_OK)
     return symheap__cu_fail("cuStreamIsCapturing", e);
   CU_TRY(cuStreamIsCapturing(CU_STREAM_PER_THREAD_HANDLE, &st));

@@ -134,7 +134,7 @@ enum {
   X(cuIpcGetMemHandle, 12000, (cu_ipc_mem_handle_t * h, cu_deviceptr_t ptr))   \
   X(cuIpcOpenMemHandle, 12000,                                                 \
     (cu_deviceptr_t * ptr, cu_ipc_mem_handle_t h, unsigned int flags))         \
-  X(cuIpcCloseMemHandle, 12000, (cu_deviceptr_t ptr))                         \
+  X(cuIpcCloseMemHandle, 12000, (cu_deviceptr_t ptr))                          \
   X(cuStreamCreate, 12000, (cu_stream_t * s, unsigned int flags))              \
   X(cuStreamSynchronize, 12000, (cu_stream_t s))                               \
   X(cuStreamDestroy, 12000, (cu_stream_t s))                                   \

@@ -778,29 +778,26 @@ static const struct {
                   11000) F(cuMemGetAllocationGranularity,
                            10020) F(cuMemCreate, 10020) F(cuMemRelease, 10020)
                     F(cuMemExportToShareableHandle,
-                      10020) F(cuMemImportFromShareableHandle, 10020)
-                        F(cuMemAddressReserve, 10020) F(cuMemAddressFree, 10020)
-                            F(cuMemMap, 10020) F(cuMemUnmap,
-                                                 10020) F(cuMemSetAccess, 10020)
-                                F(cuMemRetainAllocationHandle,
-                                  11000) F(cuMemGetAddressRange,
-                                           3020) F(cuIpcGetMemHandle, 4010)
-                                    F(cuIpcOpenMemHandle,
-                                      11000) F(cuIpcCloseMemHandle, 4010)
-                                        F(cuMulticastGetGranularity,
-                                          12010) F(cuMulticastCreate, 12010)
-                                            F(cuMulticastAddDevice, 12010)
-                                                F(cuMulticastBindMem, 12010)
-                                                    F(cuMulticastUnbind, 12010)
-                                                        F(cuStreamCreate, 2000)
-                                                            F(cuStreamSynchronize,
-                                                              2000)
-                                                                F(cuStreamDestroy,
-                                                                  4000)
-                                                                    F(cuMemsetD8Async,
-                                                                      3020)
-                                                                        F(cuStreamIsCapturing,
-                                                                          10000)
+                      10020) F(cuMemImportFromShareableHandle,
+                               10020) F(cuMemAddressReserve, 10020)
+                        F(cuMemAddressFree, 10020) F(cuMemMap, 10020)
+                            F(cuMemUnmap, 10020) F(cuMemSetAccess, 10020) F(
+                                cuMemRetainAllocationHandle,
+                                11000) F(cuMemGetAddressRange,
+                                         3020) F(cuIpcGetMemHandle, 4010)
+                                F(cuIpcOpenMemHandle,
+                                  11000) F(cuIpcCloseMemHandle, 4010)
+                                    F(cuMulticastGetGranularity,
+                                      12010) F(cuMulticastCreate, 12010)
+                                        F(cuMulticastAddDevice,
+                                          12010) F(cuMulticastBindMem, 12010)
+                                            F(cuMulticastUnbind,
+                                              12010) F(cuStreamCreate, 2000)
+                                                F(cuStreamSynchronize,
+                                                  2000) F(cuStreamDestroy, 4000)
+                                                    F(cuMemsetD8Async, 3020)
+                                                        F(cuStreamIsCapturing,
+                                                          10000)
 #undef F
 };
 

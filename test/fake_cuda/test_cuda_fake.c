@@ -538,7 +538,8 @@ int main(int argc, char **argv) {
   call_log = (fake_cuda_log_t)dlsym(h, "fake_cuda_log");
   log_reset = (fake_cuda_log_reset_t)dlsym(h, "fake_cuda_log_reset");
   gpa = (cu_get_proc_address_t)dlsym(h, "cuGetProcAddress_v2");
-  set_capturing = (fake_cuda_set_capturing_t)dlsym(h, "fake_cuda_set_capturing");
+  set_capturing =
+      (fake_cuda_set_capturing_t)dlsym(h, "fake_cuda_set_capturing");
   mem_alloc = dlsym(h, "cuMemAlloc_v2");
   mem_free = dlsym(h, "cuMemFree_v2");
   setenv("SYMHEAP_CUDA_LIBRARY", fake_path, 1);

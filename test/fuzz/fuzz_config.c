@@ -37,8 +37,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     const char *s = NULL;
     r = symheap__cfg_string(v->name, &s);
   }
-  if (r != SYMHEAP_SUCCESS && val[0] &&
-      !strstr(symheap_last_error(), v->name))
+  if (r != SYMHEAP_SUCCESS && val[0] && !strstr(symheap_last_error(), v->name))
     abort(); /* an error must name the variable */
   (void)symheap__cfg_validate_all();
   unsetenv(v->name);

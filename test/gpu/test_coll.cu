@@ -174,7 +174,9 @@ static uint64_t fnv(const unsigned char *p, size_t n) {
 }
 
 static const char *dt_name(int dt) {
-  return dt == SYMHEAP_FLOAT32 ? "f32" : dt == SYMHEAP_BFLOAT16 ? "bf16" : "f16";
+  return dt == SYMHEAP_FLOAT32    ? "f32"
+         : dt == SYMHEAP_BFLOAT16 ? "bf16"
+                                  : "f16";
 }
 
 // One all-reduce checked on the host against float64.
@@ -193,7 +195,9 @@ static void check_one(th_ctx_t *c, symheap_window_t win, char *local,
   CUDA_OK(cudaStreamSynchronize(s));
   host.resize(bytes);
   CUDA_OK(cudaMemcpy(host.data(), local + out_off, bytes, cudaMemcpyDefault));
-  double tol = dt == SYMHEAP_FLOAT32 ? 1e-6 : dt == SYMHEAP_FLOAT16 ? 1e-3 : 8e-3;
+  double tol = dt == SYMHEAP_FLOAT32   ? 1e-6
+               : dt == SYMHEAP_FLOAT16 ? 1e-3
+                                       : 8e-3;
   size_t bad = 0, first = 0;
   double got0 = 0, want0 = 0;
   for (size_t i = 0; i < count; i++) {
@@ -215,8 +219,8 @@ static void check_one(th_ctx_t *c, symheap_window_t win, char *local,
   CHECK(bad == 0,
         "%s %s algo %d count %zu in+%zu out+%zu: %zu bad, first [%zu] = %g, "
         "want %g",
-        dt_name(dt), op ? "max" : "sum", (int)algo, count, in_off, out_off,
-        bad, first, got0, want0);
+        dt_name(dt), op ? "max" : "sum", (int)algo, count, in_off, out_off, bad,
+        first, got0, want0);
   CHECK(same_everywhere(c, fnv(host.data(), bytes)),
         "%s count %zu: ranks hold different bits", dt_name(dt), count);
 }
@@ -230,9 +234,9 @@ static void case_all_reduce(th_ctx_t *c) {
   cudaStream_t s;
   CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   std::vector<unsigned char> host;
-  const size_t counts[] = {1,     2,      3,       7,         8,
-                           9,     31,     33,      255,       1000,
-                           1023,  4097,   65535,   131075,    (1u << 20) + 5,
+  const size_t counts[] = {1,       2,    3,     7,      8,
+                           9,       31,   33,    255,    1000,
+                           1023,    4097, 65535, 131075, (1u << 20) + 5,
                            3u << 20};
   const symheap_algo_t algos[] = {SYMHEAP_ALGO_AUTO, SYMHEAP_ALGO_ONE_SHOT,
                                   SYMHEAP_ALGO_TWO_SHOT};
@@ -243,8 +247,8 @@ static void case_all_reduce(th_ctx_t *c) {
         size_t es = esize(dt), count = counts[k];
         // aligned, in place; unaligned out of place (odd element offsets);
         // one-shot above the LL capacity cannot run in place (refused)
-        bool in_place = k % 2 == 0 &&
-                        !(algos[a] == SYMHEAP_ALGO_ONE_SHOT && count * es > (64u << 10));
+        bool in_place = k % 2 == 0 && !(algos[a] == SYMHEAP_ALGO_ONE_SHOT &&
+                                        count * es > (64u << 10));
         size_t in_off = in_place ? 0 : es * 3;
         size_t out_off = in_place ? 0 : (32u << 20) + es * 5;
         int op = (k % 3 == 2) ? SYMHEAP_OP_MAX : SYMHEAP_OP_SUM;
@@ -423,8 +427,7 @@ static void case_graph(th_ctx_t *c) {
   CHECK_OK(symheap_cuda_all_reduce(w, 0, w, 0, small, SYMHEAP_BFLOAT16,
                                    SYMHEAP_OP_SUM, SYMHEAP_ALGO_AUTO,
                                    (symheap_stream_t)s));
-  check_dyn<<<64, 256, 0, s>>>(local, SYMHEAP_BFLOAT16, small, seed, c->n,
-                               bad);
+  check_dyn<<<64, 256, 0, s>>>(local, SYMHEAP_BFLOAT16, small, seed, c->n, bad);
   fill_dyn<<<64, 256, 0, s>>>(local + (2u << 20), SYMHEAP_BFLOAT16, big, seed,
                               c->rank);
   CHECK_OK(symheap_cuda_all_reduce(w, 2u << 20, w, 2u << 20, big,
@@ -445,8 +448,8 @@ static void case_graph(th_ctx_t *c) {
   CHECK(s1 == s0 + replays, "the graph ran %llu times, not %d",
         (unsigned long long)(s1 - s0), replays);
   CHECK(h[0] == 0 && h[1] == 0,
-        "%d graph replays: %llu (LL) / %llu (two-shot) wrong elements",
-        replays, h[0], h[1]);
+        "%d graph replays: %llu (LL) / %llu (two-shot) wrong elements", replays,
+        h[0], h[1]);
   CUDA_OK(cudaGraphExecDestroy(ge));
   CUDA_OK(cudaGraphDestroy(g));
   CUDA_OK(cudaFree(seed));
