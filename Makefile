@@ -138,6 +138,12 @@ coll-sweep: $(BUILD)/bin/coll-sweep
 $(BUILD)/bin/coll-sweep: bench/coll_sweep.cu $(KERNEL_OBJS) $(BUILD)/lib/libsymheap.so
 	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -o $@ $< \
 	  $(KERNEL_OBJS) -L$(BUILD)/lib -lsymheap -Xlinker -rpath,'$$ORIGIN/../lib'
+# Probe of the host's cost per eager collective call (bench/launch_cost.cu).
+.PHONY: launch-cost
+launch-cost: $(BUILD)/bin/launch-cost
+$(BUILD)/bin/launch-cost: bench/launch_cost.cu $(CUDA_LIB)
+	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -o $@ $< \
+	  -L$(BUILD)/lib -lsymheap_cuda -lsymheap -Xlinker -rpath,'$$ORIGIN/../lib'
 all: $(CUDA_LIB) $(BUILD)/bin/symheap-bench-cuda
 tests: $(BUILD)/test/test_coll_api
 gpu-tests: $(BUILD)/test/test_coll
