@@ -16,13 +16,14 @@ LIBS = -ldl
 LIB_SRCS := $(wildcard core/*.c) $(wildcard adaptors/device/*.c) \
   $(wildcard adaptors/ccl/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
-TOOLS := symheap-run symheap-info symheap-bench
-TESTS := test_unit test_multirank test_faults test_hostile test_kill test_exhaust
+TOOLS := symheap-run symheap-info symheap-bench symheap-conformance
+TESTS := test_unit test_multirank test_faults test_hostile test_kill test_exhaust \
+  test_plugins
 HEADERS := $(wildcard include/*.h) $(wildcard core/*.h) \
   $(wildcard adaptors/*/*.h)
 
-.PHONY: all lib tools tests demo test install clean format env-doc
-all: lib tools
+.PHONY: all lib tools tests demo test install clean format env-doc plugins
+all: lib tools plugins
 lib: $(BUILD)/lib/libsymheap.so $(BUILD)/lib/libsymheap.a
 tools: $(TOOLS:%=$(BUILD)/bin/%)
 tests: $(TESTS:%=$(BUILD)/test/%)
@@ -41,6 +42,22 @@ $(BUILD)/lib/libsymheap.a: $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $(LIB_OBJS)
 
+# Plugins (plugins/*.c): shared objects beside libsymheap, which is where a
+# bare SYMHEAP_PLUGIN name is looked for last.  They do not link libsymheap.
+PLUGINS := $(patsubst plugins/%.c,%,$(wildcard plugins/*.c))
+PLUGIN_LIBS := $(PLUGINS:%=$(BUILD)/lib/libsymheap-plugin-%.so)
+plugins: $(PLUGIN_LIBS)
+$(BUILD)/lib/libsymheap-plugin-%.so: plugins/%.c $(wildcard include/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -shared -o $@ $< -Wl,--no-undefined $(LDFLAGS_ALL)
+
+# Broken plugins for test_plugins, one per kind of refusal.
+BAD_PLUGINS := $(foreach n,1 2 3 4 5 6,$(BUILD)/test/bad_plugins/bad$(n).so)
+$(BUILD)/test/bad_plugins/bad%.so: test/plugins/bad_plugin.c $(wildcard include/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Wno-pedantic -DBAD=$* -shared -o $@ $< $(LDFLAGS_ALL)
+tests: $(BAD_PLUGINS) plugins
+
 # Tools use the shared library, found next to them after install too.
 $(BUILD)/bin/%: tools/%.c $(BUILD)/lib/libsymheap.so $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -52,6 +69,19 @@ $(BUILD)/bin/symheap-info: tools/symheap-info.c $(BUILD)/lib/libsymheap.a $(HEAD
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Icore -o $@ $< $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
 
+# symheap-conformance drives adaptors directly, and runs ranks as threads
+# with the test harness.
+$(BUILD)/bin/symheap-conformance: tools/symheap-conformance.c \
+    $(BUILD)/obj/test/harness.o $(BUILD)/lib/libsymheap.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Icore -o $@ $< $(BUILD)/obj/test/harness.o \
+	  $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
+# make conformance DEVICE=NAME [SYMHEAP_PLUGIN=...]
+DEVICE ?= host
+.PHONY: conformance
+conformance: $(BUILD)/bin/symheap-conformance plugins
+	$(BUILD)/bin/symheap-conformance --device $(DEVICE)
+
 # Tests link the static library so they can reach core internals.
 TEST_COMMON := test/harness.c test/record_adaptor.c
 $(BUILD)/test/%: test/%.c $(TEST_COMMON) test/harness.h $(BUILD)/lib/libsymheap.a $(HEADERS)
@@ -60,7 +90,8 @@ $(BUILD)/test/%: test/%.c $(TEST_COMMON) test/harness.h $(BUILD)/lib/libsymheap.
 	  $(LDFLAGS_ALL) $(LIBS)
 
 # test_exhaust fails the library's allocations on demand.
-$(BUILD)/test/test_exhaust: LDFLAGS += -Wl,--wrap=malloc -Wl,--wrap=calloc
+$(BUILD)/test/test_exhaust: LDFLAGS += -Wl,--wrap=malloc -Wl,--wrap=calloc \
+  -Wl,--wrap=free
 
 # The fake CUDA driver, for the cuda adaptor's tests on machines without a GPU.
 FAKE_CUDA := $(BUILD)/fake_cuda/libcuda.so.1
@@ -73,6 +104,18 @@ $(BUILD)/test/test_cuda_fake: test/fake_cuda/test_cuda_fake.c $(TEST_COMMON) \
 	$(CC) $(CFLAGS_ALL) -Icore -o $@ $< $(TEST_COMMON) $(BUILD)/lib/libsymheap.a \
 	  $(LDFLAGS_ALL) $(LIBS)
 tests: $(FAKE_CUDA) $(BUILD)/test/test_cuda_fake
+
+# The fake HIP runtime, for the hip adaptor's tests.
+FAKE_HIP := $(BUILD)/fake_hip/libamdhip64.so
+$(FAKE_HIP): test/fake_hip/fake_hip.c test/fake_hip/fake_hip.h adaptors/device/hip_api.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -shared -o $@ $< -Wl,-soname,libamdhip64.so $(LDFLAGS_ALL)
+$(BUILD)/test/test_hip_fake: test/fake_hip/test_hip_fake.c $(TEST_COMMON) \
+    test/harness.h test/fake_hip/fake_hip.h $(BUILD)/lib/libsymheap.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Icore -o $@ $< $(TEST_COMMON) $(BUILD)/lib/libsymheap.a \
+	  $(LDFLAGS_ALL) $(LIBS)
+tests: $(FAKE_HIP) $(BUILD)/test/test_hip_fake
 
 # With the CUDA toolkit, check cuda_api.h against its cuda.h.
 CUDA_HOME ?= /usr/local/cuda
@@ -180,6 +223,7 @@ install: all
 	  $(DESTDIR)$(PREFIX)/lib/libsymheap.so.0
 	ln -sf libsymheap.so.0 $(DESTDIR)$(PREFIX)/lib/libsymheap.so
 	install -m 644 $(BUILD)/lib/libsymheap.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(PLUGIN_LIBS) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(TOOLS:%=$(BUILD)/bin/%) $(DESTDIR)$(PREFIX)/bin/
 	if [ -e $(BUILD)/lib/libsymheap_cuda.so.0 ]; then \
 	  install -m 755 $(BUILD)/lib/libsymheap_cuda.so.0 $(DESTDIR)$(PREFIX)/lib/ && \

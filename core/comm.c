@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "../adaptors/ccl/local.h"
+#include "plugin.h"
 #include "comm.h"
 #include "config.h"
 
@@ -92,6 +93,8 @@ static symheap_result_t prepare_join(symheap_comm_t c, join_rec_t *me,
     return r;
   snprintf(c->sock_dir, sizeof c->sock_dir, "%s", dir);
   const char *want;
+  if ((r = symheap__plugins_load()) != SYMHEAP_SUCCESS)
+    return r;
   r = symheap__cfg_string("SYMHEAP_DEVICE", &want);
   if (r != SYMHEAP_SUCCESS)
     return r;
@@ -223,6 +226,8 @@ symheap_result_t symheap__comm_setup(symheap_comm_t *out,
     symheap_device_init_t args = {sizeof args, c->rank, c->nranks,
                                   c->local_rank, c->local_nranks};
     r = c->dev.ops.init(&symheap__host_services, &args, &c->dev_ctx);
+    if (r == SYMHEAP_SUCCESS)
+      r = symheap__plugins_wrap(&c->dev, &c->dev_ctx);
     if (r == SYMHEAP_SUCCESS) {
       c->caps.struct_size = sizeof c->caps;
       r = c->dev.ops.query(c->dev_ctx, &c->caps);
@@ -245,6 +250,14 @@ symheap_result_t symheap__comm_setup(symheap_comm_t *out,
   if (r == SYMHEAP_SUCCESS &&
       (c->caps.handle_kinds & (1u << SYMHEAP_HANDLE_FD)))
     r = symheap__fdx_setup(c);
+  else if (r == SYMHEAP_SUCCESS && c->cache_max > 0) {
+    /* A peer's free is announced over the descriptor mesh; without one a
+     * kept mapping could hold a peer's freed memory indefinitely. */
+    SYMHEAP_INFO("device adaptor '%s' shares no descriptors: the window "
+                 "cache is off",
+                 c->dev.ops.name);
+    c->cache_max = 0;
+  }
   if (r == SYMHEAP_SUCCESS)
     r = symheap__pad_create(c);
   if (r != SYMHEAP_SUCCESS) {
@@ -442,6 +455,7 @@ symheap_comm_get_info(symheap_comm_t c, symheap_comm_info_t *info) {
   i.timeout_ms = c->timeout_ms;
   snprintf(i.device, sizeof i.device, "%s", c->caps.device_name);
   i.cpu_access = (c->caps.caps & SYMHEAP_CAP_HOST_ACCESS) != 0;
+  i.window_cache = c->cache_max;
   return copy_sized(info, &i, sizeof i, "symheap_comm_get_info");
 }
 

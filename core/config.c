@@ -38,6 +38,12 @@ static const symheap__cfg_var_t cfg_vars[] = {
     {"SYMHEAP_CUDA_DEVICE", SYMHEAP_CFG_INT, NULL, 0, 1023, NULL,
      "CUDA device ordinal for ranks whose thread has no current context; "
      "unset: local rank modulo the device count"},
+    {"SYMHEAP_HIP_LIBRARY", SYMHEAP_CFG_STRING, "libamdhip64.so", 0, 0, NULL,
+     "the HIP runtime the hip adaptor loads with dlopen (a name searched the "
+     "usual way, or a path)"},
+    {"SYMHEAP_HIP_DEVICE", SYMHEAP_CFG_INT, NULL, 0, 1023, NULL,
+     "HIP device ordinal for every rank of this process; unset: local rank "
+     "modulo the device count"},
     {"SYMHEAP_RANK", SYMHEAP_CFG_INT, NULL, 0, 1 << 20, NULL,
      "rank of this process, for symheap_comm_init_env (set by symheap-run)"},
     {"SYMHEAP_NRANKS", SYMHEAP_CFG_INT, NULL, 1, 1 << 20, NULL,
@@ -46,6 +52,13 @@ static const symheap__cfg_var_t cfg_vars[] = {
      "rank among the ranks of this host, set by symheap-run for the "
      "program's own use (picking a GPU before symheap_comm_init_env); "
      "symheap derives local ranks itself"},
+    {"SYMHEAP_PLUGIN", SYMHEAP_CFG_STRING, NULL, 0, 0, NULL,
+     "plugins to load, comma-separated: a path, or a name foo for "
+     "libsymheap-plugin-foo.so; read once per process, at the first comm "
+     "init. A plugin that cannot be loaded fails every comm init"},
+    {"SYMHEAP_PLUGIN_PATH", SYMHEAP_CFG_STRING, NULL, 0, 0, NULL,
+     "colon-separated directories searched for plugins named by a bare name, "
+     "before the directory libsymheap was loaded from"},
     {"SYMHEAP_HOST_ID", SYMHEAP_CFG_STRING, NULL, 0, 0, NULL,
      "this rank's host identity for symheap_comm_split_local (1 to 127 "
      "characters); unset: host name and boot id.  For tests that pretend "

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "../adaptors/device/cuda.h"
+#include "../adaptors/device/hip.h"
 #include "../adaptors/device/host.h"
 #include "registry.h"
 
@@ -173,6 +174,7 @@ static symheap_result_t add_locked(const symheap_device_ops *ops) {
  * (host is always available, so it is the fallback). */
 static const symheap_device_ops *const builtins[] = {
     &symheap__cuda_device_ops,
+    &symheap__hip_device_ops,
     &symheap__host_device_ops,
 };
 
@@ -235,7 +237,7 @@ symheap_result_t symheap__device_select(const char *want,
         *out = t;
         snprintf(why, why_len,
                  "SYMHEAP_DEVICE=auto chose '%s', the first "
-                 "available GPU adaptor",
+                 "available adaptor other than host",
                  t.ops.name);
         return SYMHEAP_SUCCESS;
       }
@@ -248,7 +250,7 @@ symheap_result_t symheap__device_select(const char *want,
           strcmp(t.ops.name, "host") == 0) {
         *out = t;
         snprintf(why, why_len,
-                 "SYMHEAP_DEVICE=auto chose 'host': no GPU adaptor is usable%s",
+                 "SYMHEAP_DEVICE=auto chose 'host': no other adaptor is usable%s",
                  skipped);
         return SYMHEAP_SUCCESS;
       }

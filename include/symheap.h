@@ -121,9 +121,13 @@ typedef struct {
   /* The device this rank uses, e.g. "NVIDIA H200 (device 1)". */
   char device[64];
   int32_t cpu_access; /* the CPU can load and store window memory directly */
+  /* Flat mappings kept per rank after deregistration (SYMHEAP_WINDOW_CACHE;
+   * 0 where the adaptor's handles are not descriptors: peers' frees could
+   * not be heard of, so nothing is kept). */
+  int32_t window_cache;
 } symheap_comm_info_t;
 #define SYMHEAP_COMM_INFO_INIT                                                 \
-  { sizeof(symheap_comm_info_t), 0, 0, 0, "", "", 0, 0, 0, "", 0 }
+  { sizeof(symheap_comm_info_t), 0, 0, 0, "", "", 0, 0, 0, "", 0, 0 }
 symheap_result_t symheap_comm_get_info(symheap_comm_t comm,
                                        symheap_comm_info_t *info);
 

@@ -204,6 +204,85 @@ typedef struct symheap_ccl_ops {
   /* v1 ends here */
 } symheap_ccl_ops;
 
+/* --- Plugins ---------------------------------------------------------------
+ * A plugin is a shared object that exports one symbol, symheap_plugin_v1, of
+ * type symheap_plugin_t.  SYMHEAP_PLUGIN=name-or-path[,more] loads them (a
+ * bare name foo is libsymheap-plugin-foo.so, searched in SYMHEAP_PLUGIN_PATH
+ * and then in the directory libsymheap was loaded from).  A plugin provides a
+ * complete device adaptor (a new vendor), a ccl adaptor, and/or hooks over an
+ * existing device adaptor.  ABI rules: the major version changes only when a
+ * member changes meaning; members are only appended, and the core reads a
+ * member only when struct_size covers it. */
+#define SYMHEAP_PLUGIN_ABI_MAJOR 1
+#define SYMHEAP_PLUGIN_ABI_MINOR 0
+#define SYMHEAP_PLUGIN_SYMBOL "symheap_plugin_v1"
+
+/* What a hook sees of the adaptor below it (the base adaptor, or the hooks of
+ * a plugin loaded earlier): its complete table and its context.  A hook calls
+ * below->ops->op(below->ctx, ...) to fall through. */
+typedef struct {
+  const symheap_device_ops *ops;
+  void *ctx;
+} symheap_hook_below_t;
+
+/* Overrides of a device adaptor's operations; each member may be NULL
+ * (the call goes to the adaptor below unchanged).  Each takes what the
+ * device operation takes, with `below` first. */
+typedef struct symheap_device_hooks {
+  uint32_t struct_size; /* sizeof(symheap_device_hooks) */
+  /* The adaptor these hooks wrap: a name, or "*" for whichever a comm uses */
+  const char *target;
+  /* the flat-VA map */
+  symheap_result_t (*va_reserve)(const symheap_hook_below_t *below,
+                                 size_t size, size_t align, void **va);
+  symheap_result_t (*va_free)(const symheap_hook_below_t *below, void *va,
+                              size_t size);
+  symheap_result_t (*map)(const symheap_hook_below_t *below, void *va,
+                          size_t size, symheap_mem_handle_t h, size_t offset);
+  symheap_result_t (*unmap)(const symheap_hook_below_t *below, void *va,
+                            size_t size);
+  symheap_result_t (*set_access)(const symheap_hook_below_t *below, void *va,
+                                 size_t size);
+  /* the multicast bind (mem_release also releases multicast handles) */
+  symheap_result_t (*mc_create)(const symheap_hook_below_t *below, size_t size,
+                                int ndevices, symheap_mem_handle_t *mc);
+  symheap_result_t (*mc_add_device)(const symheap_hook_below_t *below,
+                                    symheap_mem_handle_t mc);
+  symheap_result_t (*mc_bind)(const symheap_hook_below_t *below,
+                              symheap_mem_handle_t mc, size_t mc_offset,
+                              symheap_mem_handle_t mem, size_t mem_offset,
+                              size_t size);
+  symheap_result_t (*mc_unbind)(const symheap_hook_below_t *below,
+                                symheap_mem_handle_t mc, size_t mc_offset,
+                                size_t size);
+  symheap_result_t (*mem_release)(const symheap_hook_below_t *below,
+                                  symheap_mem_handle_t h);
+  /* shareable handles */
+  symheap_result_t (*mem_export)(const symheap_hook_below_t *below,
+                                 symheap_mem_handle_t h, uint32_t kind,
+                                 symheap_shareable_t *out);
+  symheap_result_t (*mem_import)(const symheap_hook_below_t *below,
+                                 const symheap_shareable_t *in,
+                                 symheap_mem_handle_t *h);
+  /* v1 ends here */
+} symheap_device_hooks;
+
+typedef struct symheap_plugin {
+  uint32_t abi_major;   /* SYMHEAP_PLUGIN_ABI_MAJOR */
+  uint32_t abi_minor;   /* SYMHEAP_PLUGIN_ABI_MINOR */
+  uint32_t struct_size; /* sizeof(symheap_plugin_t) */
+  const char *name;
+  /* Required.  Once, right after loading; a failure refuses the plugin. */
+  symheap_result_t (*init)(const symheap_host_services_t *svc);
+  /* Required.  Once, at process exit. */
+  void (*fini)(void);
+  /* What it provides; at least one is set. */
+  const symheap_device_ops *device; /* registered like a built-in adaptor */
+  const symheap_ccl_ops *ccl;
+  const symheap_device_hooks *hooks;
+  /* v1 ends here */
+} symheap_plugin_t;
+
 /* The services the core lends adaptors, for code built on symheap outside
  * the core (the CUDA collectives library, plugins): errors recorded through
  * it are what symheap_last_error() returns. */

@@ -89,6 +89,34 @@ suite() { # suite PREFIX BUILD WRAPPER...
       SYMHEAP_DISABLE_MULTICAST=1 "$@" "$b/test/test_multirank" --threads $n
   done
   run "$prefix cuda(fake) adaptor" "$@" "$b/test/test_cuda_fake" "$fake"
+  # The hip adaptor over the fake HIP runtime, likewise.
+  local hip="$PWD/$b/fake_hip/libamdhip64.so"
+  for n in 2 4; do
+    run "$prefix hip(fake) procs x$n" env SYMHEAP_DEVICE=hip SYMHEAP_HIP_LIBRARY="$hip" \
+      build/bin/symheap-run -n $n "$@" "$b/test/test_multirank"
+    run "$prefix hip(fake) threads x$n" env SYMHEAP_DEVICE=hip SYMHEAP_HIP_LIBRARY="$hip" \
+      "$@" "$b/test/test_multirank" --threads $n
+  done
+  run "$prefix hip(fake) adaptor" "$@" "$b/test/test_hip_fake" "$hip"
+  # Plugins: refusals, the example vendor (byte handles) and the trace hooks
+  # under the multi-rank suite, and the conformance kit on every adaptor.
+  local plug="env SYMHEAP_PLUGIN_PATH=$PWD/$b/lib"
+  run "$prefix plugins" "$@" "$b/test/test_plugins" "$PWD/$b/lib" "$PWD/$b/test/bad_plugins"
+  run "$prefix example plugin procs x4" $plug SYMHEAP_PLUGIN=example SYMHEAP_DEVICE=example \
+    build/bin/symheap-run -n 4 "$@" "$b/test/test_multirank"
+  run "$prefix trace+example plugins threads x4" $plug SYMHEAP_PLUGIN=trace,example \
+    SYMHEAP_DEVICE=example "$@" "$b/test/test_multirank" --threads 4
+  run "$prefix conformance host" "$@" "$b/bin/symheap-conformance" --device host
+  run "$prefix conformance cuda(fake)" env SYMHEAP_CUDA_LIBRARY="$fake" \
+    SYMHEAP_DISABLE_MULTICAST=1 "$@" "$b/bin/symheap-conformance" --device cuda
+  run "$prefix conformance hip(fake)" env SYMHEAP_HIP_LIBRARY="$hip" \
+    "$@" "$b/bin/symheap-conformance" --device hip
+  run "$prefix conformance example plugin" $plug SYMHEAP_PLUGIN=example \
+    "$@" "$b/bin/symheap-conformance" --device example
+  run "$prefix conformance trace plugin over host" $plug SYMHEAP_PLUGIN=trace \
+    "$@" "$b/bin/symheap-conformance" --device host
+  run "$prefix conformance stub templates" $plug SYMHEAP_PLUGIN=stub_vmm,stub_ipc \
+    "$@" "$b/bin/symheap-conformance" --device stub_ipc
 }
 
 echo "== build"
@@ -129,7 +157,7 @@ fi
 if [ "${QUICK:-0}" != 1 ]; then
   echo "== ASan + UBSan"
   SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
-  if make -s -j"$JOBS" BUILD=build/asan OPT="-O1 -g" SAN="$SAN" tests \
+  if make -s -j"$JOBS" BUILD=build/asan OPT="-O1 -g" SAN="$SAN" tests tools \
       >"$LOGDIR/build-asan.log" 2>&1; then
     SYMHEAP_TEST_UNDER_TOOL=asan ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=23 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

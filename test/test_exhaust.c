@@ -6,11 +6,11 @@
  *  - out of file descriptors (RLIMIT_NOFILE lowered under a registration):
  *    a clear error, full rollback, the comm goes on once the limit is back;
  *  - 10,000 malloc/free cycles per rank with descriptors, mappings and heap
- *    bytes in use (mallinfo2) unchanged;
+ *    blocks in use (counted through the wrapped malloc/calloc/free)
+ *    unchanged;
  *  - several comms in one process used from several threads at once: two
  *    jobs of two thread-ranks each, every rank also on a sub-communicator,
  *    registering, checking and deregistering concurrently. */
-#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +21,15 @@
 /* --- allocation failure injection --------------------------------------- */
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t m);
+void __real_free(void *p);
 void *__wrap_malloc(size_t n);
 void *__wrap_calloc(size_t n, size_t m);
+void __wrap_free(void *p);
 static __thread long countdown; /* 0: off; 1: this call fails */
 static __thread long calls;
+/* Blocks allocated and not freed, through the wrapped calls: the heap as
+ * the library uses it, whichever arena glibc serves a thread from. */
+static long live_blocks;
 
 static int should_fail(void) {
   calls++;
@@ -35,10 +40,21 @@ static int should_fail(void) {
   return 0;
 }
 void *__wrap_malloc(size_t n) {
-  return should_fail() ? NULL : __real_malloc(n);
+  void *p = should_fail() ? NULL : __real_malloc(n);
+  if (p)
+    __atomic_add_fetch(&live_blocks, 1, __ATOMIC_RELAXED);
+  return p;
 }
 void *__wrap_calloc(size_t n, size_t m) {
-  return should_fail() ? NULL : __real_calloc(n, m);
+  void *p = should_fail() ? NULL : __real_calloc(n, m);
+  if (p)
+    __atomic_add_fetch(&live_blocks, 1, __ATOMIC_RELAXED);
+  return p;
+}
+void __wrap_free(void *p) {
+  if (p)
+    __atomic_sub_fetch(&live_blocks, 1, __ATOMIC_RELAXED);
+  __real_free(p);
 }
 
 static symheap_comm_stats_t stats(symheap_comm_t c) {
@@ -208,11 +224,11 @@ static void cycles_body(th_ctx_t *c, void *arg) {
   }
   CHECK_OK(symheap_comm_barrier(c->comm));
   int fds0 = 0, maps0 = 0;
-  size_t heap0 = 0;
+  long heap0 = 0;
   if (c->rank == 0) {
     fds0 = th_count_symheap_fds();
     maps0 = th_count_symheap_maps();
-    heap0 = mallinfo2().uordblks;
+    heap0 = __atomic_load_n(&live_blocks, __ATOMIC_RELAXED);
   }
   CHECK_OK(symheap_comm_barrier(c->comm));
   for (int i = 0; i < n; i++) {
@@ -226,15 +242,15 @@ static void cycles_body(th_ctx_t *c, void *arg) {
   }
   CHECK_OK(symheap_comm_barrier(c->comm));
   if (c->rank == 0) {
-    size_t heap1 = mallinfo2().uordblks;
+    long heap1 = __atomic_load_n(&live_blocks, __ATOMIC_RELAXED);
     CHECK(th_count_symheap_fds() == fds0 && th_count_symheap_maps() == maps0 &&
               heap1 == heap0,
-          "after %d cycles: fds %d -> %d, maps %d -> %d, heap bytes in use "
-          "%zu -> %zu",
+          "after %d cycles: fds %d -> %d, maps %d -> %d, heap blocks in use "
+          "%ld -> %ld",
           n, fds0, th_count_symheap_fds(), maps0, th_count_symheap_maps(),
           heap0, heap1);
-    printf("# %d cycles per rank: fds %d, memfd mappings %d, heap in use %zu "
-           "bytes, before and after\n",
+    printf("# %d cycles per rank: fds %d, memfd mappings %d, heap blocks in "
+           "use %ld, before and after\n",
            n, fds0, maps0, heap0);
   }
   CHECK_OK(symheap_comm_barrier(c->comm));

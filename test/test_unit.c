@@ -84,7 +84,7 @@ static void test_config(void) {
   expect_env_error("SYMHEAP_DEBUG", "LOUD", "NONE|WARN|INFO|TRACE");
   expect_env_error("SYMHEAP_DISABLE_MULTICAST", "yes", "0 or 1");
   expect_env_error("NCCL_NVLS_ENABLE", "on", "integer");
-  expect_env_error("SYMHEAP_DEVICE", "nope", "known: auto, cuda, host");
+  expect_env_error("SYMHEAP_DEVICE", "nope", "known: auto, cuda, hip, host");
   expect_env_error("SYMHEAP_IPC_SOCKET", "relative/dir", "abstract");
   th_end();
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "plugin.h"
 #include "registry.h"
 
 static int stats_at(symheap_comm_t c, symheap_comm_stats_t *s) {
@@ -163,6 +164,9 @@ int main(int argc, char **argv) {
   }
   int major, minor, patch;
   symheap_get_version(&major, &minor, &patch);
+  symheap_result_t pr = symheap__plugins_load();
+  char plugin_error[1024];
+  snprintf(plugin_error, sizeof plugin_error, "%s", symheap_last_error());
   printf("symheap %d.%d.%d (adaptor ABI %d)\n\ndevice adaptors "
          "(SYMHEAP_DEVICE=auto prefers a usable GPU adaptor, else host):\n",
          major, minor, patch, SYMHEAP_ADAPTOR_ABI_VERSION);
@@ -187,6 +191,68 @@ int main(int argc, char **argv) {
     printf("  selected now: none: %s\n", symheap_last_error());
   printf("\nccl adaptors:\n  local    built-in bootstrap over Unix sockets "
          "(one host); used by symheap_comm_init and symheap_comm_init_env\n");
+  for (int i = 0; i < symheap__plugin_count(); i++) {
+    const char *path;
+    const symheap_plugin_t *p = symheap__plugin_get(i, &path);
+    if (p && p->ccl)
+      printf("  %-8s from plugin '%s' (for comms built on a caller's "
+             "runtime)\n",
+             p->ccl->name, p->name);
+  }
+  printf("\nplugins (SYMHEAP_PLUGIN):\n");
+  if (pr != SYMHEAP_SUCCESS)
+    printf("  NOT LOADED: %s\n", plugin_error);
+  else if (symheap__plugin_count() == 0)
+    printf("  none\n");
+  for (int i = 0; i < symheap__plugin_count(); i++) {
+    const char *path;
+    const symheap_plugin_t *p = symheap__plugin_get(i, &path);
+    char hooked[256];
+    symheap__plugin_hooked_ops(i, hooked, sizeof hooked);
+    printf("  %-8s %s (ABI %u.%u)\n", p->name, path, p->abi_major,
+           p->abi_minor);
+    if (p->device)
+      printf("    provides device adaptor '%s'\n", p->device->name);
+    if (p->ccl)
+      printf("    provides ccl adaptor '%s'\n", p->ccl->name);
+    if (p->hooks)
+      printf("    hooks over %s: %s\n",
+             strcmp(p->hooks->target, "*") == 0
+                 ? "whichever adaptor a comm uses"
+                 : p->hooks->target,
+             hooked);
+  }
+  if (symheap__plugin_count()) {
+    /* What each hookable operation of the selected adaptor resolves to:
+     * the last loaded plugin hooking it is on top. */
+    static const char *const ops[] = {
+        "va_reserve", "va_free",   "map",           "unmap",
+        "set_access", "mc_create", "mc_add_device", "mc_bind",
+        "mc_unbind",  "mem_release", "mem_export",  "mem_import"};
+    const char *base = chosen.ops.name ? chosen.ops.name : "?";
+    printf("  hook resolution for '%s':\n", base);
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+      char chain[256];
+      size_t o = 0;
+      chain[0] = '\0';
+      for (int i = symheap__plugin_count() - 1; i >= 0; i--) {
+        const char *path;
+        const symheap_plugin_t *p = symheap__plugin_get(i, &path);
+        char hooked[256], needle[32];
+        symheap__plugin_hooked_ops(i, hooked, sizeof hooked);
+        snprintf(needle, sizeof needle, ",%s,", ops[k]);
+        char padded[260];
+        snprintf(padded, sizeof padded, ",%s,", hooked);
+        if (p->hooks &&
+            (strcmp(p->hooks->target, "*") == 0 ||
+             strcmp(p->hooks->target, base) == 0) &&
+            strstr(padded, needle) && o < sizeof chain)
+          o += (size_t)snprintf(chain + o, sizeof chain - o, "%s -> ",
+                                p->name);
+      }
+      printf("    %-14s %s%s\n", ops[k], chain, base);
+    }
+  }
   printf("\nwindow path: symheap's own flat VA (import every rank's memory, "
          "map at base + rank * stride)\n");
   const char *mc = NULL;

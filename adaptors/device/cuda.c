@@ -150,8 +150,14 @@ static void cuda_fini(void *ctx) {
       symheap__cu.cuIpcCloseMemHandle(e->local_base);
     free(e);
   }
-  if (c->retained)
+  if (c->retained) {
+    /* The context we made current may go with our reference: leave no
+     * dangling current context behind for the thread's next user. */
+    cu_context_t cur = NULL;
+    if (symheap__cu.cuCtxGetCurrent(&cur) == CU_OK && cur == c->ctx)
+      symheap__cu.cuCtxSetCurrent(NULL);
     symheap__cu.cuDevicePrimaryCtxRelease(c->dev);
+  }
   free(c);
 }
 

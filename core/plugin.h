@@ -1,0 +1,19 @@
+/* Plugins (plugin.c): loading once per process, and hook composition. */
+#ifndef SYMHEAP_PLUGIN_H
+#define SYMHEAP_PLUGIN_H
+
+#include "registry.h"
+
+/* Load what SYMHEAP_PLUGIN names (once; later calls repeat the outcome). */
+symheap_result_t symheap__plugins_load(void);
+/* Put every loaded plugin's hooks that target this adaptor (by name, or
+ * "*") over it, in load order: dev's table and *ctx become the top layer's.
+ * Call right after the adaptor's init. */
+symheap_result_t symheap__plugins_wrap(symheap__device_table_t *dev,
+                                       void **ctx);
+/* For symheap-info. */
+int symheap__plugin_count(void);
+const symheap_plugin_t *symheap__plugin_get(int i, const char **path);
+void symheap__plugin_hooked_ops(int i, char *out, size_t len);
+
+#endif
