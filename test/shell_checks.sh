@@ -99,3 +99,12 @@ info_stats() {
     grep -Eq '^bytes_registered +0 +65536 +0$' <<<"$out"
 }
 check "symheap-info --stats" info_stats
+
+# Shared-memory names made by the example plugin and the fake HIP runtime
+# are all gone once their owners let go (the suites above used both).
+no_shm_left() {
+  local left
+  left=$(ls /dev/shm 2>/dev/null | grep -E '^(symheap-example|fake-hip)-' || true)
+  [ -z "$left" ] || { echo "left in /dev/shm: $left"; return 1; }
+}
+check "no shared-memory names left behind" no_shm_left
