@@ -52,7 +52,7 @@ $(BUILD)/lib/libsymheap-plugin-%.so: plugins/%.c $(wildcard include/*.h)
 	$(CC) $(CFLAGS_ALL) -shared -o $@ $< -Wl,--no-undefined $(LDFLAGS_ALL)
 
 # Broken plugins for test_plugins, one per kind of refusal.
-BAD_PLUGINS := $(foreach n,1 2 3 4 5 6,$(BUILD)/test/bad_plugins/bad$(n).so)
+BAD_PLUGINS := $(foreach n,1 2 3 4 5 6 7,$(BUILD)/test/bad_plugins/bad$(n).so)
 $(BUILD)/test/bad_plugins/bad%.so: test/plugins/bad_plugin.c $(wildcard include/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Wno-pedantic -DBAD=$* -shared -o $@ $< $(LDFLAGS_ALL)

@@ -383,7 +383,10 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
     for (int p = 0; p < c->nranks; p++)
       if (all[p].granularity > gran)
         gran = all[p].granularity;
-    map_off = a.offset & ~(gran - 1);
+    /* Where the adaptor cannot map at an offset, the mapping starts at the
+     * allocation's start and the window sits inside it. */
+    map_off = (c->caps.caps & SYMHEAP_CAP_MAP_OFFSET) ? a.offset & ~(gran - 1)
+                                                       : 0;
     w->head = a.offset - map_off;
     w->stride = symheap__round_up(w->head + size, gran);
     for (int p = 0; p < c->nranks && r == SYMHEAP_SUCCESS; p++)

@@ -107,6 +107,7 @@ int main(int argc, char **argv) {
   refused("refused_missing_required_op", "bad4.so", "'map'");
   refused("refused_provides_nothing", "bad5.so", "provides nothing");
   refused("refused_init_fails", "bad6.so", "init says no");
+  refused("refused_ccl_without_allgather", "bad7.so", "allgather");
 
   th_begin("plugins", "bare_name_not_found", 0);
   outcome_t o = run("nosuch", "host", plugdir);

@@ -562,6 +562,32 @@ static void case_capture_refused(th_ctx_t *c) {
   CUDA_OK(cudaStreamDestroy(s));
 }
 
+// A window that starts inside its allocation (the driver maps only from an
+// allocation's start: the core maps it whole and places the window).
+static void case_interior(th_ctx_t *c) {
+  char *buf = NULL;
+  CHECK_OK(symheap_mem_alloc(c->comm, 8u << 20, (void **)&buf));
+  if (!buf)
+    return;
+  symheap_window_t w;
+  const size_t off = (2u << 20) + 4096, size = 1u << 20;
+  CHECK_OK(symheap_window_register(c->comm, buf + off, size, 0, &w));
+  char *local = NULL;
+  CHECK_OK(symheap_window_local_ptr(w, (void **)&local));
+  CHECK(local == buf + off, "window at %p, expected %p", (void *)local,
+        (void *)(buf + off));
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  std::vector<unsigned char> host;
+  check_one(c, w, local, 0, 0, size / 2, SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM,
+            SYMHEAP_ALGO_TWO_SHOT, s, host);
+  check_one(c, w, local, 0, 0, 1000, SYMHEAP_FLOAT32, SYMHEAP_OP_SUM,
+            SYMHEAP_ALGO_AUTO, s, host);
+  CUDA_OK(cudaStreamDestroy(s));
+  CHECK_OK(symheap_window_deregister(c->comm, w));
+  CHECK_OK(symheap_mem_free(c->comm, buf));
+}
+
 typedef struct {
   const char *name;
   void (*fn)(th_ctx_t *);
@@ -575,6 +601,7 @@ static const case_t cases[] = {
     {"put_get", case_put_get},
     {"graph_capture_replay_500", case_graph},
     {"register_refused_while_capturing", case_capture_refused},
+    {"window_inside_its_allocation", case_interior},
 };
 
 static void run_cases(th_ctx_t *c, void *arg) {

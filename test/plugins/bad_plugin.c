@@ -46,6 +46,19 @@ static const symheap_device_ops dev = {
     .set_access = (void *)nope,
 };
 
+static int one(void *c) {
+  (void)c;
+  return 1;
+}
+/* BAD 7: a ccl adaptor without an allgather. */
+static const symheap_ccl_ops ccl = {
+    .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
+    .struct_size = sizeof(symheap_ccl_ops),
+    .name = "badccl",
+    .rank = one,
+    .size = one,
+};
+
 EXPORT const symheap_plugin_t
 #if BAD == 1
     not_the_symbol /* BAD 1: the symbol is missing */
@@ -59,5 +72,6 @@ EXPORT const symheap_plugin_t
         .name = "bad",
         .init = BAD == 3 ? NULL : p_init, /* BAD 3: no init */
         .fini = p_fini,
-        .device = BAD == 5 ? NULL : &dev, /* BAD 5: provides nothing */
+        .device = BAD == 5 || BAD == 7 ? NULL : &dev, /* BAD 5: nothing */
+        .ccl = BAD == 7 ? &ccl : NULL,
 };
