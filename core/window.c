@@ -383,12 +383,27 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
     for (int p = 0; p < c->nranks; p++)
       if (all[p].granularity > gran)
         gran = all[p].granularity;
-    /* Where the adaptor cannot map at an offset, the mapping starts at the
-     * allocation's start and the window sits inside it. */
-    map_off = (c->caps.caps & SYMHEAP_CAP_MAP_OFFSET) ? a.offset & ~(gran - 1)
-                                                       : 0;
-    w->head = a.offset - map_off;
-    w->stride = symheap__round_up(w->head + size, gran);
+    if (c->caps.caps & SYMHEAP_CAP_MAP_PARTIAL) {
+      map_off = a.offset & ~(gran - 1);
+      w->head = a.offset - map_off;
+      w->stride = symheap__round_up(w->head + size, gran);
+    } else {
+      /* The adaptor maps whole allocations only: map all of each, and the
+       * window sits inside; one stride must then fit every rank's. */
+      map_off = 0;
+      w->head = a.offset;
+      w->stride = symheap__round_up(a.alloc_size, gran);
+      for (int p = 1; p < c->nranks && r == SYMHEAP_SUCCESS; p++)
+        if (all[p].alloc_size != all[0].alloc_size)
+          r = symheap__error(SYMHEAP_ERR_MISMATCH,
+                             "ranks disagree: rank 0's memory is an "
+                             "allocation of %llu bytes and rank %d's of %llu; "
+                             "device adaptor '%s' maps whole allocations only, "
+                             "so they must be the same size",
+                             (unsigned long long)all[0].alloc_size, p,
+                             (unsigned long long)all[p].alloc_size,
+                             c->dev.ops.name);
+    }
     for (int p = 0; p < c->nranks && r == SYMHEAP_SUCCESS; p++)
       if (map_off + w->stride > all[p].alloc_size)
         r = symheap__error(SYMHEAP_ERR_INVALID_ARG,

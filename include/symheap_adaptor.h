@@ -74,10 +74,11 @@ typedef struct {
 #define SYMHEAP_CAP_HOST_ACCESS                                                \
   0x8u /* the CPU can load/store mapped memory                                 \
         */
-/* map() takes a nonzero offset into an allocation.  Without it (the CUDA
- * driver and HIP runtime today: "offset must be zero"), the core maps whole
- * allocations from their start and places a window inside the mapping. */
-#define SYMHEAP_CAP_MAP_OFFSET 0x10u
+/* map() maps part of an allocation (a nonzero offset, or less than all of
+ * it).  Without it (the CUDA driver and the HIP runtime today), the core maps
+ * whole allocations and places a window inside its mapping; every rank's
+ * allocation behind a window must then have the same size. */
+#define SYMHEAP_CAP_MAP_PARTIAL 0x10u
 
 typedef struct {
   uint32_t struct_size;

@@ -72,7 +72,7 @@ static void ex_fini(void *ctx) { free(ctx); }
 static symheap_result_t ex_query(void *ctx, symheap_device_caps_t *caps) {
   ctx_t *c = ctx;
   caps->caps =
-      SYMHEAP_CAP_VMM | SYMHEAP_CAP_HOST_ACCESS | SYMHEAP_CAP_MAP_OFFSET;
+      SYMHEAP_CAP_VMM | SYMHEAP_CAP_HOST_ACCESS | SYMHEAP_CAP_MAP_PARTIAL;
   caps->handle_kinds = 1u << SYMHEAP_HANDLE_BYTES;
   caps->granularity = c->page;
   caps->recommended_granularity = c->page;

@@ -51,7 +51,7 @@ static void host_fini(void *ctx) { free(ctx); }
 static symheap_result_t host_query(void *ctx, symheap_device_caps_t *caps) {
   host_t *h = ctx;
   caps->caps =
-      SYMHEAP_CAP_VMM | SYMHEAP_CAP_HOST_ACCESS | SYMHEAP_CAP_MAP_OFFSET;
+      SYMHEAP_CAP_VMM | SYMHEAP_CAP_HOST_ACCESS | SYMHEAP_CAP_MAP_PARTIAL;
   caps->handle_kinds = 1u << SYMHEAP_HANDLE_FD;
   caps->granularity = h->page;
   caps->recommended_granularity = h->page;

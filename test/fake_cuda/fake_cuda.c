@@ -480,8 +480,9 @@ static cu_result_t f_cuMemMap(cu_deviceptr_t ptr, size_t size, size_t offset,
   char *p = (char *)(uintptr_t)ptr;
   mem_t *m = find_mem(h);
   region_t *res = find_region(p, 0, 0);
-  /* The real driver: "offset must be zero" (CUDA_ERROR_NOT_SUPPORTED). */
-  if (m && offset != 0)
+  /* The real driver maps whole allocations only (CUDA_ERROR_NOT_SUPPORTED
+   * for an offset or a part, as measured on H200). */
+  if (m && (offset != 0 || size != m->size))
     LEAVE(CU_ERR_NOT_SUPPORTED);
   if (!m || flags || size == 0 || size % GRAN || offset % GRAN ||
       (uintptr_t)p % GRAN || offset + size > m->size || !res ||

@@ -297,7 +297,7 @@ EXPORT hip_error_t hipMemMap(void *ptr, size_t size, size_t offset,
   char *p = ptr;
   mem_t *m = find_mem(h);
   region_t *res = find_region(p, 0, 0);
-  if (m && offset != 0) /* like the runtime: offset must be zero */
+  if (m && (offset != 0 || size != m->size)) /* whole allocations only */
     LEAVE(HIP_ERR_NOT_SUPPORTED);
   if (!m || flags || size == 0 || size % GRAN || offset % GRAN ||
       offset + size > m->size || !res || p + size > res->va + res->size)
