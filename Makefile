@@ -51,6 +51,17 @@ $(BUILD)/lib/libsymheap-plugin-%.so: plugins/%.c $(wildcard include/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -shared -o $@ $< -Wl,--no-undefined $(LDFLAGS_ALL)
 
+# examples/embed: a collective library embedding symheap (its own
+# bootstrap, symheap_comm_init_ccl), and its test; linked like a user's
+# program, against the shared library.
+$(BUILD)/test/test_embed: examples/embed/test_embed.c examples/embed/minicoll.c \
+    examples/embed/minicoll.h $(BUILD)/lib/libsymheap.so $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Iexamples/embed -o $@ examples/embed/test_embed.c \
+	  examples/embed/minicoll.c -L$(BUILD)/lib -lsymheap \
+	  -Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_ALL)
+tests: $(BUILD)/test/test_embed
+
 # Broken plugins for test_plugins, one per kind of refusal.
 BAD_PLUGINS := $(foreach n,1 2 3 4 5 6 7,$(BUILD)/test/bad_plugins/bad$(n).so)
 $(BUILD)/test/bad_plugins/bad%.so: test/plugins/bad_plugin.c $(wildcard include/*.h)

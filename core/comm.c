@@ -1,4 +1,5 @@
 /* Communicators: joining, the agreement on backend and host, teardown. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,6 +300,53 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_init(
   if (r != SYMHEAP_SUCCESS)
     return symheap__error_context(r, "rank %d joining the job", rank);
   return symheap__comm_setup(comm, &symheap__local_ccl_ops, ctx, 1,
+                             (int)timeout);
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_comm_init_ccl(
+    symheap_comm_t *comm, const symheap_ccl_ops *ops, void *ctx) {
+  if (!comm || !ops)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_comm_init_ccl: comm or ops is NULL");
+  const char *missing = NULL;
+  size_t need = offsetof(symheap_ccl_ops, allgather) + sizeof ops->allgather;
+  if (ops->abi_version != SYMHEAP_ADAPTOR_ABI_VERSION)
+    return symheap__error(SYMHEAP_ERR_PLUGIN,
+                          "symheap_comm_init_ccl: the ccl table has ABI "
+                          "version %u; this library speaks %d",
+                          ops->abi_version, SYMHEAP_ADAPTOR_ABI_VERSION);
+  if (ops->struct_size < need)
+    missing = "struct_size (too small for rank, size and allgather)";
+  else if (!ops->name || !ops->name[0])
+    missing = "name";
+  else if (!ops->rank)
+    missing = "rank";
+  else if (!ops->size)
+    missing = "size";
+  else if (!ops->allgather)
+    missing = "allgather";
+  if (missing)
+    return symheap__error(SYMHEAP_ERR_PLUGIN,
+                          "symheap_comm_init_ccl: the ccl table lacks the "
+                          "required member '%s'",
+                          missing);
+  /* Read only what its struct_size covers; later members stay NULL. */
+  symheap_ccl_ops copy;
+  memset(&copy, 0, sizeof copy);
+  memcpy(&copy, ops,
+         ops->struct_size < sizeof copy ? ops->struct_size : sizeof copy);
+  copy.struct_size = sizeof copy;
+  int n = copy.size(ctx), rank = copy.rank(ctx);
+  if (n < 1 || rank < 0 || rank >= n)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_comm_init_ccl: ccl '%s' says rank %d of %d",
+                          copy.name, rank, n);
+  symheap__log_set_rank(rank);
+  long timeout;
+  symheap_result_t r = symheap__cfg_int("SYMHEAP_TIMEOUT_MS", &timeout);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  return symheap__comm_setup(comm, &copy, ctx, copy.fini != NULL,
                              (int)timeout);
 }
 

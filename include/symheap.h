@@ -76,6 +76,19 @@ symheap_result_t symheap_comm_init(symheap_comm_t *comm, int nranks,
 /* Rank, size and id from the environment symheap-run sets (SYMHEAP_RANK,
  * SYMHEAP_NRANKS, SYMHEAP_UNIQUE_ID). */
 symheap_result_t symheap_comm_init_env(symheap_comm_t *comm);
+/* Collective over the ranks of a collective runtime the caller already has
+ * (a collective library embedding symheap, MPI, ...): `ops` supplies rank,
+ * size and allgather (required) and barrier (optional); every call gets
+ * `ctx`.  symheap copies the table.  With ops->fini set, ctx is symheap's
+ * from the call on (fini(ctx) runs at symheap_comm_destroy, or when this
+ * call fails); with fini NULL the caller owns ctx and keeps it alive until
+ * symheap_comm_destroy.  A table with another ABI version or without a
+ * required member is refused with SYMHEAP_ERR_PLUGIN naming it.  The ranks
+ * must share one host (the flat VA).  docs/embedding.md. */
+struct symheap_ccl_ops;
+symheap_result_t symheap_comm_init_ccl(symheap_comm_t *comm,
+                                       const struct symheap_ccl_ops *ops,
+                                       void *ctx);
 /* Collective when the comm is healthy (a bounded barrier first, so no rank
  * tears down memory a peer still reads); local once the comm has failed.
  * Windows still registered are released with a warning. */

@@ -1,0 +1,214 @@
+/* minicoll (minicoll.h): a collective library with its own bootstrap,
+ * embedding symheap through symheap_comm_init_ccl. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "minicoll.h"
+#include "symheap.h"
+#include "symheap_adaptor.h"
+
+struct minicoll {
+  int rank, n;
+  int *fd; /* rank 0: one per rank; others: fd[0] to rank 0 */
+  symheap_comm_t comm;
+  symheap_window_t win;
+  size_t cap; /* bytes of the window */
+};
+
+static char err[512];
+const char *minicoll_error(void) { return err; }
+
+static int io_all(int fd, void *buf, size_t len, int sending, int ms) {
+  struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+  setsockopt(fd, SOL_SOCKET, sending ? SO_SNDTIMEO : SO_RCVTIMEO, &tv,
+             sizeof tv);
+  char *p = buf;
+  while (len) {
+    ssize_t k = sending ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
+    if (k <= 0) {
+      if (k < 0 && errno == EINTR)
+        continue;
+      return -1;
+    }
+    p += k;
+    len -= (size_t)k;
+  }
+  return 0;
+}
+
+/* --- the ccl that symheap rides on ------------------------------------- */
+static int mc_rank(void *ctx) { return ((minicoll_t *)ctx)->rank; }
+static int mc_size(void *ctx) { return ((minicoll_t *)ctx)->n; }
+
+/* Star: everyone sends to rank 0, rank 0 sends everything back.  On a
+ * failure, report it through symheap's error (it names what it can). */
+static symheap_result_t mc_allgather(void *ctx, const void *in, void *out,
+                                     size_t bytes, int timeout_ms) {
+  minicoll_t *mc = ctx;
+  const symheap_host_services_t *svc = symheap_host_services();
+  char *o = out;
+  if (mc->rank == 0) {
+    memcpy(o, in, bytes);
+    for (int r = 1; r < mc->n; r++)
+      if (io_all(mc->fd[r], o + (size_t)r * bytes, bytes, 0, timeout_ms))
+        return svc->error(SYMHEAP_ERR_REMOTE, "minicoll: lost rank %d", r);
+    for (int r = 1; r < mc->n; r++)
+      if (io_all(mc->fd[r], o, bytes * (size_t)mc->n, 1, timeout_ms))
+        return svc->error(SYMHEAP_ERR_REMOTE, "minicoll: lost rank %d", r);
+    return SYMHEAP_SUCCESS;
+  }
+  if (io_all(mc->fd[0], (void *)in, bytes, 1, timeout_ms) ||
+      io_all(mc->fd[0], o, bytes * (size_t)mc->n, 0, timeout_ms))
+    return svc->error(SYMHEAP_ERR_REMOTE, "minicoll: lost rank 0");
+  return SYMHEAP_SUCCESS;
+}
+
+static const symheap_ccl_ops minicoll_ccl = {
+    .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
+    .struct_size = sizeof(symheap_ccl_ops),
+    .name = "minicoll",
+    .rank = mc_rank,
+    .size = mc_size,
+    .allgather = mc_allgather,
+    .barrier = NULL, /* symheap barriers with an empty allgather */
+    .fini = NULL,    /* minicoll owns its context */
+};
+
+/* --- its own bootstrap ---------------------------------------------------- */
+static int bootstrap(minicoll_t *mc, int port) {
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_port = htons((uint16_t)port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int one = 1;
+  if (mc->rank == 0) {
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, 64)) {
+      snprintf(err, sizeof err, "minicoll: listen on port %d: %s", port,
+               strerror(errno));
+      if (l >= 0)
+        close(l);
+      return -1;
+    }
+    for (int k = 1; k < mc->n; k++) {
+      int s = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+      int32_t who = -1;
+      if (s < 0) {
+        snprintf(err, sizeof err, "minicoll: accept: %s", strerror(errno));
+        close(l);
+        return -1;
+      }
+      if (io_all(s, &who, sizeof who, 0, 10000) || who <= 0 ||
+          who >= mc->n || mc->fd[who] >= 0) {
+        close(s);
+        k--; /* not one of ours */
+        continue;
+      }
+      setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      mc->fd[who] = s;
+    }
+    close(l);
+    return 0;
+  }
+  for (int tries = 0; tries < 1000; tries++) {
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s >= 0 && connect(s, (struct sockaddr *)&a, sizeof a) == 0) {
+      int32_t me = mc->rank;
+      setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      mc->fd[0] = s;
+      return io_all(s, &me, sizeof me, 1, 10000);
+    }
+    if (s >= 0)
+      close(s);
+    usleep(10000);
+  }
+  snprintf(err, sizeof err, "minicoll: rank 0 never listened on port %d",
+           port);
+  return -1;
+}
+
+int minicoll_init(minicoll_t **out, int rank, int n, int port) {
+  minicoll_t *mc = calloc(1, sizeof *mc);
+  if (!mc || !(mc->fd = calloc((size_t)n, sizeof(int)))) {
+    free(mc);
+    snprintf(err, sizeof err, "minicoll: out of memory");
+    return -1;
+  }
+  mc->rank = rank;
+  mc->n = n;
+  for (int r = 0; r < n; r++)
+    mc->fd[r] = -1;
+  if (bootstrap(mc, port) != 0) {
+    minicoll_finalize(mc);
+    return -1;
+  }
+  /* symheap over our own runtime: no second bootstrap, no unique id. */
+  if (symheap_comm_init_ccl(&mc->comm, &minicoll_ccl, mc) !=
+      SYMHEAP_SUCCESS) {
+    snprintf(err, sizeof err, "minicoll: symheap: %s", symheap_last_error());
+    minicoll_finalize(mc);
+    return -1;
+  }
+  *out = mc;
+  return 0;
+}
+
+/* The window grows to the largest call so far (every rank calls with the
+ * same count, so every rank grows it together). */
+int minicoll_allreduce_f32(minicoll_t *mc, float *data, size_t count) {
+  size_t bytes = count * sizeof *data;
+  if (bytes > mc->cap) {
+    if (mc->win && symheap_free(mc->comm, mc->win) != SYMHEAP_SUCCESS)
+      goto fail;
+    mc->win = NULL;
+    mc->cap = 0;
+    if (symheap_malloc(mc->comm, bytes, 0, &mc->win) != SYMHEAP_SUCCESS)
+      goto fail;
+    mc->cap = bytes;
+  }
+  char *base;
+  size_t stride;
+  if (symheap_window_flat_base(mc->win, (void **)&base, &stride) !=
+      SYMHEAP_SUCCESS)
+    goto fail;
+  memcpy(base + (size_t)mc->rank * stride, data, bytes);
+  if (symheap_comm_barrier(mc->comm) != SYMHEAP_SUCCESS)
+    goto fail;
+  for (size_t i = 0; i < count; i++) {
+    float acc = 0;
+    for (int r = 0; r < mc->n; r++)
+      acc += ((const float *)(base + (size_t)r * stride))[i];
+    data[i] = acc;
+  }
+  /* nobody overwrites its input while a peer still reads it */
+  if (symheap_comm_barrier(mc->comm) != SYMHEAP_SUCCESS)
+    goto fail;
+  return 0;
+fail:
+  snprintf(err, sizeof err, "minicoll: allreduce: %s", symheap_last_error());
+  return -1;
+}
+
+void minicoll_finalize(minicoll_t *mc) {
+  if (!mc)
+    return;
+  if (mc->win)
+    symheap_free(mc->comm, mc->win);
+  if (mc->comm)
+    symheap_comm_destroy(mc->comm);
+  for (int r = 0; mc->fd && r < mc->n; r++)
+    if (mc->fd[r] >= 0)
+      close(mc->fd[r]);
+  free(mc->fd);
+  free(mc);
+}

@@ -1,0 +1,125 @@
+/* minicoll, the embedding example, as a test: 4 processes bootstrap with
+ * minicoll's own TCP star, build a symheap comm on it, and all-reduce twice
+ * (the window grows in between), every element checked exactly.  Then
+ * symheap_comm_init_ccl's refusals. */
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "minicoll.h"
+#include "symheap.h"
+#include "symheap_adaptor.h"
+
+static int free_port(void) {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a;
+  socklen_t len = sizeof a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) ||
+      getsockname(s, (struct sockaddr *)&a, &len))
+    return 20000 + getpid() % 20000;
+  close(s);
+  return ntohs(a.sin_port);
+}
+
+static int rank_main(int rank, int n, int port) {
+  minicoll_t *mc;
+  if (minicoll_init(&mc, rank, n, port) != 0) {
+    printf("FAIL embed/allreduce [rank %d] init: %s\n", rank, minicoll_error());
+    return 1;
+  }
+  int bad = 0;
+  const size_t counts[] = {1000, 100003};
+  for (int k = 0; k < 2; k++) {
+    size_t count = counts[k];
+    float *d = malloc(count * sizeof *d);
+    for (size_t i = 0; i < count; i++)
+      d[i] = (float)((rank + 1) * (int)(i % 1024)) / 8.0f;
+    if (minicoll_allreduce_f32(mc, d, count) != 0) {
+      printf("FAIL embed/allreduce [rank %d] %s\n", rank, minicoll_error());
+      bad = 1;
+    }
+    for (size_t i = 0; i < count && !bad; i++) {
+      float want = (float)(n * (n + 1) / 2 * (int)(i % 1024)) / 8.0f;
+      if (d[i] != want) {
+        printf("FAIL embed/allreduce [rank %d] count %zu: [%zu] = %g, want "
+               "%g\n",
+               rank, count, i, d[i], want);
+        bad = 1;
+      }
+    }
+    free(d);
+  }
+  minicoll_finalize(mc);
+  return bad;
+}
+
+static int one(void *c) {
+  (void)c;
+  return 1;
+}
+static int zero(void *c) {
+  (void)c;
+  return 0;
+}
+static symheap_result_t gather(void *c, const void *in, void *out, size_t b,
+                               int t) {
+  (void)c, (void)t;
+  memcpy(out, in, b);
+  return SYMHEAP_SUCCESS;
+}
+
+int main(void) {
+  const int n = 4;
+  int port = free_port(), failed = 0;
+  fflush(stdout);
+  pid_t pids[4];
+  for (int r = 0; r < n; r++)
+    if ((pids[r] = fork()) == 0) {
+      setenv("SYMHEAP_DEVICE", "host", 1);
+      fflush(stdout);
+      _exit(rank_main(r, n, port));
+    }
+  for (int r = 0; r < n; r++) {
+    int st;
+    waitpid(pids[r], &st, 0);
+    failed |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+  }
+  printf("%s embed/allreduce_over_symheap_on_own_bootstrap\n",
+         failed ? "FAIL" : "PASS");
+
+  /* The table is checked before anything happens. */
+  symheap_ccl_ops ops = {SYMHEAP_ADAPTOR_ABI_VERSION, sizeof ops, "t", zero,
+                         one, gather, NULL, NULL};
+  symheap_comm_t c;
+  int ok = 1;
+  symheap_ccl_ops bad = ops;
+  bad.abi_version = 99;
+  ok &= symheap_comm_init_ccl(&c, &bad, NULL) == SYMHEAP_ERR_PLUGIN &&
+        strstr(symheap_last_error(), "ABI version 99") != NULL;
+  bad = ops;
+  bad.allgather = NULL;
+  ok &= symheap_comm_init_ccl(&c, &bad, NULL) == SYMHEAP_ERR_PLUGIN &&
+        strstr(symheap_last_error(), "'allgather'") != NULL;
+  bad = ops;
+  bad.rank = one;
+  bad.size = one; /* rank 1 of 1 */
+  ok &= symheap_comm_init_ccl(&c, &bad, NULL) == SYMHEAP_ERR_INVALID_ARG;
+  ok &= symheap_comm_init_ccl(NULL, &ops, NULL) == SYMHEAP_ERR_INVALID_ARG;
+  /* and a good one-rank table makes a working comm */
+  setenv("SYMHEAP_DEVICE", "host", 1);
+  symheap_window_t w;
+  ok &= symheap_comm_init_ccl(&c, &ops, NULL) == SYMHEAP_SUCCESS &&
+        symheap_malloc(c, 4096, 0, &w) == SYMHEAP_SUCCESS &&
+        symheap_free(c, w) == SYMHEAP_SUCCESS &&
+        symheap_comm_destroy(c) == SYMHEAP_SUCCESS;
+  printf("%s embed/init_ccl_checks_the_table%s%s\n", ok ? "PASS" : "FAIL",
+         ok ? "" : ": ", ok ? "" : symheap_last_error());
+  return failed || !ok;
+}
