@@ -20,16 +20,7 @@
 #include "cuda.h"
 #include "cuda_api.h"
 #include "cuda_driver.h"
-
-/* One legacy-IPC mapping handed out by ipc_open. */
-typedef struct ipc_rec {
-  struct ipc_rec *next;
-  char *ptr;                 /* what ipc_open returned */
-  cu_deviceptr_t local_base; /* the opened allocation here */
-  int32_t pid;               /* owner process */
-  uint64_t remote_base;      /* the allocation in the owner */
-  int opened;                /* 0: same process, nothing to close */
-} ipc_rec_t;
+#include "ipc_table.h"
 
 typedef struct {
   cu_device_t dev;
@@ -37,7 +28,7 @@ typedef struct {
   cu_context_t ctx;
   int retained; /* we retained the primary context */
   int local_nranks;
-  ipc_rec_t *ipc;
+  symheap__ipc_rec_t *ipc; /* pointers ipc_open handed out */
 } cuda_t;
 
 /* Every operation runs in the rank's context: thread-ranks share the
@@ -141,15 +132,14 @@ static symheap_result_t cuda_init(const symheap_host_services_t *svc,
   return SYMHEAP_SUCCESS;
 }
 
+static void ipc_close_base(uint64_t base, void *arg) {
+  (void)arg;
+  symheap__cu.cuIpcCloseMemHandle((cu_deviceptr_t)base);
+}
+
 static void cuda_fini(void *ctx) {
   cuda_t *c = ctx;
-  while (c->ipc) {
-    ipc_rec_t *e = c->ipc;
-    c->ipc = e->next;
-    if (e->opened)
-      symheap__cu.cuIpcCloseMemHandle(e->local_base);
-    free(e);
-  }
+  symheap__ipc_drain(&c->ipc, ipc_close_base, NULL);
   if (c->retained) {
     /* The context we made current may go with our reference: leave no
      * dangling current context behind for the thread's next user. */
@@ -412,62 +402,42 @@ static symheap_result_t cuda_ipc_open(void *ctx, const symheap_shareable_t *in,
     return symheap__error(SYMHEAP_ERR_REMOTE, "malformed CUDA IPC handle");
   BIND(c);
   symheap_result_t r = SYMHEAP_SUCCESS;
-  ipc_rec_t *rec = calloc(1, sizeof *rec);
-  if (!rec)
-    return symheap__error(SYMHEAP_ERR_NO_MEMORY, "cuda ipc: out of memory");
-  rec->pid = b.pid;
-  rec->remote_base = b.base;
-  if (b.pid == (int32_t)getpid()) {
+  uint64_t base = 0;
+  int opened = b.pid != (int32_t)getpid(), fresh = 0;
+  if (!opened) {
     r = enable_peer(c, b.ordinal);
-    rec->local_base = b.base;
-  } else {
+    base = b.base;
+  } else if (!(base = symheap__ipc_opened_base(c->ipc, b.pid, b.base))) {
     /* An allocation opened once serves every window over it. */
-    for (ipc_rec_t *e = c->ipc; e; e = e->next)
-      if (e->opened && e->pid == b.pid && e->remote_base == b.base) {
-        rec->local_base = e->local_base;
-        break;
-      }
-    if (!rec->local_base) {
-      cu_result_t e = symheap__cu.cuIpcOpenMemHandle(
-          &rec->local_base, b.handle, CU_IPC_LAZY_ENABLE_PEER_ACCESS);
-      if (e != CU_OK)
-        r = symheap__cu_fail("cuIpcOpenMemHandle", e);
-    }
-    rec->opened = 1;
+    cu_deviceptr_t p = 0;
+    cu_result_t e = symheap__cu.cuIpcOpenMemHandle(
+        &p, b.handle, CU_IPC_LAZY_ENABLE_PEER_ACCESS);
+    if (e != CU_OK)
+      r = symheap__cu_fail("cuIpcOpenMemHandle", e);
+    base = p;
+    fresh = 1;
   }
-  if (r != SYMHEAP_SUCCESS) {
-    free(rec);
-    return r;
-  }
-  rec->ptr = (char *)(uintptr_t)(rec->local_base + b.offset);
-  rec->next = c->ipc;
-  c->ipc = rec;
-  *ptr = rec->ptr;
-  return SYMHEAP_SUCCESS;
+  char *out = (char *)(uintptr_t)(base + b.offset);
+  if (r == SYMHEAP_SUCCESS)
+    r = symheap__ipc_add(&c->ipc, b.pid, b.base, base, opened, out);
+  if (r != SYMHEAP_SUCCESS && fresh && base)
+    symheap__cu.cuIpcCloseMemHandle((cu_deviceptr_t)base);
+  if (r == SYMHEAP_SUCCESS)
+    *ptr = out;
+  return r;
 }
 
 static symheap_result_t cuda_ipc_close(void *ctx, void *ptr) {
   cuda_t *c = ctx;
-  ipc_rec_t **pp = &c->ipc;
-  while (*pp && (*pp)->ptr != ptr)
-    pp = &(*pp)->next;
-  if (!*pp)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "cuda ipc: %p was not opened here", ptr);
-  ipc_rec_t *rec = *pp;
-  *pp = rec->next;
-  int shared = 0;
-  for (ipc_rec_t *e = c->ipc; e; e = e->next)
-    shared |= e->opened && e->local_base == rec->local_base;
-  symheap_result_t r = SYMHEAP_SUCCESS;
-  if (rec->opened && !shared) {
-    r = bind(c);
-    cu_result_t e = symheap__cu.cuIpcCloseMemHandle(rec->local_base);
-    if (r == SYMHEAP_SUCCESS && e != CU_OK)
-      r = symheap__cu_fail("cuIpcCloseMemHandle", e);
-  }
-  free(rec);
-  return r;
+  uint64_t base = 0;
+  symheap_result_t r = symheap__ipc_take(&c->ipc, ptr, &base, "cuda");
+  if (r != SYMHEAP_SUCCESS || !base)
+    return r;
+  if ((r = bind(c)) != SYMHEAP_SUCCESS)
+    return r;
+  cu_result_t e = symheap__cu.cuIpcCloseMemHandle((cu_deviceptr_t)base);
+  return e == CU_OK ? SYMHEAP_SUCCESS
+                    : symheap__cu_fail("cuIpcCloseMemHandle", e);
 }
 
 /* Multicast.  The core never gets here when multicast is disabled; this

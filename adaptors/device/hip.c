@@ -19,6 +19,7 @@
 #include "../../core/internal.h"
 #include "hip.h"
 #include "hip_api.h"
+#include "ipc_table.h"
 
 typedef struct {
 #define X(name, params) hip_error_t(*name) params;
@@ -82,19 +83,10 @@ static symheap_result_t hip_fail(const char *fn, hip_error_t e) {
       return hip_fail(#call, e_);                                              \
   } while (0)
 
-typedef struct ipc_rec {
-  struct ipc_rec *next;
-  void *ptr;
-  void *local_base;
-  int opened; /* hipIpcOpenMemHandle'd (another process's memory) */
-  int32_t pid;
-  uint64_t remote_base;
-} ipc_rec_t;
-
 typedef struct {
   int ordinal;
   size_t gran;
-  ipc_rec_t *ipc;
+  symheap__ipc_rec_t *ipc; /* pointers ipc_open handed out */
 } hipa_t;
 
 #define BIND(c) HIP_TRY(hipSetDevice((c)->ordinal))
@@ -151,7 +143,19 @@ static symheap_result_t hip_init(const symheap_host_services_t *svc,
   return SYMHEAP_SUCCESS;
 }
 
-static void hip_fini(void *ctx) { free(ctx); }
+static void ipc_close_base(uint64_t base, void *arg) {
+  hipa_t *c = arg;
+  if (hip.hipSetDevice(c->ordinal) == HIP_OK)
+    hip.hipIpcCloseMemHandle((void *)(uintptr_t)base);
+}
+
+/* Pointers still open from peers' memory are closed (IPC is a per-process
+ * mapping the runtime keeps until closed). */
+static void hip_fini(void *ctx) {
+  hipa_t *c = ctx;
+  symheap__ipc_drain(&c->ipc, ipc_close_base, c);
+  free(c);
+}
 
 static symheap_result_t hip_query(void *ctx, symheap_device_caps_t *caps) {
   hipa_t *c = ctx;
@@ -215,8 +219,8 @@ static symheap_result_t hip_mem_export(void *ctx, symheap_mem_handle_t h,
                           "hip adaptor exports file descriptors only");
   BIND(c);
   int fd = -1;
-  HIP_TRY(hipMemExportToShareableHandle(&fd, from_h(h), HIP_HANDLE_POSIX_FD,
-                                        0));
+  HIP_TRY(
+      hipMemExportToShareableHandle(&fd, from_h(h), HIP_HANDLE_POSIX_FD, 0));
   memset(out, 0, sizeof *out);
   out->kind = SYMHEAP_HANDLE_FD;
   out->fd = fd;
@@ -234,8 +238,8 @@ static symheap_result_t hip_mem_import(void *ctx, const symheap_shareable_t *in,
   if (r == SYMHEAP_SUCCESS) {
     hip_error_t e = hip.hipSetDevice(c->ordinal);
     if (e == HIP_OK)
-      e = hip.hipMemImportFromShareableHandle(
-          &h, (void *)(uintptr_t)in->fd, HIP_HANDLE_POSIX_FD);
+      e = hip.hipMemImportFromShareableHandle(&h, (void *)(uintptr_t)in->fd,
+                                              HIP_HANDLE_POSIX_FD);
     if (e != HIP_OK)
       r = hip_fail("hipMemImportFromShareableHandle", e);
   }
@@ -359,65 +363,46 @@ static symheap_result_t hip_ipc_open(void *ctx, const symheap_shareable_t *in,
   if (b.magic != IPC_MAGIC)
     return symheap__error(SYMHEAP_ERR_REMOTE, "malformed HIP IPC handle");
   BIND(c);
-  ipc_rec_t *rec = calloc(1, sizeof *rec);
-  if (!rec)
-    return symheap__error(SYMHEAP_ERR_NO_MEMORY, "hip ipc: out of memory");
-  rec->pid = b.pid;
-  rec->remote_base = b.base;
   symheap_result_t r = SYMHEAP_SUCCESS;
-  if (b.pid == (int32_t)getpid()) {
+  uint64_t base = 0;
+  int opened = b.pid != (int32_t)getpid(), fresh = 0;
+  if (!opened) {
     if (b.ordinal != c->ordinal) {
       hip_error_t e = hip.hipDeviceEnablePeerAccess(b.ordinal, 0);
       if (e != HIP_OK && e != HIP_ERR_PEER_ACCESS_ALREADY_ENABLED)
         r = hip_fail("hipDeviceEnablePeerAccess", e);
     }
-    rec->local_base = (void *)(uintptr_t)b.base;
-  } else {
-    for (ipc_rec_t *e = c->ipc; e; e = e->next)
-      if (e->opened && e->pid == b.pid && e->remote_base == b.base)
-        rec->local_base = e->local_base;
-    if (!rec->local_base) {
-      hip_error_t e = hip.hipIpcOpenMemHandle(&rec->local_base, b.handle,
-                                              HIP_IPC_LAZY_ENABLE_PEER_ACCESS);
-      if (e != HIP_OK)
-        r = hip_fail("hipIpcOpenMemHandle", e);
-    }
-    rec->opened = 1;
+    base = b.base;
+  } else if (!(base = symheap__ipc_opened_base(c->ipc, b.pid, b.base))) {
+    /* An allocation opened once serves every window over it. */
+    void *p = NULL;
+    hip_error_t e =
+        hip.hipIpcOpenMemHandle(&p, b.handle, HIP_IPC_LAZY_ENABLE_PEER_ACCESS);
+    if (e != HIP_OK)
+      r = hip_fail("hipIpcOpenMemHandle", e);
+    base = (uint64_t)(uintptr_t)p;
+    fresh = 1;
   }
-  if (r != SYMHEAP_SUCCESS) {
-    free(rec);
-    return r;
-  }
-  rec->ptr = (char *)rec->local_base + b.offset;
-  rec->next = c->ipc;
-  c->ipc = rec;
-  *ptr = rec->ptr;
-  return SYMHEAP_SUCCESS;
+  char *out = (char *)(uintptr_t)(base + b.offset);
+  if (r == SYMHEAP_SUCCESS)
+    r = symheap__ipc_add(&c->ipc, b.pid, b.base, base, opened, out);
+  if (r != SYMHEAP_SUCCESS && fresh && base)
+    hip.hipIpcCloseMemHandle((void *)(uintptr_t)base);
+  if (r == SYMHEAP_SUCCESS)
+    *ptr = out;
+  return r;
 }
 
 static symheap_result_t hip_ipc_close(void *ctx, void *ptr) {
   hipa_t *c = ctx;
-  ipc_rec_t **pp = &c->ipc;
-  while (*pp && (*pp)->ptr != ptr)
-    pp = &(*pp)->next;
-  if (!*pp)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "hip ipc: %p was not opened here", ptr);
-  ipc_rec_t *rec = *pp;
-  *pp = rec->next;
-  int shared = 0;
-  for (ipc_rec_t *e = c->ipc; e; e = e->next)
-    shared |= e->opened && e->local_base == rec->local_base;
-  symheap_result_t r = SYMHEAP_SUCCESS;
-  if (rec->opened && !shared) {
-    hip_error_t e = hip.hipSetDevice(c->ordinal);
-    if (e == HIP_OK)
-      e = hip.hipIpcCloseMemHandle(rec->local_base);
-    if (e != HIP_OK)
-      r = hip_fail("hipIpcCloseMemHandle", e);
-  }
-  free(rec);
-  return r;
+  uint64_t base = 0;
+  symheap_result_t r = symheap__ipc_take(&c->ipc, ptr, &base, "hip");
+  if (r != SYMHEAP_SUCCESS || !base)
+    return r;
+  hip_error_t e = hip.hipSetDevice(c->ordinal);
+  if (e == HIP_OK)
+    e = hip.hipIpcCloseMemHandle((void *)(uintptr_t)base);
+  return e == HIP_OK ? SYMHEAP_SUCCESS : hip_fail("hipIpcCloseMemHandle", e);
 }
 
 /* On a private stream, so clearing neither waits for nor delays the
