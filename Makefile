@@ -14,11 +14,12 @@ LDFLAGS_ALL = -pthread $(SAN) $(LDFLAGS)
 LIBS = -ldl
 
 LIB_SRCS := $(wildcard core/*.c) $(wildcard adaptors/device/*.c) \
+  $(wildcard adaptors/net/*.c) \
   $(wildcard adaptors/ccl/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 TOOLS := symheap-run symheap-info symheap-bench symheap-conformance
 TESTS := test_unit test_multirank test_faults test_hostile test_kill test_exhaust \
-  test_plugins
+  test_plugins test_rdma
 HEADERS := $(wildcard include/*.h) $(wildcard core/*.h) \
   $(wildcard adaptors/*/*.h)
 
@@ -50,6 +51,25 @@ plugins: $(PLUGIN_LIBS)
 $(BUILD)/lib/libsymheap-plugin-%.so: plugins/%.c $(wildcard include/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -shared -o $@ $< -Wl,--no-undefined $(LDFLAGS_ALL)
+
+# The MPI ccl adaptor, wherever mpicc is: its own shared object, so that
+# libsymheap never links MPI; symheap_comm_init_env loads it under mpirun.
+MPICC ?= $(shell command -v mpicc 2>/dev/null)
+ifneq ($(MPICC),)
+MPI_CCL := $(BUILD)/lib/libsymheap-ccl-mpi.so
+$(MPI_CCL): adaptors/ccl/mpi/ccl_mpi.c include/symheap_mpi.h $(wildcard include/*.h)
+	@mkdir -p $(dir $@)
+	OMPI_CC=$(CC) MPICH_CC=$(CC) $(MPICC) $(CFLAGS_ALL) -shared -o $@ $< $(LDFLAGS_ALL)
+# A program that joins through symheap_comm_init_mpi.
+$(BUILD)/test/test_mpi: test/test_mpi.c $(MPI_CCL) $(BUILD)/obj/test/harness.o \
+    $(BUILD)/lib/libsymheap.so $(HEADERS)
+	@mkdir -p $(dir $@)
+	OMPI_CC=$(CC) MPICH_CC=$(CC) $(MPICC) $(CFLAGS_ALL) -Itest -o $@ $< \
+	  $(BUILD)/obj/test/harness.o -L$(BUILD)/lib -lsymheap-ccl-mpi -lsymheap \
+	  -Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_ALL)
+lib: $(MPI_CCL)
+tests: $(BUILD)/test/test_mpi
+endif
 
 # examples/embed: a collective library embedding symheap (its own
 # bootstrap, symheap_comm_init_ccl), and its test; linked like a user's
@@ -127,6 +147,14 @@ $(BUILD)/test/test_hip_fake: test/fake_hip/test_hip_fake.c $(TEST_COMMON) \
 	$(CC) $(CFLAGS_ALL) -Icore -o $@ $< $(TEST_COMMON) $(BUILD)/lib/libsymheap.a \
 	  $(LDFLAGS_ALL) $(LIBS)
 tests: $(FAKE_HIP) $(BUILD)/test/test_hip_fake
+
+# The fake libibverbs, for RDMA registration on machines without RDMA.
+FAKE_IBV := $(BUILD)/fake_ibverbs/libibverbs.so.1
+$(FAKE_IBV): test/fake_ibverbs/fake_ibverbs.c test/fake_ibverbs/fake_ibverbs.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -shared -o $@ $< -Wl,-soname,libibverbs.so.1 $(LDFLAGS_ALL)
+$(BUILD)/test/test_rdma: test/fake_ibverbs/fake_ibverbs.h
+tests: $(FAKE_IBV) $(BUILD)/test/test_rdma
 
 # With the CUDA toolkit, check cuda_api.h against its cuda.h.
 CUDA_HOME ?= /usr/local/cuda
@@ -235,6 +263,9 @@ install: all
 	ln -sf libsymheap.so.0 $(DESTDIR)$(PREFIX)/lib/libsymheap.so
 	install -m 644 $(BUILD)/lib/libsymheap.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(PLUGIN_LIBS) $(DESTDIR)$(PREFIX)/lib/
+	if [ -e $(BUILD)/lib/libsymheap-ccl-mpi.so ]; then \
+	  install -m 755 $(BUILD)/lib/libsymheap-ccl-mpi.so $(DESTDIR)$(PREFIX)/lib/ && \
+	  install -m 644 include/symheap_mpi.h $(DESTDIR)$(PREFIX)/include/; fi
 	install -m 755 $(TOOLS:%=$(BUILD)/bin/%) $(DESTDIR)$(PREFIX)/bin/
 	if [ -e $(BUILD)/lib/libsymheap_cuda.so.0 ]; then \
 	  install -m 755 $(BUILD)/lib/libsymheap_cuda.so.0 $(DESTDIR)$(PREFIX)/lib/ && \
@@ -252,8 +283,8 @@ env-doc: $(BUILD)/bin/symheap-info
 	  sed -n '/^|/,$$p' docs/env.md | sed '/^|/d'; } > docs/env.md.new && mv docs/env.md.new docs/env.md
 
 format:
-	clang-format -i include/*.h core/*.[ch] adaptors/*/*.[ch] tools/*.c test/*.[ch] \
-	  test/fake_cuda/*.[ch] test/gpu/*.cu bench/*.c
+	clang-format -i include/*.h core/*.[ch] adaptors/*/*.[ch] adaptors/ccl/mpi/*.c tools/*.c test/*.[ch] \
+	  test/fake_cuda/*.[ch] test/fake_ibverbs/*.[ch] test/gpu/*.cu bench/*.c
 
 clean:
 	rm -rf build

@@ -54,6 +54,21 @@ step "symheap-bench, cuda adaptor, 2 ranks, window cache off"
 SYMHEAP_WINDOW_CACHE=0 SYMHEAP_DEVICE=cuda build/bin/symheap-run -n 2 \
   build/bin/symheap-bench --iters 11 2>&1 | tee "$OUTDIR/bench_nocache.txt"
 
+step "NCCL window path (SYMHEAP_WINDOW_PATH=nccl): GPU tests, collectives, registration"
+SYMHEAP_WINDOW_PATH=nccl build/bin/symheap-run -n 2 build/test/test_gpu 2>&1 | tee "$OUTDIR/gpu_nccl_procs.txt"
+SYMHEAP_WINDOW_PATH=nccl build/test/test_gpu --threads 2 2>&1 | tee "$OUTDIR/gpu_nccl_threads.txt"
+SYMHEAP_WINDOW_PATH=nccl build/bin/symheap-run -n 2 build/test/test_coll 2>&1 | tee "$OUTDIR/gpu_nccl_coll_procs.txt"
+SYMHEAP_WINDOW_PATH=nccl SYMHEAP_DEVICE=cuda build/bin/symheap-run -n 2 \
+  build/bin/symheap-bench --iters 11 2>&1 | tee "$OUTDIR/bench_nccl.txt"
+
+step "RDMA registration with the machine's own libibverbs (where it has devices)"
+ls /sys/class/infiniband 2>/dev/null || echo "no /sys/class/infiniband"
+if [ -n "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
+  SYMHEAP_NET=ibverbs build/bin/symheap-run -n 2 build/test/test_gpu 2>&1 | tee "$OUTDIR/gpu_rdma_procs.txt"
+else
+  SYMHEAP_NET=ibverbs SYMHEAP_DEBUG=NONE build/bin/symheap-run -n 2 build/bin/symheap-bench --iters 1 2>&1 | tail -3
+fi
+
 step "peers' baseline (same machine, same run)"
 OUT="$OUTDIR" timeout 400 python3 bench/peers_baseline.py > "$OUTDIR/baseline.txt" 2>&1
 tail -c 3000 "$OUTDIR/baseline.txt"
@@ -75,6 +90,9 @@ awk 'FNR == 1 { f++ } $2 ~ /iB$/ { k = $1 " " $2
            for (i = 1; i <= 3; i++) printf "%-8s %10s %12s %12s %10s\n",
              ks[i], first[ks[i]], on[ks[i]], off[ks[i]], mal[ks[i]] }' \
   "$OUTDIR/bench.txt" "$OUTDIR/bench_nocache.txt"
+echo "NCCL window path (ms, slowest rank, median): first registration, repeated, symheap_malloc"
+awk '$2 ~ /iB$/ && ($1 " " $2 == "1 MiB" || $1 " " $2 == "64 MiB" || $1 " " $2 == "1 GiB") {
+       printf "%-8s %10s %12s %23s\n", $1 " " $2, $3, $4, $6 }' "$OUTDIR/bench_nccl.txt"
 python3 - "$OUTDIR/coll.json" "$OUTDIR/baseline.json" <<'PY'
 import json, sys
 ours, base = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))

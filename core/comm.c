@@ -6,9 +6,10 @@
 #include <unistd.h>
 
 #include "../adaptors/ccl/local.h"
-#include "plugin.h"
+#include "../adaptors/ccl/nccl.h"
 #include "comm.h"
 #include "config.h"
+#include "plugin.h"
 
 symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn) {
   if (!c)
@@ -38,15 +39,17 @@ symheap_result_t symheap__comm_allgather(symheap_comm_t c, const void *in,
   return r;
 }
 
-/* What each rank says about itself when joining. */
+/* What each rank says about itself when joining (one agreement payload). */
 typedef struct {
-  char host[128];
+  char host_id[SYMHEAP__HOST_ID_MAX]; /* its team: SYMHEAP_HOST_ID or machine */
+  char machine[112];
   char device[32];
   unsigned char token[16];
 } join_rec_t;
+_Static_assert(sizeof(join_rec_t) <= SYMHEAP__AGREE_MAX, "join record size");
 
-/* The machine itself: the join refuses ranks of different machines (the
- * flat VA needs one host), whatever SYMHEAP_HOST_ID says. */
+/* The machine itself: ranks that say they share a host (SYMHEAP_HOST_ID)
+ * must really share one, since their team maps each other's memory. */
 static void machine_identity(char *out, size_t len) {
   char name[64] = "?", boot[40] = "";
   gethostname(name, sizeof name);
@@ -103,26 +106,46 @@ static symheap_result_t prepare_join(symheap_comm_t c, join_rec_t *me,
   if (r != SYMHEAP_SUCCESS)
     return r;
   snprintf(me->device, sizeof me->device, "%s", c->dev.ops.name);
-  machine_identity(me->host, sizeof me->host);
+  machine_identity(me->machine, sizeof me->machine);
+  r = symheap__host_identity(me->host_id, sizeof me->host_id);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
   return symheap__random(me->token, sizeof me->token);
 }
 
+/* Deterministic over the same records, so every rank reaches the same
+ * verdict.  The node-local team is the ranks with this rank's host identity:
+ * only they map each other's memory. */
 static symheap_result_t check_join(symheap_comm_t c, const join_rec_t *all) {
-  for (int p = 1; p < c->nranks; p++) {
+  c->nhosts = 0;
+  for (int p = 0; p < c->nranks; p++) {
     if (strcmp(all[p].device, all[0].device) != 0)
       return symheap__error(SYMHEAP_ERR_MISMATCH,
                             "ranks chose different device adaptors: rank 0 "
                             "'%s', rank %d '%s' (check SYMHEAP_DEVICE)",
                             all[0].device, p, all[p].device);
-    if (strcmp(all[p].host, all[0].host) != 0)
-      return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
-                            "rank %d runs on host %s and rank 0 on %s: the "
-                            "flat address space needs every rank on one host",
-                            p, all[p].host, all[0].host);
+    int first = 0;
+    while (strcmp(all[first].host_id, all[p].host_id) != 0)
+      first++;
+    if (first == p)
+      c->nhosts++;
+    else if (strcmp(all[first].machine, all[p].machine) != 0)
+      return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                            "ranks %d and %d say they share host '%s' but run "
+                            "on different machines (%s and %s): ranks of one "
+                            "host map each other's memory (check "
+                            "SYMHEAP_HOST_ID)",
+                            first, p, all[p].host_id, all[first].machine,
+                            all[p].machine);
   }
   memcpy(c->token, all[0].token, sizeof c->token);
-  c->local_rank = c->rank;
-  c->local_nranks = c->nranks;
+  c->local_rank = 0;
+  c->local_nranks = 0;
+  for (int p = 0; p < c->nranks; p++) {
+    c->reach[p] = strcmp(all[p].host_id, all[c->rank].host_id) == 0;
+    c->local_nranks += c->reach[p];
+    c->local_rank += c->reach[p] && p < c->rank;
+  }
   return SYMHEAP_SUCCESS;
 }
 
@@ -169,11 +192,14 @@ static void release_all(symheap_comm_t c) {
 
 static void comm_free(symheap_comm_t c) {
   symheap__fdx_close(c);
+  symheap__rdma_close(c); /* its memory regions went with the windows */
+  symheap__nccl_close(c); /* likewise its windows; before the device goes */
   if (c->dev_ctx)
     c->dev.ops.fini(c->dev_ctx);
   if (c->ccl_owned && c->ccl.fini)
     c->ccl.fini(c->ccl_ctx);
   free(c->world);
+  free(c->reach);
   free(c->mapped_from);
   free(c->agree_buf);
   free(c->scratch_fds);
@@ -200,6 +226,7 @@ symheap_result_t symheap__comm_setup(symheap_comm_t *out,
   c->stats.struct_size = sizeof c->stats;
   c->world = calloc((size_t)c->nranks, sizeof *c->world);
   c->mapped_from = calloc((size_t)c->nranks, sizeof *c->mapped_from);
+  c->reach = calloc((size_t)c->nranks, 1);
   c->agree_buf = malloc((size_t)(c->nranks + 1) * SYMHEAP__AGREE_REC);
   c->scratch_fds = calloc((size_t)c->nranks, sizeof *c->scratch_fds);
   c->scratch_sh = calloc((size_t)c->nranks, sizeof *c->scratch_sh);
@@ -216,7 +243,7 @@ symheap_result_t symheap__comm_setup(symheap_comm_t *out,
   char why[768] = "";
   memset(&me, 0, sizeof me);
   symheap_result_t r =
-      all && c->world && c->mapped_from
+      all && c->world && c->mapped_from && c->reach
           ? prepare_join(c, &me, why, sizeof why)
           : symheap__error(SYMHEAP_ERR_NO_MEMORY, "comm: no memory");
   r = symheap__agree(c, r, 0, &me, sizeof me, all);
@@ -261,15 +288,24 @@ symheap_result_t symheap__comm_setup(symheap_comm_t *out,
   }
   if (r == SYMHEAP_SUCCESS)
     r = symheap__pad_create(c);
+  /* After the pad, which is always symheap's own window and never
+   * registered for RDMA. */
+  if (r == SYMHEAP_SUCCESS)
+    r = symheap__rdma_setup(c);
+  if (r == SYMHEAP_SUCCESS)
+    r = symheap__nccl_setup(c);
   if (r != SYMHEAP_SUCCESS) {
     SYMHEAP__KEEP_ERROR(release_all(c));
     comm_free(c);
     return r;
   }
-  SYMHEAP_INFO("comm ready: rank %d of %d; device adaptor '%s' on %s (%s); "
-               "ccl '%s'; window path: symheap flat VA; multicast: %s",
-               c->rank, c->nranks, c->dev.ops.name, c->caps.device_name, why,
-               c->ccl.name,
+  SYMHEAP_INFO("comm ready: rank %d of %d; %d host%s, %d rank%s reachable by "
+               "load/store here; device adaptor '%s' on %s (%s); ccl '%s'; "
+               "window path: %s; multicast: %s",
+               c->rank, c->nranks, c->nhosts, c->nhosts == 1 ? "" : "s",
+               c->local_nranks, c->local_nranks == 1 ? "" : "s",
+               c->dev.ops.name, c->caps.device_name, why, c->ccl.name,
+               c->nccl ? "NCCL symmetric windows" : "symheap flat VA",
                c->mc_disabled_by      ? c->mc_disabled_by
                : c->dev.has_multicast ? "available"
                                       : "not supported by the adaptor");
@@ -346,23 +382,31 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_init_ccl(
   symheap_result_t r = symheap__cfg_int("SYMHEAP_TIMEOUT_MS", &timeout);
   if (r != SYMHEAP_SUCCESS)
     return r;
-  return symheap__comm_setup(comm, &copy, ctx, copy.fini != NULL,
-                             (int)timeout);
+  return symheap__comm_setup(comm, &copy, ctx, copy.fini != NULL, (int)timeout);
 }
 
 SYMHEAP__EXPORT symheap_result_t symheap_comm_init_env(symheap_comm_t *comm) {
   if (!comm)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_comm_init_env: comm is NULL");
+  const char *why;
+  symheap_result_t r;
+  int mpi = symheap__ccl_env_choice(&r, &why);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  if (mpi)
+    return symheap__comm_init_mpi_world(comm, why);
   const char *hex = symheap__cfg_raw("SYMHEAP_UNIQUE_ID");
   if (!hex || !symheap__cfg_raw("SYMHEAP_RANK") ||
       !symheap__cfg_raw("SYMHEAP_NRANKS"))
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_comm_init_env: SYMHEAP_RANK, SYMHEAP_NRANKS "
                           "and SYMHEAP_UNIQUE_ID must be set (start the "
-                          "program with symheap-run)");
+                          "program with symheap-run), or an MPI launcher's "
+                          "variables (mpirun; %s)",
+                          why);
   long rank, nranks;
-  symheap_result_t r = symheap__cfg_int("SYMHEAP_RANK", &rank);
+  r = symheap__cfg_int("SYMHEAP_RANK", &rank);
   if (r == SYMHEAP_SUCCESS)
     r = symheap__cfg_int("SYMHEAP_NRANKS", &nranks);
   if (r != SYMHEAP_SUCCESS)
@@ -504,6 +548,10 @@ symheap_comm_get_info(symheap_comm_t c, symheap_comm_info_t *info) {
   snprintf(i.device, sizeof i.device, "%s", c->caps.device_name);
   i.cpu_access = (c->caps.caps & SYMHEAP_CAP_HOST_ACCESS) != 0;
   i.window_cache = c->cache_max;
+  i.local_nranks = c->local_nranks;
+  i.nhosts = c->nhosts;
+  snprintf(i.window_path, sizeof i.window_path, "%s",
+           c->nccl ? "nccl" : "symheap");
   return copy_sized(info, &i, sizeof i, "symheap_comm_get_info");
 }
 
@@ -533,6 +581,24 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_world_rank(symheap_comm_t c,
                           "0..%d",
                           rank, c->nranks - 1);
   *world_rank = c->world[rank];
+  return SYMHEAP_SUCCESS;
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_comm_local_ranks(symheap_comm_t c,
+                                                          int *ranks, int max,
+                                                          int *count) {
+  if (!c || !count || (max > 0 && !ranks) || max < 0)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_comm_local_ranks: %s",
+                          max < 0 ? "max is negative" : "NULL argument");
+  int n = 0;
+  for (int p = 0; p < c->nranks; p++)
+    if (c->reach[p]) {
+      if (n < max)
+        ranks[n] = p;
+      n++;
+    }
+  *count = n;
   return SYMHEAP_SUCCESS;
 }
 

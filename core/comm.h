@@ -5,6 +5,8 @@
 #include "registry.h"
 
 #define SYMHEAP__AGREE_MAX 256
+/* Longest host identity (SYMHEAP_HOST_ID), with its terminating NUL. */
+#define SYMHEAP__HOST_ID_MAX 96
 /* The size of one agreement record (agree.c). */
 #define SYMHEAP__AGREE_REC (256 + SYMHEAP__AGREE_MAX)
 
@@ -43,6 +45,13 @@ typedef struct {
   int bound, mapped;
 } symheap__mc_t;
 
+/* One rank's RDMA registration of a window, as exchanged. */
+typedef struct {
+  uint64_t addr;
+  uint32_t rkey;
+  uint32_t pad;
+} symheap__rdma_key_t;
+
 struct symheap_window {
   struct symheap_window *next;  /* in the comm */
   struct symheap_window *gnext; /* in the process-wide live list */
@@ -75,10 +84,22 @@ struct symheap_window {
   struct symheap_window *share;
   int sharers;
   int released;
+  /* RDMA (rdma.c): this rank's memory region and every rank's key, or NULL */
+  void *mr;
+  uint32_t lkey;
+  symheap__rdma_key_t *rdma;
+  /* The NCCL window path: NCCL's window (ncclWindow_t); reserve and stride
+   * then describe NCCL's flat range, which symheap did not map. */
+  void *nccl_win;
 };
 
 struct symheap_comm {
-  int rank, nranks, local_rank, local_nranks;
+  int rank, nranks;
+  /* The node-local team: ranks with this rank's host identity.  Only they
+   * map each other's memory (reach[p] is 1 for them, this rank included);
+   * the flat range keeps every rank's place, unmapped for the others. */
+  int local_rank, local_nranks, nhosts;
+  unsigned char *reach;
   symheap_ccl_ops ccl;
   void *ccl_ctx;
   int ccl_owned;
@@ -114,6 +135,9 @@ struct symheap_comm {
   int *scratch_fds;                /* nranks */
   symheap_shareable_t *scratch_sh; /* nranks */
   int *world;                      /* nranks: job-wide rank of each rank */
+  struct symheap__ibv *net;        /* RDMA registration, or NULL (net_why) */
+  void *nccl; /* ncclComm_t of SYMHEAP_WINDOW_PATH=nccl, or NULL */
+  char net_why[256];
 };
 
 /* comm.c */
@@ -131,6 +155,12 @@ symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn);
 /* The ccl allgather; a failure breaks the comm for good. */
 symheap_result_t symheap__comm_allgather(symheap_comm_t c, const void *in,
                                          void *out, size_t bytes);
+
+/* ccl_env.c: whether symheap_comm_init_env joins through MPI (and why),
+ * and the join itself. */
+int symheap__ccl_env_choice(symheap_result_t *r, const char **why);
+symheap_result_t symheap__comm_init_mpi_world(symheap_comm_t *comm,
+                                              const char *why);
 
 /* agree.c: every fallible step ends here, so no rank goes on alone.
  * Payloads are at most SYMHEAP__AGREE_MAX bytes; every rank passes the same
@@ -215,7 +245,21 @@ symheap_result_t symheap__unmap_flat(symheap_comm_t c, char *reserve,
  * nothing. */
 symheap_result_t symheap__map_ipc(symheap_comm_t c, struct symheap_window *w);
 
+/* rdma.c */
+/* Collective, at comm init after the pad: open the RDMA device when
+ * SYMHEAP_NET asks (agreed: on for every rank or for none). */
+symheap_result_t symheap__rdma_setup(symheap_comm_t c);
+void symheap__rdma_close(symheap_comm_t c);
+/* Collective, after the window is mapped: register this rank's copy and
+ * exchange keys (nothing without RDMA).  Undoes itself on failure. */
+symheap_result_t symheap__rdma_register(symheap_comm_t c,
+                                        struct symheap_window *w);
+void symheap__rdma_deregister(symheap_comm_t c, struct symheap_window *w);
+void symheap__rdma_view(const struct symheap_window *w,
+                        symheap_device_window_t *v);
+
 /* window_access.c: the process-wide list of live windows. */
+int symheap__window_live(symheap_window_t w);
 void symheap__live_add(struct symheap_window *w);
 /* Out of the comm's list and the live list. */
 void symheap__window_unlink(symheap_comm_t c, struct symheap_window *w);

@@ -60,9 +60,33 @@ static const symheap__cfg_var_t cfg_vars[] = {
      "colon-separated directories searched for plugins named by a bare name, "
      "before the directory libsymheap was loaded from"},
     {"SYMHEAP_HOST_ID", SYMHEAP_CFG_STRING, NULL, 0, 0, NULL,
-     "this rank's host identity for symheap_comm_split_local (1 to 127 "
-     "characters); unset: host name and boot id.  For tests that pretend "
-     "one machine is several"},
+     "this rank's host identity (1 to 95 characters): ranks with the same one "
+     "form a node-local team that maps each other's memory, and "
+     "symheap_comm_split_local groups by it; unset: host name and boot id. "
+     "For tests that pretend one machine is several"},
+    {"SYMHEAP_NET", SYMHEAP_CFG_CHOICE, "auto", 0, 0, "auto|ibverbs|none",
+     "RDMA registration of windows: auto (with libibverbs and an RDMA device, "
+     "when the comm spans more than one host), ibverbs (always; a comm init "
+     "without a usable RDMA device fails), none"},
+    {"SYMHEAP_IBVERBS_LIBRARY", SYMHEAP_CFG_STRING, "libibverbs.so.1", 0, 0,
+     NULL,
+     "the verbs library loaded with dlopen for RDMA registration (a name "
+     "searched the usual way, or a path)"},
+    {"SYMHEAP_IB_DEVICE", SYMHEAP_CFG_STRING, NULL, 0, 0, NULL,
+     "the RDMA device windows are registered with (e.g. mlx5_0); unset: the "
+     "first one libibverbs lists"},
+    {"SYMHEAP_CCL", SYMHEAP_CFG_CHOICE, "auto", 0, 0, "auto|local|mpi",
+     "how symheap_comm_init_env joins: local (symheap-run's SYMHEAP_RANK, "
+     "SYMHEAP_NRANKS, SYMHEAP_UNIQUE_ID), mpi (MPI_COMM_WORLD through "
+     "libsymheap-ccl-mpi.so), or auto: local when SYMHEAP_UNIQUE_ID is set, "
+     "else mpi when an MPI launcher's variables are (OMPI_COMM_WORLD_SIZE, "
+     "PMI_SIZE, PMIX_RANK)"},
+    {"SYMHEAP_WINDOW_PATH", SYMHEAP_CFG_CHOICE, "symheap", 0, 0, "symheap|nccl",
+     "who maps windows: symheap (its own flat VA) or nccl (NCCL's symmetric "
+     "windows, ncclCommWindowRegister with NCCL_WIN_COLL_SYMMETRIC, over an "
+     "NCCL communicator the comm makes; cuda adaptor only)"},
+    {"SYMHEAP_NCCL_LIBRARY", SYMHEAP_CFG_STRING, "libnccl.so.2", 0, 0, NULL,
+     "the NCCL library loaded with dlopen for SYMHEAP_WINDOW_PATH=nccl"},
     {"SYMHEAP_UNIQUE_ID", SYMHEAP_CFG_STRING, NULL, 0, 0, NULL,
      "the job's unique id as 256 hex digits, for symheap_comm_init_env (set by "
      "symheap-run)"},

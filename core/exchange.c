@@ -1,4 +1,6 @@
-/* Exchange of shareable handles, whichever way they travel: descriptors over
+/* Exchange of shareable handles among the node-local team (descriptors
+ * only reach it; byte handles reach every rank and the others ignore
+ * them), whichever way they travel: descriptors over
  * the core's Unix-socket mesh, bytes over the ccl.  Ends in an agreement, so
  * a rank whose export failed fails the call on every rank. */
 #include <stdlib.h>
@@ -66,7 +68,8 @@ symheap_result_t symheap__exchange_handles(symheap_comm_t c,
       continue;
     all[p].kind = SYMHEAP_HANDLE_FD;
     all[p].fd = fds[p];
-    if (fds[p] < 0 && (!root_only || p == 0) && local == SYMHEAP_SUCCESS) {
+    if (fds[p] < 0 && c->reach[p] && (!root_only || p == 0) &&
+        local == SYMHEAP_SUCCESS) {
       local = symheap__error(SYMHEAP_ERR_REMOTE, "rank %d sent no handle", p);
       caused_by_peer = 1;
     }

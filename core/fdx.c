@@ -1,7 +1,7 @@
 /* The descriptor exchange: a mesh of Unix stream sockets among the ranks of
- * one host, built once per comm, over which file-descriptor handles travel
- * with SCM_RIGHTS.  The core owns it so that fd-based adaptors stay small and
- * any ccl (which only moves bytes) can carry a comm. */
+ * the node-local team, built once per comm, over which file-descriptor handles
+ * travel with SCM_RIGHTS.  The core owns it so that fd-based adaptors stay
+ * small and any ccl (which only moves bytes) can carry a comm. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +54,8 @@ void symheap__fdx_close(symheap_comm_t c) {
 
 static symheap_result_t connect_lower(symheap_comm_t c, int64_t deadline) {
   for (int p = 0; p < c->rank; p++) {
+    if (!c->reach[p])
+      continue;
     symheap__sockname_t n;
     fdx_name(c, p, &n);
     symheap_result_t r = symheap__sock_connect(&n, deadline, p, &c->peer_fd[p]);
@@ -70,7 +72,9 @@ static symheap_result_t connect_lower(symheap_comm_t c, int64_t deadline) {
 
 static symheap_result_t accept_higher(symheap_comm_t c, int lfd,
                                       int64_t deadline) {
-  int expected = c->nranks - 1 - c->rank;
+  int expected = 0;
+  for (int p = c->rank + 1; p < c->nranks; p++)
+    expected += c->reach[p];
   while (expected > 0) {
     int fd;
     symheap_result_t r = symheap__sock_accept(lfd, deadline, &fd);
@@ -84,7 +88,7 @@ static symheap_result_t accept_higher(symheap_comm_t c, int lfd,
         hello_deadline < deadline ? hello_deadline : deadline, -1);
     if (r != SYMHEAP_SUCCESS || h.magic != FDX_MAGIC ||
         memcmp(h.token, c->token, sizeof h.token) != 0 || h.rank <= c->rank ||
-        h.rank >= c->nranks || c->peer_fd[h.rank] >= 0) {
+        h.rank >= c->nranks || !c->reach[h.rank] || c->peer_fd[h.rank] >= 0) {
       /* Not one of ours: a stray or stale process.  Drop it and go on. */
       SYMHEAP_WARN("descriptor exchange: dropped a connection that did not "
                    "identify as a rank of this comm");
@@ -108,11 +112,11 @@ symheap_result_t symheap__fdx_setup(symheap_comm_t c) {
   symheap__sockname_t me;
   fdx_name(c, c->rank, &me);
   int lfd = -1;
-  if (r == SYMHEAP_SUCCESS && c->nranks > 1)
+  if (r == SYMHEAP_SUCCESS && c->local_nranks > 1)
     r = symheap__sock_listen(&me, &lfd);
   /* Everyone listens before anyone connects. */
   r = symheap__agree(c, r, 0, NULL, 0, NULL);
-  if (r == SYMHEAP_SUCCESS && c->nranks > 1) {
+  if (r == SYMHEAP_SUCCESS && c->local_nranks > 1) {
     int64_t deadline = symheap__now_ms() + c->timeout_ms;
     /* Connecting to a listening Unix socket completes without the peer's
      * accept (the backlog holds it), so connecting down, then accepting up,
@@ -138,11 +142,11 @@ symheap_result_t symheap__fdx_allgather(symheap_comm_t c, int my_fd, int *fds) {
     fds[p] = -1;
   fdx_rec_t out = {FDX_MAGIC, FDX_FD, my_fd >= 0};
   for (int p = 0; p < c->nranks && r == SYMHEAP_SUCCESS; p++)
-    if (p != c->rank)
+    if (p != c->rank && c->reach[p])
       r = symheap__sock_send(c->peer_fd[p], &out, sizeof out, my_fd, deadline,
                              p);
   for (int p = 0; p < c->nranks && r == SYMHEAP_SUCCESS; p++) {
-    if (p == c->rank)
+    if (p == c->rank || !c->reach[p])
       continue;
     fdx_rec_t in;
     do {

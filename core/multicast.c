@@ -19,6 +19,12 @@ symheap_result_t symheap__mc_check(symheap_comm_t c) {
                           "multicast was requested but device adaptor '%s' "
                           "has no multicast operations",
                           c->dev.ops.name);
+  if (c->local_nranks != c->nranks)
+    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+                          "multicast was requested but the comm spans %d "
+                          "hosts; a multicast object spans one (register on "
+                          "the comm of symheap_comm_split_local)",
+                          c->nhosts);
   if (!(c->caps.caps & SYMHEAP_CAP_MULTICAST) || !c->caps.multicast_granularity)
     return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
                           "multicast was requested but %s does not support it",

@@ -52,13 +52,9 @@ static void library_dir(char *out, size_t len) {
   }
 }
 
-static symheap_result_t find(const char *name, char *path, size_t len) {
-  if (strchr(name, '/')) {
-    snprintf(path, len, "%s", name);
-    return SYMHEAP_SUCCESS;
-  }
-  char file[256], dirs[2048] = "", libdir[512];
-  snprintf(file, sizeof file, "libsymheap-plugin-%s.so", name);
+symheap_result_t symheap__find_library(const char *file, char *path,
+                                       size_t len) {
+  char dirs[2048] = "", libdir[512];
   const char *sp = symheap__cfg_raw("SYMHEAP_PLUGIN_PATH");
   library_dir(libdir, sizeof libdir);
   /* Linked statically, "the library" is the program: its ../lib then. */
@@ -71,10 +67,22 @@ static symheap_result_t find(const char *name, char *path, size_t len) {
       return SYMHEAP_SUCCESS;
   }
   return symheap__error(SYMHEAP_ERR_PLUGIN,
-                        "plugin '%s': no %s in SYMHEAP_PLUGIN_PATH (%s) or "
-                        "the library's directory (%s)",
-                        name, file, sp ? sp : "unset",
+                        "no %s in SYMHEAP_PLUGIN_PATH (%s) or the library's "
+                        "directory (%s)",
+                        file, sp ? sp : "unset",
                         libdir[0] ? libdir : "unknown");
+}
+
+static symheap_result_t find(const char *name, char *path, size_t len) {
+  if (strchr(name, '/')) {
+    snprintf(path, len, "%s", name);
+    return SYMHEAP_SUCCESS;
+  }
+  char file[256];
+  snprintf(file, sizeof file, "libsymheap-plugin-%s.so", name);
+  symheap_result_t r = symheap__find_library(file, path, len);
+  return r == SYMHEAP_SUCCESS ? r
+                              : symheap__error_context(r, "plugin '%s'", name);
 }
 
 static symheap_result_t check_ccl(const symheap_ccl_ops *c, const char *path) {
@@ -118,9 +126,9 @@ static symheap_result_t load_one(const char *name) {
     why = "it lacks the required init or fini";
   else if (!in->device && !in->ccl && !in->hooks)
     why = "it provides nothing (no device adaptor, ccl or hooks)";
-  else if (in->hooks && (!COVERS(in->hooks->struct_size, symheap_device_hooks,
-                                 target) ||
-                         !in->hooks->target))
+  else if (in->hooks &&
+           (!COVERS(in->hooks->struct_size, symheap_device_hooks, target) ||
+            !in->hooks->target))
     why = "its hooks have no target";
   for (int i = 0; !why && i < nplugins; i++)
     if (strcmp(plugins[i].p.name, in->name) == 0)
@@ -146,9 +154,8 @@ static symheap_result_t load_one(const char *name) {
   if (in->device &&
       (r = symheap_register_device_adaptor(in->device)) != SYMHEAP_SUCCESS) {
     in->fini();
-    r = symheap__error_context(SYMHEAP_ERR_PLUGIN,
-                               "plugin %s: its device adaptor is refused",
-                               path);
+    r = symheap__error_context(
+        SYMHEAP_ERR_PLUGIN, "plugin %s: its device adaptor is refused", path);
     /* Registered tables are copied, so nothing of the library refers to the
      * object any more; it stays mapped only for a table that was taken. */
     return r;
@@ -298,6 +305,10 @@ static symheap_result_t l_ipc_close(void *ctx, void *ptr) {
 static symheap_result_t l_mem_zero(void *ctx, void *va, size_t size) {
   return PASS(mem_zero, va, size);
 }
+static symheap_result_t l_dmabuf_export(void *ctx, void *ptr, size_t size,
+                                        int *fd, uint64_t *offset) {
+  return PASS(dmabuf_export, ptr, size, fd, offset);
+}
 static symheap_result_t l_capture_check(void *ctx) {
   return L->below_ops.capture_check(L->below.ctx);
 }
@@ -344,6 +355,8 @@ symheap_result_t symheap__plugins_wrap(symheap__device_table_t *dev,
     o.ipc_close = l_ipc_close;
     o.mem_zero = l_mem_zero;
     o.capture_check = l_capture_check;
+    if (dev->has_dmabuf) /* stays NULL where the base has none */
+      o.dmabuf_export = l_dmabuf_export;
     dev->ops = o;
     *ctx = l;
     SYMHEAP_INFO("device adaptor '%s': hooks of plugin '%s' compose over it",
@@ -365,8 +378,9 @@ void symheap__plugin_hooked_ops(int i, char *out, size_t len) {
 #define ONE(m)                                                                 \
   if (c.m && o < len)                                                          \
     o += (size_t)snprintf(out + o, len - o, "%s" #m, o ? "," : "");
-  ONE(va_reserve) ONE(va_free) ONE(map) ONE(unmap) ONE(set_access)
-      ONE(mc_create) ONE(mc_add_device) ONE(mc_bind) ONE(mc_unbind)
-          ONE(mem_release) ONE(mem_export) ONE(mem_import)
+  ONE(va_reserve)
+  ONE(va_free) ONE(map) ONE(unmap) ONE(set_access) ONE(mc_create)
+      ONE(mc_add_device) ONE(mc_bind) ONE(mc_unbind) ONE(mem_release)
+          ONE(mem_export) ONE(mem_import)
 #undef ONE
 }

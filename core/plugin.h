@@ -11,6 +11,10 @@ symheap_result_t symheap__plugins_load(void);
  * Call right after the adaptor's init. */
 symheap_result_t symheap__plugins_wrap(symheap__device_table_t *dev,
                                        void **ctx);
+/* Where a library shipped beside libsymheap is (plugins, the MPI ccl):
+ * SYMHEAP_PLUGIN_PATH, then libsymheap's directory and its ../lib. */
+symheap_result_t symheap__find_library(const char *file, char *path,
+                                       size_t len);
 /* For symheap-info. */
 int symheap__plugin_count(void);
 const symheap_plugin_t *symheap__plugin_get(int i, const char **path);

@@ -8,7 +8,7 @@
  * adaptor left optional members NULL) and what it really provides. */
 typedef struct {
   symheap_device_ops ops;
-  int has_mem_retain, has_multicast, has_ipc, has_mem_zero;
+  int has_mem_retain, has_multicast, has_ipc, has_mem_zero, has_dmabuf;
 } symheap__device_table_t;
 
 /* Copy `in` into `out`, refusing a wrong ABI or a missing required member

@@ -96,9 +96,9 @@ symheap_comm_split_local(symheap_comm_t c, symheap_comm_t *newcomm) {
   symheap_result_t r = symheap__comm_enter(c, fn);
   if (r != SYMHEAP_SUCCESS)
     return r;
-  char me[128];
+  char me[SYMHEAP__HOST_ID_MAX];
   memset(me, 0, sizeof me);
-  char(*all)[128] = calloc((size_t)c->nranks, sizeof *all);
+  char(*all)[SYMHEAP__HOST_ID_MAX] = calloc((size_t)c->nranks, sizeof *all);
   r = all ? symheap__host_identity(me, sizeof me)
           : symheap__error(SYMHEAP_ERR_NO_MEMORY, "%s: no memory", fn);
   r = symheap__agree(c, r, 0, me, sizeof me, all);

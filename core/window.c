@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../adaptors/ccl/nccl.h"
 #include "exchange.h"
 #include "window.h"
 
@@ -30,6 +31,8 @@ symheap_result_t symheap__unmap_flat(symheap_comm_t c, char *reserve,
   const symheap_device_ops *ops = &c->dev.ops;
   symheap_result_t first = SYMHEAP_SUCCESS, r;
   for (int p = 0; p < mapped; p++) {
+    if (!c->reach[p]) /* another host's place: reserved, never mapped */
+      continue;
     r = ops->unmap(c->dev_ctx, reserve + (size_t)p * stride, stride);
     if (r != SYMHEAP_SUCCESS && first == SYMHEAP_SUCCESS)
       first = r;
@@ -108,7 +111,7 @@ static symheap_result_t map_flat(symheap_comm_t c, struct symheap_window *w,
     goto out;
   /* Import every peer's memory, then map every rank's at base + p*stride. */
   for (int p = 0; p < c->nranks; p++) {
-    if (p == c->rank)
+    if (p == c->rank || !c->reach[p])
       continue;
     symheap_result_t ri = ops->mem_import(c->dev_ctx, &all[p], &imp[p]);
     all[p].fd = -1; /* the adaptor owns it now, imported or not */
@@ -127,6 +130,10 @@ static symheap_result_t map_flat(symheap_comm_t c, struct symheap_window *w,
     }
   }
   for (int p = 0; p < c->nranks && r == SYMHEAP_SUCCESS; p++) {
+    if (!c->reach[p]) {
+      mapped++; /* "done": another host's place stays a hole */
+      continue;
+    }
     r = ops->map(c->dev_ctx, w->reserve + (size_t)p * w->stride, w->stride,
                  p == c->rank ? local : imp[p], map_off);
     if (r == SYMHEAP_SUCCESS) {
@@ -138,8 +145,16 @@ static symheap_result_t map_flat(symheap_comm_t c, struct symheap_window *w,
     }
   }
   t[4] = symheap__now_ns();
-  if (r == SYMHEAP_SUCCESS)
+  if (r == SYMHEAP_SUCCESS && c->local_nranks == c->nranks)
     r = ops->set_access(c->dev_ctx, w->reserve, total);
+  /* Holes must stay inaccessible (a stray access faults rather than reading
+   * nothing), so access goes on the team's places one by one. */
+  for (int p = 0;
+       p < c->nranks && r == SYMHEAP_SUCCESS && c->local_nranks != c->nranks;
+       p++)
+    if (c->reach[p])
+      r = ops->set_access(c->dev_ctx, w->reserve + (size_t)p * w->stride,
+                          w->stride);
   t[5] = symheap__now_ns();
   /* The mappings keep the memory alive; the imported handles can go. */
   for (int p = 0; p < c->nranks; p++)
@@ -235,6 +250,19 @@ static symheap_result_t check_args(symheap_comm_t c, const reg_args_t *all) {
                             (unsigned long long)y->offset, p);
   }
   return SYMHEAP_SUCCESS;
+}
+
+/* Close the peers' IPC mappings of a per-peer window. */
+static symheap_result_t close_ipc(symheap_comm_t c, struct symheap_window *w) {
+  symheap_result_t first = SYMHEAP_SUCCESS;
+  for (int p = 0; p < c->nranks; p++)
+    if (p != c->rank && w->peer[p]) {
+      symheap_result_t r = c->dev.ops.ipc_close(c->dev_ctx, w->peer[p]);
+      if (r != SYMHEAP_SUCCESS && first == SYMHEAP_SUCCESS)
+        first = r;
+      w->peer[p] = NULL;
+    }
+  return first;
 }
 
 static void window_free(struct symheap_window *w) {
@@ -337,6 +365,10 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
     else if ((flags & SYMHEAP_WINDOW_MULTICAST) &&
              (r = symheap__mc_check(c)) != SYMHEAP_SUCCESS)
       ;
+    else if ((flags & SYMHEAP_WINDOW_MULTICAST) && c->nccl)
+      r = symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+                         "multicast windows are not offered on the NCCL "
+                         "window path (SYMHEAP_WINDOW_PATH=nccl)");
     else if ((r = symheap__capture_check(c, "register")) != SYMHEAP_SUCCESS)
       ;
     else {
@@ -357,7 +389,8 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
   a.granularity = c->caps.granularity;
   a.cached_epoch = UINT64_MAX;
   symheap__mapping_t *offered = NULL;
-  if (r == SYMHEAP_SUCCESS && w && w->alloc && flags == 0 && c->cache_max > 0) {
+  if (r == SYMHEAP_SUCCESS && w && w->alloc && flags == 0 && c->cache_max > 0 &&
+      !c->nccl) {
     symheap__fdx_drain(c); /* peers' frees first: fewer stale offers */
     offered = symheap__cache_find(c, w->alloc, a.offset, size);
     if (offered)
@@ -414,7 +447,7 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
   }
   symheap__mapping_t *reuse = NULL;
   if (r == SYMHEAP_SUCCESS && a.flat) {
-    int cacheable = flags == 0;
+    int cacheable = flags == 0 && !c->nccl; /* NCCL's mappings are NCCL's */
     for (int p = 0; p < c->nranks && cacheable; p++)
       cacheable = all[p].alloc_id != 0;
     if (cacheable && (w->ids = calloc((unsigned)c->nranks, sizeof *w->ids)))
@@ -436,7 +469,12 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
     free(reuse->ids);
     free(reuse);
   } else {
-    r = w->flat ? map_flat(c, w, local, map_off) : symheap__map_ipc(c, w);
+    if (c->nccl) {
+      r = symheap__nccl_register(c, w);
+      w->flat = 1;
+    } else {
+      r = w->flat ? map_flat(c, w, local, map_off) : symheap__map_ipc(c, w);
+    }
     if (r != SYMHEAP_SUCCESS)
       goto fail;
     w->epoch = c->next_window_id;
@@ -445,7 +483,8 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
   }
   if (w->flat)
     for (int p = 0; p < c->nranks; p++)
-      w->peer[p] = w->reserve + (size_t)p * w->stride + w->head;
+      w->peer[p] =
+          c->reach[p] ? w->reserve + (size_t)p * w->stride + w->head : NULL;
   if (flags & SYMHEAP_WINDOW_MULTICAST) {
     r = w->flat ? symheap__mc_setup(c, w, local, map_off,
                                     (size_t)a.alloc_size - map_off)
@@ -458,6 +497,17 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
       SYMHEAP__KEEP_ERROR((void)unmap_flat(c, w, c->nranks));
       goto fail;
     }
+  }
+  r = symheap__rdma_register(c, w);
+  if (r != SYMHEAP_SUCCESS) {
+    SYMHEAP__KEEP_ERROR((void)symheap__mc_teardown(c, w));
+    if (w->nccl_win)
+      SYMHEAP__KEEP_ERROR((void)symheap__nccl_deregister(c, w));
+    else if (w->flat)
+      SYMHEAP__KEEP_ERROR((void)unmap_flat(c, w, c->nranks));
+    else
+      SYMHEAP__KEEP_ERROR(close_ipc(c, w));
+    goto fail;
   }
   w->id = c->next_window_id++;
   w->owns_alloc = owns_alloc;
@@ -549,22 +599,24 @@ symheap_result_t symheap__window_teardown(symheap_comm_t c,
     }
     return SYMHEAP_SUCCESS;
   }
+  symheap__rdma_deregister(c, w); /* before the memory can go */
   symheap_result_t first = symheap__mc_teardown(c, w), r;
   /* w->ids is set only for windows of symheap allocations on every rank and
    * without multicast: the mappings a later registration can reuse. */
   if (w->flat && may_cache && w->ids && !w->owns_alloc && c->cache_max > 0)
     symheap__cache_put(c, w); /* takes the mapping, or leaves it if it can't */
-  if (w->flat && w->reserve) {
+  if (w->nccl_win) {
+    r = symheap__nccl_deregister(c, w);
+    if (first == SYMHEAP_SUCCESS)
+      first = r;
+  } else if (w->flat && w->reserve) {
     r = unmap_flat(c, w, c->nranks);
     if (first == SYMHEAP_SUCCESS)
       first = r;
   } else if (!w->flat) {
-    for (int p = 0; p < c->nranks; p++)
-      if (p != c->rank && w->peer[p]) {
-        r = ops->ipc_close(c->dev_ctx, w->peer[p]);
-        if (r != SYMHEAP_SUCCESS && first == SYMHEAP_SUCCESS)
-          first = r;
-      }
+    r = close_ipc(c, w);
+    if (first == SYMHEAP_SUCCESS)
+      first = r;
   }
   if (w->local) {
     r = ops->mem_release(c->dev_ctx, w->local);

@@ -20,6 +20,8 @@ static struct symheap_window *live_find(symheap_window_t w) {
   return p;
 }
 
+int symheap__window_live(symheap_window_t w) { return live_find(w) != NULL; }
+
 void symheap__live_add(struct symheap_window *w) {
   pthread_mutex_lock(&live_lock);
   w->gnext = live;
@@ -67,6 +69,13 @@ SYMHEAP__EXPORT symheap_result_t symheap_window_peer_ptr(symheap_window_t w,
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_window_peer_ptr: %s",
                           !ptr ? "ptr is NULL" : "peer is out of range");
+  if (!w->comm->reach[peer])
+    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+                          "symheap_window_peer_ptr: rank %d is on another host "
+                          "and cannot be reached by load/store (see "
+                          "symheap_comm_local_ranks; RDMA: "
+                          "symheap_window_rdma_key)",
+                          peer);
   *ptr = w->peer[peer];
   return SYMHEAP_SUCCESS;
 }
@@ -151,5 +160,14 @@ symheap_window_device_view(symheap_window_t w, symheap_device_window_t *v) {
     v->world_ranks[p] = p < c->nranks ? c->world[p] : -1;
   for (int p = 0; p < c->nranks && p < SYMHEAP_DEVICE_MAX_PEERS; p++)
     v->peer_ptrs[p] = w->peer[p];
+  v->local_rank = c->local_rank;
+  v->local_nranks = c->local_nranks;
+  if (c->local_nranks != c->nranks) {
+    v->flags |= SYMHEAP_VIEW_PARTIAL;
+    for (int p = 0; p < c->nranks && p < 64; p++)
+      if (c->reach[p])
+        v->reachable |= 1ull << p;
+  }
+  symheap__rdma_view(w, v);
   return SYMHEAP_SUCCESS;
 }

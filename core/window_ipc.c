@@ -42,6 +42,8 @@ symheap_result_t symheap__map_ipc(symheap_comm_t c, struct symheap_window *w) {
         w->peer[p] = w->user_ptr;
         continue;
       }
+      if (!c->reach[p]) /* another host: nothing was sent */
+        continue;
       symheap_result_t ro = SYMHEAP_SUCCESS;
       if (r == SYMHEAP_SUCCESS)
         ro = ops->ipc_open(c->dev_ctx, &all[p], &w->peer[p]);

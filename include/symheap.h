@@ -74,7 +74,9 @@ symheap_result_t symheap_get_unique_id(symheap_unique_id_t *id);
 symheap_result_t symheap_comm_init(symheap_comm_t *comm, int nranks,
                                    const symheap_unique_id_t *id, int rank);
 /* Rank, size and id from the environment symheap-run sets (SYMHEAP_RANK,
- * SYMHEAP_NRANKS, SYMHEAP_UNIQUE_ID). */
+ * SYMHEAP_NRANKS, SYMHEAP_UNIQUE_ID); under an MPI launcher (mpirun) it
+ * joins MPI_COMM_WORLD through libsymheap-ccl-mpi.so instead (SYMHEAP_CCL
+ * chooses; docs/embedding.md). */
 symheap_result_t symheap_comm_init_env(symheap_comm_t *comm);
 /* Collective over the ranks of a collective runtime the caller already has
  * (a collective library embedding symheap, MPI, ...): `ops` supplies rank,
@@ -83,8 +85,9 @@ symheap_result_t symheap_comm_init_env(symheap_comm_t *comm);
  * from the call on (fini(ctx) runs at symheap_comm_destroy, or when this
  * call fails); with fini NULL the caller owns ctx and keeps it alive until
  * symheap_comm_destroy.  A table with another ABI version or without a
- * required member is refused with SYMHEAP_ERR_PLUGIN naming it.  The ranks
- * must share one host (the flat VA).  docs/embedding.md. */
+ * required member is refused with SYMHEAP_ERR_PLUGIN naming it.  Ranks may
+ * span hosts: each host's ranks map each other's memory
+ * (symheap_comm_local_ranks).  docs/embedding.md; for MPI, symheap_mpi.h. */
 struct symheap_ccl_ops;
 symheap_result_t symheap_comm_init_ccl(symheap_comm_t *comm,
                                        const struct symheap_ccl_ops *ops,
@@ -113,6 +116,13 @@ symheap_result_t symheap_comm_split_local(symheap_comm_t comm,
  * symheap_comm_init made, from which comm was split (directly or not). */
 symheap_result_t symheap_comm_world_rank(symheap_comm_t comm, int rank,
                                          int *world_rank);
+/* The ranks of comm that share this rank's host (its node-local team, this
+ * rank included), in rank order: the only ones whose window copies are
+ * mapped here and reachable by load/store.  Writes at most max ranks and
+ * sets *count to the team's size.  Hosts are told apart by host name and
+ * boot id, or by SYMHEAP_HOST_ID. */
+symheap_result_t symheap_comm_local_ranks(symheap_comm_t comm, int *ranks,
+                                          int max, int *count);
 /* Collective: every rank gives `bytes` bytes of host memory; out (nranks *
  * bytes) receives rank r's at r * bytes.  The bootstrap's speed: for setup
  * and small exchanges, not for data. */
@@ -138,9 +148,16 @@ typedef struct {
    * 0 where the adaptor's handles are not descriptors: peers' frees could
    * not be heard of, so nothing is kept). */
   int32_t window_cache;
+  /* The ranks sharing this rank's host (its node-local team, reachable by
+   * load/store; symheap_comm_local_ranks lists them), and how many hosts
+   * the comm spans. */
+  int32_t local_nranks;
+  int32_t nhosts;
+  /* Who maps windows (SYMHEAP_WINDOW_PATH): "symheap" or "nccl". */
+  char window_path[16];
 } symheap_comm_info_t;
 #define SYMHEAP_COMM_INFO_INIT                                                 \
-  { sizeof(symheap_comm_info_t), 0, 0, 0, "", "", 0, 0, 0, "", 0, 0 }
+  { sizeof(symheap_comm_info_t), 0, 0, 0, "", "", 0, 0, 0, "", 0, 0, 0, 0, "" }
 symheap_result_t symheap_comm_get_info(symheap_comm_t comm,
                                        symheap_comm_info_t *info);
 
@@ -205,7 +222,11 @@ symheap_result_t symheap_free(symheap_comm_t comm,
 symheap_result_t symheap_window_local_ptr(symheap_window_t win, void **ptr);
 symheap_result_t symheap_window_peer_ptr(symheap_window_t win, int peer,
                                          void **ptr);
-/* UNSUPPORTED for a window that fell back to per-peer mappings. */
+/* peer_ptr is UNSUPPORTED for a rank on another host (not reachable by load
+ * or store; see symheap_comm_local_ranks and symheap_window_rdma_key).
+ * flat_base is UNSUPPORTED for a window that fell back to per-peer mappings;
+ * on a comm spanning hosts, other hosts' places in the flat range are
+ * reserved but not mapped (an access faults). */
 symheap_result_t symheap_window_flat_base(symheap_window_t win, void **base,
                                           size_t *stride);
 /* UNSUPPORTED unless the window was registered with SYMHEAP_WINDOW_MULTICAST.
@@ -214,6 +235,30 @@ symheap_result_t symheap_window_multicast_ptr(symheap_window_t win, void **ptr);
 symheap_result_t symheap_window_size(symheap_window_t win, size_t *size);
 symheap_result_t symheap_window_device_view(symheap_window_t win,
                                             symheap_device_window_t *view);
+
+/* RDMA registration (SYMHEAP_NET; docs/windows.md).  When a comm spans
+ * hosts and an RDMA device is usable (or SYMHEAP_NET=ibverbs), every window's
+ * local copy is registered with libibverbs when the window is registered,
+ * and the ranks exchange address and remote key; deregistration undoes it.
+ * The regions live in the comm's protection domain: post work requests on
+ * queue pairs of that domain.  Caller-sized like symheap_comm_info_t. */
+typedef struct {
+  uint32_t struct_size;
+  int32_t enabled;   /* windows are registered for RDMA */
+  char device[64];   /* e.g. "mlx5_0" */
+  void *ibv_context; /* struct ibv_context *, or NULL */
+  void *ibv_pd;      /* struct ibv_pd *, or NULL */
+  char why_not[256]; /* when not enabled: why */
+} symheap_rdma_info_t;
+symheap_result_t symheap_comm_rdma_info(symheap_comm_t comm,
+                                        symheap_rdma_info_t *info);
+/* Where peer's copy of the window is registered: the remote address of its
+ * first byte and the remote key.  UNSUPPORTED (saying why) for a window
+ * without RDMA registration. */
+symheap_result_t symheap_window_rdma_key(symheap_window_t win, int peer,
+                                         uint64_t *addr, uint32_t *rkey);
+/* The local key of this rank's memory region over the window. */
+symheap_result_t symheap_window_rdma_lkey(symheap_window_t win, uint32_t *lkey);
 
 #ifdef __cplusplus
 }

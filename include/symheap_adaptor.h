@@ -183,6 +183,13 @@ typedef struct symheap_device_ops {
    * (SYMHEAP_ERR_UNSUPPORTED) saying so.  The core asks before every call
    * that allocates, maps or unmaps, and refuses the call on every rank. */
   symheap_result_t (*capture_check)(void *ctx);
+  /* Optional (0.2).  A dma-buf file descriptor covering [ptr, ptr+size) of
+   * this rank's own memory, so that an RDMA device can register it
+   * (ibv_reg_dmabuf_mr); *offset is where ptr lies in the dma-buf.  The
+   * caller closes the descriptor.  NULL: memory the CPU cannot reach
+   * (no SYMHEAP_CAP_HOST_ACCESS) cannot be registered for RDMA. */
+  symheap_result_t (*dmabuf_export)(void *ctx, void *ptr, size_t size, int *fd,
+                                    uint64_t *offset);
   /* v1 ends here */
 } symheap_device_ops;
 
@@ -238,8 +245,8 @@ typedef struct symheap_device_hooks {
   /* The adaptor these hooks wrap: a name, or "*" for whichever a comm uses */
   const char *target;
   /* the flat-VA map */
-  symheap_result_t (*va_reserve)(const symheap_hook_below_t *below,
-                                 size_t size, size_t align, void **va);
+  symheap_result_t (*va_reserve)(const symheap_hook_below_t *below, size_t size,
+                                 size_t align, void **va);
   symheap_result_t (*va_free)(const symheap_hook_below_t *below, void *va,
                               size_t size);
   symheap_result_t (*map)(const symheap_hook_below_t *below, void *va,

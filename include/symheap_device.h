@@ -24,8 +24,9 @@
 #endif
 
 /* 2: the comm pad, the window's signal slot and the world ranks joined the
- * view. */
-#define SYMHEAP_DEVICE_WINDOW_VERSION 2
+ * view.  3: the node-local team (which ranks load/store reaches) and the
+ * ranks' RDMA keys. */
+#define SYMHEAP_DEVICE_WINDOW_VERSION 3
 /* The per-peer table is carried inline so the view needs no memory of its own
  * on the device; windows wider than this need the flat VA. */
 #define SYMHEAP_DEVICE_MAX_PEERS 32
@@ -35,6 +36,10 @@
 #define SYMHEAP_VIEW_MULTICAST 0x2u /* multicast_base is valid */
 #define SYMHEAP_VIEW_PAD 0x4u       /* pad_base/pad_stride are valid */
 #define SYMHEAP_VIEW_SIGNALS 0x8u   /* the window owns a signal slot */
+/* Some ranks are on other hosts: only those in `reachable` can be loaded
+ * from or stored to (their places in the flat range are unmapped). */
+#define SYMHEAP_VIEW_PARTIAL 0x10u
+#define SYMHEAP_VIEW_RDMA 0x20u /* rdma_addr/rdma_rkey are valid */
 
 /* Layout of each rank's part of the comm pad (bytes from its start). */
 #define SYMHEAP_PAD_COLL_OFFSET 0u /* collectives: counters and flags */
@@ -76,11 +81,32 @@ typedef struct symheap_device_window {
   /* The job-wide rank of each rank of the window's comm (its rank in the
    * comm symheap_comm_init made); -1 past nranks. */
   int32_t world_ranks[SYMHEAP_DEVICE_MAX_PEERS];
+  /* The node-local team: the ranks sharing this rank's host, which the
+   * flat range maps (all of them without SYMHEAP_VIEW_PARTIAL).  local_rank
+   * is this rank's index among them. */
+  int32_t local_rank;
+  int32_t local_nranks;
+  /* With SYMHEAP_VIEW_PARTIAL, bit p is set when rank p (p < 64) is in the
+   * team; ranks past 63: ask the host (symheap_comm_local_ranks). */
+  uint64_t reachable;
+  /* With SYMHEAP_VIEW_RDMA, where each of the first SYMHEAP_DEVICE_MAX_PEERS
+   * ranks registered its copy for RDMA: the remote address and key that an
+   * RDMA write or read to that rank's window start uses. */
+  uint64_t rdma_addr[SYMHEAP_DEVICE_MAX_PEERS];
+  uint32_t rdma_rkey[SYMHEAP_DEVICE_MAX_PEERS];
   uint64_t reserved[4]; /* room to grow without changing the size */
 } symheap_device_window_t;
 
+/* Whether peer's copy can be loaded from and stored to. */
+SYMHEAP_DEVICE_INLINE int
+symheap_device_reachable(const symheap_device_window_t *w, int peer) {
+  if (!(w->flags & SYMHEAP_VIEW_PARTIAL))
+    return 1;
+  return peer >= 0 && peer < 64 && ((w->reachable >> peer) & 1u);
+}
+
 /* Address of byte `offset` of peer's copy.  No bounds check: kernels are hot.
- */
+ * Only for reachable peers (symheap_device_reachable). */
 SYMHEAP_DEVICE_INLINE void *
 symheap_device_peer_ptr(const symheap_device_window_t *w, int peer,
                         size_t offset) {

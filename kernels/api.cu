@@ -95,6 +95,12 @@ symheap_result_t get_view(symheap_window_t w, symheap_device_window_t *v,
     return fail(SYMHEAP_ERR_UNSUPPORTED,
                 "%s: %d ranks; the collectives handle up to %d", fn, v->nranks,
                 kMaxRanks);
+  if (v->flags & SYMHEAP_VIEW_PARTIAL)
+    return fail(SYMHEAP_ERR_UNSUPPORTED,
+                "%s: the %s window's comm spans hosts (%d of its %d ranks are "
+                "reachable by load/store); these collectives need every rank "
+                "on one host: use a comm of symheap_comm_split_local",
+                fn, which, v->local_nranks, v->nranks);
   return SYMHEAP_SUCCESS;
 }
 

@@ -98,6 +98,17 @@ suite() { # suite PREFIX BUILD WRAPPER...
       "$@" "$b/test/test_multirank" --threads $n
   done
   run "$prefix hip(fake) adaptor" "$@" "$b/test/test_hip_fake" "$hip"
+  # RDMA registration over the fake libibverbs: threads, two pretend hosts
+  # as processes (with and without an RDMA device), device memory by dma-buf.
+  local ibv="$PWD/$b/fake_ibverbs/libibverbs.so.1"
+  run "$prefix rdma(fake ibverbs) threads" "$@" "$b/test/test_rdma" "$ibv"
+  run "$prefix rdma(fake ibverbs) two hosts procs x4" build/bin/symheap-run -n 4 \
+    "$@" "$b/test/test_rdma" "$ibv" --procs
+  run "$prefix rdma(fake ibverbs) two hosts, no device" env FAKE_IBV_DEVICES=0 \
+    build/bin/symheap-run -n 4 "$@" "$b/test/test_rdma" "$ibv" --procs-nodev
+  run "$prefix rdma(fake ibverbs) cuda(fake) dma-buf" env SYMHEAP_DEVICE=cuda \
+    SYMHEAP_CUDA_LIBRARY="$fake" SYMHEAP_DISABLE_MULTICAST=1 \
+    "$@" "$b/test/test_rdma" "$ibv" --dmabuf
   # Plugins: refusals, the example vendor (byte handles) and the trace hooks
   # under the multi-rank suite, and the conformance kit on every adaptor.
   local plug="env SYMHEAP_PLUGIN_PATH=$PWD/$b/lib"
@@ -142,6 +153,8 @@ fi
 suite "" build
 if [ -x build/test/test_coll_api ]; then
   run " cuda collectives: host-side checks" build/test/test_coll_api
+  run " cuda collectives: refused across hosts" build/bin/symheap-run -n 4 \
+    build/test/test_coll_api --two-hosts
 fi
 if [ -x build/test/test_gpu ]; then
   export SYMHEAP_DISABLE_MULTICAST=1 NCCL_NVLS_ENABLE=0
@@ -152,6 +165,20 @@ if [ -x build/test/test_gpu ]; then
     run " gpu collectives threads x2" build/test/test_coll --threads 2
   fi
   unset SYMHEAP_DISABLE_MULTICAST NCCL_NVLS_ENABLE
+fi
+# The MPI ccl adaptor: the multi-rank suite joined through
+# symheap_comm_init_env under mpirun (it recognises the launcher), and a
+# program that hands symheap its own MPI communicators.
+if [ -x build/test/test_mpi ]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  MPIRUN="mpirun --oversubscribe --bind-to none -n 4"
+  run " mpi: multi-rank suite (mpirun -n 4)" $MPIRUN build/test/test_multirank
+  run " mpi: symheap_comm_init_mpi (mpirun -n 4)" $MPIRUN build/test/test_mpi
+  run " mpi: rdma(fake ibverbs) two hosts (mpirun -n 4)" $MPIRUN \
+    build/test/test_rdma "$PWD/build/fake_ibverbs/libibverbs.so.1" --procs
+else
+  failed=$((failed + 1))
+  failures+=("MPI tests not built: no mpicc (apt-get install openmpi-bin libopenmpi-dev)")
 fi
 . test/shell_checks.sh
 
@@ -183,6 +210,8 @@ if [ "${QUICK:-0}" != 1 ]; then
       $VG build/test/test_multirank --threads 2
     run "valgrind cuda(fake) adaptor" $VG build/test/test_cuda_fake \
       "$PWD/build/fake_cuda/libcuda.so.1"
+    run "valgrind rdma(fake ibverbs) threads" $VG build/test/test_rdma \
+      "$PWD/build/fake_ibverbs/libibverbs.so.1"
     unset SYMHEAP_TEST_UNDER_TOOL
   else
     failed=$((failed + 1)); failures+=("valgrind is not installed")

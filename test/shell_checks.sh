@@ -90,6 +90,50 @@ if [ -e build/lib/libsymheap_cuda.so ]; then
   check "libsymheap_cuda.so: exports, install" cuda_lib_exports
 fi
 
+# The MPI ccl lives in its own object: libsymheap needs no MPI, the object
+# exports its two entries only, and an installed client builds against it
+# and runs under mpirun.
+mpi_ccl_separate() {
+  if readelf -d build/lib/libsymheap.so | grep NEEDED | grep -qi mpi; then
+    echo "libsymheap.so links MPI"; return 1
+  fi
+  local ex
+  ex=$(nm -D --defined-only build/lib/libsymheap-ccl-mpi.so | awk '{print $3}' | sort | tr '\n' ' ')
+  [ "$ex" = "symheap_ccl_mpi_open_world symheap_comm_init_mpi " ] ||
+    { echo "libsymheap-ccl-mpi.so exports: $ex"; return 1; }
+  local dir
+  dir=$(mktemp -d)
+  make -s install PREFIX="$dir" >/dev/null || return 1
+  cat >"$dir/client.c" <<'C'
+#include <stdio.h>
+#include <symheap_mpi.h>
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  symheap_comm_t c;
+  symheap_window_t w;
+  int n = 0;
+  if (symheap_comm_init_mpi(&c, MPI_COMM_WORLD) != SYMHEAP_SUCCESS ||
+      symheap_malloc(c, 1 << 20, 0, &w) != SYMHEAP_SUCCESS ||
+      symheap_comm_size(c, &n) != SYMHEAP_SUCCESS || n != 2 ||
+      symheap_free(c, w) != SYMHEAP_SUCCESS ||
+      symheap_comm_destroy(c) != SYMHEAP_SUCCESS) {
+    printf("client: %s\n", symheap_last_error());
+    return 1;
+  }
+  MPI_Finalize();
+  return 0;
+}
+C
+  mpicc -std=c11 -I"$dir/include" "$dir/client.c" -o "$dir/client" -L"$dir/lib" \
+    -lsymheap-ccl-mpi -lsymheap -Wl,-rpath,"$dir/lib" || return 1
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    mpirun --oversubscribe --bind-to none -n 2 "$dir/client" || return 1
+  rm -rf "$dir"
+}
+if [ -e build/lib/libsymheap-ccl-mpi.so ]; then
+  check "MPI ccl: own object, exports, installed client" mpi_ccl_separate
+fi
+
 # symheap-info --stats: a window shows up in the accounting and goes again.
 info_stats() {
   local out

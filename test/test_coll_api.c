@@ -3,6 +3,7 @@
  * code and a message that says what is wrong, and the choice of algorithm
  * follows the LL buffer's capacity.  Windows come from the host backend here,
  * so the last check is that host memory is refused (no GPU is needed). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,8 +118,37 @@ static void two_comms(th_ctx_t *c, void *arg) {
   th_end();
 }
 
-int main(void) {
+/* Under symheap-run -n 4 with --two-hosts: ranks pretend to be two hosts
+ * of 2 (SYMHEAP_HOST_ID), so no rank reaches every copy by load/store; the
+ * collectives refuse, saying why, instead of faulting in a kernel. */
+static int two_hosts(void) {
+  const char *rk = getenv("SYMHEAP_RANK"), *nr = getenv("SYMHEAP_NRANKS");
+  if (!rk || !nr) {
+    printf("FAIL coll_api/two_hosts: run under symheap-run\n");
+    return 1;
+  }
+  int rank = atoi(rk), n = atoi(nr);
+  setenv("SYMHEAP_HOST_ID", rank < n / 2 ? "host-a" : "host-b", 1);
+  th_ctx_t c = {NULL, rank, n};
+  th_begin("coll_api", "refused_across_hosts", rank);
+  CHECK_OK(symheap_comm_init_env(&c.comm));
+  symheap_window_t w = NULL;
+  CHECK_OK(symheap_malloc(c.comm, 1 << 20, 0, &w));
+  CHECK_MSG(symheap_cuda_all_reduce(w, 0, w, 0, 16, SYMHEAP_FLOAT32,
+                                    SYMHEAP_OP_SUM, SYMHEAP_ALGO_AUTO, NULL),
+            SYMHEAP_ERR_UNSUPPORTED, "spans hosts");
+  CHECK_MSG(symheap_cuda_all_gather(w, 0, w, 4096, 16, NULL),
+            SYMHEAP_ERR_UNSUPPORTED, "spans hosts");
+  CHECK_OK(symheap_free(c.comm, w));
+  CHECK_OK(symheap_comm_destroy(c.comm));
+  th_end();
+  return th_total_failures() ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
   setenv("SYMHEAP_DEVICE", "host", 1);
+  if (argc == 2 && strcmp(argv[1], "--two-hosts") == 0)
+    return two_hosts();
   int fails = 0;
   for (int n = 2; n <= 4; n += 2) {
     snprintf(tag, sizeof tag, "coll_api_threads%d", n);

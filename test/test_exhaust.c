@@ -243,8 +243,11 @@ static void cycles_body(th_ctx_t *c, void *arg) {
   CHECK_OK(symheap_comm_barrier(c->comm));
   if (c->rank == 0) {
     long heap1 = __atomic_load_n(&live_blocks, __ATOMIC_RELAXED);
+    /* Growth is a leak; one block fewer was seen once under ASan (a block
+     * made before the loop and freed in it, e.g. by the other rank's thread
+     * between the barrier and the count), which is not. */
     CHECK(th_count_symheap_fds() == fds0 && th_count_symheap_maps() == maps0 &&
-              heap1 == heap0,
+              heap1 <= heap0,
           "after %d cycles: fds %d -> %d, maps %d -> %d, heap blocks in use "
           "%ld -> %ld",
           n, fds0, th_count_symheap_fds(), maps0, th_count_symheap_maps(),

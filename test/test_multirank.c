@@ -1,6 +1,7 @@
 /* The multi-rank suite on the host backend: run under symheap-run (ranks as
  * processes) or with --threads N (ranks as threads of one process).  Every
  * rank runs every case; see harness.h for how results are counted. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -504,6 +505,134 @@ static void case_split_local(th_ctx_t *c) {
   }
 }
 
+/* Whether addr lies in a mapping of this process with no access ("---p"):
+ * another host's place in a flat range must fault, not read zeros. */
+static int inaccessible(const void *addr) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  char line[512];
+  int found = 0;
+  while (f && fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    char perms[8];
+    if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 &&
+        (unsigned long)addr >= lo && (unsigned long)addr < hi)
+      found = strncmp(perms, "---", 3) == 0 ? 1 : -1;
+  }
+  if (f)
+    fclose(f);
+  return found == 1;
+}
+
+/* A comm over two hosts: as processes (n >= 4), the first half of the ranks
+ * pretend to be host A and the rest host B (SYMHEAP_HOST_ID).  Each rank maps
+ * and reaches only its own host's ranks; the comm, its agreements and its
+ * windows span both.  As threads every rank shares one host. */
+static void case_two_hosts(th_ctx_t *c) {
+  int pretend = !g_threads && c->n >= 4;
+  int half = c->n / 2, mine_host = pretend ? c->rank >= half : 0;
+  symheap_comm_stats_t s0 = stats(c);
+  if (pretend)
+    setenv("SYMHEAP_HOST_ID", mine_host ? "host-b" : "host-a", 1);
+  symheap_comm_t two = NULL;
+  CHECK_OK(symheap_comm_split(c->comm, 0, c->rank, &two));
+  if (pretend)
+    unsetenv("SYMHEAP_HOST_ID");
+  if (!two)
+    return;
+  int n = c->n, team_n = pretend ? (mine_host ? n - half : half) : n;
+  int first = pretend && mine_host ? half : 0;
+  symheap_comm_info_t info = SYMHEAP_COMM_INFO_INIT;
+  CHECK_OK(symheap_comm_get_info(two, &info));
+  CHECK(info.local_nranks == team_n && info.nhosts == (pretend ? 2 : 1) &&
+            info.local_rank == c->rank - first,
+        "team: local rank %d of %d on %d hosts (expected %d of %d on %d)",
+        info.local_rank, info.local_nranks, info.nhosts, c->rank - first,
+        team_n, pretend ? 2 : 1);
+  int ranks[64], count = -1;
+  CHECK_OK(symheap_comm_local_ranks(two, ranks, 64, &count));
+  CHECK(count == team_n, "local_ranks: %d ranks, expected %d", count, team_n);
+  for (int i = 0; i < count && i < 64; i++)
+    CHECK(ranks[i] == first + i, "local_ranks[%d] = %d", i, ranks[i]);
+  CHECK_ERR(symheap_comm_local_ranks(two, NULL, 4, &count),
+            SYMHEAP_ERR_INVALID_ARG);
+  const size_t size = 3 * 4096 + 100;
+  symheap_comm_stats_t t0 = SYMHEAP_COMM_STATS_INIT, t1 = t0;
+  CHECK_OK(symheap_comm_get_stats(two, &t0));
+  symheap_window_t w = NULL;
+  CHECK_OK(symheap_malloc(two, size, 0, &w));
+  unsigned char *mine = NULL, *base = NULL;
+  size_t stride = 0;
+  CHECK_OK(symheap_window_local_ptr(w, (void **)&mine));
+  CHECK_OK(symheap_window_flat_base(w, (void **)&base, &stride));
+  if (!w || !mine || !base) {
+    CHECK_OK(symheap_comm_destroy(two));
+    return;
+  }
+  for (size_t i = 0; i < size; i++)
+    mine[i] = pattern(c->rank, i);
+  CHECK_OK(symheap_comm_barrier(two));
+  symheap_device_window_t v;
+  CHECK_OK(symheap_window_device_view(w, &v));
+  CHECK(v.version == 3 && v.local_rank == c->rank - first &&
+            v.local_nranks == team_n,
+        "view v%u: local rank %d of %d", v.version, v.local_rank,
+        v.local_nranks);
+  CHECK(!!(v.flags & SYMHEAP_VIEW_PARTIAL) == pretend,
+        "view PARTIAL flag %d with %d hosts",
+        !!(v.flags & SYMHEAP_VIEW_PARTIAL), pretend ? 2 : 1);
+  uint64_t per[64] = {0};
+  CHECK_OK(symheap_comm_get_mapped_per_peer(two, per, n));
+  for (int p = 0; p < n; p++) {
+    int here = p >= first && p < first + team_n;
+    CHECK(symheap_device_reachable(&v, p) == here,
+          "view says rank %d is %sreachable", p, here ? "not " : "");
+    CHECK((v.peer_ptrs[p] != NULL) == here, "view peer_ptrs[%d] = %p", p,
+          v.peer_ptrs[p]);
+    CHECK((per[p] != 0) == here, "%llu bytes of rank %d mapped here",
+          (unsigned long long)per[p], p);
+    unsigned char *pp = NULL;
+    if (!here) {
+      CHECK_ERR(symheap_window_peer_ptr(w, p, (void **)&pp),
+                SYMHEAP_ERR_UNSUPPORTED);
+      CHECK(strstr(symheap_last_error(), "another host") != NULL,
+            "peer_ptr of a remote rank: '%s'", symheap_last_error());
+      CHECK(inaccessible(base + (size_t)p * stride),
+            "rank %d's place in the flat range is accessible", p);
+      continue;
+    }
+    CHECK_OK(symheap_window_peer_ptr(w, p, (void **)&pp));
+    CHECK(pp == base + (size_t)p * stride, "rank %d: peer_ptr %p", p,
+          (void *)pp);
+    size_t bad = size;
+    for (size_t i = 0; pp && i < size && bad == size; i++)
+      if (pp[i] != pattern(p, i))
+        bad = i;
+    CHECK(bad == size, "rank %d's copy differs at byte %zu", p, bad);
+  }
+  /* Multicast spans one host. */
+  symheap_window_t mw = NULL;
+  if (pretend) {
+    CHECK_ERR(symheap_malloc(two, 4096, SYMHEAP_WINDOW_MULTICAST, &mw),
+              SYMHEAP_ERR_UNSUPPORTED);
+  }
+  /* Allgather and agreement still span both hosts. */
+  int all[64];
+  CHECK_OK(symheap_comm_allgather(two, &c->rank, all, sizeof(int)));
+  for (int p = 0; p < n && p < 64; p++)
+    CHECK(all[p] == p, "allgather[%d] = %d", p, all[p]);
+  CHECK_OK(symheap_comm_barrier(two));
+  CHECK_OK(symheap_free(two, w));
+  CHECK_OK(symheap_comm_get_stats(two, &t1));
+  CHECK(memcmp(&t0, &t1, sizeof t0) == 0,
+        "left over: %llu windows, %llu bytes mapped (%llu before)",
+        (unsigned long long)t1.windows_live,
+        (unsigned long long)t1.bytes_mapped,
+        (unsigned long long)t0.bytes_mapped);
+  CHECK_OK(symheap_comm_destroy(two));
+  symheap_comm_stats_t s1 = stats(c);
+  CHECK(memcmp(&s0, &s1, sizeof s0) == 0, "parent comm's counts changed");
+}
+
 /* Registering a live range again shares its mapping; the mapping goes with
  * the last handle, whichever order they go in. */
 static void case_reregister_shared(th_ctx_t *c) {
@@ -687,7 +816,11 @@ static void case_info(th_ctx_t *c) {
         "device adaptor '%s', "
         "expected '%s'",
         info.device_adaptor, want);
-  CHECK(strcmp(info.ccl_adaptor, "local") == 0, "ccl '%s'", info.ccl_adaptor);
+  /* Under mpirun, symheap_comm_init_env joins through the MPI ccl. */
+  const char *ccl =
+      !g_threads && getenv("OMPI_COMM_WORLD_SIZE") ? "mpi" : "local";
+  CHECK(strcmp(info.ccl_adaptor, ccl) == 0, "ccl '%s', expected '%s'",
+        info.ccl_adaptor, ccl);
   CHECK(info.granularity >= 4096 &&
             (info.granularity & (info.granularity - 1)) == 0,
         "granularity %zu", info.granularity);
@@ -850,6 +983,7 @@ static const case_t cases[] = {
     {"slots_exhausted", case_slots_exhausted},
     {"split_pairs_halves_strided", case_split},
     {"split_local", case_split_local},
+    {"two_hosts", case_two_hosts},
     {"reregister_shared", case_reregister_shared},
     {"reregister_1GiB_many", case_reregister_many},
     {"cycles_2000", case_cycles},

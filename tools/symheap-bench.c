@@ -377,8 +377,10 @@ int main(int argc, char **argv) {
     time_t now = time(NULL);
     char date[32];
     strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
-    printf("symheap-bench: %d ranks, device adaptor '%s' on %s, ccl '%s', %s\n",
-           g_n, info.device_adaptor, info.device, info.ccl_adaptor, date);
+    printf("symheap-bench: %d ranks, device adaptor '%s' on %s, ccl '%s', "
+           "window path '%s', %d host%s, %s\n",
+           g_n, info.device_adaptor, info.device, info.ccl_adaptor,
+           info.window_path, info.nhosts, info.nhosts == 1 ? "" : "s", date);
   }
   bench_register(max_size, iters, info.cpu_access);
   if (info.cpu_access) {

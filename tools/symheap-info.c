@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../adaptors/net/ibverbs.h"
 #include "config.h"
 #include "plugin.h"
 #include "registry.h"
@@ -191,6 +192,14 @@ int main(int argc, char **argv) {
     printf("  selected now: none: %s\n", symheap_last_error());
   printf("\nccl adaptors:\n  local    built-in bootstrap over Unix sockets "
          "(one host); used by symheap_comm_init and symheap_comm_init_env\n");
+  char mpi_path[512];
+  if (symheap__find_library("libsymheap-ccl-mpi.so", mpi_path,
+                            sizeof mpi_path) == SYMHEAP_SUCCESS)
+    printf("  mpi      %s (symheap_comm_init_mpi; symheap_comm_init_env under "
+           "mpirun)\n",
+           mpi_path);
+  else
+    printf("  mpi      not installed: %s\n", symheap_last_error());
   for (int i = 0; i < symheap__plugin_count(); i++) {
     const char *path;
     const symheap_plugin_t *p = symheap__plugin_get(i, &path);
@@ -226,9 +235,9 @@ int main(int argc, char **argv) {
     /* What each hookable operation of the selected adaptor resolves to:
      * the last loaded plugin hooking it is on top. */
     static const char *const ops[] = {
-        "va_reserve", "va_free",   "map",           "unmap",
-        "set_access", "mc_create", "mc_add_device", "mc_bind",
-        "mc_unbind",  "mem_release", "mem_export",  "mem_import"};
+        "va_reserve", "va_free",     "map",           "unmap",
+        "set_access", "mc_create",   "mc_add_device", "mc_bind",
+        "mc_unbind",  "mem_release", "mem_export",    "mem_import"};
     const char *base = chosen.ops.name ? chosen.ops.name : "?";
     printf("  hook resolution for '%s':\n", base);
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
@@ -247,14 +256,37 @@ int main(int argc, char **argv) {
             (strcmp(p->hooks->target, "*") == 0 ||
              strcmp(p->hooks->target, base) == 0) &&
             strstr(padded, needle) && o < sizeof chain)
-          o += (size_t)snprintf(chain + o, sizeof chain - o, "%s -> ",
-                                p->name);
+          o += (size_t)snprintf(chain + o, sizeof chain - o, "%s -> ", p->name);
       }
       printf("    %-14s %s%s\n", ops[k], chain, base);
     }
   }
-  printf("\nwindow path: symheap's own flat VA (import every rank's memory, "
-         "map at base + rank * stride)\n");
+  int path = 0;
+  if (symheap__cfg_choice("SYMHEAP_WINDOW_PATH", &path) != SYMHEAP_SUCCESS)
+    printf("\nwindow path: %s\n", symheap_last_error());
+  else if (path == 0)
+    printf("\nwindow path: symheap's own flat VA (import every rank's "
+           "memory, map at base + rank * stride)\n");
+  else
+    printf("\nwindow path: NCCL symmetric windows (SYMHEAP_WINDOW_PATH=nccl; "
+           "ncclCommWindowRegister, cuda adaptor only)\n");
+  /* RDMA: what a comm spanning hosts would use. */
+  int net = 0;
+  const char *lib = NULL, *dev = NULL;
+  symheap__ibv_t *v = NULL;
+  if (symheap__cfg_choice("SYMHEAP_NET", &net) != SYMHEAP_SUCCESS ||
+      symheap__cfg_string("SYMHEAP_IBVERBS_LIBRARY", &lib) != SYMHEAP_SUCCESS ||
+      symheap__cfg_string("SYMHEAP_IB_DEVICE", &dev) != SYMHEAP_SUCCESS)
+    printf("RDMA registration: %s\n", symheap_last_error());
+  else if (net == 2)
+    printf("RDMA registration: off (SYMHEAP_NET=none)\n");
+  else if (symheap__ibv_open(lib, dev, &v) != SYMHEAP_SUCCESS)
+    printf("RDMA registration: unavailable: %s\n", symheap_last_error());
+  else
+    printf("RDMA registration: %s on %s (SYMHEAP_NET=%s)\n",
+           net == 1 ? "always" : "for comms spanning hosts",
+           symheap__ibv_name(v), net == 1 ? "ibverbs" : "auto");
+  symheap__ibv_close(v);
   const char *mc = NULL;
   int off = 0;
   if (symheap__cfg_bool("SYMHEAP_DISABLE_MULTICAST", &off) == SYMHEAP_SUCCESS &&

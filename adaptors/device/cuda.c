@@ -544,6 +544,23 @@ static symheap_result_t cuda_capture_check(void *ctx) {
   return SYMHEAP_SUCCESS;
 }
 
+/* For RDMA registration (ibv_reg_dmabuf_mr): the driver exports whole host
+ * pages, so the dma-buf starts at the page holding ptr. */
+static symheap_result_t cuda_dmabuf_export(void *ctx, void *ptr, size_t size,
+                                           int *fd, uint64_t *offset) {
+  cuda_t *c = ctx;
+  BIND(c);
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t lo = (uintptr_t)ptr & ~(page - 1);
+  uintptr_t hi = ((uintptr_t)ptr + size + page - 1) & ~(page - 1);
+  int out = -1;
+  CU_TRY(cuMemGetHandleForAddressRange(&out, (cu_deviceptr_t)lo, hi - lo,
+                                       CU_RANGE_DMA_BUF_FD, 0));
+  *fd = out;
+  *offset = (uintptr_t)ptr - lo;
+  return SYMHEAP_SUCCESS;
+}
+
 const symheap_device_ops symheap__cuda_device_ops = {
     .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
     .struct_size = sizeof(symheap_device_ops),
@@ -571,4 +588,5 @@ const symheap_device_ops symheap__cuda_device_ops = {
     .ipc_close = cuda_ipc_close,
     .mem_zero = cuda_mem_zero,
     .capture_check = cuda_capture_check,
+    .dmabuf_export = cuda_dmabuf_export,
 };

@@ -76,6 +76,7 @@ enum {
   CU_ATTR_POSIX_FD_SUPPORTED = 103,
   CU_ATTR_MULTICAST_SUPPORTED = 132,
   CU_MEM_HANDLE_TYPE_POSIX_FD = 1,
+  CU_RANGE_DMA_BUF_FD = 1, /* CUmemRangeHandleType */
   CU_ALLOC_TYPE_PINNED = 1,
   CU_LOCATION_DEVICE = 1,
   CU_MEM_ACCESS_READWRITE = 3,
@@ -140,7 +141,11 @@ enum {
   X(cuStreamDestroy, 12000, (cu_stream_t s))                                   \
   X(cuMemsetD8Async, 12000,                                                    \
     (cu_deviceptr_t ptr, unsigned char v, size_t n, cu_stream_t s))            \
-  X(cuStreamIsCapturing, 12000, (cu_stream_t s, int *status))
+  X(cuStreamIsCapturing, 12000, (cu_stream_t s, int *status))                  \
+  X(cuMemGetHandleForAddressRange, 12000,                                      \
+    (void *handle, cu_deviceptr_t ptr, size_t size, int type,                  \
+     unsigned long long flags))                                                \
+  X(cuMemcpyDtoH, 12000, (void *dst, cu_deviceptr_t src, size_t n))
 
 /* Resolved only where the driver and device offer multicast. */
 #define CU_MC_FUNCS(X)                                                         \

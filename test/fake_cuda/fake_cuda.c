@@ -558,6 +558,35 @@ static cu_result_t f_cuMemGetAddressRange(cu_deviceptr_t *base, size_t *size,
   LEAVE(CU_OK);
 }
 
+/* A dma-buf of mapped VMM memory: here, a duplicate of the memfd behind it.
+ * Page-aligned ranges inside one mapping only, as the driver requires. */
+static cu_result_t f_cuMemGetHandleForAddressRange(void *handle,
+                                                   cu_deviceptr_t ptr,
+                                                   size_t size, int type,
+                                                   unsigned long long flags) {
+  ENTER("cuMemGetHandleForAddressRange");
+  char *p = (char *)(uintptr_t)ptr;
+  region_t *r = find_region(p, 1, 0);
+  if (!r || type != 1 || flags || size == 0 || ptr % 4096 || size % 4096 ||
+      p + size > r->va + r->size)
+    LEAVE(CU_ERR_INVALID_VALUE);
+  int fd = fcntl(r->mem->fd, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0)
+    LEAVE(CU_ERR_OUT_OF_MEMORY);
+  *(int *)handle = fd;
+  LEAVE(CU_OK);
+}
+
+/* Device memory is host memory here: any mapped or allocated byte. */
+static cu_result_t f_cuMemcpyDtoH(void *dst, cu_deviceptr_t src, size_t n) {
+  ENTER("cuMemcpyDtoH");
+  char *p = (char *)(uintptr_t)src;
+  if (!dst || !(find_region(p, 1, 0) || find_region(p, 2, 0)))
+    LEAVE(CU_ERR_INVALID_VALUE);
+  memcpy(dst, p, n);
+  LEAVE(CU_OK);
+}
+
 /* Legacy memory and IPC. */
 typedef struct {
   int32_t pid;
@@ -775,33 +804,34 @@ static const struct {
     F(cuInit, 2000) F(cuDriverGetVersion, 2020) F(cuGetErrorName, 6000) F(
         cuGetErrorString, 6000) F(cuDeviceGetCount, 2000) F(cuDeviceGet, 2000)
         F(cuDeviceGetAttribute, 2000) F(cuDeviceGetName, 2000) F(
-            cuDeviceCanAccessPeer, 4000) F(cuCtxGetCurrent, 4000)
-            F(cuCtxSetCurrent, 4000) F(cuCtxGetDevice, 2000) F(
-                cuCtxEnablePeerAccess, 4000) F(cuDevicePrimaryCtxRetain, 7000)
-                F(cuDevicePrimaryCtxRelease,
-                  11000) F(cuMemGetAllocationGranularity,
-                           10020) F(cuMemCreate, 10020) F(cuMemRelease, 10020)
-                    F(cuMemExportToShareableHandle,
-                      10020) F(cuMemImportFromShareableHandle,
-                               10020) F(cuMemAddressReserve, 10020)
-                        F(cuMemAddressFree, 10020) F(cuMemMap, 10020)
-                            F(cuMemUnmap, 10020) F(cuMemSetAccess, 10020) F(
-                                cuMemRetainAllocationHandle,
-                                11000) F(cuMemGetAddressRange,
-                                         3020) F(cuIpcGetMemHandle, 4010)
-                                F(cuIpcOpenMemHandle,
-                                  11000) F(cuIpcCloseMemHandle, 4010)
-                                    F(cuMulticastGetGranularity,
-                                      12010) F(cuMulticastCreate, 12010)
-                                        F(cuMulticastAddDevice,
-                                          12010) F(cuMulticastBindMem, 12010)
-                                            F(cuMulticastUnbind,
-                                              12010) F(cuStreamCreate, 2000)
-                                                F(cuStreamSynchronize,
-                                                  2000) F(cuStreamDestroy, 4000)
-                                                    F(cuMemsetD8Async, 3020)
-                                                        F(cuStreamIsCapturing,
-                                                          10000)
+            cuDeviceCanAccessPeer, 4000) F(cuCtxGetCurrent,
+                                           4000) F(cuCtxSetCurrent, 4000)
+            F(cuCtxGetDevice, 2000) F(cuCtxEnablePeerAccess, 4000) F(
+                cuDevicePrimaryCtxRetain, 7000) F(cuDevicePrimaryCtxRelease,
+                                                  11000)
+                F(cuMemGetAllocationGranularity, 10020) F(cuMemCreate, 10020) F(
+                    cuMemRelease, 10020) F(cuMemExportToShareableHandle, 10020)
+                    F(cuMemImportFromShareableHandle, 10020) F(
+                        cuMemAddressReserve, 10020) F(cuMemAddressFree,
+                                                      10020) F(cuMemMap, 10020)
+                        F(cuMemUnmap, 10020) F(cuMemSetAccess, 10020) F(
+                            cuMemRetainAllocationHandle,
+                            11000) F(cuMemGetAddressRange,
+                                     3020) F(cuIpcGetMemHandle,
+                                             4010) F(cuIpcOpenMemHandle, 11000)
+                            F(cuIpcCloseMemHandle,
+                              4010) F(cuMulticastGetGranularity, 12010)
+                                F(cuMulticastCreate,
+                                  12010) F(cuMulticastAddDevice,
+                                           12010) F(cuMulticastBindMem, 12010)
+                                    F(cuMulticastUnbind,
+                                      12010) F(cuStreamCreate, 2000)
+                                        F(cuStreamSynchronize,
+                                          2000) F(cuStreamDestroy, 4000)
+                                            F(cuMemsetD8Async, 3020) F(
+                                                cuStreamIsCapturing, 10000)
+                                                F(cuMemGetHandleForAddressRange,
+                                                  11070) F(cuMemcpyDtoH, 3020)
 #undef F
 };
 

@@ -521,6 +521,48 @@ static void capture_refused(th_ctx_t *c, void *arg) {
   th_end();
 }
 
+/* SYMHEAP_WINDOW_PATH=nccl refuses, saying why, where it cannot work: no
+ * NCCL library, a device adaptor other than cuda.  (The path itself runs on
+ * GPUs: test/gpu/test_gpu.cu under bench/gpu_run.sh.) */
+static void init_one(symheap_result_t want, const char *text) {
+  symheap_unique_id_t id;
+  symheap_comm_t comm = NULL;
+  CHECK_OK(symheap_get_unique_id(&id));
+  symheap_result_t r = symheap_comm_init(&comm, 1, &id, 0);
+  CHECK(r == want && strstr(symheap_last_error(), text) != NULL,
+        "comm init -> %s: %s (expected %s, '%s')", symheap_strerror(r),
+        symheap_last_error(), symheap_strerror(want), text);
+  if (comm) {
+    symheap_comm_info_t info = SYMHEAP_COMM_INFO_INIT;
+    CHECK_OK(symheap_comm_get_info(comm, &info));
+    CHECK(strcmp(info.window_path, "symheap") == 0, "window path '%s'",
+          info.window_path);
+    CHECK_OK(symheap_comm_destroy(comm));
+  }
+}
+
+static void nccl_path_refusals(void) {
+  th_begin("cuda", "nccl_window_path_refusals", 0);
+  init_one(SYMHEAP_SUCCESS, "");
+  setenv("SYMHEAP_WINDOW_PATH", "nccl", 1);
+  setenv("SYMHEAP_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", 1);
+  init_one(SYMHEAP_ERR_UNSUPPORTED, "cannot load /nonexistent/libnccl.so.2");
+  setenv("SYMHEAP_DEVICE", "host", 1);
+  init_one(SYMHEAP_ERR_UNSUPPORTED, "needs the cuda device adaptor");
+  setenv("SYMHEAP_DEVICE", "cuda", 1);
+  setenv("SYMHEAP_WINDOW_PATH", "vendor", 1);
+  init_one(SYMHEAP_ERR_INVALID_ARG, "symheap|nccl");
+  unsetenv("SYMHEAP_WINDOW_PATH");
+  unsetenv("SYMHEAP_NCCL_LIBRARY");
+  fake_cuda_live_t l;
+  live(&l);
+  CHECK(l.handles == 0 && l.mappings == 0 && l.reservations == 0 &&
+            l.streams == 0,
+        "left: %d handles, %d mappings, %d reservations, %d streams", l.handles,
+        l.mappings, l.reservations, l.streams);
+  th_end();
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: test_cuda_fake PATH/libcuda.so.1\n");
@@ -562,5 +604,6 @@ int main(int argc, char **argv) {
   th_run_threads(2, asym_threads, NULL);
   th_run_threads(2, foreign_vmm, NULL);
   th_run_threads(2, capture_refused, NULL);
+  nccl_path_refusals();
   return th_total_failures() ? 1 : 0;
 }

@@ -510,14 +510,26 @@ static void ring_on(th_ctx_t *c, symheap_window_t w, const char *what) {
   CHECK_OK(symheap_comm_barrier(c->comm));
 }
 
+// SYMHEAP_WINDOW_PATH=nccl: the same cases over NCCL's windows.
+static int g_nccl;
+
 static void case_device_api(th_ctx_t *c) {
   symheap_window_t w;
   CHECK_OK(symheap_malloc(c->comm, 1u << 20, 0, &w));
   ring_on(c, w, "flat VA");
   CHECK_OK(symheap_free(c->comm, w));
-  // cudaMalloc memory: per-peer pointers (legacy IPC), same device API
+  // cudaMalloc memory: per-peer pointers (legacy IPC), same device API.
+  // NCCL's windows take VMM memory only: refused there, saying so.
   void *p;
   CUDA_OK(cudaMalloc(&p, 1u << 20));
+  if (g_nccl) {
+    CHECK_ERR(symheap_window_register(c->comm, p, 1u << 20, 0, &w),
+              SYMHEAP_ERR_DEVICE);
+    CHECK(strstr(symheap_last_error(), "ncclCommWindowRegister") != NULL,
+          "refusal: %s", symheap_last_error());
+    CUDA_OK(cudaFree(p));
+    return;
+  }
   CHECK_OK(symheap_window_register(c->comm, p, 1u << 20, 0, &w));
   symheap_device_window_t v;
   CHECK_OK(symheap_window_device_view(w, &v));
@@ -631,9 +643,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   setenv("SYMHEAP_DEVICE", "cuda", 1);
+  const char *path = getenv("SYMHEAP_WINDOW_PATH");
+  g_nccl = path && strcmp(path, "nccl") == 0;
   if (argc == 3 && strcmp(argv[1], "--threads") == 0) {
     int n = atoi(argv[2]);
-    snprintf(tag, sizeof tag, "coll_threads%d", n);
+    snprintf(tag, sizeof tag, "coll%s_threads%d", g_nccl ? "_nccl" : "", n);
     int rc = th_run_threads(n, run_cases, NULL);
     return rc || th_total_failures() ? 1 : 0;
   }
@@ -650,7 +664,7 @@ int main(int argc, char **argv) {
   }
   symheap_comm_rank(c.comm, &c.rank);
   symheap_comm_size(c.comm, &c.n);
-  snprintf(tag, sizeof tag, "coll_procs%d", c.n);
+  snprintf(tag, sizeof tag, "coll%s_procs%d", g_nccl ? "_nccl" : "", c.n);
   // Processes: the device is the local rank's, set above.
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     th_begin(tag, cases[i].name, c.rank);

@@ -268,22 +268,65 @@ static void case_multicast_refused(th_ctx_t *c) {
     printf("# rank 0: %s, granularity %zu\n", info.device, info.granularity);
 }
 
+// SYMHEAP_WINDOW_PATH=nccl: windows are NCCL's; the same checks read them
+// through the same view.  Memory NCCL cannot register (cudaMalloc) is
+// refused with NCCL's reason, and NCCL's mappings are not reused.
+static int g_nccl;
+
+static void case_window_path(th_ctx_t *c) {
+  symheap_comm_info_t info = SYMHEAP_COMM_INFO_INIT;
+  CHECK_OK(symheap_comm_get_info(c->comm, &info));
+  CHECK(strcmp(info.window_path, g_nccl ? "nccl" : "symheap") == 0,
+        "window path '%s'", info.window_path);
+  symheap_window_t w;
+  CHECK_OK(symheap_malloc(c->comm, 4u << 20, 0, &w));
+  void *base = NULL, *mine = NULL;
+  size_t stride = 0;
+  CHECK_OK(symheap_window_flat_base(w, &base, &stride));
+  CHECK_OK(symheap_window_local_ptr(w, &mine));
+  if (g_nccl) // NCCL's range: its own VA, ranks 4 GiB-aligned apart
+    CHECK(stride % (1ull << 32) == 0 && base != mine,
+          "NCCL window: stride %zu, flat base %p, local %p", stride, base,
+          mine);
+  symheap_rdma_info_t rdma = {sizeof rdma, 0, "", NULL, NULL, ""};
+  CHECK_OK(symheap_comm_rdma_info(c->comm, &rdma));
+  const char *net = getenv("SYMHEAP_NET");
+  if (net && strcmp(net, "ibverbs") == 0) { // asked for: must be on
+    uint64_t a = 0;
+    uint32_t k = 0;
+    CHECK(rdma.enabled, "SYMHEAP_NET=ibverbs but RDMA is off: %s",
+          rdma.why_not);
+    CHECK_OK(symheap_window_rdma_key(w, c->rank, &a, &k));
+    CHECK(a == (uint64_t)(uintptr_t)mine, "RDMA address %#llx, window %p",
+          (unsigned long long)a, mine);
+  }
+  if (c->rank == 0)
+    printf("# window path %s: flat base %p, stride %zu; RDMA %s%s\n",
+           info.window_path, base, stride, rdma.enabled ? "on " : "off: ",
+           rdma.enabled ? rdma.device : rdma.why_not);
+  CHECK_OK(symheap_free(c->comm, w));
+}
+
 typedef struct {
   const char *name;
   void (*fn)(th_ctx_t *);
+  int symheap_only;
 } case_t;
 static const case_t cases[] = {
-    {"multicast_refused", case_multicast_refused},
-    {"pattern_flat_and_peer_ptrs", case_pattern},
-    {"sizes_2MiB_to_8GiB", case_sizes},
-    {"cudamalloc_ipc_fallback", case_cudamalloc_fallback},
-    {"reregister_reuses_mapping", case_reregister},
-    {"malloc_free_cycles_1000", case_cycles},
+    {"window_path", case_window_path, 0},
+    {"multicast_refused", case_multicast_refused, 0},
+    {"pattern_flat_and_peer_ptrs", case_pattern, 0},
+    {"sizes_2MiB_to_8GiB", case_sizes, 0},
+    {"cudamalloc_ipc_fallback", case_cudamalloc_fallback, 1},
+    {"reregister_reuses_mapping", case_reregister, 1},
+    {"malloc_free_cycles_1000", case_cycles, 0},
 };
 
 static void run_cases(th_ctx_t *c, void *arg) {
   (void)arg;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (g_nccl && cases[i].symheap_only)
+      continue;
     th_begin(tag, cases[i].name, c->rank);
     cases[i].fn(c);
     CHECK_OK(symheap_comm_barrier(c->comm));
@@ -307,10 +350,12 @@ int main(int argc, char **argv) {
     return 1;
   }
   setenv("SYMHEAP_DEVICE", "cuda", 1);
+  const char *path = getenv("SYMHEAP_WINDOW_PATH");
+  g_nccl = path && strcmp(path, "nccl") == 0;
   if (argc == 3 && strcmp(argv[1], "--threads") == 0) {
     g_threads = 1;
     int n = atoi(argv[2]);
-    snprintf(tag, sizeof tag, "gpu_threads%d", n);
+    snprintf(tag, sizeof tag, "gpu%s_threads%d", g_nccl ? "_nccl" : "", n);
     // Each thread-rank gets its device from the adaptor's default (local rank
     // modulo device count); the runtime then uses that current context.
     int rc = th_run_threads(n, threads_body, NULL);
@@ -329,7 +374,7 @@ int main(int argc, char **argv) {
   }
   symheap_comm_rank(c.comm, &c.rank);
   symheap_comm_size(c.comm, &c.n);
-  snprintf(tag, sizeof tag, "gpu_procs%d", c.n);
+  snprintf(tag, sizeof tag, "gpu%s_procs%d", g_nccl ? "_nccl" : "", c.n);
   run_cases(&c, NULL);
   CHECK_OK(symheap_comm_destroy(c.comm));
   return th_total_failures() ? 1 : 0;

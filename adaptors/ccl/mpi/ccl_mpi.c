@@ -1,0 +1,205 @@
+/* The MPI ccl adaptor, built as its own shared object (libsymheap-ccl-mpi.so)
+ * so that libsymheap never links MPI.  Two ways in:
+ *  - symheap_comm_init_mpi(comm, mpi_comm), for programs that link it;
+ *  - symheap_ccl_mpi_open_world, which libsymheap looks up with dlsym when
+ *    symheap_comm_init_env runs under an MPI launcher.
+ * It calls back into libsymheap only through symbols bound weakly, so the
+ * second way works from a program that links libsymheap statically. */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "symheap_adaptor.h"
+#include "symheap_mpi.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* Present when the program links libsymheap (the explicit entry). */
+extern symheap_result_t symheap_comm_init_ccl(symheap_comm_t *comm,
+                                              const symheap_ccl_ops *ops,
+                                              void *ctx) __attribute__((weak));
+extern const symheap_host_services_t *symheap_host_services(void)
+    __attribute__((weak));
+
+typedef struct {
+  MPI_Comm comm; /* our duplicate */
+  int rank, size;
+  const symheap_host_services_t *svc;
+} mpi_ctx_t;
+
+static symheap_result_t fail(const mpi_ctx_t *m, symheap_result_t r,
+                             const char *what, int err) {
+  char text[MPI_MAX_ERROR_STRING] = "";
+  int len = 0;
+  if (err != MPI_SUCCESS)
+    MPI_Error_string(err, text, &len);
+  return m->svc->error(r, "MPI: %s%s%s", what, text[0] ? ": " : "", text);
+}
+
+/* Poll a nonblocking collective until it completes or the deadline passes:
+ * MPI's own waits have no timeout, and every symheap wait has one. */
+static symheap_result_t wait_for(const mpi_ctx_t *m, MPI_Request *req,
+                                 int timeout_ms, const char *what) {
+  struct timespec t0, now, nap = {0, 0};
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    int done = 0;
+    int err = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (err != MPI_SUCCESS)
+      return fail(m, SYMHEAP_ERR_REMOTE, what, err);
+    if (done)
+      return SYMHEAP_SUCCESS;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t ms =
+        (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+    if (ms >= timeout_ms)
+      /* The request cannot be cancelled (collectives can't be); the comm is
+       * broken from here on, which the core records. */
+      return m->svc->error(SYMHEAP_ERR_TIMEOUT,
+                           "MPI: %s did not complete within %d ms (a rank "
+                           "did not arrive)",
+                           what, timeout_ms);
+    /* Spin briefly, then back off to 100 us: setup latency, not a CPU. */
+    if (ms > 1 && nap.tv_nsec < 100000)
+      nap.tv_nsec += 5000;
+    if (nap.tv_nsec)
+      nanosleep(&nap, NULL);
+  }
+}
+
+static int mpi_rank(void *ctx) { return ((mpi_ctx_t *)ctx)->rank; }
+static int mpi_size(void *ctx) { return ((mpi_ctx_t *)ctx)->size; }
+
+static symheap_result_t mpi_allgather(void *ctx, const void *in, void *out,
+                                      size_t bytes, int timeout_ms) {
+  mpi_ctx_t *m = ctx;
+  if (bytes > INT32_MAX)
+    return m->svc->error(SYMHEAP_ERR_INVALID_ARG,
+                         "MPI: allgather of %zu bytes per rank", bytes);
+  MPI_Request req;
+  int err = MPI_Iallgather(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE,
+                           m->comm, &req);
+  if (err != MPI_SUCCESS)
+    return fail(m, SYMHEAP_ERR_REMOTE, "MPI_Iallgather", err);
+  return wait_for(m, &req, timeout_ms, "MPI_Iallgather");
+}
+
+static symheap_result_t mpi_barrier(void *ctx, int timeout_ms) {
+  mpi_ctx_t *m = ctx;
+  MPI_Request req;
+  int err = MPI_Ibarrier(m->comm, &req);
+  if (err != MPI_SUCCESS)
+    return fail(m, SYMHEAP_ERR_REMOTE, "MPI_Ibarrier", err);
+  return wait_for(m, &req, timeout_ms, "MPI_Ibarrier");
+}
+
+static void mpi_fini(void *ctx) {
+  mpi_ctx_t *m = ctx;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized)
+    MPI_Comm_free(&m->comm);
+  free(m);
+}
+
+static const symheap_ccl_ops mpi_ops = {
+    .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
+    .struct_size = sizeof(symheap_ccl_ops),
+    .name = "mpi",
+    .rank = mpi_rank,
+    .size = mpi_size,
+    .allgather = mpi_allgather,
+    .barrier = mpi_barrier,
+    .fini = mpi_fini,
+};
+
+static symheap_result_t make_ctx(const symheap_host_services_t *svc,
+                                 MPI_Comm parent, mpi_ctx_t **out) {
+  int inited = 0, finalized = 0;
+  MPI_Initialized(&inited);
+  MPI_Finalized(&finalized);
+  if (!inited || finalized)
+    return svc->error(SYMHEAP_ERR_INVALID_ARG, "MPI is %s: call MPI_Init first",
+                      finalized ? "finalized already" : "not initialized");
+  mpi_ctx_t *m = calloc(1, sizeof *m);
+  if (!m)
+    return svc->error(SYMHEAP_ERR_NO_MEMORY, "MPI ccl: out of memory");
+  m->svc = svc;
+  /* Errors come back as codes, not as an abort of the job. */
+  int err = MPI_Comm_dup(parent, &m->comm);
+  if (err == MPI_SUCCESS)
+    err = MPI_Comm_set_errhandler(m->comm, MPI_ERRORS_RETURN);
+  if (err == MPI_SUCCESS)
+    err = MPI_Comm_rank(m->comm, &m->rank);
+  if (err == MPI_SUCCESS)
+    err = MPI_Comm_size(m->comm, &m->size);
+  if (err != MPI_SUCCESS) {
+    symheap_result_t r = fail(m, SYMHEAP_ERR_REMOTE, "MPI_Comm_dup", err);
+    if (m->comm != MPI_COMM_NULL)
+      MPI_Comm_free(&m->comm);
+    free(m);
+    return r;
+  }
+  *out = m;
+  return SYMHEAP_SUCCESS;
+}
+
+static void finalize_at_exit(void) {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized)
+    MPI_Finalize();
+}
+
+/* For symheap_comm_init_env under an MPI launcher: MPI_COMM_WORLD, with
+ * MPI_Init (and MPI_Finalize at exit) when the program did not init MPI. */
+EXPORT symheap_result_t
+symheap_ccl_mpi_open_world(const symheap_host_services_t *svc,
+                           const symheap_ccl_ops **ops, void **ctx) {
+  int inited = 0, finalized = 0;
+  MPI_Initialized(&inited);
+  MPI_Finalized(&finalized);
+  if (finalized)
+    return svc->error(SYMHEAP_ERR_INVALID_ARG,
+                      "MPI was finalized already: symheap cannot join "
+                      "MPI_COMM_WORLD");
+  if (!inited) {
+    int provided = 0;
+    int err = MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided);
+    if (err != MPI_SUCCESS)
+      return svc->error(SYMHEAP_ERR_REMOTE, "MPI_Init_thread failed (%d)", err);
+    atexit(finalize_at_exit);
+    svc->log(SYMHEAP_LOG_INFO,
+             "MPI initialised by symheap (thread level %d); "
+             "it finalises MPI at exit",
+             provided);
+  }
+  mpi_ctx_t *m;
+  symheap_result_t r = make_ctx(svc, MPI_COMM_WORLD, &m);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  *ops = &mpi_ops;
+  *ctx = m;
+  return SYMHEAP_SUCCESS;
+}
+
+EXPORT symheap_result_t symheap_comm_init_mpi(symheap_comm_t *comm,
+                                              MPI_Comm mpi_comm) {
+  if (!symheap_comm_init_ccl || !symheap_host_services)
+    return SYMHEAP_ERR_PLUGIN; /* no libsymheap to report through */
+  const symheap_host_services_t *svc = symheap_host_services();
+  if (!comm)
+    return svc->error(SYMHEAP_ERR_INVALID_ARG,
+                      "symheap_comm_init_mpi: comm is NULL");
+  if (mpi_comm == MPI_COMM_NULL)
+    return svc->error(SYMHEAP_ERR_INVALID_ARG,
+                      "symheap_comm_init_mpi: mpi_comm is MPI_COMM_NULL");
+  mpi_ctx_t *m;
+  symheap_result_t r = make_ctx(svc, mpi_comm, &m);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  /* fini is set: the duplicate is symheap's, freed at destroy or failure. */
+  return symheap_comm_init_ccl(comm, &mpi_ops, m);
+}

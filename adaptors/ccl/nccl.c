@@ -1,0 +1,222 @@
+/* The NCCL window path.  NCCL maps a symmetric window into its own flat
+ * range: rank i of the LSA team (the ranks one NVLink domain reaches) at
+ * lsaFlatBase + i * stride4G * 4 GiB.  NCCL 2.28 answers that only in device
+ * code (ncclGetLsaPointer), from the window object it keeps in device
+ * memory, so the host reads the object's public head (nccl_device/impl/
+ * core__types.h) once per registration.  The view that results has the same
+ * shape as symheap's own, so kernels cannot tell the paths apart. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/config.h"
+#include "../device/cuda_driver.h"
+#include "nccl.h"
+
+#define NCCL_WIN_COLL_SYMMETRIC 0x01
+#define NCCL_ID_BYTES 128
+/* NCCL 2.28 introduced the window head read here. */
+#define NCCL_MIN_VERSION 22800
+
+typedef struct {
+  char internal[NCCL_ID_BYTES];
+} nccl_id_t;
+
+/* struct ncclWindow_vidmem's head as of NCCL 2.28. */
+typedef struct {
+  void *win_host;
+  char *lsa_flat_base;
+  int lsa_rank;
+  int world_rank;
+  uint32_t stride4g;
+} nccl_win_head_t;
+
+typedef struct {
+  int (*get_version)(int *v);
+  int (*get_unique_id)(nccl_id_t *id);
+  int (*comm_init_rank)(void **comm, int n, nccl_id_t id, int rank);
+  int (*comm_destroy)(void *comm);
+  int (*window_register)(void *comm, void *buf, size_t size, void **win,
+                         int flags);
+  int (*window_deregister)(void *comm, void *win);
+  const char *(*get_error_string)(int r);
+} nccl_lib_t;
+
+static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
+static nccl_lib_t lib;
+static int lib_version;
+
+static symheap_result_t nccl_fail(const char *fn, int e) {
+  return symheap__error(SYMHEAP_ERR_DEVICE, "%s failed: NCCL error %d (%s)", fn,
+                        e,
+                        lib.get_error_string ? lib.get_error_string(e) : "?");
+}
+
+/* Once per process, never unloaded (NCCL keeps threads of its own). */
+static symheap_result_t load(void) {
+  pthread_mutex_lock(&lib_lock);
+  symheap_result_t r = SYMHEAP_SUCCESS;
+  if (!lib.window_register) {
+    const char *path = NULL;
+    r = symheap__cfg_string("SYMHEAP_NCCL_LIBRARY", &path);
+    void *dl =
+        r == SYMHEAP_SUCCESS ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+    if (r == SYMHEAP_SUCCESS && !dl)
+      r = symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+                         "SYMHEAP_WINDOW_PATH=nccl: cannot load %s (%s)", path,
+                         dlerror());
+    nccl_lib_t l;
+    memset(&l, 0, sizeof l);
+    const char *missing = NULL;
+#define SYM(f, name)                                                           \
+  if (dl && !missing && !(*(void **)&l.f = dlsym(dl, name)))                   \
+    missing = name;
+    SYM(get_version, "ncclGetVersion")
+    SYM(get_unique_id, "ncclGetUniqueId")
+    SYM(comm_init_rank, "ncclCommInitRank")
+    SYM(comm_destroy, "ncclCommDestroy")
+    SYM(window_register, "ncclCommWindowRegister")
+    SYM(window_deregister, "ncclCommWindowDeregister")
+    SYM(get_error_string, "ncclGetErrorString")
+#undef SYM
+    int v = 0;
+    if (dl && missing)
+      r = symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+                         "SYMHEAP_WINDOW_PATH=nccl: %s has no %s (NCCL 2.28 "
+                         "or newer is needed)",
+                         path, missing);
+    else if (dl && (l.get_version(&v) != 0 || v < NCCL_MIN_VERSION))
+      r = symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+                         "SYMHEAP_WINDOW_PATH=nccl: %s is NCCL version code "
+                         "%d; the window path needs %d (2.28) or newer",
+                         path, v, NCCL_MIN_VERSION);
+    if (r == SYMHEAP_SUCCESS) {
+      lib = l;
+      lib_version = v;
+    } else if (dl) {
+      dlclose(dl);
+    }
+  }
+  pthread_mutex_unlock(&lib_lock);
+  return r;
+}
+
+symheap_result_t symheap__nccl_setup(symheap_comm_t c) {
+  int path = 0;
+  symheap_result_t r = symheap__cfg_choice("SYMHEAP_WINDOW_PATH", &path);
+  if (r != SYMHEAP_SUCCESS || path == 0)
+    return symheap__agree(c, r, 0, NULL, 0, NULL);
+  if (strcmp(c->dev.ops.name, "cuda") != 0)
+    r = symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+                       "SYMHEAP_WINDOW_PATH=nccl needs the cuda device "
+                       "adaptor; this comm uses '%s'",
+                       c->dev.ops.name);
+  else if (c->local_nranks != c->nranks)
+    r = symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+                       "SYMHEAP_WINDOW_PATH=nccl: the comm spans %d hosts; "
+                       "NCCL's symmetric windows map one host's ranks here "
+                       "(use a comm of symheap_comm_split_local)",
+                       c->nhosts);
+  else
+    r = load();
+  nccl_id_t id;
+  memset(&id, 0, sizeof id);
+  if (r == SYMHEAP_SUCCESS && c->rank == 0) {
+    int e = lib.get_unique_id(&id);
+    if (e != 0)
+      r = nccl_fail("ncclGetUniqueId", e);
+  }
+  /* Rank 0's id reaches everyone in the agreement's payload. */
+  _Static_assert(sizeof(nccl_id_t) <= SYMHEAP__AGREE_MAX, "id fits");
+  nccl_id_t *ids = malloc(sizeof *ids * (size_t)c->nranks);
+  if (!ids && r == SYMHEAP_SUCCESS)
+    r = symheap__error(SYMHEAP_ERR_NO_MEMORY, "NCCL path: no memory");
+  r = symheap__agree(c, r, 0, &id, sizeof id, ids);
+  if (r == SYMHEAP_SUCCESS) {
+    int e = lib.comm_init_rank(&c->nccl, c->nranks, ids[0], c->rank);
+    if (e != 0) {
+      c->nccl = NULL;
+      r = nccl_fail("ncclCommInitRank", e);
+    }
+  }
+  free(ids);
+  r = symheap__agree(c, r, 0, NULL, 0, NULL);
+  if (r != SYMHEAP_SUCCESS) {
+    symheap__nccl_close(c);
+    return symheap__error_context(r, "SYMHEAP_WINDOW_PATH=nccl");
+  }
+  SYMHEAP_INFO("window path: NCCL %d.%d.%d symmetric windows "
+               "(ncclCommWindowRegister, NCCL_WIN_COLL_SYMMETRIC)",
+               lib_version / 10000, lib_version / 100 % 100, lib_version % 100);
+  return SYMHEAP_SUCCESS;
+}
+
+void symheap__nccl_close(symheap_comm_t c) {
+  if (c->nccl) {
+    int e = lib.comm_destroy(c->nccl);
+    if (e != 0)
+      SYMHEAP_WARN("ncclCommDestroy: NCCL error %d (%s)", e,
+                   lib.get_error_string(e));
+    c->nccl = NULL;
+  }
+}
+
+/* NCCL's mapping as a flat range: where this window's rank-0 copy is, and
+ * the distance between ranks. */
+static symheap_result_t read_head(symheap_comm_t c, void *win,
+                                  nccl_win_head_t *h) {
+  CU_TRY(cuMemcpyDtoH(h, (cu_deviceptr_t)(uintptr_t)win, sizeof *h));
+  if (!h->lsa_flat_base || h->stride4g == 0 || h->lsa_rank != c->rank ||
+      h->world_rank != c->rank)
+    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+                          "NCCL window of rank %d: LSA rank %d, world rank "
+                          "%d, flat base %p, stride %u x 4 GiB: not the "
+                          "layout this symheap reads (NCCL version code %d)",
+                          c->rank, h->lsa_rank, h->world_rank,
+                          (void *)h->lsa_flat_base, h->stride4g, lib_version);
+  return SYMHEAP_SUCCESS;
+}
+
+symheap_result_t symheap__nccl_register(symheap_comm_t c,
+                                        struct symheap_window *w) {
+  void *win = NULL;
+  int e = lib.window_register(c->nccl, w->user_ptr, w->size, &win,
+                              NCCL_WIN_COLL_SYMMETRIC);
+  symheap_result_t r =
+      e == 0 ? SYMHEAP_SUCCESS : nccl_fail("ncclCommWindowRegister", e);
+  nccl_win_head_t h;
+  memset(&h, 0, sizeof h);
+  if (r == SYMHEAP_SUCCESS && !win)
+    r = symheap__error(SYMHEAP_ERR_DEVICE,
+                       "ncclCommWindowRegister returned no window");
+  if (r == SYMHEAP_SUCCESS)
+    r = read_head(c, win, &h);
+  uint64_t stride = (uint64_t)h.stride4g << 32;
+  int differ;
+  uint64_t s0, sp;
+  r = symheap__agree_equal(c, r, stride, &differ, &s0, &sp);
+  if (r == SYMHEAP_SUCCESS && differ >= 0)
+    r = symheap__error(SYMHEAP_ERR_MISMATCH,
+                       "NCCL windows differ in stride: rank 0 %llu, rank %d "
+                       "%llu",
+                       (unsigned long long)s0, differ, (unsigned long long)sp);
+  if (r != SYMHEAP_SUCCESS) {
+    if (win)
+      (void)lib.window_deregister(c->nccl, win);
+    return symheap__error_context(r, "NCCL window path");
+  }
+  w->nccl_win = win;
+  w->reserve = h.lsa_flat_base;
+  w->stride = (size_t)stride;
+  w->head = 0;
+  return SYMHEAP_SUCCESS;
+}
+
+symheap_result_t symheap__nccl_deregister(symheap_comm_t c,
+                                          struct symheap_window *w) {
+  int e = lib.window_deregister(c->nccl, w->nccl_win);
+  w->nccl_win = NULL;
+  w->reserve = NULL;
+  return e == 0 ? SYMHEAP_SUCCESS : nccl_fail("ncclCommWindowDeregister", e);
+}

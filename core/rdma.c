@@ -1,0 +1,216 @@
+/* RDMA registration of windows (adaptors/net/ibverbs.c does the verbs):
+ * when a comm spans hosts (or SYMHEAP_NET=ibverbs asks), every window's
+ * local memory becomes a memory region and the ranks exchange address and
+ * remote key, so peers on other hosts can reach it by RDMA while load/store
+ * stays inside the node-local team. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../adaptors/net/ibverbs.h"
+#include "comm.h"
+#include "config.h"
+
+enum { NET_AUTO, NET_IBVERBS, NET_NONE };
+
+symheap_result_t symheap__rdma_setup(symheap_comm_t c) {
+  int mode = NET_AUTO;
+  symheap_result_t r = symheap__cfg_choice("SYMHEAP_NET", &mode);
+  int want = r == SYMHEAP_SUCCESS &&
+             (mode == NET_IBVERBS || (mode == NET_AUTO && c->nhosts > 1));
+  if (want) {
+    const char *lib = NULL, *dev = NULL;
+    r = symheap__cfg_string("SYMHEAP_IBVERBS_LIBRARY", &lib);
+    if (r == SYMHEAP_SUCCESS)
+      r = symheap__cfg_string("SYMHEAP_IB_DEVICE", &dev);
+    if (r == SYMHEAP_SUCCESS)
+      r = symheap__ibv_open(lib, dev, &c->net);
+  }
+  int32_t have = c->net != NULL;
+  char mine[200];
+  snprintf(mine, sizeof mine, "%s", have || !want ? "" : symheap__error_peek());
+  /* Asked for by name, RDMA must work on every rank; under auto, a rank
+   * without it turns it off for all (windows stay node-local). */
+  symheap_result_t local = mode == NET_IBVERBS || !want ? r : SYMHEAP_SUCCESS;
+  int32_t *all = (int32_t *)(void *)c->scratch_sh;
+  r = symheap__agree(c, local, 0, &have, sizeof have, all);
+  int without = -1;
+  for (int p = 0; p < c->nranks && r == SYMHEAP_SUCCESS && want; p++)
+    if (!all[p] && without < 0)
+      without = p;
+  if (r != SYMHEAP_SUCCESS || without >= 0) {
+    symheap__ibv_close(c->net);
+    c->net = NULL;
+  }
+  if (r != SYMHEAP_SUCCESS)
+    return symheap__error_context(r, "RDMA registration (SYMHEAP_NET)");
+  if (!want)
+    snprintf(c->net_why, sizeof c->net_why, "%s",
+             mode == NET_NONE
+                 ? "SYMHEAP_NET=none"
+                 : "the comm spans one host (SYMHEAP_NET=auto "
+                   "registers windows for RDMA only across hosts)");
+  else if (without == c->rank)
+    snprintf(c->net_why, sizeof c->net_why, "%s", mine);
+  else if (without >= 0)
+    snprintf(c->net_why, sizeof c->net_why,
+             "rank %d has no usable RDMA device (its log says why)", without);
+  if (c->net)
+    SYMHEAP_INFO("RDMA: windows are registered with %s",
+                 symheap__ibv_name(c->net));
+  else if (want)
+    SYMHEAP_INFO("RDMA registration is off: %s; windows reach only the %d "
+                 "rank%s of this host",
+                 c->net_why, c->local_nranks, c->local_nranks == 1 ? "" : "s");
+  return SYMHEAP_SUCCESS;
+}
+
+void symheap__rdma_close(symheap_comm_t c) {
+  symheap__ibv_close(c->net);
+  c->net = NULL;
+}
+
+/* This rank's memory region over the window. */
+static symheap_result_t reg_local(symheap_comm_t c, struct symheap_window *w,
+                                  symheap__rdma_key_t *me) {
+  memset(me, 0, sizeof *me);
+  int fd = -1;
+  uint64_t off = 0;
+  if (!(c->caps.caps & SYMHEAP_CAP_HOST_ACCESS)) {
+    if (!c->dev.has_dmabuf)
+      return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+                            "device adaptor '%s' cannot export its memory as "
+                            "a dma-buf, so windows cannot be registered for "
+                            "RDMA (SYMHEAP_NET=none turns RDMA off)",
+                            c->dev.ops.name);
+    symheap_result_t r =
+        c->dev.ops.dmabuf_export(c->dev_ctx, w->user_ptr, w->size, &fd, &off);
+    if (r != SYMHEAP_SUCCESS)
+      return symheap__error_context(r, "exporting the window as a dma-buf");
+  }
+  symheap_result_t r = symheap__ibv_reg(c->net, w->user_ptr, w->size, fd, off,
+                                        &w->mr, &w->lkey, &me->rkey);
+  if (fd >= 0)
+    close(fd);
+  me->addr = (uint64_t)(uintptr_t)w->user_ptr;
+  return r;
+}
+
+symheap_result_t symheap__rdma_register(symheap_comm_t c,
+                                        struct symheap_window *w) {
+  if (!c->net)
+    return SYMHEAP_SUCCESS;
+  symheap__rdma_key_t me;
+  w->rdma = calloc((size_t)c->nranks, sizeof *w->rdma);
+  symheap_result_t r =
+      w->rdma ? reg_local(c, w, &me)
+              : symheap__error(SYMHEAP_ERR_NO_MEMORY, "RDMA: no memory");
+  if (w->mr)
+    c->stats.descriptors_held++;
+  r = symheap__agree(c, r, 0, &me, sizeof me, w->rdma);
+  if (r != SYMHEAP_SUCCESS) {
+    symheap__rdma_deregister(c, w);
+    return symheap__error_context(r, "RDMA registration");
+  }
+  return SYMHEAP_SUCCESS;
+}
+
+void symheap__rdma_deregister(symheap_comm_t c, struct symheap_window *w) {
+  if (w->mr) {
+    if (symheap__ibv_dereg(c->net, w->mr) != SYMHEAP_SUCCESS)
+      SYMHEAP_WARN("%s", symheap_last_error());
+    c->stats.descriptors_held--;
+    w->mr = NULL;
+  }
+  free(w->rdma);
+  w->rdma = NULL;
+}
+
+/* The window whose registration a handle uses (a sharer uses its owner's). */
+static const struct symheap_window *owner(const struct symheap_window *w) {
+  return w->share ? w->share : w;
+}
+
+void symheap__rdma_view(const struct symheap_window *w,
+                        symheap_device_window_t *v) {
+  const struct symheap_window *o = owner(w);
+  if (!o->rdma)
+    return;
+  v->flags |= SYMHEAP_VIEW_RDMA;
+  for (int p = 0; p < w->comm->nranks && p < SYMHEAP_DEVICE_MAX_PEERS; p++) {
+    v->rdma_addr[p] = o->rdma[p].addr;
+    v->rdma_rkey[p] = o->rdma[p].rkey;
+  }
+}
+
+static symheap_result_t no_rdma(const struct symheap_window *w,
+                                const char *fn) {
+  return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+                        "%s: the window is not registered for RDMA: %s", fn,
+                        w->comm->net_why[0] ? w->comm->net_why
+                                            : "registered before RDMA was on");
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_window_rdma_key(symheap_window_t w,
+                                                         int peer,
+                                                         uint64_t *addr,
+                                                         uint32_t *rkey) {
+  const char *fn = "symheap_window_rdma_key";
+  if (!symheap__window_live(w))
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "%s: unknown window %p (never registered or already "
+                          "released)",
+                          fn, (void *)w);
+  if (!addr || !rkey || peer < 0 || peer >= w->comm->nranks)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s: %s", fn,
+                          !addr || !rkey ? "NULL output pointer"
+                                         : "peer is out of range");
+  const struct symheap_window *o = owner(w);
+  if (!o->rdma)
+    return no_rdma(w, fn);
+  *addr = o->rdma[peer].addr;
+  *rkey = o->rdma[peer].rkey;
+  return SYMHEAP_SUCCESS;
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_window_rdma_lkey(symheap_window_t w,
+                                                          uint32_t *lkey) {
+  const char *fn = "symheap_window_rdma_lkey";
+  if (!symheap__window_live(w))
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "%s: unknown window %p (never registered or already "
+                          "released)",
+                          fn, (void *)w);
+  if (!lkey)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s: lkey is NULL", fn);
+  const struct symheap_window *o = owner(w);
+  if (!o->rdma)
+    return no_rdma(w, fn);
+  *lkey = o->lkey;
+  return SYMHEAP_SUCCESS;
+}
+
+SYMHEAP__EXPORT symheap_result_t
+symheap_comm_rdma_info(symheap_comm_t c, symheap_rdma_info_t *info) {
+  if (!c || !info)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_comm_rdma_info: NULL argument");
+  if (info->struct_size < sizeof(uint32_t) || info->struct_size > sizeof *info)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_comm_rdma_info: set struct_size to "
+                          "sizeof(symheap_rdma_info_t) (got %u)",
+                          info->struct_size);
+  symheap_rdma_info_t i;
+  memset(&i, 0, sizeof i);
+  i.struct_size = info->struct_size;
+  i.enabled = c->net != NULL;
+  if (c->net) {
+    snprintf(i.device, sizeof i.device, "%s", symheap__ibv_name(c->net));
+    i.ibv_context = symheap__ibv_context(c->net);
+    i.ibv_pd = symheap__ibv_pd(c->net);
+  } else {
+    snprintf(i.why_not, sizeof i.why_not, "%s", c->net_why);
+  }
+  memcpy(info, &i, info->struct_size);
+  return SYMHEAP_SUCCESS;
+}

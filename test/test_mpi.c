@@ -1,0 +1,92 @@
+/* symheap_comm_init_mpi under mpirun: a comm on MPI_COMM_WORLD and on a
+ * split of it, windows over both, the caller's own MPI traffic in between. */
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+#include "symheap_mpi.h"
+
+/* Every rank writes its rank into its copy and reads every peer's. */
+static void pattern(symheap_comm_t comm, int rank, int n, const char *what) {
+  symheap_window_t w = NULL;
+  CHECK_OK(symheap_malloc(comm, 4096, 0, &w));
+  int *mine = NULL;
+  CHECK_OK(symheap_window_local_ptr(w, (void **)&mine));
+  if (!w || !mine)
+    return;
+  for (int i = 0; i < 1024; i++)
+    mine[i] = rank * 10000 + i;
+  CHECK_OK(symheap_comm_barrier(comm));
+  for (int p = 0; p < n; p++) {
+    int *pp = NULL;
+    CHECK_OK(symheap_window_peer_ptr(w, p, (void **)&pp));
+    int bad = -1;
+    for (int i = 0; pp && i < 1024 && bad < 0; i++)
+      if (pp[i] != p * 10000 + i)
+        bad = i;
+    CHECK(pp && bad < 0, "%s: rank %d's copy differs at %d", what, p, bad);
+  }
+  CHECK_OK(symheap_comm_barrier(comm));
+  CHECK_OK(symheap_free(comm, w));
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank, n;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+
+  th_begin("mpi", "init_mpi_world", rank);
+  symheap_comm_t comm = NULL;
+  CHECK_OK(symheap_comm_init_mpi(&comm, MPI_COMM_WORLD));
+  if (comm) {
+    int r = -1, s = -1;
+    symheap_comm_rank(comm, &r);
+    symheap_comm_size(comm, &s);
+    symheap_comm_info_t info = SYMHEAP_COMM_INFO_INIT;
+    CHECK_OK(symheap_comm_get_info(comm, &info));
+    CHECK(r == rank && s == n && strcmp(info.ccl_adaptor, "mpi") == 0,
+          "rank %d of %d on ccl '%s' (MPI: %d of %d)", r, s, info.ccl_adaptor,
+          rank, n);
+    pattern(comm, rank, n, "world");
+    /* The caller's own traffic between symheap's: a separate communicator. */
+    int sum = 0;
+    MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(sum == n * (n - 1) / 2, "MPI_Allreduce gave %d", sum);
+    pattern(comm, rank, n, "world again");
+  }
+  th_end();
+
+  th_begin("mpi", "init_mpi_split", rank);
+  MPI_Comm half;
+  MPI_Comm_split(MPI_COMM_WORLD, rank % 2, n - rank, &half);
+  int hr, hn;
+  MPI_Comm_rank(half, &hr);
+  MPI_Comm_size(half, &hn);
+  symheap_comm_t sub = NULL;
+  CHECK_OK(symheap_comm_init_mpi(&sub, half));
+  if (sub) {
+    int r = -1, s = -1;
+    symheap_comm_rank(sub, &r);
+    symheap_comm_size(sub, &s);
+    CHECK(r == hr && s == hn, "split: rank %d of %d (MPI: %d of %d)", r, s, hr,
+          hn);
+    pattern(sub, hr, hn, "split");
+    CHECK_OK(symheap_comm_destroy(sub));
+  }
+  MPI_Comm_free(&half);
+  th_end();
+
+  th_begin("mpi", "bad_arguments", rank);
+  CHECK_ERR(symheap_comm_init_mpi(&sub, MPI_COMM_NULL),
+            SYMHEAP_ERR_INVALID_ARG);
+  CHECK_ERR(symheap_comm_init_mpi(NULL, MPI_COMM_WORLD),
+            SYMHEAP_ERR_INVALID_ARG);
+  th_end();
+
+  if (comm)
+    CHECK_OK(symheap_comm_destroy(comm));
+  MPI_Finalize();
+  return th_total_failures() ? 1 : 0;
+}
