@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include "../adaptors/ccl/local.h"
-#include "../adaptors/ccl/nccl.h"
 #include "comm.h"
 #include "config.h"
 #include "plugin.h"
@@ -192,8 +191,8 @@ static void release_all(symheap_comm_t c) {
 
 static void comm_free(symheap_comm_t c) {
   symheap__fdx_close(c);
-  symheap__rdma_close(c); /* its memory regions went with the windows */
-  symheap__nccl_close(c); /* likewise its windows; before the device goes */
+  symheap__rdma_close(c);    /* its memory regions went with the windows */
+  symheap__winpath_close(c); /* likewise its windows; before the device */
   if (c->dev_ctx)
     c->dev.ops.fini(c->dev_ctx);
   if (c->ccl_owned && c->ccl.fini)
@@ -293,7 +292,7 @@ symheap_result_t symheap__comm_setup(symheap_comm_t *out,
   if (r == SYMHEAP_SUCCESS)
     r = symheap__rdma_setup(c);
   if (r == SYMHEAP_SUCCESS)
-    r = symheap__nccl_setup(c);
+    r = symheap__winpath_setup(c);
   if (r != SYMHEAP_SUCCESS) {
     SYMHEAP__KEEP_ERROR(release_all(c));
     comm_free(c);
@@ -305,7 +304,7 @@ symheap_result_t symheap__comm_setup(symheap_comm_t *out,
                c->rank, c->nranks, c->nhosts, c->nhosts == 1 ? "" : "s",
                c->local_nranks, c->local_nranks == 1 ? "" : "s",
                c->dev.ops.name, c->caps.device_name, why, c->ccl.name,
-               c->nccl ? "NCCL symmetric windows" : "symheap flat VA",
+               c->winpath.name ? c->winpath.name : "symheap flat VA",
                c->mc_disabled_by      ? c->mc_disabled_by
                : c->dev.has_multicast ? "available"
                                       : "not supported by the adaptor");
@@ -361,6 +360,13 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_init_ccl(
     missing = "size";
   else if (!ops->allgather)
     missing = "allgather";
+  else if (ops->struct_size >= offsetof(symheap_ccl_ops, window_deregister) +
+                                   sizeof ops->window_deregister &&
+           !ops->window_register != !ops->window_deregister)
+    missing = ops->window_register ? "window_deregister (window_register is "
+                                     "set; give both or neither)"
+                                   : "window_register (window_deregister is "
+                                     "set; give both or neither)";
   if (missing)
     return symheap__error(SYMHEAP_ERR_PLUGIN,
                           "symheap_comm_init_ccl: the ccl table lacks the "
@@ -516,8 +522,8 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_allgather(symheap_comm_t c,
 }
 
 /* Copy a library-filled struct into a caller-sized one. */
-static symheap_result_t copy_sized(void *dst, const void *src, size_t ours,
-                                   const char *what) {
+symheap_result_t symheap__copy_sized(void *dst, const void *src, size_t ours,
+                                     const char *what) {
   uint32_t theirs;
   memcpy(&theirs, dst, sizeof theirs);
   if (theirs < sizeof(uint32_t))
@@ -551,8 +557,8 @@ symheap_comm_get_info(symheap_comm_t c, symheap_comm_info_t *info) {
   i.local_nranks = c->local_nranks;
   i.nhosts = c->nhosts;
   snprintf(i.window_path, sizeof i.window_path, "%s",
-           c->nccl ? "nccl" : "symheap");
-  return copy_sized(info, &i, sizeof i, "symheap_comm_get_info");
+           c->winpath.name ? c->winpath.name : "symheap");
+  return symheap__copy_sized(info, &i, sizeof i, "symheap_comm_get_info");
 }
 
 SYMHEAP__EXPORT symheap_result_t symheap_comm_get_mapped_per_peer(
@@ -607,5 +613,6 @@ symheap_comm_get_stats(symheap_comm_t c, symheap_comm_stats_t *s) {
   if (!c || !s)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_comm_get_stats: NULL argument");
-  return copy_sized(s, &c->stats, sizeof c->stats, "symheap_comm_get_stats");
+  return symheap__copy_sized(s, &c->stats, sizeof c->stats,
+                             "symheap_comm_get_stats");
 }

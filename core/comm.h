@@ -45,6 +45,16 @@ typedef struct {
   int bound, mapped;
 } symheap__mc_t;
 
+/* A vendor window path (SYMHEAP_WINDOW_PATH=nccl|ccl; window_vendor.c). */
+typedef struct {
+  const char *name; /* "nccl", or the ccl adaptor's name; NULL: none */
+  symheap_result_t (*reg)(void *ctx, void *ptr, size_t size,
+                          symheap_vendor_window_t *out);
+  symheap_result_t (*dereg)(void *ctx, void *handle);
+  void (*close)(void *ctx); /* NULL when ctx is not the path's own */
+  void *ctx;
+} symheap__winpath_t;
+
 /* One rank's RDMA registration of a window, as exchanged. */
 typedef struct {
   uint64_t addr;
@@ -88,9 +98,10 @@ struct symheap_window {
   void *mr;
   uint32_t lkey;
   symheap__rdma_key_t *rdma;
-  /* The NCCL window path: NCCL's window (ncclWindow_t); reserve and stride
-   * then describe NCCL's flat range, which symheap did not map. */
-  void *nccl_win;
+  /* A vendor window path's window (window_vendor.c): reserve and stride
+   * then describe the vendor's flat range, which symheap did not map. */
+  int vendor;
+  void *vendor_handle;
 };
 
 struct symheap_comm {
@@ -136,7 +147,7 @@ struct symheap_comm {
   symheap_shareable_t *scratch_sh; /* nranks */
   int *world;                      /* nranks: job-wide rank of each rank */
   struct symheap__ibv *net;        /* RDMA registration, or NULL (net_why) */
-  void *nccl; /* ncclComm_t of SYMHEAP_WINDOW_PATH=nccl, or NULL */
+  symheap__winpath_t winpath;      /* name NULL: symheap's own flat VA */
   char net_why[256];
 };
 
@@ -152,6 +163,10 @@ symheap_result_t symheap__comm_setup(symheap_comm_t *out,
 symheap_result_t symheap__capture_check(symheap_comm_t c, const char *fn);
 /* Enter a public call: checks the comm, tags log lines with the rank. */
 symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn);
+/* Copy our struct into a caller-sized one (its struct_size first): no more
+ * than either size; INVALID_ARG when struct_size is unset. */
+symheap_result_t symheap__copy_sized(void *dst, const void *src, size_t ours,
+                                     const char *what);
 /* The ccl allgather; a failure breaks the comm for good. */
 symheap_result_t symheap__comm_allgather(symheap_comm_t c, const void *in,
                                          void *out, size_t bytes);
@@ -257,6 +272,19 @@ symheap_result_t symheap__rdma_register(symheap_comm_t c,
 void symheap__rdma_deregister(symheap_comm_t c, struct symheap_window *w);
 void symheap__rdma_view(const struct symheap_window *w,
                         symheap_device_window_t *v);
+
+/* window_vendor.c */
+/* Collective, at comm init: SYMHEAP_WINDOW_PATH decides; a path named but
+ * unusable fails the init on every rank, saying why. */
+symheap_result_t symheap__winpath_setup(symheap_comm_t c);
+void symheap__winpath_close(symheap_comm_t c);
+/* Collective: the window registered by the vendor, agreed; undone on
+ * failure. */
+symheap_result_t symheap__winpath_register(symheap_comm_t c,
+                                           struct symheap_window *w);
+/* Local, in deregistration order (collective for the vendor). */
+symheap_result_t symheap__winpath_deregister(symheap_comm_t c,
+                                             struct symheap_window *w);
 
 /* window_access.c: the process-wide list of live windows. */
 int symheap__window_live(symheap_window_t w);

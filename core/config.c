@@ -81,10 +81,12 @@ static const symheap__cfg_var_t cfg_vars[] = {
      "libsymheap-ccl-mpi.so), or auto: local when SYMHEAP_UNIQUE_ID is set, "
      "else mpi when an MPI launcher's variables are (OMPI_COMM_WORLD_SIZE, "
      "PMI_SIZE, PMIX_RANK)"},
-    {"SYMHEAP_WINDOW_PATH", SYMHEAP_CFG_CHOICE, "symheap", 0, 0, "symheap|nccl",
-     "who maps windows: symheap (its own flat VA) or nccl (NCCL's symmetric "
+    {"SYMHEAP_WINDOW_PATH", SYMHEAP_CFG_CHOICE, "symheap", 0, 0,
+     "symheap|nccl|ccl",
+     "who maps windows: symheap (its own flat VA), nccl (NCCL's symmetric "
      "windows, ncclCommWindowRegister with NCCL_WIN_COLL_SYMMETRIC, over an "
-     "NCCL communicator the comm makes; cuda adaptor only)"},
+     "NCCL communicator the comm makes; cuda adaptor, one host), or ccl (the "
+     "window_register of the ccl adaptor the comm was made on)"},
     {"SYMHEAP_NCCL_LIBRARY", SYMHEAP_CFG_STRING, "libnccl.so.2", 0, 0, NULL,
      "the NCCL library loaded with dlopen for SYMHEAP_WINDOW_PATH=nccl"},
     {"SYMHEAP_UNIQUE_ID", SYMHEAP_CFG_STRING, NULL, 0, 0, NULL,

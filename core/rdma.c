@@ -195,14 +195,9 @@ symheap_comm_rdma_info(symheap_comm_t c, symheap_rdma_info_t *info) {
   if (!c || !info)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_comm_rdma_info: NULL argument");
-  if (info->struct_size < sizeof(uint32_t) || info->struct_size > sizeof *info)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "symheap_comm_rdma_info: set struct_size to "
-                          "sizeof(symheap_rdma_info_t) (got %u)",
-                          info->struct_size);
   symheap_rdma_info_t i;
   memset(&i, 0, sizeof i);
-  i.struct_size = info->struct_size;
+  i.struct_size = sizeof i;
   i.enabled = c->net != NULL;
   if (c->net) {
     snprintf(i.device, sizeof i.device, "%s", symheap__ibv_name(c->net));
@@ -211,6 +206,5 @@ symheap_comm_rdma_info(symheap_comm_t c, symheap_rdma_info_t *info) {
   } else {
     snprintf(i.why_not, sizeof i.why_not, "%s", c->net_why);
   }
-  memcpy(info, &i, info->struct_size);
-  return SYMHEAP_SUCCESS;
+  return symheap__copy_sized(info, &i, sizeof i, "symheap_comm_rdma_info");
 }

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../adaptors/ccl/nccl.h"
 #include "exchange.h"
 #include "window.h"
 
@@ -200,6 +199,11 @@ static symheap_result_t locate(symheap_comm_t c, struct symheap_window *w,
       a->offset = (uint64_t)(ptr - (char *)base);
       a->alloc_size = asz;
       a->flat = 1;
+    } else if (c->winpath.name) {
+      /* The vendor decides what it can register. */
+      a->offset = 0;
+      a->alloc_size = w->size;
+      a->flat = 1;
     } else if (c->dev.has_ipc) {
       a->offset = 0;
       a->alloc_size = w->size;
@@ -365,10 +369,11 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
     else if ((flags & SYMHEAP_WINDOW_MULTICAST) &&
              (r = symheap__mc_check(c)) != SYMHEAP_SUCCESS)
       ;
-    else if ((flags & SYMHEAP_WINDOW_MULTICAST) && c->nccl)
+    else if ((flags & SYMHEAP_WINDOW_MULTICAST) && c->winpath.name)
       r = symheap__error(SYMHEAP_ERR_UNSUPPORTED,
-                         "multicast windows are not offered on the NCCL "
-                         "window path (SYMHEAP_WINDOW_PATH=nccl)");
+                         "multicast windows are not offered on the window "
+                         "path '%s' (SYMHEAP_WINDOW_PATH)",
+                         c->winpath.name);
     else if ((r = symheap__capture_check(c, "register")) != SYMHEAP_SUCCESS)
       ;
     else {
@@ -390,7 +395,7 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
   a.cached_epoch = UINT64_MAX;
   symheap__mapping_t *offered = NULL;
   if (r == SYMHEAP_SUCCESS && w && w->alloc && flags == 0 && c->cache_max > 0 &&
-      !c->nccl) {
+      !c->winpath.name) {
     symheap__fdx_drain(c); /* peers' frees first: fewer stale offers */
     offered = symheap__cache_find(c, w->alloc, a.offset, size);
     if (offered)
@@ -409,7 +414,8 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
     }
   }
   size_t map_off = 0;
-  if (r == SYMHEAP_SUCCESS && a.flat) {
+  /* A vendor window path maps by itself: no stride of ours to fit. */
+  if (r == SYMHEAP_SUCCESS && a.flat && !c->winpath.name) {
     /* Every rank maps the same window of every allocation, so one stride
      * serves all; it must fit in everyone's allocation. */
     size_t gran = 0;
@@ -447,7 +453,8 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
   }
   symheap__mapping_t *reuse = NULL;
   if (r == SYMHEAP_SUCCESS && a.flat) {
-    int cacheable = flags == 0 && !c->nccl; /* NCCL's mappings are NCCL's */
+    /* A vendor's mappings are the vendor's: never kept. */
+    int cacheable = flags == 0 && !c->winpath.name;
     for (int p = 0; p < c->nranks && cacheable; p++)
       cacheable = all[p].alloc_id != 0;
     if (cacheable && (w->ids = calloc((unsigned)c->nranks, sizeof *w->ids)))
@@ -469,8 +476,8 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
     free(reuse->ids);
     free(reuse);
   } else {
-    if (c->nccl) {
-      r = symheap__nccl_register(c, w);
+    if (c->winpath.name) {
+      r = symheap__winpath_register(c, w);
       w->flat = 1;
     } else {
       r = w->flat ? map_flat(c, w, local, map_off) : symheap__map_ipc(c, w);
@@ -501,8 +508,8 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
   r = symheap__rdma_register(c, w);
   if (r != SYMHEAP_SUCCESS) {
     SYMHEAP__KEEP_ERROR((void)symheap__mc_teardown(c, w));
-    if (w->nccl_win)
-      SYMHEAP__KEEP_ERROR((void)symheap__nccl_deregister(c, w));
+    if (w->vendor)
+      SYMHEAP__KEEP_ERROR((void)symheap__winpath_deregister(c, w));
     else if (w->flat)
       SYMHEAP__KEEP_ERROR((void)unmap_flat(c, w, c->nranks));
     else
@@ -605,8 +612,8 @@ symheap_result_t symheap__window_teardown(symheap_comm_t c,
    * without multicast: the mappings a later registration can reuse. */
   if (w->flat && may_cache && w->ids && !w->owns_alloc && c->cache_max > 0)
     symheap__cache_put(c, w); /* takes the mapping, or leaves it if it can't */
-  if (w->nccl_win) {
-    r = symheap__nccl_deregister(c, w);
+  if (w->vendor) {
+    r = symheap__winpath_deregister(c, w);
     if (first == SYMHEAP_SUCCESS)
       first = r;
   } else if (w->flat && w->reserve) {

@@ -197,6 +197,7 @@ typedef struct symheap_device_ops {
  * comm's ranks and must give up after timeout_ms with SYMHEAP_ERR_TIMEOUT, or
  * return SYMHEAP_ERR_REMOTE (naming the rank, through svc->error) when a peer
  * is gone.  After a failure the core treats the context as broken. */
+struct symheap_vendor_window;
 typedef struct symheap_ccl_ops {
   uint32_t abi_version;
   uint32_t struct_size;
@@ -213,8 +214,29 @@ typedef struct symheap_ccl_ops {
   /* Optional: release the context when the comm is destroyed (NULL when the
    * caller owns the context). */
   void (*fini)(void *ctx);
+  /* Optional (0.2), both or neither: a vendor window path, which the core
+   * uses instead of its own flat VA when SYMHEAP_WINDOW_PATH=ccl (the
+   * built-in NCCL path, SYMHEAP_WINDOW_PATH=nccl, has the same shape).
+   * window_register is collective like symheap_window_register: every rank
+   * calls it, in the same order, with its own [ptr, ptr+size) (the same size
+   * everywhere), and on success fills *out so that rank p's copy of the
+   * window starts at out->flat_base + p * out->stride, loadable and storable
+   * from every rank of the comm.  The core then agrees with the other ranks;
+   * where another rank failed, a rank whose call succeeded gets
+   * window_deregister(handle).  window_deregister is collective too, in
+   * deregistration order. */
+  symheap_result_t (*window_register)(void *ctx, void *ptr, size_t size,
+                                      struct symheap_vendor_window *out);
+  symheap_result_t (*window_deregister)(void *ctx, void *handle);
   /* v1 ends here */
 } symheap_ccl_ops;
+
+/* A window as a vendor window path registered it. */
+typedef struct symheap_vendor_window {
+  void *handle;    /* the vendor's window, handed back to window_deregister */
+  void *flat_base; /* rank 0's copy of the window's first byte */
+  uint64_t stride; /* bytes between consecutive ranks' copies */
+} symheap_vendor_window_t;
 
 /* --- Plugins ---------------------------------------------------------------
  * A plugin is a shared object that exports one symbol, symheap_plugin_v1, of

@@ -113,6 +113,8 @@ suite() { # suite PREFIX BUILD WRAPPER...
   # under the multi-rank suite, and the conformance kit on every adaptor.
   local plug="env SYMHEAP_PLUGIN_PATH=$PWD/$b/lib"
   run "$prefix embedding example (minicoll)" "$@" "$b/test/test_embed"
+  run "$prefix vendor window path (ccl) procs x3" build/bin/symheap-run -n 3 \
+    "$@" "$b/test/test_window_path"
   run "$prefix plugins" "$@" "$b/test/test_plugins" "$PWD/$b/lib" "$PWD/$b/test/bad_plugins"
   run "$prefix example plugin procs x4" $plug SYMHEAP_PLUGIN=example SYMHEAP_DEVICE=example \
     build/bin/symheap-run -n 4 "$@" "$b/test/test_multirank"

@@ -267,9 +267,12 @@ int main(int argc, char **argv) {
   else if (path == 0)
     printf("\nwindow path: symheap's own flat VA (import every rank's "
            "memory, map at base + rank * stride)\n");
-  else
+  else if (path == 1)
     printf("\nwindow path: NCCL symmetric windows (SYMHEAP_WINDOW_PATH=nccl; "
            "ncclCommWindowRegister, cuda adaptor only)\n");
+  else
+    printf("\nwindow path: the window_register of the ccl adaptor a comm is "
+           "made on (SYMHEAP_WINDOW_PATH=ccl)\n");
   /* RDMA: what a comm spanning hosts would use. */
   int net = 0;
   const char *lib = NULL, *dev = NULL;

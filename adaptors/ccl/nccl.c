@@ -1,10 +1,11 @@
-/* The NCCL window path.  NCCL maps a symmetric window into its own flat
- * range: rank i of the LSA team (the ranks one NVLink domain reaches) at
- * lsaFlatBase + i * stride4G * 4 GiB.  NCCL 2.28 answers that only in device
- * code (ncclGetLsaPointer), from the window object it keeps in device
- * memory, so the host reads the object's public head (nccl_device/impl/
- * core__types.h) once per registration.  The view that results has the same
- * shape as symheap's own, so kernels cannot tell the paths apart. */
+/* The NCCL window path, one provider of core/window_vendor.c.  NCCL maps a
+ * symmetric window into its own flat range: rank i of the LSA team (the ranks
+ * one NVLink domain reaches) at lsaFlatBase + i * stride4G * 4 GiB.  NCCL 2.28
+ * answers that only in device code (ncclGetLsaPointer), from the window object
+ * it keeps in device memory, so the host reads the object's public head
+ * (nccl_device/impl/ core__types.h) once per registration.  The view that
+ * results has the same shape as symheap's own, so kernels cannot tell the paths
+ * apart. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -102,11 +103,71 @@ static symheap_result_t load(void) {
   return r;
 }
 
-symheap_result_t symheap__nccl_setup(symheap_comm_t c) {
-  int path = 0;
-  symheap_result_t r = symheap__cfg_choice("SYMHEAP_WINDOW_PATH", &path);
-  if (r != SYMHEAP_SUCCESS || path == 0)
-    return symheap__agree(c, r, 0, NULL, 0, NULL);
+typedef struct {
+  void *comm; /* ncclComm_t */
+  int rank;
+} nccl_ctx_t;
+
+static void nccl_close(void *ctx) {
+  nccl_ctx_t *n = ctx;
+  if (n->comm) {
+    int e = lib.comm_destroy(n->comm);
+    if (e != 0)
+      SYMHEAP_WARN("ncclCommDestroy: NCCL error %d (%s)", e,
+                   lib.get_error_string(e));
+  }
+  free(n);
+}
+
+/* NCCL's mapping as a flat range: where this window's rank-0 copy is, and
+ * the distance between ranks.  The object is in device memory. */
+static symheap_result_t read_head(const nccl_ctx_t *n, void *win,
+                                  nccl_win_head_t *h) {
+  CU_TRY(cuMemcpyDtoH(h, (cu_deviceptr_t)(uintptr_t)win, sizeof *h));
+  if (!h->lsa_flat_base || h->stride4g == 0 || h->lsa_rank != n->rank ||
+      h->world_rank != n->rank)
+    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+                          "NCCL window of rank %d: LSA rank %d, world rank "
+                          "%d, flat base %p, stride %u x 4 GiB: not the "
+                          "layout this symheap reads (NCCL version code %d)",
+                          n->rank, h->lsa_rank, h->world_rank,
+                          (void *)h->lsa_flat_base, h->stride4g, lib_version);
+  return SYMHEAP_SUCCESS;
+}
+
+static symheap_result_t nccl_register(void *ctx, void *ptr, size_t size,
+                                      symheap_vendor_window_t *out) {
+  nccl_ctx_t *n = ctx;
+  void *win = NULL;
+  int e =
+      lib.window_register(n->comm, ptr, size, &win, NCCL_WIN_COLL_SYMMETRIC);
+  if (e != 0)
+    return nccl_fail("ncclCommWindowRegister", e);
+  nccl_win_head_t h;
+  memset(&h, 0, sizeof h);
+  symheap_result_t r =
+      win ? read_head(n, win, &h)
+          : symheap__error(SYMHEAP_ERR_DEVICE,
+                           "ncclCommWindowRegister returned no window");
+  if (r != SYMHEAP_SUCCESS) {
+    if (win)
+      (void)lib.window_deregister(n->comm, win);
+    return r;
+  }
+  out->handle = win;
+  out->flat_base = h.lsa_flat_base;
+  out->stride = (uint64_t)h.stride4g << 32;
+  return SYMHEAP_SUCCESS;
+}
+
+static symheap_result_t nccl_deregister(void *ctx, void *handle) {
+  nccl_ctx_t *n = ctx;
+  int e = lib.window_deregister(n->comm, handle);
+  return e == 0 ? SYMHEAP_SUCCESS : nccl_fail("ncclCommWindowDeregister", e);
+}
+
+symheap_result_t symheap__nccl_open(symheap_comm_t c, symheap__winpath_t *out) {
+  symheap_result_t r = SYMHEAP_SUCCESS;
   if (strcmp(c->dev.ops.name, "cuda") != 0)
     r = symheap__error(SYMHEAP_ERR_UNSUPPORTED,
                        "SYMHEAP_WINDOW_PATH=nccl needs the cuda device "
@@ -130,93 +191,32 @@ symheap_result_t symheap__nccl_setup(symheap_comm_t c) {
   /* Rank 0's id reaches everyone in the agreement's payload. */
   _Static_assert(sizeof(nccl_id_t) <= SYMHEAP__AGREE_MAX, "id fits");
   nccl_id_t *ids = malloc(sizeof *ids * (size_t)c->nranks);
-  if (!ids && r == SYMHEAP_SUCCESS)
+  nccl_ctx_t *n = calloc(1, sizeof *n);
+  if ((!ids || !n) && r == SYMHEAP_SUCCESS)
     r = symheap__error(SYMHEAP_ERR_NO_MEMORY, "NCCL path: no memory");
   r = symheap__agree(c, r, 0, &id, sizeof id, ids);
   if (r == SYMHEAP_SUCCESS) {
-    int e = lib.comm_init_rank(&c->nccl, c->nranks, ids[0], c->rank);
+    n->rank = c->rank;
+    int e = lib.comm_init_rank(&n->comm, c->nranks, ids[0], c->rank);
     if (e != 0) {
-      c->nccl = NULL;
+      n->comm = NULL;
       r = nccl_fail("ncclCommInitRank", e);
     }
   }
   free(ids);
   r = symheap__agree(c, r, 0, NULL, 0, NULL);
   if (r != SYMHEAP_SUCCESS) {
-    symheap__nccl_close(c);
+    if (n)
+      nccl_close(n);
     return symheap__error_context(r, "SYMHEAP_WINDOW_PATH=nccl");
   }
+  out->name = "nccl";
+  out->reg = nccl_register;
+  out->dereg = nccl_deregister;
+  out->close = nccl_close;
+  out->ctx = n;
   SYMHEAP_INFO("window path: NCCL %d.%d.%d symmetric windows "
                "(ncclCommWindowRegister, NCCL_WIN_COLL_SYMMETRIC)",
                lib_version / 10000, lib_version / 100 % 100, lib_version % 100);
   return SYMHEAP_SUCCESS;
-}
-
-void symheap__nccl_close(symheap_comm_t c) {
-  if (c->nccl) {
-    int e = lib.comm_destroy(c->nccl);
-    if (e != 0)
-      SYMHEAP_WARN("ncclCommDestroy: NCCL error %d (%s)", e,
-                   lib.get_error_string(e));
-    c->nccl = NULL;
-  }
-}
-
-/* NCCL's mapping as a flat range: where this window's rank-0 copy is, and
- * the distance between ranks. */
-static symheap_result_t read_head(symheap_comm_t c, void *win,
-                                  nccl_win_head_t *h) {
-  CU_TRY(cuMemcpyDtoH(h, (cu_deviceptr_t)(uintptr_t)win, sizeof *h));
-  if (!h->lsa_flat_base || h->stride4g == 0 || h->lsa_rank != c->rank ||
-      h->world_rank != c->rank)
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
-                          "NCCL window of rank %d: LSA rank %d, world rank "
-                          "%d, flat base %p, stride %u x 4 GiB: not the "
-                          "layout this symheap reads (NCCL version code %d)",
-                          c->rank, h->lsa_rank, h->world_rank,
-                          (void *)h->lsa_flat_base, h->stride4g, lib_version);
-  return SYMHEAP_SUCCESS;
-}
-
-symheap_result_t symheap__nccl_register(symheap_comm_t c,
-                                        struct symheap_window *w) {
-  void *win = NULL;
-  int e = lib.window_register(c->nccl, w->user_ptr, w->size, &win,
-                              NCCL_WIN_COLL_SYMMETRIC);
-  symheap_result_t r =
-      e == 0 ? SYMHEAP_SUCCESS : nccl_fail("ncclCommWindowRegister", e);
-  nccl_win_head_t h;
-  memset(&h, 0, sizeof h);
-  if (r == SYMHEAP_SUCCESS && !win)
-    r = symheap__error(SYMHEAP_ERR_DEVICE,
-                       "ncclCommWindowRegister returned no window");
-  if (r == SYMHEAP_SUCCESS)
-    r = read_head(c, win, &h);
-  uint64_t stride = (uint64_t)h.stride4g << 32;
-  int differ;
-  uint64_t s0, sp;
-  r = symheap__agree_equal(c, r, stride, &differ, &s0, &sp);
-  if (r == SYMHEAP_SUCCESS && differ >= 0)
-    r = symheap__error(SYMHEAP_ERR_MISMATCH,
-                       "NCCL windows differ in stride: rank 0 %llu, rank %d "
-                       "%llu",
-                       (unsigned long long)s0, differ, (unsigned long long)sp);
-  if (r != SYMHEAP_SUCCESS) {
-    if (win)
-      (void)lib.window_deregister(c->nccl, win);
-    return symheap__error_context(r, "NCCL window path");
-  }
-  w->nccl_win = win;
-  w->reserve = h.lsa_flat_base;
-  w->stride = (size_t)stride;
-  w->head = 0;
-  return SYMHEAP_SUCCESS;
-}
-
-symheap_result_t symheap__nccl_deregister(symheap_comm_t c,
-                                          struct symheap_window *w) {
-  int e = lib.window_deregister(c->nccl, w->nccl_win);
-  w->nccl_win = NULL;
-  w->reserve = NULL;
-  return e == 0 ? SYMHEAP_SUCCESS : nccl_fail("ncclCommWindowDeregister", e);
 }

@@ -64,6 +64,11 @@ static int one(void *c) {
   (void)c;
   return 1;
 }
+static symheap_result_t no_deregister(void *ctx, void *handle) {
+  (void)ctx;
+  (void)handle;
+  return SYMHEAP_SUCCESS;
+}
 static int zero(void *c) {
   (void)c;
   return 0;
@@ -96,7 +101,7 @@ int main(void) {
 
   /* The table is checked before anything happens. */
   symheap_ccl_ops ops = {SYMHEAP_ADAPTOR_ABI_VERSION, sizeof ops, "t", zero,
-                         one, gather, NULL, NULL};
+                         one, gather, NULL, NULL, NULL, NULL};
   symheap_comm_t c;
   int ok = 1;
   symheap_ccl_ops bad = ops;
@@ -107,6 +112,10 @@ int main(void) {
   bad.allgather = NULL;
   ok &= symheap_comm_init_ccl(&c, &bad, NULL) == SYMHEAP_ERR_PLUGIN &&
         strstr(symheap_last_error(), "'allgather'") != NULL;
+  bad = ops;
+  bad.window_deregister = no_deregister; /* without window_register */
+  ok &= symheap_comm_init_ccl(&c, &bad, NULL) == SYMHEAP_ERR_PLUGIN &&
+        strstr(symheap_last_error(), "'window_register") != NULL;
   bad = ops;
   bad.rank = one;
   bad.size = one; /* rank 1 of 1 */
