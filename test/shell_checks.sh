@@ -126,7 +126,7 @@ int main(int argc, char **argv) {
 C
   mpicc -std=c11 -I"$dir/include" "$dir/client.c" -o "$dir/client" -L"$dir/lib" \
     -lsymheap-ccl-mpi -lsymheap -Wl,-rpath,"$dir/lib" || return 1
-  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm=isolated \
     mpirun --oversubscribe --bind-to none -n 2 "$dir/client" || return 1
   rm -rf "$dir"
 }

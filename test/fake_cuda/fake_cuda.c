@@ -165,7 +165,16 @@ EXPORT void fake_cuda_live(fake_cuda_live_t *out) {
   pthread_mutex_unlock(&lock);
 }
 
-EXPORT const char *fake_cuda_log(void) { return calllog; }
+/* A copy taken under the lock: ranks as threads keep calling the driver
+ * while a test reads, and an append briefly exposes stale text past the
+ * end of the live log. */
+EXPORT const char *fake_cuda_log(void) {
+  static _Thread_local char snap[sizeof calllog];
+  pthread_mutex_lock(&lock);
+  memcpy(snap, calllog, strlen(calllog) + 1);
+  pthread_mutex_unlock(&lock);
+  return snap;
+}
 EXPORT void fake_cuda_log_reset(void) {
   pthread_mutex_lock(&lock);
   calllog[0] = '\0';
