@@ -228,6 +228,8 @@ if [ "${QUICK:-0}" != 1 ]; then
       run "tsan threads x$n" build/tsan/test/test_multirank --threads $n
     done
     run "tsan comms from threads" build/tsan/test/test_exhaust --concurrency
+    run "tsan rdma(fake ibverbs) threads" build/tsan/test/test_rdma \
+      "$PWD/build/tsan/fake_ibverbs/libibverbs.so.1"
     run "tsan cuda(fake) threads x2" env SYMHEAP_DEVICE=cuda SYMHEAP_DISABLE_MULTICAST=1 \
       SYMHEAP_CUDA_LIBRARY="$PWD/build/tsan/fake_cuda/libcuda.so.1" \
       build/tsan/test/test_multirank --threads 2

@@ -49,6 +49,12 @@ static mr_t *live;
 static fake_ibv_counts_t counts;
 static uint32_t next_key = 0x100;
 
+static pthread_once_t devs_once = PTHREAD_ONCE_INIT;
+static void name_devs(void) {
+  for (int i = 0; i < 8; i++)
+    snprintf(devs[i].name, sizeof devs[i].name, "fake_%d", i);
+}
+
 static int env_int(const char *name, int dflt) {
   const char *v = getenv(name);
   return v && *v ? atoi(v) : dflt;
@@ -65,10 +71,10 @@ EXPORT void **ibv_get_device_list(int *num) {
     errno = ENOMEM;
     return NULL;
   }
-  for (int i = 0; i < n; i++) {
-    snprintf(devs[i].name, sizeof devs[i].name, "fake_%d", i);
+  /* The devices are the library's, named once: threads list them at once. */
+  pthread_once(&devs_once, name_devs);
+  for (int i = 0; i < n; i++)
     list[i] = &devs[i];
-  }
   if (num)
     *num = n;
   return list;
