@@ -58,6 +58,10 @@ step "NCCL window path (SYMHEAP_WINDOW_PATH=nccl): GPU tests, collectives, regis
 SYMHEAP_WINDOW_PATH=nccl build/bin/symheap-run -n 2 build/test/test_gpu 2>&1 | tee "$OUTDIR/gpu_nccl_procs.txt"
 SYMHEAP_WINDOW_PATH=nccl build/test/test_gpu --threads 2 2>&1 | tee "$OUTDIR/gpu_nccl_threads.txt"
 SYMHEAP_WINDOW_PATH=nccl build/bin/symheap-run -n 2 build/test/test_coll 2>&1 | tee "$OUTDIR/gpu_nccl_coll_procs.txt"
+# A comm on a caller's NCCL communicator (symheap_comm_init_nccl), both paths.
+SYMHEAP_TEST_NCCL_COMM=1 build/bin/symheap-run -n 2 build/test/test_gpu 2>&1 | tee "$OUTDIR/gpu_ncclcomm_procs.txt"
+SYMHEAP_TEST_NCCL_COMM=1 SYMHEAP_WINDOW_PATH=nccl build/bin/symheap-run -n 2 \
+  build/test/test_gpu 2>&1 | tee "$OUTDIR/gpu_ncclcomm_win_procs.txt"
 SYMHEAP_WINDOW_PATH=nccl SYMHEAP_DEVICE=cuda build/bin/symheap-run -n 2 \
   build/bin/symheap-bench --iters 11 2>&1 | tee "$OUTDIR/bench_nccl.txt"
 

@@ -92,6 +92,15 @@ struct symheap_ccl_ops;
 symheap_result_t symheap_comm_init_ccl(symheap_comm_t *comm,
                                        const struct symheap_ccl_ops *ops,
                                        void *ctx);
+/* Collective over an NCCL communicator the caller already has (an ncclComm_t,
+ * passed as void * so that this header needs no NCCL; NCCL 2.28 or newer,
+ * loaded with dlopen).  Call with that communicator's device current; the
+ * cuda device adaptor then follows it.  Rank and size are NCCL's; setup
+ * bytes travel by ncclAllGather on a private stream (bounded by
+ * SYMHEAP_TIMEOUT_MS); with SYMHEAP_WINDOW_PATH=nccl (or ccl) windows are
+ * that communicator's symmetric windows.  The communicator stays the
+ * caller's: keep it alive until symheap_comm_destroy. */
+symheap_result_t symheap_comm_init_nccl(symheap_comm_t *comm, void *nccl_comm);
 /* Collective when the comm is healthy (a bounded barrier first, so no rank
  * tears down memory a peer still reads); local once the comm has failed.
  * Windows still registered are released with a warning. */

@@ -42,6 +42,12 @@ typedef struct {
                          int flags);
   int (*window_deregister)(void *comm, void *win);
   const char *(*get_error_string)(int r);
+  /* for the ccl adaptor over a caller's communicator */
+  int (*user_rank)(void *comm, int *rank);
+  int (*count)(void *comm, int *n);
+  int (*all_gather)(const void *in, void *out, size_t count, int type,
+                    void *comm, void *stream);
+  int (*get_async_error)(void *comm, int *err);
 } nccl_lib_t;
 
 static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -64,9 +70,8 @@ static symheap_result_t load(void) {
     void *dl =
         r == SYMHEAP_SUCCESS ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
     if (r == SYMHEAP_SUCCESS && !dl)
-      r = symheap__error(SYMHEAP_ERR_UNSUPPORTED,
-                         "SYMHEAP_WINDOW_PATH=nccl: cannot load %s (%s)", path,
-                         dlerror());
+      r = symheap__error(SYMHEAP_ERR_UNSUPPORTED, "NCCL: cannot load %s (%s)",
+                         path, dlerror());
     nccl_lib_t l;
     memset(&l, 0, sizeof l);
     const char *missing = NULL;
@@ -80,17 +85,20 @@ static symheap_result_t load(void) {
     SYM(window_register, "ncclCommWindowRegister")
     SYM(window_deregister, "ncclCommWindowDeregister")
     SYM(get_error_string, "ncclGetErrorString")
+    SYM(user_rank, "ncclCommUserRank")
+    SYM(count, "ncclCommCount")
+    SYM(all_gather, "ncclAllGather")
+    SYM(get_async_error, "ncclCommGetAsyncError")
 #undef SYM
     int v = 0;
     if (dl && missing)
       r = symheap__error(SYMHEAP_ERR_UNSUPPORTED,
-                         "SYMHEAP_WINDOW_PATH=nccl: %s has no %s (NCCL 2.28 "
-                         "or newer is needed)",
+                         "NCCL: %s has no %s (NCCL 2.28 or newer is needed)",
                          path, missing);
     else if (dl && (l.get_version(&v) != 0 || v < NCCL_MIN_VERSION))
       r = symheap__error(SYMHEAP_ERR_UNSUPPORTED,
-                         "SYMHEAP_WINDOW_PATH=nccl: %s is NCCL version code "
-                         "%d; the window path needs %d (2.28) or newer",
+                         "NCCL: %s is version code %d; symheap needs %d "
+                         "(2.28) or newer",
                          path, v, NCCL_MIN_VERSION);
     if (r == SYMHEAP_SUCCESS) {
       lib = l;
@@ -166,7 +174,165 @@ static symheap_result_t nccl_deregister(void *ctx, void *handle) {
   return e == 0 ? SYMHEAP_SUCCESS : nccl_fail("ncclCommWindowDeregister", e);
 }
 
+/* --- A ccl adaptor over the caller's NCCL communicator --------------------
+ * symheap_comm_init_nccl: rank and size from NCCL; the setup bytes go
+ * through ncclAllGather on a small device buffer and a private stream,
+ * polled against the timeout; windows (SYMHEAP_WINDOW_PATH=nccl or ccl) are
+ * that communicator's symmetric windows. */
+#define NCCL_UINT8 1 /* ncclUint8 */
+
+typedef struct {
+  nccl_ctx_t win; /* the communicator (the caller's) and our rank */
+  int n;
+  cu_context_t cu; /* the context current when the comm was made */
+  cu_stream_t stream;
+  cu_deviceptr_t buf; /* (n + 1) * cap bytes: this rank's, then all */
+  size_t cap;
+} nccl_ccl_t;
+
+static int ccl_rank(void *ctx) { return ((nccl_ccl_t *)ctx)->win.rank; }
+static int ccl_size(void *ctx) { return ((nccl_ccl_t *)ctx)->n; }
+
+static symheap_result_t ccl_grow(nccl_ccl_t *x, size_t bytes) {
+  if (bytes <= x->cap)
+    return SYMHEAP_SUCCESS;
+  size_t cap = bytes < 4096 ? 4096 : bytes;
+  cu_deviceptr_t b = 0;
+  CU_TRY(cuMemAlloc(&b, cap * (size_t)(x->n + 1)));
+  if (x->buf)
+    (void)symheap__cu.cuMemFree(x->buf);
+  x->buf = b;
+  x->cap = cap;
+  return SYMHEAP_SUCCESS;
+}
+
+static symheap_result_t ccl_allgather(void *ctx, const void *in, void *out,
+                                      size_t bytes, int timeout_ms) {
+  nccl_ccl_t *x = ctx;
+  cu_context_t prev = NULL;
+  CU_TRY(cuCtxGetCurrent(&prev));
+  CU_TRY(cuCtxSetCurrent(x->cu));
+  symheap_result_t r = ccl_grow(x, bytes);
+  cu_result_t e = CU_OK;
+  if (r == SYMHEAP_SUCCESS &&
+      (e = symheap__cu.cuMemcpyHtoD(x->buf, in, bytes)) != CU_OK)
+    r = symheap__cu_fail("cuMemcpyHtoD", e);
+  if (r == SYMHEAP_SUCCESS) {
+    int ne = lib.all_gather((void *)(uintptr_t)x->buf,
+                            (void *)(uintptr_t)(x->buf + x->cap), bytes,
+                            NCCL_UINT8, x->win.comm, x->stream);
+    if (ne != 0)
+      r = nccl_fail("ncclAllGather", ne);
+  }
+  /* Poll: NCCL's own waits have no timeout. */
+  int64_t deadline = symheap__now_ms() + timeout_ms;
+  while (r == SYMHEAP_SUCCESS &&
+         (e = symheap__cu.cuStreamQuery(x->stream)) == CU_ERR_NOT_READY) {
+    int async = 0;
+    if (lib.get_async_error(x->win.comm, &async) == 0 && async != 0 &&
+        async != 7 /* ncclInProgress */)
+      r = nccl_fail("ncclAllGather (asynchronous)", async);
+    else if (symheap__now_ms() > deadline)
+      r = symheap__error(SYMHEAP_ERR_TIMEOUT,
+                         "ncclAllGather did not complete within %d ms (a "
+                         "rank did not arrive)",
+                         timeout_ms);
+  }
+  if (r == SYMHEAP_SUCCESS && e != CU_OK)
+    r = symheap__cu_fail("cuStreamQuery", e);
+  /* Rank p's bytes sit at p * bytes of the gathered part. */
+  if (r == SYMHEAP_SUCCESS &&
+      (e = symheap__cu.cuMemcpyDtoH(out, x->buf + x->cap,
+                                    bytes * (size_t)x->n)) != CU_OK)
+    r = symheap__cu_fail("cuMemcpyDtoH", e);
+  (void)symheap__cu.cuCtxSetCurrent(prev);
+  return r;
+}
+
+static void ccl_fini(void *ctx) {
+  nccl_ccl_t *x = ctx;
+  cu_context_t prev = NULL;
+  if (symheap__cu.cuCtxGetCurrent(&prev) == CU_OK &&
+      symheap__cu.cuCtxSetCurrent(x->cu) == CU_OK) {
+    if (x->buf)
+      (void)symheap__cu.cuMemFree(x->buf);
+    if (x->stream)
+      (void)symheap__cu.cuStreamDestroy(x->stream);
+    (void)symheap__cu.cuCtxSetCurrent(prev);
+  }
+  free(x);
+}
+
+static symheap_result_t ccl_window_register(void *ctx, void *ptr, size_t size,
+                                            symheap_vendor_window_t *out) {
+  return nccl_register(&((nccl_ccl_t *)ctx)->win, ptr, size, out);
+}
+static symheap_result_t ccl_window_deregister(void *ctx, void *handle) {
+  return nccl_deregister(&((nccl_ccl_t *)ctx)->win, handle);
+}
+
+static const symheap_ccl_ops nccl_ccl_ops = {
+    .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
+    .struct_size = sizeof(symheap_ccl_ops),
+    .name = "nccl",
+    .rank = ccl_rank,
+    .size = ccl_size,
+    .allgather = ccl_allgather,
+    .fini = ccl_fini,
+    .window_register = ccl_window_register,
+    .window_deregister = ccl_window_deregister,
+};
+
+SYMHEAP__EXPORT symheap_result_t symheap_comm_init_nccl(symheap_comm_t *comm,
+                                                        void *nccl_comm) {
+  if (!comm || !nccl_comm)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_comm_init_nccl: comm or nccl_comm is NULL");
+  symheap_result_t r = load();
+  if (r == SYMHEAP_SUCCESS)
+    r = symheap__cu_load();
+  if (r != SYMHEAP_SUCCESS)
+    return symheap__error_context(r, "symheap_comm_init_nccl");
+  nccl_ccl_t *x = calloc(1, sizeof *x);
+  if (!x)
+    return symheap__error(SYMHEAP_ERR_NO_MEMORY,
+                          "symheap_comm_init_nccl: no memory");
+  x->win.comm = nccl_comm;
+  int e = lib.user_rank(nccl_comm, &x->win.rank);
+  if (e == 0)
+    e = lib.count(nccl_comm, &x->n);
+  cu_result_t ce = CU_OK;
+  if (e != 0)
+    r = nccl_fail("ncclCommUserRank/ncclCommCount", e);
+  else if ((ce = symheap__cu.cuCtxGetCurrent(&x->cu)) != CU_OK || !x->cu)
+    r = symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                       "symheap_comm_init_nccl: no CUDA context is current; "
+                       "make the NCCL communicator's device current first");
+  else if ((ce = symheap__cu.cuStreamCreate(
+                &x->stream, CU_STREAM_FLAG_NON_BLOCKING)) != CU_OK)
+    r = symheap__cu_fail("cuStreamCreate", ce);
+  if (r != SYMHEAP_SUCCESS) {
+    ccl_fini(x);
+    return symheap__error_context(r, "symheap_comm_init_nccl");
+  }
+  /* fini is set: x is symheap's from here on, freed at destroy or failure;
+   * the NCCL communicator stays the caller's. */
+  return symheap_comm_init_ccl(comm, &nccl_ccl_ops, x);
+}
+
 symheap_result_t symheap__nccl_open(symheap_comm_t c, symheap__winpath_t *out) {
+  /* A comm made on the caller's NCCL communicator registers through it. */
+  if (c->ccl.window_register == ccl_window_register) {
+    symheap_result_t r = symheap__agree(c, SYMHEAP_SUCCESS, 0, NULL, 0, NULL);
+    if (r != SYMHEAP_SUCCESS)
+      return r;
+    out->name = "nccl";
+    out->reg = ccl_window_register;
+    out->dereg = ccl_window_deregister;
+    out->close = NULL; /* the communicator is the caller's */
+    out->ctx = c->ccl_ctx;
+    return SYMHEAP_SUCCESS;
+  }
   symheap_result_t r = SYMHEAP_SUCCESS;
   if (strcmp(c->dev.ops.name, "cuda") != 0)
     r = symheap__error(SYMHEAP_ERR_UNSUPPORTED,

@@ -66,6 +66,7 @@ enum {
   CU_ERR_INVALID_HANDLE = 400,
   CU_ERR_ILLEGAL_STATE = 401,
   CU_ERR_NOT_FOUND = 500,
+  CU_ERR_NOT_READY = 600,
   CU_ERR_PEER_ACCESS_ALREADY_ENABLED = 704,
   CU_ERR_NOT_SUPPORTED = 801,
   CU_ERR_UNKNOWN = 999,
@@ -145,7 +146,11 @@ enum {
   X(cuMemGetHandleForAddressRange, 12000,                                      \
     (void *handle, cu_deviceptr_t ptr, size_t size, int type,                  \
      unsigned long long flags))                                                \
-  X(cuMemcpyDtoH, 12000, (void *dst, cu_deviceptr_t src, size_t n))
+  X(cuMemcpyDtoH, 12000, (void *dst, cu_deviceptr_t src, size_t n))            \
+  X(cuMemcpyHtoD, 12000, (cu_deviceptr_t dst, const void *src, size_t n))      \
+  X(cuMemAlloc, 12000, (cu_deviceptr_t * ptr, size_t n))                       \
+  X(cuMemFree, 12000, (cu_deviceptr_t ptr))                                    \
+  X(cuStreamQuery, 12000, (cu_stream_t s))
 
 /* Resolved only where the driver and device offer multicast. */
 #define CU_MC_FUNCS(X)                                                         \

@@ -639,6 +639,25 @@ EXPORT cu_result_t cuMemFree_v2(cu_deviceptr_t ptr) {
   drop_region(r);
   LEAVE(CU_OK);
 }
+/* Through cuGetProcAddress too, as the real driver resolves them. */
+static cu_result_t f_cuMemAlloc(cu_deviceptr_t *ptr, size_t size) {
+  return cuMemAlloc_v2(ptr, size);
+}
+static cu_result_t f_cuMemFree(cu_deviceptr_t ptr) { return cuMemFree_v2(ptr); }
+static cu_result_t f_cuMemcpyHtoD(cu_deviceptr_t dst, const void *src,
+                                  size_t n) {
+  ENTER("cuMemcpyHtoD");
+  char *p = (char *)(uintptr_t)dst;
+  if (!src || !(find_region(p, 1, 0) || find_region(p, 2, 0)))
+    LEAVE(CU_ERR_INVALID_VALUE);
+  memcpy(p, src, n);
+  LEAVE(CU_OK);
+}
+static cu_result_t f_cuStreamQuery(cu_stream_t st) {
+  ENTER("cuStreamQuery");
+  (void)st; /* work here is done when it is enqueued */
+  LEAVE(CU_OK);
+}
 static cu_result_t f_cuIpcGetMemHandle(cu_ipc_mem_handle_t *h,
                                        cu_deviceptr_t ptr) {
   ENTER("cuIpcGetMemHandle");
@@ -828,19 +847,23 @@ static const struct {
                             11000) F(cuMemGetAddressRange,
                                      3020) F(cuIpcGetMemHandle,
                                              4010) F(cuIpcOpenMemHandle, 11000)
-                            F(cuIpcCloseMemHandle,
-                              4010) F(cuMulticastGetGranularity, 12010)
-                                F(cuMulticastCreate,
-                                  12010) F(cuMulticastAddDevice,
-                                           12010) F(cuMulticastBindMem, 12010)
-                                    F(cuMulticastUnbind,
-                                      12010) F(cuStreamCreate, 2000)
-                                        F(cuStreamSynchronize,
-                                          2000) F(cuStreamDestroy, 4000)
-                                            F(cuMemsetD8Async, 3020) F(
-                                                cuStreamIsCapturing, 10000)
-                                                F(cuMemGetHandleForAddressRange,
-                                                  11070) F(cuMemcpyDtoH, 3020)
+                            F(cuIpcCloseMemHandle, 4010) F(
+                                cuMulticastGetGranularity,
+                                12010) F(cuMulticastCreate,
+                                         12010) F(cuMulticastAddDevice, 12010)
+                                F(cuMulticastBindMem,
+                                  12010) F(cuMulticastUnbind,
+                                           12010) F(cuStreamCreate, 2000)
+                                    F(cuStreamSynchronize,
+                                      2000) F(cuStreamDestroy, 4000)
+                                        F(cuMemsetD8Async,
+                                          3020) F(cuStreamIsCapturing, 10000)
+                                            F(cuMemGetHandleForAddressRange,
+                                              11070) F(cuMemcpyDtoH, 3020)
+                                                F(cuMemcpyHtoD,
+                                                  3020) F(cuMemAlloc, 3020)
+                                                    F(cuMemFree, 3020)
+                                                        F(cuStreamQuery, 2000)
 #undef F
 };
 

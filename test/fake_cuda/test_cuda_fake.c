@@ -549,6 +549,15 @@ static void nccl_path_refusals(void) {
   init_one(SYMHEAP_ERR_UNSUPPORTED, "cannot load /nonexistent/libnccl.so.2");
   setenv("SYMHEAP_DEVICE", "host", 1);
   init_one(SYMHEAP_ERR_UNSUPPORTED, "needs the cuda device adaptor");
+  static int not_a_nccl_comm;
+  CHECK_ERR(symheap_comm_init_nccl(NULL, &not_a_nccl_comm),
+            SYMHEAP_ERR_INVALID_ARG);
+  symheap_comm_t nc = NULL;
+  CHECK_ERR(symheap_comm_init_nccl(&nc, NULL), SYMHEAP_ERR_INVALID_ARG);
+  CHECK_ERR(symheap_comm_init_nccl(&nc, &not_a_nccl_comm),
+            SYMHEAP_ERR_UNSUPPORTED); /* no NCCL library here */
+  CHECK(strstr(symheap_last_error(), "cannot load") != NULL, "message: %s",
+        symheap_last_error());
   setenv("SYMHEAP_DEVICE", "cuda", 1);
   setenv("SYMHEAP_WINDOW_PATH", "vendor", 1);
   init_one(SYMHEAP_ERR_INVALID_ARG, "symheap|nccl");

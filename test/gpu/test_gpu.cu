@@ -6,6 +6,7 @@
 // machines).  Ranks as processes (under symheap-run) or, with --threads N, as
 // threads.  Without a GPU it prints a SKIP line and exits 0.
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -336,6 +337,59 @@ static void run_cases(th_ctx_t *c, void *arg) {
 
 static void threads_body(th_ctx_t *c, void *arg) { run_cases(c, arg); }
 
+// SYMHEAP_TEST_NCCL_COMM=1: the cases on a comm made by
+// symheap_comm_init_nccl over an NCCL communicator this test makes itself
+// (NCCL by dlopen, its id passed over the first comm), as a framework would.
+typedef struct {
+  char internal[128];
+} ncclid_t;
+typedef int (*nccl_get_id_t)(void *id);
+typedef int (*nccl_init_t)(void **comm, int n, ncclid_t id, int rank);
+static int run_on_nccl_comm(th_ctx_t *c) {
+  void *dl = dlopen("libnccl.so.2", RTLD_NOW);
+  nccl_get_id_t get_id = dl ? (nccl_get_id_t)dlsym(dl, "ncclGetUniqueId") : 0;
+  nccl_init_t init = dl ? (nccl_init_t)dlsym(dl, "ncclCommInitRank") : 0;
+  int (*destroy)(void *) =
+      dl ? (int (*)(void *))dlsym(dl, "ncclCommDestroy") : 0;
+  if (!get_id || !init || !destroy) {
+    printf("FAIL gpu/nccl_comm: cannot load NCCL: %s\n", dlerror());
+    return 1;
+  }
+  ncclid_t id, *all = (ncclid_t *)calloc((size_t)c->n, sizeof id);
+  memset(&id, 0, sizeof id);
+  if (c->rank == 0 && get_id(&id) != 0) {
+    printf("FAIL gpu/nccl_comm: ncclGetUniqueId\n");
+    return 1;
+  }
+  CHECK_OK(symheap_comm_allgather(c->comm, &id, all, sizeof id));
+  void *ncomm = NULL;
+  if (init(&ncomm, c->n, all[0], c->rank) != 0) {
+    printf("FAIL gpu/nccl_comm: ncclCommInitRank\n");
+    return 1;
+  }
+  free(all);
+  th_ctx_t b = {NULL, c->rank, c->n};
+  th_begin(tag, "init_nccl_comm", c->rank);
+  CHECK_OK(symheap_comm_init_nccl(&b.comm, ncomm));
+  symheap_comm_info_t info = SYMHEAP_COMM_INFO_INIT;
+  if (b.comm) {
+    CHECK_OK(symheap_comm_get_info(b.comm, &info));
+    CHECK(strcmp(info.ccl_adaptor, "nccl") == 0 && info.rank == c->rank &&
+              info.nranks == c->n,
+          "ccl '%s', rank %d of %d", info.ccl_adaptor, info.rank, info.nranks);
+  }
+  th_end();
+  if (!b.comm)
+    return 1;
+  snprintf(tag, sizeof tag, "gpu_ncclcomm%s_procs%d", g_nccl ? "_win" : "",
+           c->n);
+  run_cases(&b, NULL);
+  CHECK_OK(symheap_comm_destroy(b.comm));
+  destroy(ncomm);
+  CHECK_OK(symheap_comm_destroy(c->comm));
+  return th_total_failures() ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
@@ -375,6 +429,9 @@ int main(int argc, char **argv) {
   symheap_comm_rank(c.comm, &c.rank);
   symheap_comm_size(c.comm, &c.n);
   snprintf(tag, sizeof tag, "gpu%s_procs%d", g_nccl ? "_nccl" : "", c.n);
+  const char *own = getenv("SYMHEAP_TEST_NCCL_COMM");
+  if (own && strcmp(own, "1") == 0)
+    return run_on_nccl_comm(&c);
   run_cases(&c, NULL);
   CHECK_OK(symheap_comm_destroy(c.comm));
   return th_total_failures() ? 1 : 0;
