@@ -287,7 +287,8 @@ symheap_result_t symheap__winpath_deregister(symheap_comm_t c,
                                              struct symheap_window *w);
 
 /* window_access.c: the process-wide list of live windows. */
-int symheap__window_live(symheap_window_t w);
+/* SUCCESS for a live window handle; else INVALID_ARG naming fn. */
+symheap_result_t symheap__window_check(symheap_window_t w, const char *fn);
 void symheap__live_add(struct symheap_window *w);
 /* Out of the comm's list and the live list. */
 void symheap__window_unlink(symheap_comm_t c, struct symheap_window *w);

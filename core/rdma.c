@@ -156,11 +156,9 @@ SYMHEAP__EXPORT symheap_result_t symheap_window_rdma_key(symheap_window_t w,
                                                          uint64_t *addr,
                                                          uint32_t *rkey) {
   const char *fn = "symheap_window_rdma_key";
-  if (!symheap__window_live(w))
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "%s: unknown window %p (never registered or already "
-                          "released)",
-                          fn, (void *)w);
+  symheap_result_t r = symheap__window_check(w, fn);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
   if (!addr || !rkey || peer < 0 || peer >= w->comm->nranks)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s: %s", fn,
                           !addr || !rkey ? "NULL output pointer"
@@ -176,11 +174,9 @@ SYMHEAP__EXPORT symheap_result_t symheap_window_rdma_key(symheap_window_t w,
 SYMHEAP__EXPORT symheap_result_t symheap_window_rdma_lkey(symheap_window_t w,
                                                           uint32_t *lkey) {
   const char *fn = "symheap_window_rdma_lkey";
-  if (!symheap__window_live(w))
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "%s: unknown window %p (never registered or already "
-                          "released)",
-                          fn, (void *)w);
+  symheap_result_t r = symheap__window_check(w, fn);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
   if (!lkey)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s: lkey is NULL", fn);
   const struct symheap_window *o = owner(w);

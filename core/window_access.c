@@ -20,7 +20,14 @@ static struct symheap_window *live_find(symheap_window_t w) {
   return p;
 }
 
-int symheap__window_live(symheap_window_t w) { return live_find(w) != NULL; }
+symheap_result_t symheap__window_check(symheap_window_t w, const char *fn) {
+  if (live_find(w))
+    return SYMHEAP_SUCCESS;
+  return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                        "%s: unknown window %p (never registered or already "
+                        "released)",
+                        fn, (void *)w);
+}
 
 void symheap__live_add(struct symheap_window *w) {
   pthread_mutex_lock(&live_lock);
@@ -46,11 +53,11 @@ void symheap__window_unlink(symheap_comm_t c, struct symheap_window *w) {
 
 /* Accessors: local, and safe on a stale handle. */
 #define LIVE_OR_FAIL(w, fn)                                                    \
-  if (!live_find(w))                                                           \
-  return symheap__error(SYMHEAP_ERR_INVALID_ARG,                               \
-                        fn ": unknown window %p (never registered or already " \
-                           "released)",                                        \
-                        (void *)(w))
+  do {                                                                         \
+    symheap_result_t live_r_ = symheap__window_check(w, fn);                   \
+    if (live_r_ != SYMHEAP_SUCCESS)                                            \
+      return live_r_;                                                          \
+  } while (0)
 
 SYMHEAP__EXPORT symheap_result_t symheap_window_local_ptr(symheap_window_t w,
                                                           void **ptr) {
