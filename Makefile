@@ -13,9 +13,7 @@ CFLAGS_ALL = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
 LDFLAGS_ALL = -pthread $(SAN) $(LDFLAGS)
 LIBS = -ldl
 
-LIB_SRCS := $(wildcard core/*.c) $(wildcard adaptors/device/*.c) \
-  $(wildcard adaptors/net/*.c) \
-  $(wildcard adaptors/ccl/*.c)
+LIB_SRCS := $(wildcard core/*.c) $(wildcard adaptors/device/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 TOOLS := symheap-run symheap-info symheap-bench symheap-conformance
 TESTS := test_unit test_multirank test_faults test_hostile test_kill test_exhaust \
@@ -283,7 +281,7 @@ env-doc: $(BUILD)/bin/symheap-info
 	  sed -n '/^|/,$$p' docs/env.md | sed '/^|/d'; } > docs/env.md.new && mv docs/env.md.new docs/env.md
 
 format:
-	clang-format -i include/*.h core/*.[ch] adaptors/*/*.[ch] adaptors/ccl/mpi/*.c tools/*.c test/*.[ch] \
+	clang-format -i include/*.h core/*.[ch] adaptors/device/*.[ch] adaptors/ccl/mpi/*.c tools/*.c test/*.[ch] \
 	  test/fake_cuda/*.[ch] test/fake_ibverbs/*.[ch] test/gpu/*.cu bench/*.c
 
 clean:

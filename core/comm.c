@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../adaptors/ccl/local.h"
+#include "bootstrap.h"
 #include "comm.h"
 #include "config.h"
 #include "plugin.h"

@@ -1,6 +1,8 @@
 /* The one table of environment variables, and their validated readers. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "config.h"
@@ -32,18 +34,6 @@ static const symheap__cfg_var_t cfg_vars[] = {
      "where the local bootstrap and descriptor exchange listen: 'abstract' "
      "(Linux abstract Unix sockets, per network namespace) or an absolute "
      "directory for filesystem sockets (crosses namespaces that share it)"},
-    {"SYMHEAP_CUDA_LIBRARY", SYMHEAP_CFG_STRING, "libcuda.so.1", 0, 0, NULL,
-     "the CUDA driver library the cuda adaptor loads with dlopen (a name "
-     "searched the usual way, or a path)"},
-    {"SYMHEAP_CUDA_DEVICE", SYMHEAP_CFG_INT, NULL, 0, 1023, NULL,
-     "CUDA device ordinal for ranks whose thread has no current context; "
-     "unset: local rank modulo the device count"},
-    {"SYMHEAP_HIP_LIBRARY", SYMHEAP_CFG_STRING, "libamdhip64.so", 0, 0, NULL,
-     "the HIP runtime the hip adaptor loads with dlopen (a name searched the "
-     "usual way, or a path)"},
-    {"SYMHEAP_HIP_DEVICE", SYMHEAP_CFG_INT, NULL, 0, 1023, NULL,
-     "HIP device ordinal for every rank of this process; unset: local rank "
-     "modulo the device count"},
     {"SYMHEAP_RANK", SYMHEAP_CFG_INT, NULL, 0, 1 << 20, NULL,
      "rank of this process, for symheap_comm_init_env (set by symheap-run)"},
     {"SYMHEAP_NRANKS", SYMHEAP_CFG_INT, NULL, 1, 1 << 20, NULL,
@@ -99,10 +89,39 @@ const symheap__cfg_var_t *symheap__cfg_table(size_t *count) {
   return cfg_vars;
 }
 
+/* Variables adaptors and plugins declare (param_define).  Entries are
+ * only appended, each complete before the count that publishes it, so
+ * readers need no lock; strings are copied and kept for the process's
+ * life (a plugin is never unloaded once its declarations are taken). */
+#define MAX_DECLARED 128
+typedef struct {
+  symheap__cfg_var_t var;
+  char owner[32];
+} declared_t;
+static declared_t declared[MAX_DECLARED];
+static int ndeclared;
+static pthread_mutex_t declare_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int symheap__cfg_declared_count(void) {
+  return __atomic_load_n(&ndeclared, __ATOMIC_ACQUIRE);
+}
+
+const symheap__cfg_var_t *symheap__cfg_declared(int i, const char **owner) {
+  if (i < 0 || i >= symheap__cfg_declared_count())
+    return NULL;
+  if (owner)
+    *owner = declared[i].owner;
+  return &declared[i].var;
+}
+
 static const symheap__cfg_var_t *find(const char *name) {
   for (size_t i = 0; i < sizeof cfg_vars / sizeof cfg_vars[0]; i++)
     if (strcmp(cfg_vars[i].name, name) == 0)
       return &cfg_vars[i];
+  int n = symheap__cfg_declared_count();
+  for (int i = 0; i < n; i++)
+    if (strcmp(declared[i].var.name, name) == 0)
+      return &declared[i].var;
   return NULL;
 }
 
@@ -206,29 +225,154 @@ symheap_result_t symheap__cfg_choice(const char *name, int *index) {
   return SYMHEAP_SUCCESS;
 }
 
+static symheap_result_t validate_one(const symheap__cfg_var_t *var) {
+  long l;
+  int b;
+  if (!symheap__cfg_raw(var->name))
+    return SYMHEAP_SUCCESS;
+  switch (var->kind) {
+  case SYMHEAP_CFG_INT:
+    return symheap__cfg_int(var->name, &l);
+  case SYMHEAP_CFG_BOOL:
+    return symheap__cfg_bool(var->name, &b);
+  case SYMHEAP_CFG_CHOICE:
+    return symheap__cfg_choice(var->name, &b);
+  case SYMHEAP_CFG_STRING:
+    break;
+  }
+  return SYMHEAP_SUCCESS;
+}
+
 symheap_result_t symheap__cfg_validate_all(void) {
   for (size_t i = 0; i < sizeof cfg_vars / sizeof cfg_vars[0]; i++) {
-    const symheap__cfg_var_t *var = &cfg_vars[i];
-    if (!symheap__cfg_raw(var->name))
-      continue;
-    symheap_result_t r = SYMHEAP_SUCCESS;
-    long l;
-    int b;
-    switch (var->kind) {
-    case SYMHEAP_CFG_INT:
-      r = symheap__cfg_int(var->name, &l);
-      break;
-    case SYMHEAP_CFG_BOOL:
-      r = symheap__cfg_bool(var->name, &b);
-      break;
-    case SYMHEAP_CFG_CHOICE:
-      r = symheap__cfg_choice(var->name, &b);
-      break;
-    case SYMHEAP_CFG_STRING:
-      break;
-    }
+    symheap_result_t r = validate_one(&cfg_vars[i]);
     if (r != SYMHEAP_SUCCESS)
       return r;
   }
+  int n = symheap__cfg_declared_count();
+  for (int i = 0; i < n; i++) {
+    symheap_result_t r = validate_one(&declared[i].var);
+    if (r != SYMHEAP_SUCCESS)
+      return symheap__error_context(r, "%s (declared by %s)",
+                                    declared[i].var.name, declared[i].owner);
+  }
   return SYMHEAP_SUCCESS;
+}
+
+/* A declared name: upper-case letters, digits and '_', not leading with a
+ * digit, as environment variables are written. */
+static int name_ok(const char *n) {
+  size_t len = n ? strlen(n) : 0;
+  if (len == 0 || len > 63 || (n[0] >= '0' && n[0] <= '9'))
+    return 0;
+  for (size_t i = 0; i < len; i++)
+    if (!((n[i] >= 'A' && n[i] <= 'Z') || (n[i] >= '0' && n[i] <= '9') ||
+          n[i] == '_'))
+      return 0;
+  return 1;
+}
+
+/* Why the declaration cannot be taken, or NULL. */
+static const char *declaration_fault(const symheap_param_t *p) {
+  if (!SYMHEAP_SIZE_COVERS(p->struct_size, symheap_param_t, help))
+    return "its struct_size does not cover the members of symheap_param_t";
+  if (!name_ok(p->name))
+    return "its name is not 1 to 63 upper-case letters, digits and '_'";
+  if (p->type > SYMHEAP_PARAM_CHOICE)
+    return "its type is not a symheap_param_type_t";
+  if (!p->help || !p->help[0])
+    return "it has no help text";
+  if (p->type == SYMHEAP_PARAM_INT && p->min > p->max)
+    return "its min is above its max";
+  if (p->type == SYMHEAP_PARAM_CHOICE && (!p->choices || !p->choices[0]))
+    return "it is a choice with no choices";
+  return NULL;
+}
+
+static int same_declaration(const symheap__cfg_var_t *v,
+                            const symheap_param_t *p) {
+  return (int)v->kind == (int)p->type && v->min == p->min &&
+         v->max == p->max &&
+         strcmp(v->choices ? v->choices : "", p->choices ? p->choices : "") ==
+             0;
+}
+
+/* The default must be a value the variable accepts. */
+static symheap_result_t check_default(const symheap__cfg_var_t *v) {
+  long l;
+  if (!v->def)
+    return SYMHEAP_SUCCESS;
+  if (v->kind == SYMHEAP_CFG_INT)
+    return parse_int(v, v->def, &l);
+  if (v->kind == SYMHEAP_CFG_BOOL && strcmp(v->def, "0") != 0 &&
+      strcmp(v->def, "1") != 0)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "its default '%s' is not 0 or 1", v->def);
+  if (v->kind == SYMHEAP_CFG_CHOICE && choice_index(v->choices, v->def) < 0)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "its default '%s' is not one of %s", v->def,
+                          v->choices);
+  return SYMHEAP_SUCCESS;
+}
+
+static char *dup_or_null(const char *s, int *fail) {
+  char *d = s ? strdup(s) : NULL;
+  if (s && !d)
+    *fail = 1;
+  return d;
+}
+
+symheap_result_t symheap__cfg_declare(const char *owner,
+                                      const symheap_param_t *p) {
+  const char *fault = !owner || !owner[0] || strlen(owner) >= 32
+                          ? "its owner is not a name of 1 to 31 characters"
+                      : !p ? "it is NULL"
+                           : declaration_fault(p);
+  if (fault)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "param_define of %s by %s refused: %s",
+                          p && p->name ? p->name : "(no name)",
+                          owner ? owner : "(no owner)", fault);
+  pthread_mutex_lock(&declare_lock);
+  symheap_result_t r = SYMHEAP_SUCCESS;
+  const symheap__cfg_var_t *old = find(p->name);
+  int n = ndeclared, fail = 0;
+  if (old) {
+    if (!same_declaration(old, p))
+      r = symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                         "param_define of %s by %s refused: the variable is "
+                         "declared already with another type or range",
+                         p->name, owner);
+  } else if (n == MAX_DECLARED) {
+    r = symheap__error(SYMHEAP_ERR_NO_MEMORY,
+                       "param_define of %s by %s refused: %d variables are "
+                       "declared already",
+                       p->name, owner, MAX_DECLARED);
+  } else {
+    declared_t *d = &declared[n];
+    memset(d, 0, sizeof *d);
+    d->var.kind = (symheap__cfg_kind_t)p->type;
+    d->var.min = p->min;
+    d->var.max = p->max;
+    d->var.name = dup_or_null(p->name, &fail);
+    d->var.def = dup_or_null(p->def, &fail);
+    d->var.choices = dup_or_null(p->choices, &fail);
+    d->var.help = dup_or_null(p->help, &fail);
+    snprintf(d->owner, sizeof d->owner, "%s", owner);
+    if (fail)
+      r = symheap__error(SYMHEAP_ERR_NO_MEMORY, "param_define: no memory");
+    else if ((r = check_default(&d->var)) != SYMHEAP_SUCCESS)
+      r = symheap__error_context(r, "param_define of %s by %s refused",
+                                 p->name, owner);
+    if (r != SYMHEAP_SUCCESS) {
+      free((char *)d->var.name);
+      free((char *)d->var.def);
+      free((char *)d->var.choices);
+      free((char *)d->var.help);
+    } else {
+      __atomic_store_n(&ndeclared, n + 1, __ATOMIC_RELEASE);
+    }
+  }
+  pthread_mutex_unlock(&declare_lock);
+  return r;
 }

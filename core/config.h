@@ -32,6 +32,12 @@ symheap_result_t symheap__cfg_int(const char *name, long *value);
 symheap_result_t symheap__cfg_bool(const char *name, int *value);
 /* Index of the value in the variable's choices. */
 symheap_result_t symheap__cfg_choice(const char *name, int *index);
+/* Variables declared at run time by adaptors and plugins (param_define),
+ * listed after the table's own; `owner` names who declared each. */
+symheap_result_t symheap__cfg_declare(const char *owner,
+                                      const symheap_param_t *param);
+int symheap__cfg_declared_count(void);
+const symheap__cfg_var_t *symheap__cfg_declared(int i, const char **owner);
 /* Validate every variable that is set; the first malformed one is an error. */
 symheap_result_t symheap__cfg_validate_all(void);
 

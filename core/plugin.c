@@ -29,9 +29,7 @@ static int nplugins, tried;
 static symheap_result_t load_result = SYMHEAP_SUCCESS;
 static char load_error[1024];
 
-/* Does a struct of `size` bytes cover member [off, off + len)? */
-#define COVERS(size, type, member)                                             \
-  ((size) >= offsetof(type, member) + sizeof(((type *)0)->member))
+#define COVERS SYMHEAP_SIZE_COVERS
 
 static void run_finis(void) {
   for (int i = nplugins - 1; i >= 0; i--)
@@ -96,6 +94,49 @@ static symheap_result_t check_ccl(const symheap_ccl_ops *c, const char *path) {
   return SYMHEAP_SUCCESS;
 }
 
+/* Why a plugin table cannot be taken, or NULL. */
+static const char *table_fault(const symheap_plugin_t *in, char *buf,
+                               size_t len) {
+  if (in->abi_major != SYMHEAP_PLUGIN_ABI_MAJOR) {
+    snprintf(buf, len, "it speaks plugin ABI %u.%u; this library speaks %d.x",
+             in->abi_major, in->abi_minor, SYMHEAP_PLUGIN_ABI_MAJOR);
+    return buf;
+  }
+  if (!COVERS(in->struct_size, symheap_plugin_t, hooks)) {
+    snprintf(buf, len, "its struct_size %u is smaller than v1's %zu",
+             in->struct_size, sizeof(symheap_plugin_t));
+    return buf;
+  }
+  if (!in->name || !in->name[0])
+    return "it has no name";
+  if (!in->init || !in->fini)
+    return "it lacks the required init or fini";
+  if (!in->device && !in->ccl && !in->hooks)
+    return "it provides nothing (no device adaptor, ccl or hooks)";
+  if (in->hooks &&
+      (!COVERS(in->hooks->struct_size, symheap_device_hooks, target) ||
+       !in->hooks->target))
+    return "its hooks have no target";
+  return NULL;
+}
+
+symheap_result_t symheap__plugin_admit(const symheap_plugin_t *in,
+                                       const char *origin) {
+  char buf[256];
+  const char *why = table_fault(in, buf, sizeof buf);
+  if (why)
+    return symheap__error(SYMHEAP_ERR_PLUGIN, "plugin %s: refused: %s", origin,
+                          why);
+  symheap_result_t r;
+  if (in->ccl && (r = check_ccl(in->ccl, origin)) != SYMHEAP_SUCCESS)
+    return r;
+  r = in->init(&symheap__host_services);
+  if (r != SYMHEAP_SUCCESS)
+    return symheap__error_context(SYMHEAP_ERR_PLUGIN, "plugin %s: init failed",
+                                  origin);
+  return SYMHEAP_SUCCESS;
+}
+
 /* Caller holds the lock. */
 static symheap_result_t load_one(const char *name) {
   char path[512];
@@ -107,29 +148,9 @@ static symheap_result_t load_one(const char *name) {
     return symheap__error(SYMHEAP_ERR_PLUGIN, "plugin %s: cannot load: %s",
                           path, dlerror());
   const symheap_plugin_t *in = dlsym(dl, SYMHEAP_PLUGIN_SYMBOL);
-  const char *why = NULL;
   char buf[256];
-  if (!in)
-    why = "it does not export " SYMHEAP_PLUGIN_SYMBOL;
-  else if (in->abi_major != SYMHEAP_PLUGIN_ABI_MAJOR) {
-    snprintf(buf, sizeof buf,
-             "it speaks plugin ABI %u.%u; this library speaks %d.x",
-             in->abi_major, in->abi_minor, SYMHEAP_PLUGIN_ABI_MAJOR);
-    why = buf;
-  } else if (!COVERS(in->struct_size, symheap_plugin_t, hooks)) {
-    snprintf(buf, sizeof buf, "its struct_size %u is smaller than v1's %zu",
-             in->struct_size, sizeof(symheap_plugin_t));
-    why = buf;
-  } else if (!in->name || !in->name[0])
-    why = "it has no name";
-  else if (!in->init || !in->fini)
-    why = "it lacks the required init or fini";
-  else if (!in->device && !in->ccl && !in->hooks)
-    why = "it provides nothing (no device adaptor, ccl or hooks)";
-  else if (in->hooks &&
-           (!COVERS(in->hooks->struct_size, symheap_device_hooks, target) ||
-            !in->hooks->target))
-    why = "its hooks have no target";
+  const char *why = !in ? "it does not export " SYMHEAP_PLUGIN_SYMBOL
+                        : table_fault(in, buf, sizeof buf);
   for (int i = 0; !why && i < nplugins; i++)
     if (strcmp(plugins[i].p.name, in->name) == 0)
       why = "a plugin of that name is loaded already";
@@ -140,14 +161,7 @@ static symheap_result_t load_one(const char *name) {
     return symheap__error(SYMHEAP_ERR_PLUGIN, "plugin %s: refused: %s", path,
                           why);
   }
-  if (in->ccl && (r = check_ccl(in->ccl, path)) != SYMHEAP_SUCCESS) {
-    dlclose(dl);
-    return r;
-  }
-  r = in->init(&symheap__host_services);
-  if (r != SYMHEAP_SUCCESS) {
-    r = symheap__error_context(SYMHEAP_ERR_PLUGIN, "plugin %s: init failed",
-                               path);
+  if ((r = symheap__plugin_admit(in, path)) != SYMHEAP_SUCCESS) {
     dlclose(dl);
     return r;
   }

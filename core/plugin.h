@@ -4,6 +4,11 @@
 
 #include "registry.h"
 
+/* Check a plugin table (ABI, size, required members) and run its init;
+ * `origin` (a path, or "built-in") names it in errors.  Built-in adaptors
+ * and loaded plugins both come in through here. */
+symheap_result_t symheap__plugin_admit(const symheap_plugin_t *in,
+                                       const char *origin);
 /* Load what SYMHEAP_PLUGIN names (once; later calls repeat the outcome). */
 symheap_result_t symheap__plugins_load(void);
 /* Put every loaded plugin's hooks that target this adaptor (by name, or

@@ -1,4 +1,4 @@
-/* RDMA registration of windows (adaptors/net/ibverbs.c does the verbs):
+/* RDMA registration of windows (rdma_ibverbs.c does the verbs):
  * when a comm spans hosts (or SYMHEAP_NET=ibverbs asks), every window's
  * local memory becomes a memory region and the ranks exchange address and
  * remote key, so peers on other hosts can reach it by RDMA while load/store
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../adaptors/net/ibverbs.h"
+#include "rdma_ibverbs.h"
 #include "comm.h"
 #include "config.h"
 

@@ -2,17 +2,15 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../adaptors/device/cuda.h"
-#include "../adaptors/device/hip.h"
-#include "../adaptors/device/host.h"
+#include "plugin.h"
 #include "registry.h"
 
 #define MAX_ADAPTORS 16
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t builtins_once = PTHREAD_ONCE_INIT;
 static symheap__device_table_t reg[MAX_ADAPTORS];
 static int reg_count;
-static int reg_ready;
 
 /* Typed stubs for optional members an adaptor leaves NULL, so the core never
  * tests for NULL on a hot path. */
@@ -171,28 +169,46 @@ static symheap_result_t add_locked(const symheap_device_ops *ops) {
   return SYMHEAP_SUCCESS;
 }
 
-/* Built-ins, in the order `auto` prefers them: GPU adaptors first, host last
- * (host is always available, so it is the fallback). */
-static const symheap_device_ops *const builtins[] = {
-    &symheap__cuda_device_ops,
-    &symheap__hip_device_ops,
-    &symheap__host_device_ops,
+/* Built-in adaptors are plugins that happen to be linked in (each file
+ * under adaptors/device/ ends with SYMHEAP_PLUGIN_ENTRY): admitted through
+ * the same checks and init as a loaded plugin, in the order `auto` prefers
+ * them: GPU adaptors first, host last (always available: the fallback). */
+extern const symheap_plugin_t symheap_builtin_cuda, symheap_builtin_hip,
+    symheap_builtin_host;
+static const symheap_plugin_t *const builtins[] = {
+    &symheap_builtin_cuda,
+    &symheap_builtin_hip,
+    &symheap_builtin_host,
 };
 
-static void ensure_builtins_locked(void) {
-  if (reg_ready)
-    return;
-  reg_ready = 1;
-  for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
-    if (add_locked(builtins[i]) != SYMHEAP_SUCCESS)
-      SYMHEAP_WARN("built-in device adaptor refused: %s",
+static void load_builtins(void) {
+  for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++) {
+    const symheap_plugin_t *p = builtins[i];
+    symheap_result_t r = symheap__plugin_admit(p, "built-in");
+    if (r == SYMHEAP_SUCCESS && p->device) {
+      pthread_mutex_lock(&reg_lock);
+      r = add_locked(p->device);
+      pthread_mutex_unlock(&reg_lock);
+    }
+    if (r != SYMHEAP_SUCCESS)
+      SYMHEAP_WARN("built-in adaptor '%s' refused: %s", p->name,
                    symheap__error_peek());
+  }
+}
+
+/* The first use of the registry must not change the caller's error text. */
+static void load_builtins_quietly(void) {
+  SYMHEAP__KEEP_ERROR(load_builtins());
+}
+
+static void ensure_builtins(void) {
+  pthread_once(&builtins_once, load_builtins_quietly);
 }
 
 SYMHEAP__EXPORT symheap_result_t
 symheap_register_device_adaptor(const symheap_device_ops *ops) {
+  ensure_builtins();
   pthread_mutex_lock(&reg_lock);
-  ensure_builtins_locked();
   symheap_result_t r = add_locked(ops);
   pthread_mutex_unlock(&reg_lock);
   if (r == SYMHEAP_SUCCESS)
@@ -201,16 +217,16 @@ symheap_register_device_adaptor(const symheap_device_ops *ops) {
 }
 
 int symheap__device_count(void) {
+  ensure_builtins();
   pthread_mutex_lock(&reg_lock);
-  ensure_builtins_locked();
   int n = reg_count;
   pthread_mutex_unlock(&reg_lock);
   return n;
 }
 
 symheap_result_t symheap__device_get(int i, symheap__device_table_t *out) {
+  ensure_builtins();
   pthread_mutex_lock(&reg_lock);
-  ensure_builtins_locked();
   symheap_result_t r = SYMHEAP_SUCCESS;
   if (i < 0 || i >= reg_count)
     r = symheap__error(SYMHEAP_ERR_INVALID_ARG, "no device adaptor %d", i);

@@ -1,11 +1,11 @@
 /* Vendor window paths (SYMHEAP_WINDOW_PATH=nccl|ccl): someone else maps the
  * window and hands back a flat range; the core keeps the handle, agreement,
  * views and accounting of its own path.  The NCCL provider is in
- * adaptors/ccl/nccl.c; "ccl" is the window_register of the comm's own ccl
+ * window_nccl.c; "ccl" is the window_register of the comm's own ccl
  * adaptor (symheap_ccl_ops). */
 #include <string.h>
 
-#include "../adaptors/ccl/nccl.h"
+#include "window_nccl.h"
 #include "comm.h"
 #include "config.h"
 

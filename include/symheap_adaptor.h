@@ -18,6 +18,8 @@
 #define SYMHEAP_ADAPTOR_H
 
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
 
 #include "symheap.h"
 
@@ -25,7 +27,38 @@
 extern "C" {
 #endif
 
+/* Versions (docs/architecture.md says when each changes):
+ * - SYMHEAP_ADAPTOR_ABI_VERSION: the meaning of the device and ccl tables
+ *   and of the host services.  It changes only when a member changes
+ *   meaning or moves; appended members do not change it (struct_size tells
+ *   them apart: SYMHEAP_HAS_MEMBER).
+ * - SYMHEAP_PLUGIN_ABI_MAJOR/MINOR: the plugin entry point; the minor grows
+ *   when members are appended to symheap_plugin_t.
+ * - SYMHEAP_DEVICE_WINDOW_VERSION (symheap_device.h): the device-side view.
+ * - SYMHEAP_VERSION_* (symheap.h): the library's release. */
 #define SYMHEAP_ADAPTOR_ABI_VERSION 1
+
+/* Whether a table that says it is struct_size bytes long covers `member`
+ * of `type`.  Appended members exist only for tables whose struct_size
+ * covers them; both sides of the ABI ask this one question this one way. */
+#define SYMHEAP_SIZE_COVERS(size, type, member)                                \
+  ((size_t)(size) >= offsetof(type, member) + sizeof(((type *)0)->member))
+#define SYMHEAP_HAS_MEMBER(table, type, member)                                \
+  ((table) != NULL && SYMHEAP_SIZE_COVERS((table)->struct_size, type, member))
+
+/* How a plugin exports its entry symbol (the library is built with
+ * -fvisibility=hidden, and a plugin should be too). */
+#define SYMHEAP_PLUGIN_EXPORT __attribute__((visibility("default")))
+
+/* The entry of an adaptor that is built either way: as a plugin
+ * (-DSYMHEAP_PLUGIN_BUILD, the exported symheap_plugin_v1) or linked into
+ * libsymheap as a built-in (symheap_builtin_<id>, registered the same way). */
+#ifdef SYMHEAP_PLUGIN_BUILD
+#define SYMHEAP_PLUGIN_ENTRY(id)                                               \
+  SYMHEAP_PLUGIN_EXPORT const struct symheap_plugin symheap_plugin_v1
+#else
+#define SYMHEAP_PLUGIN_ENTRY(id) const struct symheap_plugin symheap_builtin_##id
+#endif
 
 /* Log levels for symheap_host_services_t.log. */
 #define SYMHEAP_LOG_NONE 0
@@ -33,8 +66,12 @@ extern "C" {
 #define SYMHEAP_LOG_INFO 2
 #define SYMHEAP_LOG_TRACE 3
 
+struct symheap_param;
+
 /* What the core lends an adaptor, so adaptors never link to core internals
- * or read log variables themselves. */
+ * or read variables themselves.  An adaptor uses nothing of the core but
+ * this table (and the public headers): that is what lets any in-tree
+ * adaptor be copied out of the tree and built as a plugin. */
 typedef struct symheap_host_services {
   uint32_t abi_version;
   uint32_t struct_size;
@@ -45,8 +82,66 @@ typedef struct symheap_host_services {
   symheap_result_t (*error)(symheap_result_t r, const char *fmt, ...);
   /* The environment as the core sees it (tests may override). */
   const char *(*getenv)(const char *name);
-  /* v1 ends here */
+  /* -- Appended (check with SYMHEAP_HAS_MEMBER before use). -- */
+  /* The thread's current error message ("" when none). */
+  const char *(*error_message)(void);
+  /* Prefix the current message with context ("<context>: <message>") and
+   * return r: `return svc->error_context(r, "exporting %s", what);`. */
+  symheap_result_t (*error_context)(symheap_result_t r, const char *fmt, ...);
+  /* Configuration an adaptor declares (libfabric's fi_param_define): once
+   * declared, the variable is listed by `symheap-info -e` under `owner`,
+   * validated at every comm init (a malformed value fails it, naming the
+   * variable), and read with the getters below.  Declaring the same variable
+   * again with the same type is a no-op; clashing with a variable someone
+   * else declared is SYMHEAP_ERR_INVALID_ARG.  Declare from plugin init. */
+  symheap_result_t (*param_define)(const char *owner,
+                                   const struct symheap_param *param);
+  /* Validated value, or the declared default (*value NULL: unset and no
+   * default).  Getters work on every declared variable, the core's too
+   * (SYMHEAP_DISABLE_MULTICAST, ...).  INVALID_ARG for a malformed value or
+   * an undeclared variable, naming it. */
+  symheap_result_t (*param_get_string)(const char *name, const char **value);
+  symheap_result_t (*param_get_int)(const char *name, long *value);
+  symheap_result_t (*param_get_bool)(const char *name, int *value);
+  /* The index of the value among the declared choices. */
+  symheap_result_t (*param_get_choice)(const char *name, int *index);
+  /* Nonzero when the user set the variable (to anything non-empty). */
+  int (*param_is_set)(const char *name);
+  /* Monotonic clock, nanoseconds (for deadlines: SYMHEAP_TIMEOUT_MS). */
+  uint64_t (*now_ns)(void);
 } symheap_host_services_t;
+
+/* Largest error message symheap_last_error() keeps. */
+#define SYMHEAP_ERROR_MAX 1024
+
+/* Run `stmt` (cleanup that may record errors of its own), then put back
+ * the message recorded before it, so the caller reports the first failure,
+ * not the cleanup's. */
+#define SYMHEAP_KEEP_ERROR(svc, stmt)                                          \
+  do {                                                                         \
+    char keep_error_[SYMHEAP_ERROR_MAX];                                       \
+    snprintf(keep_error_, sizeof keep_error_, "%s", (svc)->error_message());   \
+    stmt;                                                                      \
+    (void)(svc)->error(SYMHEAP_SUCCESS, "%s", keep_error_);                    \
+  } while (0)
+
+/* A configuration variable an adaptor declares (param_define). */
+typedef enum {
+  SYMHEAP_PARAM_STRING = 0,
+  SYMHEAP_PARAM_INT = 1,  /* decimal, within [min, max] */
+  SYMHEAP_PARAM_BOOL = 2, /* 0 or 1 */
+  SYMHEAP_PARAM_CHOICE = 3, /* one of `choices`, case-insensitive */
+} symheap_param_type_t;
+
+typedef struct symheap_param {
+  uint32_t struct_size; /* sizeof(symheap_param_t), filled by the adaptor */
+  uint32_t type;        /* symheap_param_type_t */
+  const char *name;     /* SYMHEAP_<OWNER>_<WHAT>: upper case, digits, '_' */
+  const char *def;      /* default value as text; NULL: unset by default */
+  long min, max;        /* SYMHEAP_PARAM_INT */
+  const char *choices;  /* SYMHEAP_PARAM_CHOICE: "a|b|c" */
+  const char *help;     /* one sentence or two, for symheap-info -e */
+} symheap_param_t;
 
 /* An adaptor-defined physical-memory handle (a CUmemGenericAllocationHandle,
  * a file descriptor, an index...).  Zero is never a valid handle. */
@@ -80,6 +175,9 @@ typedef struct {
  * allocation behind a window must then have the same size. */
 #define SYMHEAP_CAP_MAP_PARTIAL 0x10u
 
+/* What query() fills.  The core sets struct_size to its sizeof and zeroes
+ * the rest before the call; the adaptor fills the members and leaves
+ * struct_size alone. */
 typedef struct {
   uint32_t struct_size;
   uint32_t caps;         /* SYMHEAP_CAP_* */
@@ -91,7 +189,8 @@ typedef struct {
   char device_name[64];         /* e.g. "NVIDIA H200 (device 1)", "cpu" */
 } symheap_device_caps_t;
 
-/* What a device adaptor learns about its rank at init. */
+/* What a device adaptor learns about its rank at init (struct_size: the
+ * core's sizeof). */
 typedef struct {
   uint32_t struct_size;
   int32_t rank, nranks;
@@ -149,9 +248,10 @@ typedef struct symheap_device_ops {
   /* Optional multicast (NULL: SYMHEAP_WINDOW_MULTICAST is UNSUPPORTED).
    * The core calls them in this order: rank 0 mc_create, export with
    * mem_export, peers mem_import; every rank mc_add_device; agreement; every
-   * rank mc_bind; map (with the multicast handle) and set_access.  Teardown:
-   * unmap, mc_unbind, mem_release.  A multicast handle is a
-   * symheap_mem_handle_t like any other. */
+   * rank mc_bind; va_reserve, map (with the multicast handle) and
+   * set_access.  Teardown, in reverse: unmap, va_free, mc_unbind,
+   * mem_release.  A multicast handle is a symheap_mem_handle_t like any
+   * other. */
   symheap_result_t (*mc_create)(void *ctx, size_t size, int ndevices,
                                 symheap_mem_handle_t *mc);
   symheap_result_t (*mc_add_device)(void *ctx, symheap_mem_handle_t mc);
@@ -171,26 +271,26 @@ typedef struct symheap_device_ops {
                                void **ptr);
   symheap_result_t (*ipc_close)(void *ctx, void *ptr);
 
-  /* Optional (added in 0.2; an adaptor with a smaller struct_size has it
-   * NULL).  Set [va, va+size) of this rank's own mapped, accessible memory to
+  /* -- Appended optional members: an adaptor whose struct_size does not
+   * cover one has it NULL. -- */
+  /* Optional.  Set [va, va+size) of this rank's own mapped, accessible memory to
    * zero and return once it is done.  The core clears the comm pad with it at
    * init and a window's signal slot when the window goes.  NULL: the pad
    * cannot be cleared, so views carry no pad (no device signals, no
    * collectives) and the comm's log says so. */
   symheap_result_t (*mem_zero)(void *ctx, void *va, size_t size);
-  /* Optional (0.2).  SYMHEAP_SUCCESS unless the device runtime is capturing
+  /* Optional.  SYMHEAP_SUCCESS unless the device runtime is capturing
    * work into a graph in a way this adaptor can see; then an error
    * (SYMHEAP_ERR_UNSUPPORTED) saying so.  The core asks before every call
    * that allocates, maps or unmaps, and refuses the call on every rank. */
   symheap_result_t (*capture_check)(void *ctx);
-  /* Optional (0.2).  A dma-buf file descriptor covering [ptr, ptr+size) of
+  /* Optional.  A dma-buf file descriptor covering [ptr, ptr+size) of
    * this rank's own memory, so that an RDMA device can register it
    * (ibv_reg_dmabuf_mr); *offset is where ptr lies in the dma-buf.  The
    * caller closes the descriptor.  NULL: memory the CPU cannot reach
    * (no SYMHEAP_CAP_HOST_ACCESS) cannot be registered for RDMA. */
   symheap_result_t (*dmabuf_export)(void *ctx, void *ptr, size_t size, int *fd,
                                     uint64_t *offset);
-  /* v1 ends here */
 } symheap_device_ops;
 
 /* The collective runtime a comm rides on.  Every call is collective over the
@@ -214,7 +314,8 @@ typedef struct symheap_ccl_ops {
   /* Optional: release the context when the comm is destroyed (NULL when the
    * caller owns the context). */
   void (*fini)(void *ctx);
-  /* Optional (0.2), both or neither: a vendor window path, which the core
+  /* -- Appended optional members. -- */
+  /* Optional, both or neither: a vendor window path, which the core
    * uses instead of its own flat VA when SYMHEAP_WINDOW_PATH=ccl (the
    * built-in NCCL path, SYMHEAP_WINDOW_PATH=nccl, has the same shape).
    * window_register is collective like symheap_window_register: every rank

@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../adaptors/ccl/local_msg.h"
+#include "bootstrap_msg.h"
 #include "config.h"
 #include "harness.h"
 #include "uid.h"

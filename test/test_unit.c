@@ -4,7 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../adaptors/ccl/local_msg.h"
+#include "bootstrap_msg.h"
 #include "harness.h"
 #include "registry.h"
 #include "uid.h"

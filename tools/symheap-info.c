@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../adaptors/net/ibverbs.h"
+#include "rdma_ibverbs.h"
 #include "config.h"
 #include "plugin.h"
 #include "registry.h"

@@ -10,14 +10,16 @@
  * IPC handles.  Multicast is here too, and is refused whenever
  * SYMHEAP_DISABLE_MULTICAST=1 or NCCL_NVLS_ENABLE=0 (the core checks first;
  * mc_create checks again, because creating a multicast object on a shared
- * machine can take its GPUs out of service). */
+ * machine can take its GPUs out of service).
+ *
+ * Public headers and the host services only, like any vendor's adaptor:
+ * with cuda_api.h, cuda_driver.[ch] and ipc_table.[ch] beside it, it builds
+ * out of the tree as a plugin (-DSYMHEAP_PLUGIN_BUILD). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "../../core/config.h"
-#include "cuda.h"
 #include "cuda_api.h"
 #include "cuda_driver.h"
 #include "ipc_table.h"
@@ -28,7 +30,7 @@ typedef struct {
   cu_context_t ctx;
   int retained; /* we retained the primary context */
   int local_nranks;
-  symheap__ipc_rec_t *ipc; /* pointers ipc_open handed out */
+  symheap_ipc_rec_t *ipc; /* pointers ipc_open handed out */
 } cuda_t;
 
 /* Every operation runs in the rank's context: thread-ranks share the
@@ -43,27 +45,27 @@ static int cuda_available(const symheap_host_services_t *svc, char *why,
                           size_t len) {
   (void)svc;
   char saved[1024];
-  snprintf(saved, sizeof saved, "%s", symheap__error_peek());
+  snprintf(saved, sizeof saved, "%s", svc->error_message());
   int ok = 0, n = 0, vmm = 0, fd = 0;
   cu_device_t d;
-  if (symheap__cu_load() != SYMHEAP_SUCCESS)
-    snprintf(why, len, "%s", symheap__error_peek());
-  else if (symheap__cu.cuDeviceGetCount(&n) != CU_OK || n == 0)
+  if (symheap_cu_load() != SYMHEAP_SUCCESS)
+    snprintf(why, len, "%s", svc->error_message());
+  else if (symheap_cu.cuDeviceGetCount(&n) != CU_OK || n == 0)
     snprintf(why, len, "the CUDA driver sees no device");
-  else if (symheap__cu.cuDeviceGet(&d, 0) != CU_OK ||
-           symheap__cu.cuDeviceGetAttribute(&vmm, CU_ATTR_VMM_SUPPORTED, d) !=
+  else if (symheap_cu.cuDeviceGet(&d, 0) != CU_OK ||
+           symheap_cu.cuDeviceGetAttribute(&vmm, CU_ATTR_VMM_SUPPORTED, d) !=
                CU_OK ||
            !vmm)
     snprintf(why, len,
              "CUDA device 0 does not support virtual memory "
              "management");
-  else if (symheap__cu.cuDeviceGetAttribute(&fd, CU_ATTR_POSIX_FD_SUPPORTED,
+  else if (symheap_cu.cuDeviceGetAttribute(&fd, CU_ATTR_POSIX_FD_SUPPORTED,
                                             d) != CU_OK ||
            !fd)
     snprintf(why, len, "CUDA device 0 cannot export POSIX file descriptors");
   else
     ok = 1;
-  symheap__error(SYMHEAP_SUCCESS, "%s", saved);
+  svc->error(SYMHEAP_SUCCESS, "%s", saved);
   return ok;
 }
 
@@ -75,10 +77,10 @@ static symheap_result_t pick_device(const symheap_device_init_t *args,
     /* The caller already chose (cudaSetDevice, a framework): follow it. */
     CU_TRY(cuCtxGetDevice(&c->dev));
     c->ctx = cur;
-    for (int i = 0, n = 0; symheap__cu.cuDeviceGetCount(&n) == CU_OK && i < n;
+    for (int i = 0, n = 0; symheap_cu.cuDeviceGetCount(&n) == CU_OK && i < n;
          i++) {
       cu_device_t d;
-      if (symheap__cu.cuDeviceGet(&d, i) == CU_OK && d == c->dev)
+      if (symheap_cu.cuDeviceGet(&d, i) == CU_OK && d == c->dev)
         c->ordinal = i;
     }
     return SYMHEAP_SUCCESS;
@@ -86,14 +88,15 @@ static symheap_result_t pick_device(const symheap_device_init_t *args,
   int n = 0;
   CU_TRY(cuDeviceGetCount(&n));
   if (n == 0)
-    return symheap__error(SYMHEAP_ERR_DEVICE, "the CUDA driver sees no device");
+    return symheap_cu_svc->error(SYMHEAP_ERR_DEVICE, "the CUDA driver sees no device");
   long want = -1;
-  if (symheap__cfg_raw("SYMHEAP_CUDA_DEVICE")) {
-    symheap_result_t r = symheap__cfg_int("SYMHEAP_CUDA_DEVICE", &want);
+  if (symheap_cu_svc->param_is_set("SYMHEAP_CUDA_DEVICE")) {
+    symheap_result_t r =
+        symheap_cu_svc->param_get_int("SYMHEAP_CUDA_DEVICE", &want);
     if (r != SYMHEAP_SUCCESS)
       return r;
     if (want >= n)
-      return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+      return symheap_cu_svc->error(SYMHEAP_ERR_INVALID_ARG,
                             "SYMHEAP_CUDA_DEVICE=%ld but only %d device(s) are "
                             "visible",
                             want, n);
@@ -110,7 +113,7 @@ static symheap_result_t pick_device(const symheap_device_init_t *args,
 static symheap_result_t cuda_init(const symheap_host_services_t *svc,
                                   const symheap_device_init_t *args,
                                   void **ctx) {
-  symheap_result_t r = symheap__cu_load();
+  symheap_result_t r = symheap_cu_load();
   if (r != SYMHEAP_SUCCESS)
     return r;
   cuda_t *c = calloc(1, sizeof *c);
@@ -122,31 +125,31 @@ static symheap_result_t cuda_init(const symheap_host_services_t *svc,
     r = bind(c);
   if (r != SYMHEAP_SUCCESS) {
     if (c->retained)
-      symheap__cu.cuDevicePrimaryCtxRelease(c->dev);
+      symheap_cu.cuDevicePrimaryCtxRelease(c->dev);
     free(c);
     return r;
   }
   svc->log(SYMHEAP_LOG_INFO, "cuda adaptor: rank %d uses device %d (driver %d)",
-           args->rank, c->ordinal, symheap__cu.driver_version);
+           args->rank, c->ordinal, symheap_cu.driver_version);
   *ctx = c;
   return SYMHEAP_SUCCESS;
 }
 
 static void ipc_close_base(uint64_t base, void *arg) {
   (void)arg;
-  symheap__cu.cuIpcCloseMemHandle((cu_deviceptr_t)base);
+  symheap_cu.cuIpcCloseMemHandle((cu_deviceptr_t)base);
 }
 
 static void cuda_fini(void *ctx) {
   cuda_t *c = ctx;
-  symheap__ipc_drain(&c->ipc, ipc_close_base, NULL);
+  symheap_ipc_table_drain(&c->ipc, ipc_close_base, NULL);
   if (c->retained) {
     /* The context we made current may go with our reference: leave no
      * dangling current context behind for the thread's next user. */
     cu_context_t cur = NULL;
-    if (symheap__cu.cuCtxGetCurrent(&cur) == CU_OK && cur == c->ctx)
-      symheap__cu.cuCtxSetCurrent(NULL);
-    symheap__cu.cuDevicePrimaryCtxRelease(c->dev);
+    if (symheap_cu.cuCtxGetCurrent(&cur) == CU_OK && cur == c->ctx)
+      symheap_cu.cuCtxSetCurrent(NULL);
+    symheap_cu.cuDevicePrimaryCtxRelease(c->dev);
   }
   free(c);
 }
@@ -177,15 +180,15 @@ static symheap_result_t cuda_query(void *ctx, symheap_device_caps_t *caps) {
   caps->handle_kinds = 1u << SYMHEAP_HANDLE_FD;
   caps->multicast_granularity = 0;
   int mc = 0;
-  if (symheap__cu.have_mc &&
-      symheap__cu.cuDeviceGetAttribute(&mc, CU_ATTR_MULTICAST_SUPPORTED,
+  if (symheap_cu.have_mc &&
+      symheap_cu.cuDeviceGetAttribute(&mc, CU_ATTR_MULTICAST_SUPPORTED,
                                        c->dev) == CU_OK &&
       mc) {
     /* Only a query: no multicast object is created here. */
     cu_mc_prop_t mp = {(unsigned)c->local_nranks, caps->granularity,
                        CU_MEM_HANDLE_TYPE_POSIX_FD, 0};
     size_t g = 0;
-    if (symheap__cu.cuMulticastGetGranularity(
+    if (symheap_cu.cuMulticastGetGranularity(
             &g, &mp, CU_GRANULARITY_RECOMMENDED) == CU_OK &&
         g) {
       caps->caps |= SYMHEAP_CAP_MULTICAST;
@@ -218,15 +221,15 @@ static symheap_result_t cuda_mem_export(void *ctx, symheap_mem_handle_t h,
                                         symheap_shareable_t *out) {
   cuda_t *c = ctx;
   if (kind != SYMHEAP_HANDLE_FD)
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+    return symheap_cu_svc->error(SYMHEAP_ERR_UNSUPPORTED,
                           "the cuda adaptor exports file descriptors only");
   BIND(c);
   int fd = -1;
-  cu_result_t e = symheap__cu.cuMemExportToShareableHandle(
+  cu_result_t e = symheap_cu.cuMemExportToShareableHandle(
       &fd, h, CU_MEM_HANDLE_TYPE_POSIX_FD, 0);
   if (e != CU_OK)
-    return symheap__error_context(
-        symheap__cu_fail("cuMemExportToShareableHandle", e),
+    return symheap_cu_svc->error_context(
+        symheap_cu_fail("cuMemExportToShareableHandle", e),
         "exporting memory (was it created with POSIX "
         "file-descriptor handles?)");
   memset(out, 0, sizeof *out);
@@ -242,16 +245,16 @@ static symheap_result_t cuda_mem_import(void *ctx,
   if (in->kind != SYMHEAP_HANDLE_FD || in->fd < 0) {
     if (in->kind == SYMHEAP_HANDLE_FD && in->fd >= 0)
       close(in->fd);
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+    return symheap_cu_svc->error(SYMHEAP_ERR_INVALID_ARG,
                           "the cuda adaptor imports file descriptors only");
   }
   symheap_result_t r = bind(c);
   cu_mem_handle_t mh = 0;
   if (r == SYMHEAP_SUCCESS) {
-    cu_result_t e = symheap__cu.cuMemImportFromShareableHandle(
+    cu_result_t e = symheap_cu.cuMemImportFromShareableHandle(
         &mh, (void *)(uintptr_t)in->fd, CU_MEM_HANDLE_TYPE_POSIX_FD);
     if (e != CU_OK)
-      r = symheap__cu_fail("cuMemImportFromShareableHandle", e);
+      r = symheap_cu_fail("cuMemImportFromShareableHandle", e);
   }
   close(in->fd); /* the driver keeps its own reference */
   if (r == SYMHEAP_SUCCESS)
@@ -305,15 +308,15 @@ static symheap_result_t cuda_mem_retain(void *ctx, void *ptr,
   cuda_t *c = ctx;
   BIND(c);
   cu_mem_handle_t mh = 0;
-  if (symheap__cu.cuMemRetainAllocationHandle(&mh, ptr) != CU_OK)
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED, "%p is not VMM memory", ptr);
+  if (symheap_cu.cuMemRetainAllocationHandle(&mh, ptr) != CU_OK)
+    return symheap_cu_svc->error(SYMHEAP_ERR_UNSUPPORTED, "%p is not VMM memory", ptr);
   cu_deviceptr_t base = 0;
   size_t size = 0;
-  cu_result_t e = symheap__cu.cuMemGetAddressRange(
+  cu_result_t e = symheap_cu.cuMemGetAddressRange(
       &base, &size, (cu_deviceptr_t)(uintptr_t)ptr);
   if (e != CU_OK) {
-    symheap__cu.cuMemRelease(mh);
-    return symheap__cu_fail("cuMemGetAddressRange", e);
+    symheap_cu.cuMemRelease(mh);
+    return symheap_cu_fail("cuMemGetAddressRange", e);
   }
   *h = mh;
   *alloc_base = (void *)(uintptr_t)base;
@@ -343,15 +346,15 @@ static symheap_result_t cuda_ipc_get(void *ctx, void *ptr, size_t size,
   BIND(c);
   cu_deviceptr_t base = 0;
   size_t asz = 0;
-  if (symheap__cu.cuMemGetAddressRange(&base, &asz,
+  if (symheap_cu.cuMemGetAddressRange(&base, &asz,
                                        (cu_deviceptr_t)(uintptr_t)ptr) != CU_OK)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+    return symheap_cu_svc->error(SYMHEAP_ERR_INVALID_ARG,
                           "%p is not CUDA device memory (allocate it with "
                           "symheap_mem_alloc, cuMemCreate or cudaMalloc)",
                           ptr);
   uint64_t off = (uint64_t)(uintptr_t)ptr - base;
   if (off + size > asz)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+    return symheap_cu_svc->error(SYMHEAP_ERR_INVALID_ARG,
                           "[%p, +%zu) extends past its CUDA allocation of %zu "
                           "bytes",
                           ptr, size, asz);
@@ -379,15 +382,15 @@ static symheap_result_t enable_peer(cuda_t *c, int ordinal) {
   int can = 0;
   CU_TRY(cuDeviceCanAccessPeer(&can, c->dev, peer));
   if (!can)
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+    return symheap_cu_svc->error(SYMHEAP_ERR_UNSUPPORTED,
                           "device %d cannot access device %d's memory",
                           c->ordinal, ordinal);
   cu_context_t pctx;
   CU_TRY(cuDevicePrimaryCtxRetain(&pctx, peer));
-  cu_result_t e = symheap__cu.cuCtxEnablePeerAccess(pctx, 0);
-  symheap__cu.cuDevicePrimaryCtxRelease(peer);
+  cu_result_t e = symheap_cu.cuCtxEnablePeerAccess(pctx, 0);
+  symheap_cu.cuDevicePrimaryCtxRelease(peer);
   if (e != CU_OK && e != CU_ERR_PEER_ACCESS_ALREADY_ENABLED)
-    return symheap__cu_fail("cuCtxEnablePeerAccess", e);
+    return symheap_cu_fail("cuCtxEnablePeerAccess", e);
   return SYMHEAP_SUCCESS;
 }
 
@@ -396,10 +399,10 @@ static symheap_result_t cuda_ipc_open(void *ctx, const symheap_shareable_t *in,
   cuda_t *c = ctx;
   ipc_blob_t b;
   if (in->kind != SYMHEAP_HANDLE_BYTES || in->nbytes != sizeof b)
-    return symheap__error(SYMHEAP_ERR_REMOTE, "malformed CUDA IPC handle");
+    return symheap_cu_svc->error(SYMHEAP_ERR_REMOTE, "malformed CUDA IPC handle");
   memcpy(&b, in->bytes, sizeof b);
   if (b.magic != IPC_MAGIC)
-    return symheap__error(SYMHEAP_ERR_REMOTE, "malformed CUDA IPC handle");
+    return symheap_cu_svc->error(SYMHEAP_ERR_REMOTE, "malformed CUDA IPC handle");
   BIND(c);
   symheap_result_t r = SYMHEAP_SUCCESS;
   uint64_t base = 0;
@@ -407,21 +410,21 @@ static symheap_result_t cuda_ipc_open(void *ctx, const symheap_shareable_t *in,
   if (!opened) {
     r = enable_peer(c, b.ordinal);
     base = b.base;
-  } else if (!(base = symheap__ipc_opened_base(c->ipc, b.pid, b.base))) {
+  } else if (!(base = symheap_ipc_table_opened_base(c->ipc, b.pid, b.base))) {
     /* An allocation opened once serves every window over it. */
     cu_deviceptr_t p = 0;
-    cu_result_t e = symheap__cu.cuIpcOpenMemHandle(
+    cu_result_t e = symheap_cu.cuIpcOpenMemHandle(
         &p, b.handle, CU_IPC_LAZY_ENABLE_PEER_ACCESS);
     if (e != CU_OK)
-      r = symheap__cu_fail("cuIpcOpenMemHandle", e);
+      r = symheap_cu_fail("cuIpcOpenMemHandle", e);
     base = p;
     fresh = 1;
   }
   char *out = (char *)(uintptr_t)(base + b.offset);
   if (r == SYMHEAP_SUCCESS)
-    r = symheap__ipc_add(&c->ipc, b.pid, b.base, base, opened, out);
+    r = symheap_ipc_table_add(symheap_cu_svc, &c->ipc, b.pid, b.base, base, opened, out);
   if (r != SYMHEAP_SUCCESS && fresh && base)
-    symheap__cu.cuIpcCloseMemHandle((cu_deviceptr_t)base);
+    symheap_cu.cuIpcCloseMemHandle((cu_deviceptr_t)base);
   if (r == SYMHEAP_SUCCESS)
     *ptr = out;
   return r;
@@ -430,23 +433,31 @@ static symheap_result_t cuda_ipc_open(void *ctx, const symheap_shareable_t *in,
 static symheap_result_t cuda_ipc_close(void *ctx, void *ptr) {
   cuda_t *c = ctx;
   uint64_t base = 0;
-  symheap_result_t r = symheap__ipc_take(&c->ipc, ptr, &base, "cuda");
+  symheap_result_t r = symheap_ipc_table_take(symheap_cu_svc, &c->ipc, ptr, &base, "cuda");
   if (r != SYMHEAP_SUCCESS || !base)
     return r;
   if ((r = bind(c)) != SYMHEAP_SUCCESS)
     return r;
-  cu_result_t e = symheap__cu.cuIpcCloseMemHandle((cu_deviceptr_t)base);
+  cu_result_t e = symheap_cu.cuIpcCloseMemHandle((cu_deviceptr_t)base);
   return e == CU_OK ? SYMHEAP_SUCCESS
-                    : symheap__cu_fail("cuIpcCloseMemHandle", e);
+                    : symheap_cu_fail("cuIpcCloseMemHandle", e);
 }
 
 /* Multicast.  The core never gets here when multicast is disabled; this
  * second check is for safety on shared machines, not for control flow. */
 static symheap_result_t mc_allowed(void) {
-  const char *off = symheap__cfg_raw("SYMHEAP_DISABLE_MULTICAST");
-  const char *nvls = symheap__cfg_raw("NCCL_NVLS_ENABLE");
-  if ((off && strcmp(off, "0") != 0) || (nvls && strcmp(nvls, "0") == 0))
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+  const symheap_host_services_t *svc = symheap_cu_svc;
+  int off = 1;
+  long nvls = 1;
+  /* A malformed value counts as "disabled": never create by mistake. */
+  if (svc->param_get_bool("SYMHEAP_DISABLE_MULTICAST", &off) !=
+      SYMHEAP_SUCCESS)
+    off = 1;
+  if (svc->param_is_set("NCCL_NVLS_ENABLE") &&
+      svc->param_get_int("NCCL_NVLS_ENABLE", &nvls) != SYMHEAP_SUCCESS)
+    nvls = 0;
+  if (off || nvls == 0)
+    return symheap_cu_svc->error(SYMHEAP_ERR_UNSUPPORTED,
                           "multicast is disabled (SYMHEAP_DISABLE_MULTICAST / "
                           "NCCL_NVLS_ENABLE)");
   return SYMHEAP_SUCCESS;
@@ -499,17 +510,17 @@ static symheap_result_t cuda_mem_zero(void *ctx, void *va, size_t size) {
   cu_stream_t s = NULL;
   CU_TRY(cuStreamCreate(&s, CU_STREAM_FLAG_NON_BLOCKING));
   cu_result_t e =
-      symheap__cu.cuMemsetD8Async((cu_deviceptr_t)(uintptr_t)va, 0, size, s);
+      symheap_cu.cuMemsetD8Async((cu_deviceptr_t)(uintptr_t)va, 0, size, s);
   const char *fn = "cuMemsetD8Async";
   if (e == CU_OK) {
-    e = symheap__cu.cuStreamSynchronize(s);
+    e = symheap_cu.cuStreamSynchronize(s);
     fn = "cuStreamSynchronize";
   }
-  cu_result_t ed = symheap__cu.cuStreamDestroy(s);
+  cu_result_t ed = symheap_cu.cuStreamDestroy(s);
   if (e != CU_OK)
-    return symheap__cu_fail(fn, e);
+    return symheap_cu_fail(fn, e);
   if (ed != CU_OK)
-    return symheap__cu_fail("cuStreamDestroy", ed);
+    return symheap_cu_fail("cuStreamDestroy", ed);
   return SYMHEAP_SUCCESS;
 }
 
@@ -522,10 +533,10 @@ static symheap_result_t cuda_capture_check(void *ctx) {
   cuda_t *c = ctx;
   BIND(c);
   int st = CU_CAPTURE_STATUS_NONE;
-  cu_result_t e = symheap__cu.cuStreamIsCapturing(CU_STREAM_LEGACY_HANDLE, &st);
+  cu_result_t e = symheap_cu.cuStreamIsCapturing(CU_STREAM_LEGACY_HANDLE, &st);
   if (e == CU_ERR_STREAM_CAPTURE_IMPLICIT ||
       (e == CU_OK && st != CU_CAPTURE_STATUS_NONE))
-    return symheap__error(
+    return symheap_cu_svc->error(
         SYMHEAP_ERR_UNSUPPORTED,
         "a stream of device %d is capturing a CUDA graph: "
         "registration, deregistration and allocation map or "
@@ -533,10 +544,10 @@ static symheap_result_t cuda_capture_check(void *ctx) {
         "cudaStreamBeginCapture or after cudaStreamEndCapture",
         c->ordinal);
   if (e != CU_OK)
-    return symheap__cu_fail("cuStreamIsCapturing", e);
+    return symheap_cu_fail("cuStreamIsCapturing", e);
   CU_TRY(cuStreamIsCapturing(CU_STREAM_PER_THREAD_HANDLE, &st));
   if (st != CU_CAPTURE_STATUS_NONE)
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+    return symheap_cu_svc->error(SYMHEAP_ERR_UNSUPPORTED,
                           "the per-thread default stream of device %d is "
                           "capturing a CUDA graph: registration, "
                           "deregistration and allocation cannot be captured",
@@ -561,7 +572,7 @@ static symheap_result_t cuda_dmabuf_export(void *ctx, void *ptr, size_t size,
   return SYMHEAP_SUCCESS;
 }
 
-const symheap_device_ops symheap__cuda_device_ops = {
+static const symheap_device_ops cuda_ops = {
     .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
     .struct_size = sizeof(symheap_device_ops),
     .name = "cuda",
@@ -589,4 +600,42 @@ const symheap_device_ops symheap__cuda_device_ops = {
     .mem_zero = cuda_mem_zero,
     .capture_check = cuda_capture_check,
     .dmabuf_export = cuda_dmabuf_export,
+};
+
+static const symheap_param_t cuda_params[] = {
+    {sizeof(symheap_param_t), SYMHEAP_PARAM_STRING, "SYMHEAP_CUDA_LIBRARY",
+     "libcuda.so.1", 0, 0, NULL,
+     "the CUDA driver library the cuda adaptor loads with dlopen (a name "
+     "searched the usual way, or a path)"},
+    {sizeof(symheap_param_t), SYMHEAP_PARAM_INT, "SYMHEAP_CUDA_DEVICE", NULL,
+     0, 1023, NULL,
+     "CUDA device ordinal for ranks whose thread has no current context; "
+     "unset: local rank modulo the device count"},
+};
+
+static symheap_result_t cuda_plugin_init(const symheap_host_services_t *svc) {
+  if (!SYMHEAP_HAS_MEMBER(svc, symheap_host_services_t, now_ns))
+    return svc->error(SYMHEAP_ERR_PLUGIN,
+                      "the cuda adaptor needs host services with "
+                      "param_define (a newer libsymheap)");
+  symheap_cu_svc = svc;
+  for (size_t i = 0; i < sizeof cuda_params / sizeof cuda_params[0]; i++) {
+    symheap_result_t r = svc->param_define("cuda", &cuda_params[i]);
+    if (r != SYMHEAP_SUCCESS)
+      return r;
+  }
+  return SYMHEAP_SUCCESS;
+}
+
+/* The driver stays loaded: contexts of other libraries may use it. */
+static void cuda_plugin_fini(void) {}
+
+SYMHEAP_PLUGIN_ENTRY(cuda) = {
+    .abi_major = SYMHEAP_PLUGIN_ABI_MAJOR,
+    .abi_minor = SYMHEAP_PLUGIN_ABI_MINOR,
+    .struct_size = sizeof(symheap_plugin_t),
+    .name = "cuda",
+    .init = cuda_plugin_init,
+    .fini = cuda_plugin_fini,
+    .device = &cuda_ops,
 };

@@ -5,11 +5,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../core/config.h"
 #include "cuda_driver.h"
 
 static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
-cu_lib_t symheap__cu;
+cu_lib_t symheap_cu;
+const symheap_host_services_t *symheap_cu_svc;
 static void *lib_handle;
 static char lib_path[256];
 static char lib_error[512];
@@ -20,12 +20,12 @@ static symheap_result_t load_locked(const char *path) {
   if (lib_handle && strcmp(path, lib_path) == 0)
     return SYMHEAP_SUCCESS;
   if (lib_handle)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+    return symheap_cu_svc->error(SYMHEAP_ERR_INVALID_ARG,
                           "the CUDA driver %s is already loaded in this "
                           "process; SYMHEAP_CUDA_LIBRARY=%s cannot replace it",
                           lib_path, path);
   if (lib_error[0] && strcmp(path, lib_path) == 0)
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED, "%s", lib_error);
+    return symheap_cu_svc->error(SYMHEAP_ERR_UNSUPPORTED, "%s", lib_error);
   snprintf(lib_path, sizeof lib_path, "%s", path);
   cu_lib_t l;
   memset(&l, 0, sizeof l);
@@ -33,7 +33,7 @@ static symheap_result_t load_locked(const char *path) {
   if (!h) {
     snprintf(lib_error, sizeof lib_error, "cannot load the CUDA driver %s: %s",
              path, dlerror());
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED, "%s", lib_error);
+    return symheap_cu_svc->error(SYMHEAP_ERR_UNSUPPORTED, "%s", lib_error);
   }
   cu_get_proc_address_t gpa =
       (cu_get_proc_address_t)dlsym(h, "cuGetProcAddress_v2");
@@ -43,7 +43,7 @@ static symheap_result_t load_locked(const char *path) {
              "CUDA 12.0, which symheap needs",
              path);
     dlclose(h);
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED, "%s", lib_error);
+    return symheap_cu_svc->error(SYMHEAP_ERR_UNSUPPORTED, "%s", lib_error);
   }
   int status = 0;
   const char *missing = NULL;
@@ -59,14 +59,14 @@ static symheap_result_t load_locked(const char *path) {
     snprintf(lib_error, sizeof lib_error,
              "the CUDA driver %s does not provide %s", path, missing);
     dlclose(h);
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED, "%s", lib_error);
+    return symheap_cu_svc->error(SYMHEAP_ERR_UNSUPPORTED, "%s", lib_error);
   }
   if (l.driver_version < 12000) {
     snprintf(lib_error, sizeof lib_error,
              "the CUDA driver %s is version %d.%d; symheap needs 12.0 or newer",
              path, l.driver_version / 1000, l.driver_version % 1000 / 10);
     dlclose(h);
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED, "%s", lib_error);
+    return symheap_cu_svc->error(SYMHEAP_ERR_UNSUPPORTED, "%s", lib_error);
   }
   l.have_mc = l.driver_version >= 12010;
 #define X(name, ver, params)                                                   \
@@ -81,17 +81,18 @@ static symheap_result_t load_locked(const char *path) {
     l.cuGetErrorName(e, &name);
     snprintf(lib_error, sizeof lib_error, "cuInit failed: %s (%d)", name, e);
     dlclose(h);
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED, "%s", lib_error);
+    return symheap_cu_svc->error(SYMHEAP_ERR_UNSUPPORTED, "%s", lib_error);
   }
-  symheap__cu = l;
+  symheap_cu = l;
   lib_handle = h;
   lib_error[0] = '\0';
   return SYMHEAP_SUCCESS;
 }
 
-symheap_result_t symheap__cu_load(void) {
+symheap_result_t symheap_cu_load(void) {
   const char *path;
-  symheap_result_t r = symheap__cfg_string("SYMHEAP_CUDA_LIBRARY", &path);
+  symheap_result_t r =
+      symheap_cu_svc->param_get_string("SYMHEAP_CUDA_LIBRARY", &path);
   if (r != SYMHEAP_SUCCESS)
     return r;
   pthread_mutex_lock(&lib_lock);
@@ -101,14 +102,14 @@ symheap_result_t symheap__cu_load(void) {
 }
 
 /* Turn a driver error into ours, with the driver's own words. */
-symheap_result_t symheap__cu_fail(const char *fn, cu_result_t e) {
+symheap_result_t symheap_cu_fail(const char *fn, cu_result_t e) {
   const char *name = "?", *text = "?";
-  if (symheap__cu.cuGetErrorName)
-    symheap__cu.cuGetErrorName(e, &name);
-  if (symheap__cu.cuGetErrorString)
-    symheap__cu.cuGetErrorString(e, &text);
+  if (symheap_cu.cuGetErrorName)
+    symheap_cu.cuGetErrorName(e, &name);
+  if (symheap_cu.cuGetErrorString)
+    symheap_cu.cuGetErrorString(e, &text);
   symheap_result_t r = e == CU_ERR_OUT_OF_MEMORY   ? SYMHEAP_ERR_NO_MEMORY
                        : e == CU_ERR_NOT_SUPPORTED ? SYMHEAP_ERR_UNSUPPORTED
                                                    : SYMHEAP_ERR_DEVICE;
-  return symheap__error(r, "%s failed: %s (%d): %s", fn, name, e, text);
+  return symheap_cu_svc->error(r, "%s failed: %s (%d): %s", fn, name, e, text);
 }

@@ -7,7 +7,11 @@
  * VMM (plain hipMalloc) falls back to legacy IPC handles (per-peer pointers;
  * ranks in one process use the pointer with peer access, as the runtime
  * refuses a process's own handles).  No multicast.  The HIP runtime keeps a
- * current device per thread, so every operation first sets the rank's. */
+ * current device per thread, so every operation first sets the rank's.
+ *
+ * Public headers and the host services only, like any vendor's adaptor:
+ * with hip_api.h and ipc_table.[ch] beside it, it builds out of the tree as
+ * a plugin (-DSYMHEAP_PLUGIN_BUILD). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -15,11 +19,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../core/config.h"
-#include "../../core/internal.h"
-#include "hip.h"
 #include "hip_api.h"
 #include "ipc_table.h"
+#include "symheap_adaptor.h"
+
+/* The core's services, from plugin init on. */
+static const symheap_host_services_t *hip_svc;
 
 typedef struct {
 #define X(name, params) hip_error_t(*name) params;
@@ -36,14 +41,16 @@ static char load_why[512];
 static symheap_result_t hip_load(void) {
   pthread_mutex_lock(&load_lock);
   if (load_state == 0) {
-    const char *lib = "libamdhip64.so";
-    symheap__cfg_string("SYMHEAP_HIP_LIBRARY", &lib);
-    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    const char *lib = NULL;
+    void *h = NULL;
     load_state = -1;
-    if (!h) {
+    if (hip_svc->param_get_string("SYMHEAP_HIP_LIBRARY", &lib) !=
+        SYMHEAP_SUCCESS)
+      snprintf(load_why, sizeof load_why, "%s", hip_svc->error_message());
+    else if (!(h = dlopen(lib, RTLD_NOW | RTLD_LOCAL)))
       snprintf(load_why, sizeof load_why, "cannot load the HIP runtime %s: %s",
                lib, dlerror());
-    } else {
+    if (h) {
       const char *missing = NULL;
 #define X(name, params)                                                        \
   if (!(*(void **)&hip.name = dlsym(h, #name)) && !missing)                    \
@@ -66,12 +73,12 @@ static symheap_result_t hip_load(void) {
   int ok = load_state == 1;
   pthread_mutex_unlock(&load_lock);
   return ok ? SYMHEAP_SUCCESS
-            : symheap__error(SYMHEAP_ERR_UNSUPPORTED, "%s", load_why);
+            : hip_svc->error(SYMHEAP_ERR_UNSUPPORTED, "%s", load_why);
 }
 
 static symheap_result_t hip_fail(const char *fn, hip_error_t e) {
   const char *name = hip.hipGetErrorName ? hip.hipGetErrorName(e) : NULL;
-  return symheap__error(e == HIP_ERR_OUT_OF_MEMORY ? SYMHEAP_ERR_NO_MEMORY
+  return hip_svc->error(e == HIP_ERR_OUT_OF_MEMORY ? SYMHEAP_ERR_NO_MEMORY
                                                    : SYMHEAP_ERR_DEVICE,
                         "%s failed: %s (%d)", fn, name ? name : "?", e);
 }
@@ -86,7 +93,7 @@ static symheap_result_t hip_fail(const char *fn, hip_error_t e) {
 typedef struct {
   int ordinal;
   size_t gran;
-  symheap__ipc_rec_t *ipc; /* pointers ipc_open handed out */
+  symheap_ipc_rec_t *ipc; /* pointers ipc_open handed out */
 } hipa_t;
 
 #define BIND(c) HIP_TRY(hipSetDevice((c)->ordinal))
@@ -103,15 +110,15 @@ static int hip_available(const symheap_host_services_t *svc, char *why,
                          size_t len) {
   (void)svc;
   char saved[1024];
-  snprintf(saved, sizeof saved, "%s", symheap__error_peek());
+  snprintf(saved, sizeof saved, "%s", svc->error_message());
   int n = 0, ok = 0;
   if (hip_load() != SYMHEAP_SUCCESS)
-    snprintf(why, len, "%s", symheap__error_peek());
+    snprintf(why, len, "%s", svc->error_message());
   else if (hip.hipGetDeviceCount(&n) != HIP_OK || n == 0)
     snprintf(why, len, "the HIP runtime sees no device");
   else
     ok = 1;
-  symheap__error(SYMHEAP_SUCCESS, "%s", saved);
+  svc->error(SYMHEAP_SUCCESS, "%s", saved);
   return ok;
 }
 
@@ -124,13 +131,14 @@ static symheap_result_t hip_init(const symheap_host_services_t *svc,
   int n = 0;
   HIP_TRY(hipGetDeviceCount(&n));
   if (n == 0)
-    return symheap__error(SYMHEAP_ERR_DEVICE, "the HIP runtime sees no device");
+    return svc->error(SYMHEAP_ERR_DEVICE, "the HIP runtime sees no device");
   long want = args->local_rank % n;
-  if (symheap__cfg_raw("SYMHEAP_HIP_DEVICE")) {
-    if ((r = symheap__cfg_int("SYMHEAP_HIP_DEVICE", &want)) != SYMHEAP_SUCCESS)
+  if (svc->param_is_set("SYMHEAP_HIP_DEVICE")) {
+    if ((r = svc->param_get_int("SYMHEAP_HIP_DEVICE", &want)) !=
+        SYMHEAP_SUCCESS)
       return r;
     if (want >= n)
-      return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+      return svc->error(SYMHEAP_ERR_INVALID_ARG,
                             "SYMHEAP_HIP_DEVICE=%ld but only %d device(s) are "
                             "visible",
                             want, n);
@@ -153,7 +161,7 @@ static void ipc_close_base(uint64_t base, void *arg) {
  * mapping the runtime keeps until closed). */
 static void hip_fini(void *ctx) {
   hipa_t *c = ctx;
-  symheap__ipc_drain(&c->ipc, ipc_close_base, c);
+  symheap_ipc_table_drain(&c->ipc, ipc_close_base, c);
   free(c);
 }
 
@@ -165,7 +173,7 @@ static symheap_result_t hip_query(void *ctx, symheap_device_caps_t *caps) {
   hip_error_t e = hip.hipMemGetAllocationGranularity(&caps->granularity, &p,
                                                      HIP_GRANULARITY_MINIMUM);
   if (e == HIP_ERR_NOT_SUPPORTED)
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+    return hip_svc->error(SYMHEAP_ERR_UNSUPPORTED,
                           "HIP device %d has no virtual memory management "
                           "(hipMemGetAllocationGranularity: not supported)",
                           c->ordinal);
@@ -215,7 +223,7 @@ static symheap_result_t hip_mem_export(void *ctx, symheap_mem_handle_t h,
                                        symheap_shareable_t *out) {
   hipa_t *c = ctx;
   if (kind != SYMHEAP_HANDLE_FD)
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+    return hip_svc->error(SYMHEAP_ERR_UNSUPPORTED,
                           "hip adaptor exports file descriptors only");
   BIND(c);
   int fd = -1;
@@ -232,7 +240,7 @@ static symheap_result_t hip_mem_import(void *ctx, const symheap_shareable_t *in,
   hipa_t *c = ctx;
   symheap_result_t r = SYMHEAP_SUCCESS;
   if (in->kind != SYMHEAP_HANDLE_FD || in->fd < 0)
-    r = symheap__error(SYMHEAP_ERR_INVALID_ARG,
+    r = hip_svc->error(SYMHEAP_ERR_INVALID_ARG,
                        "hip adaptor imports file descriptors only");
   hip_mem_handle_t h = NULL;
   if (r == SYMHEAP_SUCCESS) {
@@ -296,7 +304,7 @@ static symheap_result_t hip_mem_retain(void *ctx, void *ptr,
   BIND(c);
   hip_mem_handle_t h = NULL;
   if (hip.hipMemRetainAllocationHandle(&h, ptr) != HIP_OK)
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED, "%p is not HIP VMM memory",
+    return hip_svc->error(SYMHEAP_ERR_UNSUPPORTED, "%p is not HIP VMM memory",
                           ptr);
   hip_error_t e = hip.hipMemGetAddressRange(base, size, ptr);
   if (e != HIP_OK) {
@@ -328,13 +336,13 @@ static symheap_result_t hip_ipc_get(void *ctx, void *ptr, size_t size,
   void *base = NULL;
   size_t asz = 0;
   if (hip.hipMemGetAddressRange(&base, &asz, ptr) != HIP_OK)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+    return hip_svc->error(SYMHEAP_ERR_INVALID_ARG,
                           "%p is not HIP device memory (allocate it with "
                           "symheap_mem_alloc, hipMemCreate or hipMalloc)",
                           ptr);
   uint64_t off = (uint64_t)((char *)ptr - (char *)base);
   if (off + size > asz)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+    return hip_svc->error(SYMHEAP_ERR_INVALID_ARG,
                           "[%p, +%zu) extends past its HIP allocation", ptr,
                           size);
   ipc_blob_t b;
@@ -358,10 +366,10 @@ static symheap_result_t hip_ipc_open(void *ctx, const symheap_shareable_t *in,
   hipa_t *c = ctx;
   ipc_blob_t b;
   if (in->kind != SYMHEAP_HANDLE_BYTES || in->nbytes != sizeof b)
-    return symheap__error(SYMHEAP_ERR_REMOTE, "malformed HIP IPC handle");
+    return hip_svc->error(SYMHEAP_ERR_REMOTE, "malformed HIP IPC handle");
   memcpy(&b, in->bytes, sizeof b);
   if (b.magic != IPC_MAGIC)
-    return symheap__error(SYMHEAP_ERR_REMOTE, "malformed HIP IPC handle");
+    return hip_svc->error(SYMHEAP_ERR_REMOTE, "malformed HIP IPC handle");
   BIND(c);
   symheap_result_t r = SYMHEAP_SUCCESS;
   uint64_t base = 0;
@@ -373,7 +381,7 @@ static symheap_result_t hip_ipc_open(void *ctx, const symheap_shareable_t *in,
         r = hip_fail("hipDeviceEnablePeerAccess", e);
     }
     base = b.base;
-  } else if (!(base = symheap__ipc_opened_base(c->ipc, b.pid, b.base))) {
+  } else if (!(base = symheap_ipc_table_opened_base(c->ipc, b.pid, b.base))) {
     /* An allocation opened once serves every window over it. */
     void *p = NULL;
     hip_error_t e =
@@ -385,7 +393,7 @@ static symheap_result_t hip_ipc_open(void *ctx, const symheap_shareable_t *in,
   }
   char *out = (char *)(uintptr_t)(base + b.offset);
   if (r == SYMHEAP_SUCCESS)
-    r = symheap__ipc_add(&c->ipc, b.pid, b.base, base, opened, out);
+    r = symheap_ipc_table_add(hip_svc, &c->ipc, b.pid, b.base, base, opened, out);
   if (r != SYMHEAP_SUCCESS && fresh && base)
     hip.hipIpcCloseMemHandle((void *)(uintptr_t)base);
   if (r == SYMHEAP_SUCCESS)
@@ -396,7 +404,7 @@ static symheap_result_t hip_ipc_open(void *ctx, const symheap_shareable_t *in,
 static symheap_result_t hip_ipc_close(void *ctx, void *ptr) {
   hipa_t *c = ctx;
   uint64_t base = 0;
-  symheap_result_t r = symheap__ipc_take(&c->ipc, ptr, &base, "hip");
+  symheap_result_t r = symheap_ipc_table_take(hip_svc, &c->ipc, ptr, &base, "hip");
   if (r != SYMHEAP_SUCCESS || !base)
     return r;
   hip_error_t e = hip.hipSetDevice(c->ordinal);
@@ -426,7 +434,7 @@ static symheap_result_t hip_mem_zero(void *ctx, void *va, size_t size) {
   return SYMHEAP_SUCCESS;
 }
 
-const symheap_device_ops symheap__hip_device_ops = {
+static const symheap_device_ops hip_ops = {
     .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
     .struct_size = sizeof(symheap_device_ops),
     .name = "hip",
@@ -448,4 +456,41 @@ const symheap_device_ops symheap__hip_device_ops = {
     .ipc_open = hip_ipc_open,
     .ipc_close = hip_ipc_close,
     .mem_zero = hip_mem_zero,
+};
+
+static const symheap_param_t hip_params[] = {
+    {sizeof(symheap_param_t), SYMHEAP_PARAM_STRING, "SYMHEAP_HIP_LIBRARY",
+     "libamdhip64.so", 0, 0, NULL,
+     "the HIP runtime the hip adaptor loads with dlopen (a name searched the "
+     "usual way, or a path)"},
+    {sizeof(symheap_param_t), SYMHEAP_PARAM_INT, "SYMHEAP_HIP_DEVICE", NULL, 0,
+     1023, NULL,
+     "HIP device ordinal for every rank of this process; unset: local rank "
+     "modulo the device count"},
+};
+
+static symheap_result_t hip_plugin_init(const symheap_host_services_t *svc) {
+  if (!SYMHEAP_HAS_MEMBER(svc, symheap_host_services_t, now_ns))
+    return svc->error(SYMHEAP_ERR_PLUGIN,
+                      "the hip adaptor needs host services with "
+                      "param_define (a newer libsymheap)");
+  hip_svc = svc;
+  for (size_t i = 0; i < sizeof hip_params / sizeof hip_params[0]; i++) {
+    symheap_result_t r = svc->param_define("hip", &hip_params[i]);
+    if (r != SYMHEAP_SUCCESS)
+      return r;
+  }
+  return SYMHEAP_SUCCESS;
+}
+
+static void hip_plugin_fini(void) {}
+
+SYMHEAP_PLUGIN_ENTRY(hip) = {
+    .abi_major = SYMHEAP_PLUGIN_ABI_MAJOR,
+    .abi_minor = SYMHEAP_PLUGIN_ABI_MINOR,
+    .struct_size = sizeof(symheap_plugin_t),
+    .name = "hip",
+    .init = hip_plugin_init,
+    .fini = hip_plugin_fini,
+    .device = &hip_ops,
 };

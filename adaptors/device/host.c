@@ -2,19 +2,26 @@
  *
  * Physical memory is a memfd; its shareable handle is the file descriptor
  * itself, which the core passes to local peers with SCM_RIGHTS.  Reserved VA
- * is an inaccessible anonymous mapping, and mapping replaces part of it with a
- * MAP_FIXED shared mapping of the memfd, so every peer's memory really is
- * shared and CPU loads and stores communicate through it. */
+ * is an inaccessible anonymous mapping; map replaces part of it with a
+ * MAP_FIXED shared mapping of the memfd, still inaccessible, and set_access
+ * opens it to loads and stores, so every peer's memory really is shared and
+ * CPU loads and stores communicate through it.
+ *
+ * Written as a vendor would write an adaptor: the public headers and the
+ * host services only.  Copied out of the tree it builds as a plugin:
+ *   cc -shared -fPIC -fvisibility=hidden -DSYMHEAP_PLUGIN_BUILD \
+ *      $(pkg-config --cflags symheap) host.c -o libmine.so */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../core/internal.h"
-#include "host.h"
+#include "symheap_adaptor.h"
 
 typedef struct {
   const symheap_host_services_t *svc;
@@ -170,7 +177,8 @@ static symheap_result_t host_map(void *ctx, void *va, size_t size,
     return h->svc->error(SYMHEAP_ERR_INVALID_ARG,
                          "map of [%zu, %zu) exceeds the memory's %lld bytes",
                          offset, offset + size, (long long)st.st_size);
-  void *p = mmap(va, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+  /* Inaccessible until set_access, as the ABI says. */
+  void *p = mmap(va, size, PROT_NONE, MAP_SHARED | MAP_FIXED, fd,
                  (off_t)offset);
   if (p == MAP_FAILED)
     return h->svc->error(
@@ -206,7 +214,7 @@ static symheap_result_t host_mem_zero(void *ctx, void *va, size_t size) {
   return SYMHEAP_SUCCESS;
 }
 
-const symheap_device_ops symheap__host_device_ops = {
+static const symheap_device_ops host_ops = {
     .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
     .struct_size = sizeof(symheap_device_ops),
     .name = "host",
@@ -224,4 +232,21 @@ const symheap_device_ops symheap__host_device_ops = {
     .unmap = host_unmap,
     .set_access = host_set_access,
     .mem_zero = host_mem_zero,
+};
+
+static symheap_result_t host_plugin_init(const symheap_host_services_t *svc) {
+  (void)svc;
+  return SYMHEAP_SUCCESS;
+}
+
+static void host_plugin_fini(void) {}
+
+SYMHEAP_PLUGIN_ENTRY(host) = {
+    .abi_major = SYMHEAP_PLUGIN_ABI_MAJOR,
+    .abi_minor = SYMHEAP_PLUGIN_ABI_MINOR,
+    .struct_size = sizeof(symheap_plugin_t),
+    .name = "host",
+    .init = host_plugin_init,
+    .fini = host_plugin_fini,
+    .device = &host_ops,
 };

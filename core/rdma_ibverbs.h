@@ -4,7 +4,7 @@
 #ifndef SYMHEAP_IBVERBS_H
 #define SYMHEAP_IBVERBS_H
 
-#include "../../core/internal.h"
+#include "internal.h"
 
 typedef struct symheap__ibv symheap__ibv_t;
 

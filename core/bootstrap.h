@@ -2,7 +2,7 @@
 #ifndef SYMHEAP_CCL_LOCAL_H
 #define SYMHEAP_CCL_LOCAL_H
 
-#include "../../core/uid.h"
+#include "uid.h"
 
 extern const symheap_ccl_ops symheap__local_ccl_ops;
 

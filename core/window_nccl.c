@@ -5,15 +5,22 @@
  * it keeps in device memory, so the host reads the object's public head
  * (nccl_device/impl/ core__types.h) once per registration.  The view that
  * results has the same shape as symheap's own, so kernels cannot tell the paths
- * apart. */
+ * apart.  Also here: symheap_comm_init_nccl, a comm whose ccl is a caller's
+ * NCCL communicator.
+ *
+ * A core module, not an adaptor: it calls the core's agreement directly.
+ * Its CUDA calls go through the cuda adaptor's driver loader
+ * (adaptors/device/cuda_driver.h), the one adaptor file the core includes;
+ * the path exists only beside the built-in cuda adaptor. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/config.h"
-#include "../device/cuda_driver.h"
-#include "nccl.h"
+#include "config.h"
+#include "../adaptors/device/cuda_driver.h"
+#include "registry.h"
+#include "window_nccl.h"
 
 #define NCCL_WIN_COLL_SYMMETRIC 0x01
 #define NCCL_ID_BYTES 128
@@ -200,7 +207,7 @@ static symheap_result_t ccl_grow(nccl_ccl_t *x, size_t bytes) {
   cu_deviceptr_t b = 0;
   CU_TRY(cuMemAlloc(&b, cap * (size_t)(x->n + 1)));
   if (x->buf)
-    (void)symheap__cu.cuMemFree(x->buf);
+    (void)symheap_cu.cuMemFree(x->buf);
   x->buf = b;
   x->cap = cap;
   return SYMHEAP_SUCCESS;
@@ -215,8 +222,8 @@ static symheap_result_t ccl_allgather(void *ctx, const void *in, void *out,
   symheap_result_t r = ccl_grow(x, bytes);
   cu_result_t e = CU_OK;
   if (r == SYMHEAP_SUCCESS &&
-      (e = symheap__cu.cuMemcpyHtoD(x->buf, in, bytes)) != CU_OK)
-    r = symheap__cu_fail("cuMemcpyHtoD", e);
+      (e = symheap_cu.cuMemcpyHtoD(x->buf, in, bytes)) != CU_OK)
+    r = symheap_cu_fail("cuMemcpyHtoD", e);
   if (r == SYMHEAP_SUCCESS) {
     int ne = lib.all_gather((void *)(uintptr_t)x->buf,
                             (void *)(uintptr_t)(x->buf + x->cap), bytes,
@@ -227,7 +234,7 @@ static symheap_result_t ccl_allgather(void *ctx, const void *in, void *out,
   /* Poll: NCCL's own waits have no timeout. */
   int64_t deadline = symheap__now_ms() + timeout_ms;
   while (r == SYMHEAP_SUCCESS &&
-         (e = symheap__cu.cuStreamQuery(x->stream)) == CU_ERR_NOT_READY) {
+         (e = symheap_cu.cuStreamQuery(x->stream)) == CU_ERR_NOT_READY) {
     int async = 0;
     if (lib.get_async_error(x->win.comm, &async) == 0 && async != 0 &&
         async != 7 /* ncclInProgress */)
@@ -239,26 +246,26 @@ static symheap_result_t ccl_allgather(void *ctx, const void *in, void *out,
                          timeout_ms);
   }
   if (r == SYMHEAP_SUCCESS && e != CU_OK)
-    r = symheap__cu_fail("cuStreamQuery", e);
+    r = symheap_cu_fail("cuStreamQuery", e);
   /* Rank p's bytes sit at p * bytes of the gathered part. */
   if (r == SYMHEAP_SUCCESS &&
-      (e = symheap__cu.cuMemcpyDtoH(out, x->buf + x->cap,
+      (e = symheap_cu.cuMemcpyDtoH(out, x->buf + x->cap,
                                     bytes * (size_t)x->n)) != CU_OK)
-    r = symheap__cu_fail("cuMemcpyDtoH", e);
-  (void)symheap__cu.cuCtxSetCurrent(prev);
+    r = symheap_cu_fail("cuMemcpyDtoH", e);
+  (void)symheap_cu.cuCtxSetCurrent(prev);
   return r;
 }
 
 static void ccl_fini(void *ctx) {
   nccl_ccl_t *x = ctx;
   cu_context_t prev = NULL;
-  if (symheap__cu.cuCtxGetCurrent(&prev) == CU_OK &&
-      symheap__cu.cuCtxSetCurrent(x->cu) == CU_OK) {
+  if (symheap_cu.cuCtxGetCurrent(&prev) == CU_OK &&
+      symheap_cu.cuCtxSetCurrent(x->cu) == CU_OK) {
     if (x->buf)
-      (void)symheap__cu.cuMemFree(x->buf);
+      (void)symheap_cu.cuMemFree(x->buf);
     if (x->stream)
-      (void)symheap__cu.cuStreamDestroy(x->stream);
-    (void)symheap__cu.cuCtxSetCurrent(prev);
+      (void)symheap_cu.cuStreamDestroy(x->stream);
+    (void)symheap_cu.cuCtxSetCurrent(prev);
   }
   free(x);
 }
@@ -288,9 +295,12 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_init_nccl(symheap_comm_t *comm,
   if (!comm || !nccl_comm)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_comm_init_nccl: comm or nccl_comm is NULL");
+  /* The driver loader is the cuda adaptor's: admit the built-ins first,
+   * which hands it the host services it reports through. */
+  (void)symheap__device_count();
   symheap_result_t r = load();
   if (r == SYMHEAP_SUCCESS)
-    r = symheap__cu_load();
+    r = symheap_cu_load();
   if (r != SYMHEAP_SUCCESS)
     return symheap__error_context(r, "symheap_comm_init_nccl");
   nccl_ccl_t *x = calloc(1, sizeof *x);
@@ -304,13 +314,13 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_init_nccl(symheap_comm_t *comm,
   cu_result_t ce = CU_OK;
   if (e != 0)
     r = nccl_fail("ncclCommUserRank/ncclCommCount", e);
-  else if ((ce = symheap__cu.cuCtxGetCurrent(&x->cu)) != CU_OK || !x->cu)
+  else if ((ce = symheap_cu.cuCtxGetCurrent(&x->cu)) != CU_OK || !x->cu)
     r = symheap__error(SYMHEAP_ERR_INVALID_ARG,
                        "symheap_comm_init_nccl: no CUDA context is current; "
                        "make the NCCL communicator's device current first");
-  else if ((ce = symheap__cu.cuStreamCreate(
+  else if ((ce = symheap_cu.cuStreamCreate(
                 &x->stream, CU_STREAM_FLAG_NON_BLOCKING)) != CU_OK)
-    r = symheap__cu_fail("cuStreamCreate", ce);
+    r = symheap_cu_fail("cuStreamCreate", ce);
   if (r != SYMHEAP_SUCCESS) {
     ccl_fini(x);
     return symheap__error_context(r, "symheap_comm_init_nccl");

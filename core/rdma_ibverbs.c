@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ibverbs.h"
+#include "rdma_ibverbs.h"
 
 /* struct ibv_mr's stable head (rdma-core verbs.h). */
 typedef struct {

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "local.h"
-#include "local_msg.h"
+#include "bootstrap.h"
+#include "bootstrap_msg.h"
 
 /* Non-roots wait this much longer than rank 0, so that rank 0's verdict on a
  * silent rank arrives before their own timeout on rank 0. */

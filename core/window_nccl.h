@@ -6,7 +6,7 @@
 #ifndef SYMHEAP_CCL_NCCL_H
 #define SYMHEAP_CCL_NCCL_H
 
-#include "../../core/comm.h"
+#include "comm.h"
 
 /* Collective, at comm init: every rank opens NCCL and fills *out, or the
  * init fails on every rank saying why. */

@@ -1,7 +1,7 @@
-/* Decoders of the local bootstrap's messages (local_msg.h). */
+/* Decoders of the local bootstrap's messages (bootstrap_msg.h). */
 #include <string.h>
 
-#include "local_msg.h"
+#include "bootstrap_msg.h"
 
 symheap_result_t symheap__msg_parse_hdr(const void *buf, size_t n,
                                         uint32_t max_len, int peer,
