@@ -86,6 +86,11 @@ $(BUILD)/test/bad_plugins/bad%.so: test/plugins/bad_plugin.c $(wildcard include/
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Wno-pedantic -DBAD=$* -shared -o $@ $< $(LDFLAGS_ALL)
 tests: $(BAD_PLUGINS) plugins
+# A ccl plugin (SYMHEAP_CCL=shmccl): a job joined through the plugin alone.
+$(BUILD)/test/plugins/libsymheap-plugin-shmccl.so: test/plugins/shm_ccl.c $(wildcard include/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -shared -o $@ $< $(LDFLAGS_ALL)
+tests: $(BUILD)/test/plugins/libsymheap-plugin-shmccl.so
 
 # Tools use the shared library, found next to them after install too.
 $(BUILD)/bin/%: tools/%.c $(BUILD)/lib/libsymheap.so $(HEADERS)

@@ -1,9 +1,12 @@
 /* How symheap_comm_init_env joins: symheap-run's variables (the local
- * bootstrap) or an MPI launcher's (the MPI ccl, a shared object of its own
- * loaded here so that libsymheap never links MPI). */
+ * bootstrap), an MPI launcher's (the MPI ccl, a shared object of its own
+ * loaded here so that libsymheap never links MPI), or a plugin's ccl named
+ * by SYMHEAP_CCL. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
+#include <strings.h>
 
 #include "comm.h"
 #include "config.h"
@@ -15,7 +18,6 @@ typedef symheap_result_t (*open_world_fn)(const symheap_host_services_t *svc,
                                           const symheap_ccl_ops **ops,
                                           void **ctx);
 
-enum { CCL_AUTO, CCL_LOCAL, CCL_MPI };
 
 /* Set by mpirun/mpiexec of Open MPI, MPICH/Hydra, Slurm and PMIx. */
 static const char *mpi_launcher(void) {
@@ -26,19 +28,67 @@ static const char *mpi_launcher(void) {
   return NULL;
 }
 
-int symheap__ccl_env_choice(symheap_result_t *r, const char **why) {
-  int which = CCL_AUTO;
-  *r = symheap__cfg_choice("SYMHEAP_CCL", &which);
+/* SYMHEAP_CCL=<name>: a loaded plugin's ccl of that name. */
+static symheap__ccl_kind_t plugin_choice(const char *name, symheap_result_t *r,
+                                         const symheap_ccl_ops **plugin) {
+  char known[256];
+  *r = symheap__plugins_load();
+  if (*r != SYMHEAP_SUCCESS)
+    return SYMHEAP__CCL_LOCAL;
+  *plugin = symheap__plugin_ccl(name, known, sizeof known);
+  if (!*plugin)
+    *r = symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                        "SYMHEAP_CCL='%s' is not valid: expected auto, local, "
+                        "mpi or the name of a loaded plugin's ccl that can "
+                        "open a job (loaded: %s)",
+                        name, known[0] ? known : "none");
+  else if (!(*plugin)->open)
+    *r = symheap__error(SYMHEAP_ERR_PLUGIN,
+                        "SYMHEAP_CCL=%s: that plugin's ccl has no open, so it "
+                        "cannot join a job by itself; pass it to "
+                        "symheap_comm_init_ccl instead",
+                        name);
+  return SYMHEAP__CCL_PLUGIN;
+}
+
+symheap__ccl_kind_t symheap__ccl_env_choice(symheap_result_t *r,
+                                            const char **why,
+                                            const symheap_ccl_ops **plugin) {
+  const char *want = "auto";
+  *r = symheap__cfg_string("SYMHEAP_CCL", &want);
   *why = "SYMHEAP_CCL";
-  if (*r != SYMHEAP_SUCCESS || which != CCL_AUTO)
-    return which == CCL_MPI;
+  if (*r != SYMHEAP_SUCCESS)
+    return SYMHEAP__CCL_LOCAL;
+  if (strcasecmp(want, "local") == 0)
+    return SYMHEAP__CCL_LOCAL;
+  if (strcasecmp(want, "mpi") == 0)
+    return SYMHEAP__CCL_MPI;
+  if (strcasecmp(want, "auto") != 0)
+    return plugin_choice(want, r, plugin);
   if (symheap__cfg_raw("SYMHEAP_UNIQUE_ID")) {
     *why = "SYMHEAP_UNIQUE_ID is set";
-    return 0;
+    return SYMHEAP__CCL_LOCAL;
   }
   const char *var = mpi_launcher();
   *why = var ? var : "no MPI launcher variable";
-  return var != NULL;
+  return var ? SYMHEAP__CCL_MPI : SYMHEAP__CCL_LOCAL;
+}
+
+symheap_result_t symheap__comm_init_plugin_ccl(symheap_comm_t *comm,
+                                               const symheap_ccl_ops *ops) {
+  long timeout;
+  void *ctx = NULL;
+  symheap_result_t r = symheap__cfg_int("SYMHEAP_TIMEOUT_MS", &timeout);
+  if (r == SYMHEAP_SUCCESS &&
+      (r = ops->open(&symheap__host_services, (int)timeout, &ctx)) !=
+          SYMHEAP_SUCCESS)
+    r = symheap__error_context(r, "SYMHEAP_CCL=%s: joining the job",
+                               ops->name);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  /* From here the comm owns the context: fini releases it, also when the
+   * comm cannot be made. */
+  return symheap_comm_init_ccl(comm, ops, ctx);
 }
 
 /* The MPI ccl is loaded once and never unloaded: MPI cannot be, and the

@@ -344,13 +344,12 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_init_ccl(
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_comm_init_ccl: comm or ops is NULL");
   const char *missing = NULL;
-  size_t need = offsetof(symheap_ccl_ops, allgather) + sizeof ops->allgather;
   if (ops->abi_version != SYMHEAP_ADAPTOR_ABI_VERSION)
     return symheap__error(SYMHEAP_ERR_PLUGIN,
                           "symheap_comm_init_ccl: the ccl table has ABI "
                           "version %u; this library speaks %d",
                           ops->abi_version, SYMHEAP_ADAPTOR_ABI_VERSION);
-  if (ops->struct_size < need)
+  if (!SYMHEAP_HAS_MEMBER(ops, symheap_ccl_ops, allgather))
     missing = "struct_size (too small for rank, size and allgather)";
   else if (!ops->name || !ops->name[0])
     missing = "name";
@@ -360,8 +359,7 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_init_ccl(
     missing = "size";
   else if (!ops->allgather)
     missing = "allgather";
-  else if (ops->struct_size >= offsetof(symheap_ccl_ops, window_deregister) +
-                                   sizeof ops->window_deregister &&
+  else if (SYMHEAP_HAS_MEMBER(ops, symheap_ccl_ops, window_deregister) &&
            !ops->window_register != !ops->window_deregister)
     missing = ops->window_register ? "window_deregister (window_register is "
                                      "set; give both or neither)"
@@ -396,12 +394,15 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_init_env(symheap_comm_t *comm) {
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_comm_init_env: comm is NULL");
   const char *why;
+  const symheap_ccl_ops *plugin_ccl = NULL;
   symheap_result_t r;
-  int mpi = symheap__ccl_env_choice(&r, &why);
+  symheap__ccl_kind_t kind = symheap__ccl_env_choice(&r, &why, &plugin_ccl);
   if (r != SYMHEAP_SUCCESS)
     return r;
-  if (mpi)
+  if (kind == SYMHEAP__CCL_MPI)
     return symheap__comm_init_mpi_world(comm, why);
+  if (kind == SYMHEAP__CCL_PLUGIN)
+    return symheap__comm_init_plugin_ccl(comm, plugin_ccl);
   const char *hex = symheap__cfg_raw("SYMHEAP_UNIQUE_ID");
   if (!hex || !symheap__cfg_raw("SYMHEAP_RANK") ||
       !symheap__cfg_raw("SYMHEAP_NRANKS"))

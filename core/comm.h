@@ -173,7 +173,19 @@ symheap_result_t symheap__comm_allgather(symheap_comm_t c, const void *in,
 
 /* ccl_env.c: whether symheap_comm_init_env joins through MPI (and why),
  * and the join itself. */
-int symheap__ccl_env_choice(symheap_result_t *r, const char **why);
+typedef enum {
+  SYMHEAP__CCL_LOCAL,  /* symheap-run's variables, the socket bootstrap */
+  SYMHEAP__CCL_MPI,    /* libsymheap-ccl-mpi.so over MPI_COMM_WORLD */
+  SYMHEAP__CCL_PLUGIN, /* a loaded plugin's ccl, through its open */
+} symheap__ccl_kind_t;
+/* How symheap_comm_init_env joins (SYMHEAP_CCL and the launcher's
+ * variables); *why says how it was decided, *plugin is the ccl for
+ * SYMHEAP__CCL_PLUGIN. */
+symheap__ccl_kind_t symheap__ccl_env_choice(symheap_result_t *r,
+                                            const char **why,
+                                            const symheap_ccl_ops **plugin);
+symheap_result_t symheap__comm_init_plugin_ccl(symheap_comm_t *comm,
+                                               const symheap_ccl_ops *ops);
 symheap_result_t symheap__comm_init_mpi_world(symheap_comm_t *comm,
                                               const char *why);
 

@@ -65,12 +65,13 @@ static const symheap__cfg_var_t cfg_vars[] = {
     {"SYMHEAP_IB_DEVICE", SYMHEAP_CFG_STRING, NULL, 0, 0, NULL,
      "the RDMA device windows are registered with (e.g. mlx5_0); unset: the "
      "first one libibverbs lists"},
-    {"SYMHEAP_CCL", SYMHEAP_CFG_CHOICE, "auto", 0, 0, "auto|local|mpi",
+    {"SYMHEAP_CCL", SYMHEAP_CFG_STRING, "auto", 0, 0, NULL,
      "how symheap_comm_init_env joins: local (symheap-run's SYMHEAP_RANK, "
      "SYMHEAP_NRANKS, SYMHEAP_UNIQUE_ID), mpi (MPI_COMM_WORLD through "
-     "libsymheap-ccl-mpi.so), or auto: local when SYMHEAP_UNIQUE_ID is set, "
-     "else mpi when an MPI launcher's variables are (OMPI_COMM_WORLD_SIZE, "
-     "PMI_SIZE, PMIX_RANK)"},
+     "libsymheap-ccl-mpi.so), the name of a loaded plugin's ccl (one with "
+     "open), or auto: local when SYMHEAP_UNIQUE_ID is set, else mpi when an "
+     "MPI launcher's variables are (OMPI_COMM_WORLD_SIZE, PMI_SIZE, "
+     "PMIX_RANK)"},
     {"SYMHEAP_WINDOW_PATH", SYMHEAP_CFG_CHOICE, "symheap", 0, 0,
      "symheap|nccl|ccl",
      "who maps windows: symheap (its own flat VA), nccl (NCCL's symmetric "
@@ -253,8 +254,8 @@ symheap_result_t symheap__cfg_validate_all(void) {
   for (int i = 0; i < n; i++) {
     symheap_result_t r = validate_one(&declared[i].var);
     if (r != SYMHEAP_SUCCESS)
-      return symheap__error_context(r, "%s (declared by %s)",
-                                    declared[i].var.name, declared[i].owner);
+      return symheap__error_context(r, "variable of adaptor '%s'",
+                                    declared[i].owner);
   }
   return SYMHEAP_SUCCESS;
 }

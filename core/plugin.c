@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -20,6 +21,7 @@
 
 typedef struct {
   symheap_plugin_t p; /* the members its struct_size covers; the rest NULL */
+  symheap_ccl_ops ccl; /* likewise, of p.ccl when there is one */
   char path[512];
 } loaded_t;
 
@@ -178,6 +180,10 @@ static symheap_result_t load_one(const char *name) {
   memset(l, 0, sizeof *l);
   memcpy(&l->p, in,
          in->struct_size < sizeof l->p ? in->struct_size : sizeof l->p);
+  if (l->p.ccl)
+    memcpy(&l->ccl, l->p.ccl,
+           l->p.ccl->struct_size < sizeof l->ccl ? l->p.ccl->struct_size
+                                                 : sizeof l->ccl);
   snprintf(l->path, sizeof l->path, "%s", path);
   SYMHEAP_INFO("loaded plugin '%s' from %s", l->p.name, path);
   return SYMHEAP_SUCCESS;
@@ -219,6 +225,25 @@ const symheap_plugin_t *symheap__plugin_get(int i, const char **path) {
     return NULL;
   *path = plugins[i].path;
   return &plugins[i].p;
+}
+
+const symheap_ccl_ops *symheap__plugin_ccl(const char *name, char *known,
+                                           size_t len) {
+  const symheap_ccl_ops *found = NULL;
+  size_t o = 0;
+  known[0] = '\0';
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < nplugins; i++) {
+    if (!plugins[i].p.ccl)
+      continue;
+    if (strcasecmp(plugins[i].ccl.name, name) == 0)
+      found = &plugins[i].ccl;
+    if (o < len)
+      o += (size_t)snprintf(known + o, len - o, "%s%s", o ? ", " : "",
+                            plugins[i].ccl.name);
+  }
+  pthread_mutex_unlock(&lock);
+  return found;
 }
 
 /* --- composition --------------------------------------------------------- */

@@ -20,6 +20,10 @@ symheap_result_t symheap__plugins_wrap(symheap__device_table_t *dev,
  * SYMHEAP_PLUGIN_PATH, then libsymheap's directory and its ../lib. */
 symheap_result_t symheap__find_library(const char *file, char *path,
                                        size_t len);
+/* The ccl of a loaded plugin whose ccl is called `name` (its table as
+ * this library reads it), or NULL; `known` lists the loaded ccl names. */
+const symheap_ccl_ops *symheap__plugin_ccl(const char *name, char *known,
+                                           size_t len);
 /* For symheap-info. */
 int symheap__plugin_count(void);
 const symheap_plugin_t *symheap__plugin_get(int i, const char **path);

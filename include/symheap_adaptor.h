@@ -329,7 +329,12 @@ typedef struct symheap_ccl_ops {
   symheap_result_t (*window_register)(void *ctx, void *ptr, size_t size,
                                       struct symheap_vendor_window *out);
   symheap_result_t (*window_deregister)(void *ctx, void *handle);
-  /* v1 ends here */
+  /* Optional: join the job a launcher started, this process's place in it
+   * read from the launcher's environment, within timeout_ms, and make a
+   * context (released by fini).  A plugin's ccl with `open` is what
+   * SYMHEAP_CCL=<its name> makes symheap_comm_init_env ride on. */
+  symheap_result_t (*open)(const symheap_host_services_t *svc, int timeout_ms,
+                           void **ctx);
 } symheap_ccl_ops;
 
 /* A window as a vendor window path registered it. */

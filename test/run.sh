@@ -118,6 +118,9 @@ suite() { # suite PREFIX BUILD WRAPPER...
   run "$prefix plugins" "$@" "$b/test/test_plugins" "$PWD/$b/lib" "$PWD/$b/test/bad_plugins"
   run "$prefix example plugin procs x4" $plug SYMHEAP_PLUGIN=example SYMHEAP_DEVICE=example \
     build/bin/symheap-run -n 4 "$@" "$b/test/test_multirank"
+  run "$prefix ccl plugin (SYMHEAP_CCL=shmccl) procs x4" env \
+    SYMHEAP_PLUGIN_PATH="$PWD/$b/test/plugins" SYMHEAP_PLUGIN=shmccl SYMHEAP_CCL=shmccl \
+    build/bin/symheap-run -n 4 "$@" "$b/test/test_multirank"
   run "$prefix trace+example plugins threads x4" $plug SYMHEAP_PLUGIN=trace,example \
     SYMHEAP_DEVICE=example "$@" "$b/test/test_multirank" --threads 4
   run "$prefix conformance host" "$@" "$b/bin/symheap-conformance" --device host

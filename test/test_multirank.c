@@ -816,9 +816,15 @@ static void case_info(th_ctx_t *c) {
         "device adaptor '%s', "
         "expected '%s'",
         info.device_adaptor, want);
-  /* Under mpirun, symheap_comm_init_env joins through the MPI ccl. */
+  /* Under mpirun, symheap_comm_init_env joins through the MPI ccl; with
+   * SYMHEAP_CCL naming a plugin's ccl, through that. */
+  const char *named = getenv("SYMHEAP_CCL");
   const char *ccl =
-      !g_threads && getenv("OMPI_COMM_WORLD_SIZE") ? "mpi" : "local";
+      g_threads                          ? "local"
+      : named && strcmp(named, "auto") && strcmp(named, "local")
+          ? named
+      : getenv("OMPI_COMM_WORLD_SIZE") ? "mpi"
+                                       : "local";
   CHECK(strcmp(info.ccl_adaptor, ccl) == 0, "ccl '%s', expected '%s'",
         info.ccl_adaptor, ccl);
   CHECK(info.granularity >= 4096 &&

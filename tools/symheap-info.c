@@ -94,53 +94,83 @@ static void print_caps(const symheap__device_table_t *t) {
   printf("\n    IPC fallback: %s\n", t->has_ipc ? "yes" : "no");
 }
 
-static void print_env(void) {
+/* Every variable: the core's table, then what adaptors and plugins
+ * declared (the built-ins are admitted, and SYMHEAP_PLUGIN loaded, first).
+ * Returns the i-th, or NULL past the end; *owner is "core" or who declared
+ * it. */
+static const symheap__cfg_var_t *var_at(size_t i, const char **owner) {
   size_t n;
   const symheap__cfg_var_t *v = symheap__cfg_table(&n);
-  for (size_t i = 0; i < n; i++) {
-    const char *set = symheap__cfg_raw(v[i].name);
-    printf("%s\n  value:   %s%s\n  default: %s\n", v[i].name,
-           set ? set : "(unset)", "", v[i].def ? v[i].def : "(unset)");
-    if (v[i].kind == SYMHEAP_CFG_CHOICE)
-      printf("  values:  %s\n", v[i].choices);
-    else if (v[i].kind == SYMHEAP_CFG_INT)
-      printf("  values:  %ld to %ld\n", v[i].min, v[i].max);
-    else if (v[i].kind == SYMHEAP_CFG_BOOL)
+  if (i < n) {
+    *owner = "core";
+    return &v[i];
+  }
+  return symheap__cfg_declared((int)(i - n), owner);
+}
+
+static void load_declarations(void) {
+  (void)symheap__device_count();
+  (void)symheap__plugins_load();
+}
+
+static void print_env(void) {
+  const char *owner, *last = NULL;
+  const symheap__cfg_var_t *v;
+  load_declarations();
+  for (size_t i = 0; (v = var_at(i, &owner)) != NULL; i++) {
+    if (!last || strcmp(last, owner) != 0)
+      printf("%s== %s%s\n\n", last ? "\n" : "",
+             strcmp(owner, "core") == 0 ? "" : "adaptor ", owner);
+    last = owner;
+    const char *set = symheap__cfg_raw(v->name);
+    printf("%s\n  value:   %s\n  default: %s\n", v->name,
+           set ? set : "(unset)", v->def ? v->def : "(unset)");
+    if (v->kind == SYMHEAP_CFG_CHOICE)
+      printf("  values:  %s\n", v->choices);
+    else if (v->kind == SYMHEAP_CFG_INT)
+      printf("  values:  %ld to %ld\n", v->min, v->max);
+    else if (v->kind == SYMHEAP_CFG_BOOL)
       printf("  values:  0 or 1\n");
-    printf("  %s\n", v[i].help);
+    printf("  %s\n", v->help);
   }
   symheap_result_t r = symheap__cfg_validate_all();
   if (r != SYMHEAP_SUCCESS)
     printf("\nerror: %s\n", symheap_last_error());
 }
 
+/* The accepted values of a variable as a Markdown cell ('|' would split
+ * it). */
+static void values_cell(const symheap__cfg_var_t *v, char *out, size_t len) {
+  if (v->kind == SYMHEAP_CFG_CHOICE) {
+    size_t o = 0;
+    for (const char *p = v->choices; *p && o + 3 < len; p++)
+      if (*p == '|') {
+        out[o++] = ',';
+        out[o++] = ' ';
+      } else {
+        out[o++] = *p;
+      }
+    out[o] = '\0';
+  } else if (v->kind == SYMHEAP_CFG_INT)
+    snprintf(out, len, "%ld to %ld", v->min, v->max);
+  else if (v->kind == SYMHEAP_CFG_BOOL)
+    snprintf(out, len, "0 or 1");
+  else
+    snprintf(out, len, "text");
+}
+
 /* The same table as Markdown: docs/env.md is this output (a test checks). */
 static void print_env_markdown(void) {
-  size_t n;
-  const symheap__cfg_var_t *v = symheap__cfg_table(&n);
-  printf("| variable | default | accepted values | meaning |\n"
-         "|---|---|---|---|\n");
-  for (size_t i = 0; i < n; i++) {
+  const char *owner;
+  const symheap__cfg_var_t *v;
+  load_declarations();
+  printf("| variable | read by | default | accepted values | meaning |\n"
+         "|---|---|---|---|---|\n");
+  for (size_t i = 0; (v = var_at(i, &owner)) != NULL; i++) {
     char values[64];
-    if (v[i].kind == SYMHEAP_CFG_CHOICE) {
-      /* '|' would split the Markdown cell. */
-      size_t o = 0;
-      for (const char *p = v[i].choices; *p && o + 3 < sizeof values; p++)
-        if (*p == '|') {
-          values[o++] = ',';
-          values[o++] = ' ';
-        } else {
-          values[o++] = *p;
-        }
-      values[o] = '\0';
-    } else if (v[i].kind == SYMHEAP_CFG_INT)
-      snprintf(values, sizeof values, "%ld to %ld", v[i].min, v[i].max);
-    else if (v[i].kind == SYMHEAP_CFG_BOOL)
-      snprintf(values, sizeof values, "0 or 1");
-    else
-      snprintf(values, sizeof values, "text");
-    printf("| `%s` | %s | %s | %s |\n", v[i].name,
-           v[i].def ? v[i].def : "(unset)", values, v[i].help);
+    values_cell(v, values, sizeof values);
+    printf("| `%s` | %s | %s | %s | %s |\n", v->name, owner,
+           v->def ? v->def : "(unset)", values, v->help);
   }
 }
 

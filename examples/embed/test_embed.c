@@ -100,8 +100,12 @@ int main(void) {
          failed ? "FAIL" : "PASS");
 
   /* The table is checked before anything happens. */
-  symheap_ccl_ops ops = {SYMHEAP_ADAPTOR_ABI_VERSION, sizeof ops, "t", zero,
-                         one, gather, NULL, NULL, NULL, NULL};
+  symheap_ccl_ops ops = {.abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
+                         .struct_size = sizeof ops,
+                         .name = "t",
+                         .rank = zero,
+                         .size = one,
+                         .allgather = gather};
   symheap_comm_t c;
   int ok = 1;
   symheap_ccl_ops bad = ops;
