@@ -23,7 +23,7 @@ HEADERS := $(wildcard include/*.h) $(wildcard core/*.h) \
 
 .PHONY: all lib tools tests demo test install clean format env-doc plugins
 all: lib tools plugins
-lib: $(BUILD)/lib/libsymheap.so $(BUILD)/lib/libsymheap.a
+lib: $(BUILD)/lib/libsymheap.so $(BUILD)/lib/libsymheap.a $(BUILD)/boundary.ok
 tools: $(TOOLS:%=$(BUILD)/bin/%)
 tests: $(TESTS:%=$(BUILD)/test/%)
 
@@ -40,6 +40,21 @@ $(BUILD)/lib/libsymheap.so: $(LIB_OBJS) symheap.map
 $(BUILD)/lib/libsymheap.a: $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $(LIB_OBJS)
+
+# One boundary: every adaptor and plugin is written as a vendor would write
+# it, with the public headers alone.  Each directory is copied out of the
+# tree and compiled with include/ as its only include path, so a core header
+# reached by any path fails the build.
+BOUNDARY_DIRS := adaptors/device plugins test/plugins
+$(BUILD)/boundary.ok: $(foreach d,$(BOUNDARY_DIRS),$(wildcard $(d)/*.[ch])) $(wildcard include/*.h)
+	@rm -rf $(BUILD)/boundary && mkdir -p $(BUILD)/boundary
+	@set -e; for d in $(BOUNDARY_DIRS); do \
+	  mkdir -p $(BUILD)/boundary/$$d; cp $$d/*.[ch] $(BUILD)/boundary/$$d/ 2>/dev/null || cp $$d/*.c $(BUILD)/boundary/$$d/; \
+	  for f in $(BUILD)/boundary/$$d/*.c; do \
+	    $(CC) $(filter-out -I%,$(CFLAGS_ALL)) -I$(CURDIR)/include -DBAD=1 -c $$f -o $$f.o \
+	      || { echo "boundary: $$d/$$(basename $$f) needs more than include/ (see docs/architecture.md)"; exit 1; }; \
+	  done; done
+	@touch $@
 
 # Plugins (plugins/*.c): shared objects beside libsymheap, which is where a
 # bare SYMHEAP_PLUGIN name is looked for last.  They do not link libsymheap.

@@ -9,7 +9,6 @@
 
 #include "symheap_adaptor.h"
 
-#define EXPORT __attribute__((visibility("default")))
 
 static const symheap_host_services_t *svc;
 
@@ -113,7 +112,7 @@ static symheap_result_t plugin_init(const symheap_host_services_t *s) {
 }
 static void plugin_fini(void) {}
 
-EXPORT const symheap_plugin_t symheap_plugin_v1 = {
+SYMHEAP_PLUGIN_EXPORT const symheap_plugin_t symheap_plugin_v1 = {
     .abi_major = SYMHEAP_PLUGIN_ABI_MAJOR,
     .abi_minor = SYMHEAP_PLUGIN_ABI_MINOR,
     .struct_size = sizeof(symheap_plugin_t),

@@ -152,3 +152,49 @@ no_shm_left() {
   [ -z "$left" ] || { echo "left in /dev/shm: $left"; return 1; }
 }
 check "no shared-memory names left behind" no_shm_left
+
+# The vendor contract: an in-tree adaptor copied out of the tree, renamed,
+# built as a plugin against the installed headers exactly as
+# docs/writing-a-plugin.md says, passes the kit and the multi-rank suite.
+host_adaptor_out_of_tree() {
+  local dir src
+  dir=$(mktemp -d)
+  make -s install PREFIX="$dir/prefix" >/dev/null || return 1
+  mkdir "$dir/src" && cp adaptors/device/host.c "$dir/src/"
+  src="$dir/src/host.c"
+  grep -q '"host"' "$src" || { echo "no \"host\" name string in host.c"; return 1; }
+  sed -i 's/"host"/"hostcopy"/g' "$src"
+  (cd "$dir/src" && PKG_CONFIG_PATH="$dir/prefix/lib/pkgconfig" \
+    cc -shared -fPIC -fvisibility=hidden -DSYMHEAP_PLUGIN_BUILD \
+    $(PKG_CONFIG_PATH="$dir/prefix/lib/pkgconfig" pkg-config --cflags symheap) \
+    host.c -o libhostcopy.so) || return 1
+  export SYMHEAP_PLUGIN="$dir/src/libhostcopy.so" SYMHEAP_DEVICE=hostcopy
+  "$dir/prefix/bin/symheap-info" | grep -q "hostcopy" || { echo "symheap-info does not list hostcopy"; return 1; }
+  "$dir/prefix/bin/symheap-conformance" --device hostcopy || return 1
+  build/bin/symheap-run -n 4 build/test/test_multirank || return 1
+  build/test/test_multirank --threads 3 || return 1
+  unset SYMHEAP_PLUGIN SYMHEAP_DEVICE
+  rm -rf "$dir"
+}
+check "host.c copied out of the tree: kit + multi-rank pass" host_adaptor_out_of_tree
+
+# cuda.c and hip.c, with the files beside them, compile out of the tree as
+# plugins against the installed headers (no GPU to run them on here).
+gpu_adaptors_out_of_tree() {
+  local dir a
+  dir=$(mktemp -d)
+  make -s install PREFIX="$dir/prefix" >/dev/null || return 1
+  for a in cuda hip; do
+    mkdir "$dir/$a"
+    cp adaptors/device/$a.c adaptors/device/${a}_api.h adaptors/device/ipc_table.[ch] "$dir/$a/"
+    [ $a = cuda ] && cp adaptors/device/cuda_driver.[ch] "$dir/$a/"
+    (cd "$dir/$a" && cc -std=c11 -Wall -Wextra -Werror -shared -fPIC \
+      -fvisibility=hidden -DSYMHEAP_PLUGIN_BUILD \
+      $(PKG_CONFIG_PATH="$dir/prefix/lib/pkgconfig" pkg-config --cflags symheap) \
+      *.c -o lib$a.so -ldl) || return 1
+    nm -D --defined-only "$dir/$a/lib$a.so" | grep -q ' symheap_plugin_v1$' ||
+      { echo "lib$a.so does not export symheap_plugin_v1"; return 1; }
+  done
+  rm -rf "$dir"
+}
+check "cuda.c, hip.c build out of the tree as plugins" gpu_adaptors_out_of_tree

@@ -11,6 +11,9 @@
  * host services only.  Copied out of the tree it builds as a plugin:
  *   cc -shared -fPIC -fvisibility=hidden -DSYMHEAP_PLUGIN_BUILD \
  *      $(pkg-config --cflags symheap) host.c -o libmine.so */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memfd_create, MAP_* extensions */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>

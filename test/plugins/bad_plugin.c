@@ -4,7 +4,6 @@
 
 #include "symheap_adaptor.h"
 
-#define EXPORT __attribute__((visibility("default")))
 
 static const symheap_host_services_t *svc;
 static symheap_result_t p_init(const symheap_host_services_t *s) {
@@ -59,7 +58,7 @@ static const symheap_ccl_ops ccl = {
     .size = one,
 };
 
-EXPORT const symheap_plugin_t
+SYMHEAP_PLUGIN_EXPORT const symheap_plugin_t
 #if BAD == 1
     not_the_symbol /* BAD 1: the symbol is missing */
 #else
