@@ -1,6 +1,6 @@
 /* The built-in bootstrap: ranks on one host meet at rank 0's Unix socket. */
-#ifndef SYMHEAP_CCL_LOCAL_H
-#define SYMHEAP_CCL_LOCAL_H
+#ifndef SYMHEAP_BOOTSTRAP_H
+#define SYMHEAP_BOOTSTRAP_H
 
 #include "uid.h"
 

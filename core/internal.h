@@ -1,4 +1,5 @@
-/* Private to the core and the built-in adaptors; never installed. */
+/* Private to the core; never installed.  Adaptors and plugins never include
+ * it: what they need of the core is the host services table. */
 #ifndef SYMHEAP_INTERNAL_H
 #define SYMHEAP_INTERNAL_H
 

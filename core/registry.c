@@ -1,3 +1,5 @@
+/* The device adaptors this process knows: the built-ins (linked-in plugins)
+ * and the ones plugins or callers register; normalisation and choice. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>

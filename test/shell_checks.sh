@@ -198,3 +198,35 @@ gpu_adaptors_out_of_tree() {
   rm -rf "$dir"
 }
 check "cuda.c, hip.c build out of the tree as plugins" gpu_adaptors_out_of_tree
+
+# Every C code block of the docs (and the README) compiles as written, as a
+# translation unit of its own, against the headers the docs point at.
+docs_c_blocks_compile() {
+  local dir n=0 bad=0 f cc
+  dir=$(mktemp -d)
+  for md in README.md docs/*.md; do
+    awk -v out="$dir/$(basename "$md" .md)" \
+      '/^```c$/{f=1; n++; file=out "_" n ".c"; next} /^```$/{f=0} f{print > file}' "$md"
+  done
+  for f in "$dir"/*.c; do
+    [ -e "$f" ] || continue
+    cc=cc
+    if grep -q '#include <mpi.h>' "$f"; then
+      command -v mpicc >/dev/null || { echo "SKIP $(basename "$f"): no mpicc"; continue; }
+      cc=mpicc
+    fi
+    if grep -q '#include <\(nccl\|cuda_runtime\).h>' "$f" &&
+      [ ! -e "${CUDA_HOME:-/usr/local/cuda}/include/nccl.h" ]; then
+      echo "SKIP $(basename "$f"): no CUDA toolkit with nccl.h"
+      continue
+    fi
+    n=$((n + 1))
+    $cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-function -c "$f" -o "$f.o" \
+      -Iinclude -Ikernels -Ibindings/openshmem/include -I"${CUDA_HOME:-/usr/local/cuda}/include" ||
+      { echo "does not compile: $(basename "$f") (from docs)"; bad=$((bad + 1)); }
+  done
+  echo "$n C blocks compiled, $bad failed"
+  rm -rf "$dir"
+  [ $bad -eq 0 ] && [ $n -gt 0 ]
+}
+check "every C block of docs/ compiles" docs_c_blocks_compile
