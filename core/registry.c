@@ -83,14 +83,13 @@ symheap_result_t symheap__device_normalise(const symheap_device_ops *in,
         "device adaptor '%s' has ABI version %u; this library "
         "speaks %u",
         name, in->abi_version, SYMHEAP_ADAPTOR_ABI_VERSION);
-  size_t v1_required =
-      offsetof(symheap_device_ops, set_access) + sizeof(in->set_access);
-  if (in->struct_size < v1_required)
+  if (!SYMHEAP_HAS_MEMBER(in, symheap_device_ops, set_access))
     return symheap__error(
         SYMHEAP_ERR_PLUGIN,
         "device adaptor '%s' declares struct_size %u, smaller "
         "than the %zu bytes of the required members",
-        name, in->struct_size, v1_required);
+        name, in->struct_size,
+        offsetof(symheap_device_ops, set_access) + sizeof in->set_access);
   if (!in->name || !in->name[0] || strlen(in->name) >= 32)
     return symheap__error(SYMHEAP_ERR_PLUGIN,
                           "device adaptor has no name or a name of 32 "

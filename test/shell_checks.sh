@@ -230,3 +230,15 @@ docs_c_blocks_compile() {
   [ $bad -eq 0 ] && [ $n -gt 0 ]
 }
 check "every C block of docs/ compiles" docs_c_blocks_compile
+
+# SYMHEAP_CCL names a ccl that is not loaded: refused at once, listing what is.
+ccl_name_refused() {
+  local out
+  out=$(SYMHEAP_CCL=nosuch build/bin/symheap-run -n 2 build/test/test_multirank 2>&1)
+  grep -q "SYMHEAP_CCL='nosuch' is not valid.*loaded: none" <<<"$out" ||
+    { echo "$out" | head -3; return 1; }
+  out=$(SYMHEAP_PLUGIN_PATH="$PWD/build/test/plugins" SYMHEAP_PLUGIN=shmccl SYMHEAP_CCL=nosuch \
+    build/bin/symheap-run -n 2 build/test/test_multirank 2>&1)
+  grep -q "loaded: shmccl" <<<"$out" || { echo "$out" | head -3; return 1; }
+}
+check "SYMHEAP_CCL: an unknown ccl is refused, naming the loaded ones" ccl_name_refused

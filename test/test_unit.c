@@ -77,6 +77,77 @@ static void expect_env_error(const char *var, const char *value,
   unsetenv(var);
 }
 
+/* Variables an adaptor declares through the host services: validated at
+ * comm init like the core's, readable through the getters, and declared
+ * only on terms that cannot clash. */
+static void test_declared_params(void) {
+  const symheap_host_services_t *svc = symheap_host_services();
+  th_begin(T, "declared_variables", 0);
+  CHECK(SYMHEAP_HAS_MEMBER(svc, symheap_host_services_t, now_ns),
+        "the services table lacks its appended members");
+  symheap_param_t p = {sizeof p, SYMHEAP_PARAM_INT, "SYMHEAP_UNITTEST_COUNT",
+                       "3", 1, 9, NULL, "a test variable"};
+  CHECK_OK(svc->param_define("unittest", &p));
+  CHECK_OK(svc->param_define("unittest", &p)); /* again: the same, no-op */
+  long v = 0;
+  CHECK_OK(svc->param_get_int("SYMHEAP_UNITTEST_COUNT", &v));
+  CHECK(v == 3, "default read back as %ld", v);
+  CHECK(!svc->param_is_set("SYMHEAP_UNITTEST_COUNT"), "unset reads as set");
+  setenv("SYMHEAP_UNITTEST_COUNT", "7", 1);
+  CHECK_OK(svc->param_get_int("SYMHEAP_UNITTEST_COUNT", &v));
+  CHECK(v == 7 && svc->param_is_set("SYMHEAP_UNITTEST_COUNT"), "read %ld", v);
+  /* A malformed value fails every comm init, naming the variable and its
+   * owner. */
+  expect_env_error("SYMHEAP_UNITTEST_COUNT", "12", "adaptor 'unittest'");
+  unsetenv("SYMHEAP_UNITTEST_COUNT");
+  /* Clashes and malformed declarations are refused, saying why. */
+  symheap_param_t clash = p;
+  clash.type = SYMHEAP_PARAM_BOOL;
+  CHECK_ERR(svc->param_define("other", &clash), SYMHEAP_ERR_INVALID_ARG);
+  CHECK(strstr(symheap_last_error(), "declared already") != NULL, "%s",
+        symheap_last_error());
+  clash = p;
+  clash.name = "SYMHEAP_TIMEOUT_MS"; /* the core's, as a string */
+  clash.type = SYMHEAP_PARAM_STRING;
+  CHECK_ERR(svc->param_define("other", &clash), SYMHEAP_ERR_INVALID_ARG);
+  symheap_param_t bad = p;
+  bad.name = "lower_case";
+  CHECK_ERR(svc->param_define("unittest", &bad), SYMHEAP_ERR_INVALID_ARG);
+  CHECK(strstr(symheap_last_error(), "upper-case") != NULL, "%s",
+        symheap_last_error());
+  bad = p;
+  bad.name = "SYMHEAP_UNITTEST_BAD_DEFAULT";
+  bad.def = "99";
+  CHECK_ERR(svc->param_define("unittest", &bad), SYMHEAP_ERR_INVALID_ARG);
+  bad.def = "3";
+  bad.help = NULL;
+  CHECK_ERR(svc->param_define("unittest", &bad), SYMHEAP_ERR_INVALID_ARG);
+  bad.help = "h";
+  bad.struct_size = 8;
+  CHECK_ERR(svc->param_define("unittest", &bad), SYMHEAP_ERR_INVALID_ARG);
+  CHECK_ERR(svc->param_define("", &p), SYMHEAP_ERR_INVALID_ARG);
+  CHECK_ERR(svc->param_get_int("SYMHEAP_NEVER_DECLARED", &v),
+            SYMHEAP_ERR_INTERNAL);
+  /* The built-in adaptors declared theirs (symheap-info -e lists them). */
+  const char *lib = NULL;
+  CHECK_OK(svc->param_get_string("SYMHEAP_CUDA_LIBRARY", &lib));
+  CHECK(lib && strcmp(lib, "libcuda.so.1") == 0, "cuda library default '%s'",
+        lib ? lib : "(null)");
+  /* The clock moves forward; error_context prefixes; KEEP_ERROR keeps. */
+  uint64_t t0 = svc->now_ns(), t1 = svc->now_ns();
+  CHECK(t1 >= t0 && t0 > 0, "clock %llu then %llu", (unsigned long long)t0,
+        (unsigned long long)t1);
+  svc->error(SYMHEAP_ERR_DEVICE, "inner");
+  CHECK(svc->error_context(SYMHEAP_ERR_DEVICE, "outer %d", 1) ==
+                SYMHEAP_ERR_DEVICE &&
+            strcmp(svc->error_message(), "outer 1: inner") == 0,
+        "context: '%s'", svc->error_message());
+  SYMHEAP_KEEP_ERROR(svc, svc->error(SYMHEAP_ERR_DEVICE, "cleanup"));
+  CHECK(strcmp(svc->error_message(), "outer 1: inner") == 0, "kept: '%s'",
+        svc->error_message());
+  th_end();
+}
+
 static void test_config(void) {
   th_begin(T, "config_errors_name_the_variable", 0);
   expect_env_error("SYMHEAP_TIMEOUT_MS", "abc", "integer");
@@ -299,6 +370,7 @@ int main(void) {
   test_strerror();
   test_unique_id();
   test_config();
+  test_declared_params();
   test_normalise();
   test_call_sequence();
   return th_total_failures() ? 1 : 0;
