@@ -242,3 +242,57 @@ ccl_name_refused() {
   grep -q "loaded: shmccl" <<<"$out" || { echo "$out" | head -3; return 1; }
 }
 check "SYMHEAP_CCL: an unknown ccl is refused, naming the loaded ones" ccl_name_refused
+
+# symheap-run's ranks never outlive it: SIGHUP and SIGTERM are forwarded,
+# and SIGKILL of the launcher kills them too (PR_SET_PDEATHSIG).
+ranks_die_with_launcher() {
+  local dir sig launcher p alive
+  for sig in HUP TERM KILL; do
+    dir=$(mktemp -d)
+    build/bin/symheap-run -n 3 sh -c "echo \$\$ > $dir/pid.\$SYMHEAP_RANK; exec sleep 60" \
+      >/dev/null 2>&1 &
+    launcher=$!
+    for _ in $(seq 100); do [ "$(ls "$dir" | wc -l)" -eq 3 ] && break; sleep 0.05; done
+    [ "$(ls "$dir" | wc -l)" -eq 3 ] || { echo "ranks did not start"; return 1; }
+    kill -$sig $launcher
+    wait $launcher 2>/dev/null
+    sleep 0.5
+    alive=""
+    # A zombie is dead (a container's init may not reap orphans).
+    for p in $(cat "$dir"/pid.*); do
+      [ -e /proc/$p ] && [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" != Z ] &&
+        alive="$alive $p"
+    done
+    if [ -n "$alive" ]; then
+      echo "after SIG$sig to symheap-run, ranks still alive:$alive"
+      kill -9 $alive 2>/dev/null
+      return 1
+    fi
+    rm -rf "$dir"
+  done
+}
+check "symheap-run: ranks die with it (SIGHUP, SIGTERM, SIGKILL)" ranks_die_with_launcher
+
+# When one rank fails, the others are stopped, and what they had written
+# survives.
+other_ranks_output_survives() {
+  local out
+  out=$(build/bin/symheap-run -n 3 sh -c \
+    'if [ "$SYMHEAP_RANK" = 0 ]; then sleep 0.5; exit 3; fi; echo "rank $SYMHEAP_RANK last line"; exec sleep 30' 2>&1)
+  grep -q "rank 1 last line" <<<"$out" && grep -q "rank 2 last line" <<<"$out" ||
+    { echo "$out"; return 1; }
+}
+check "symheap-run: a failed job keeps the other ranks' output" other_ranks_output_survives
+
+# symheap-info exits non-zero, saying why, when the environment as set would
+# make comm init fail; 0 when it would work.
+info_exit_status() {
+  local v out
+  build/bin/symheap-info >/dev/null || { echo "plain symheap-info failed"; return 1; }
+  for v in SYMHEAP_TIMEOUT_MS=abc SYMHEAP_PLUGIN=nosuch SYMHEAP_CCL=nosuch \
+    SYMHEAP_DEVICE=nosuch SYMHEAP_CUDA_DEVICE=x; do
+    out=$(env "$v" build/bin/symheap-info 2>&1) && { echo "$v: exit 0"; return 1; }
+    grep -q "comm init would fail" <<<"$out" || { echo "$v: no reason given"; return 1; }
+  done
+}
+check "symheap-info: non-zero exit when comm init would fail" info_exit_status

@@ -9,9 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rdma_ibverbs.h"
+#include "comm.h"
 #include "config.h"
 #include "plugin.h"
+#include "rdma_ibverbs.h"
 #include "registry.h"
 
 static int stats_at(symheap_comm_t c, symheap_comm_stats_t *s) {
@@ -174,6 +175,26 @@ static void print_env_markdown(void) {
   }
 }
 
+/* What would make comm init fail here, as set: symheap-info says so and
+ * exits 1, so a script never reads 0 for an environment that cannot work. */
+#define MAX_PROBLEMS 8
+static char problems[MAX_PROBLEMS][600];
+static int nproblems;
+
+static void problem(const char *what, const char *why) {
+  if (nproblems < MAX_PROBLEMS)
+    snprintf(problems[nproblems++], sizeof problems[0], "%s: %s", what, why);
+}
+
+static int report_problems(void) {
+  if (nproblems == 0)
+    return 0;
+  printf("\ncomm init would fail with this environment:\n");
+  for (int i = 0; i < nproblems; i++)
+    printf("  - %s\n", problems[i]);
+  return 1;
+}
+
 int main(int argc, char **argv) {
   if (argc > 2 && strcmp(argv[1], "-e") == 0 &&
       strcmp(argv[2], "--markdown") == 0) {
@@ -198,6 +219,11 @@ int main(int argc, char **argv) {
   symheap_result_t pr = symheap__plugins_load();
   char plugin_error[1024];
   snprintf(plugin_error, sizeof plugin_error, "%s", symheap_last_error());
+  if (pr != SYMHEAP_SUCCESS)
+    problem("plugins", plugin_error);
+  (void)symheap__device_count(); /* built-ins declare their variables */
+  if (symheap__cfg_validate_all() != SYMHEAP_SUCCESS)
+    problem("variables", symheap_last_error());
   printf("symheap %d.%d.%d (adaptor ABI %d)\n\ndevice adaptors "
          "(SYMHEAP_DEVICE=auto prefers a usable GPU adaptor, else host):\n",
          major, minor, patch, SYMHEAP_ADAPTOR_ABI_VERSION);
@@ -216,10 +242,13 @@ int main(int argc, char **argv) {
   symheap__cfg_string("SYMHEAP_DEVICE", &want);
   symheap__device_table_t chosen;
   char why[512];
-  if (symheap__device_select(want, &chosen, why, sizeof why) == SYMHEAP_SUCCESS)
+  memset(&chosen, 0, sizeof chosen);
+  if (symheap__device_select(want, &chosen, why, sizeof why) == SYMHEAP_SUCCESS) {
     printf("  selected now: %s (%s)\n", chosen.ops.name, why);
-  else
+  } else {
     printf("  selected now: none: %s\n", symheap_last_error());
+    problem("device adaptor", symheap_last_error());
+  }
   printf("\nccl adaptors:\n  local    built-in bootstrap over Unix sockets "
          "(one host); used by symheap_comm_init and symheap_comm_init_env\n");
   char mpi_path[512];
@@ -234,9 +263,26 @@ int main(int argc, char **argv) {
     const char *path;
     const symheap_plugin_t *p = symheap__plugin_get(i, &path);
     if (p && p->ccl)
-      printf("  %-8s from plugin '%s' (for comms built on a caller's "
-             "runtime)\n",
-             p->ccl->name, p->name);
+      printf("  %-8s from plugin '%s' (%s)\n", p->ccl->name, p->name,
+             SYMHEAP_HAS_MEMBER(p->ccl, symheap_ccl_ops, open) && p->ccl->open
+                 ? "SYMHEAP_CCL=<this name> joins through it"
+                 : "pass it to symheap_comm_init_ccl");
+  }
+  const char *ccl_why;
+  const symheap_ccl_ops *ccl_plugin = NULL;
+  symheap_result_t ccl_r;
+  symheap__ccl_kind_t kind =
+      symheap__ccl_env_choice(&ccl_r, &ccl_why, &ccl_plugin);
+  if (ccl_r != SYMHEAP_SUCCESS) {
+    printf("  symheap_comm_init_env would join through: none: %s\n",
+           symheap_last_error());
+    problem("SYMHEAP_CCL", symheap_last_error());
+  } else {
+    printf("  symheap_comm_init_env would join through: %s (%s)\n",
+           kind == SYMHEAP__CCL_MPI      ? "mpi"
+           : kind == SYMHEAP__CCL_PLUGIN ? ccl_plugin->name
+                                         : "local",
+           ccl_why);
   }
   printf("\nplugins (SYMHEAP_PLUGIN):\n");
   if (pr != SYMHEAP_SUCCESS)
@@ -294,6 +340,8 @@ int main(int argc, char **argv) {
   int path = 0;
   if (symheap__cfg_choice("SYMHEAP_WINDOW_PATH", &path) != SYMHEAP_SUCCESS)
     printf("\nwindow path: %s\n", symheap_last_error());
+  else if (path == 1 && chosen.ops.name && strcmp(chosen.ops.name, "cuda"))
+    problem("SYMHEAP_WINDOW_PATH=nccl", "needs the cuda device adaptor");
   else if (path == 0)
     printf("\nwindow path: symheap's own flat VA (import every rank's "
            "memory, map at base + rank * stride)\n");
@@ -313,8 +361,11 @@ int main(int argc, char **argv) {
     printf("RDMA registration: %s\n", symheap_last_error());
   else if (net == 2)
     printf("RDMA registration: off (SYMHEAP_NET=none)\n");
-  else if (symheap__ibv_open(lib, dev, &v) != SYMHEAP_SUCCESS)
+  else if (symheap__ibv_open(lib, dev, &v) != SYMHEAP_SUCCESS) {
     printf("RDMA registration: unavailable: %s\n", symheap_last_error());
+    if (net == 1)
+      problem("SYMHEAP_NET=ibverbs", symheap_last_error());
+  }
   else
     printf("RDMA registration: %s on %s (SYMHEAP_NET=%s)\n",
            net == 1 ? "always" : "for comms spanning hosts",
@@ -329,5 +380,5 @@ int main(int argc, char **argv) {
   if (!mc && nvls && strcmp(nvls, "0") == 0)
     mc = "NCCL_NVLS_ENABLE=0";
   printf("multicast policy: %s\n", mc ? mc : "allowed where supported");
-  return 0;
+  return report_problems();
 }

@@ -1,8 +1,12 @@
 /* symheap-run: start N ranks of a program on this host with the environment
  * symheap_comm_init_env reads.  If a rank fails, stop the others and exit
- * with that rank's status. */
+ * with that rank's status.  The ranks never outlive it: SIGINT, SIGTERM and
+ * SIGHUP are forwarded to every rank (then SIGKILL after a grace period),
+ * and each rank is killed by the kernel if symheap-run dies any other way
+ * (PR_SET_PDEATHSIG). */
 #include <errno.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +29,9 @@ static void usage(FILE *f) {
           "SYMHEAP_NRANKS, SYMHEAP_LOCAL_RANK and SYMHEAP_UNIQUE_ID, which\n"
           "symheap_comm_init_env reads.  If one rank fails, the others are\n"
           "stopped (SIGTERM, then SIGKILL after 2 s) and symheap-run exits\n"
-          "with the failed rank's status (128+signal if it was killed).\n");
+          "with the failed rank's status (128+signal if it was killed).\n"
+          "SIGINT, SIGTERM and SIGHUP to symheap-run go to every rank; if\n"
+          "symheap-run is killed outright, its ranks are killed with it.\n");
 }
 
 static void hex(const unsigned char *in, size_t n, char *out) {
@@ -104,6 +110,8 @@ int main(int argc, char **argv) {
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+  pid_t launcher = getpid();
   setenv("SYMHEAP_UNIQUE_ID", idhex, 1);
   snprintf(num, sizeof num, "%d", nranks);
   setenv("SYMHEAP_NRANKS", num, 1);
@@ -115,12 +123,17 @@ int main(int argc, char **argv) {
       return 2;
     }
     if (pid == 0) {
+      /* Die with the launcher, however it dies; if it is gone already
+       * (before prctl took effect), go now. */
+      if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != launcher)
+        _exit(127);
       setpgid(0, 0);
       snprintf(num, sizeof num, "%d", r);
       setenv("SYMHEAP_RANK", num, 1);
       setenv("SYMHEAP_LOCAL_RANK", num, 1);
       signal(SIGINT, SIG_DFL);
       signal(SIGTERM, SIG_DFL);
+      signal(SIGHUP, SIG_DFL);
       execvp(argv[i], &argv[i]);
       fprintf(stderr, "symheap-run: cannot run %s: %s\n", argv[i],
               strerror(errno));
