@@ -1,5 +1,16 @@
 # Shell-level checks, sourced by test/run.sh (uses its `check`).
 
+# check_needs "TOOL..." LABEL FUNC: a check that needs tools test/deps.sh may
+# not have installed (not root): one SKIP line instead when one is missing.
+check_needs() {
+  local tools=$1 t
+  shift
+  for t in $tools; do
+    have_tool "$t" || { skip_pass "$1" "needs $t (see test/deps.sh)"; return 0; }
+  done
+  check "$@"
+}
+
 # symheap-run stops the job when a rank fails and returns that rank's status.
 run_propagates_failure() {
   local start=$SECONDS out rc
@@ -31,7 +42,7 @@ exports_only_public() {
   [ -z "$bad" ] || { echo "unexpected exports: $bad"; return 1; }
   nm -D --defined-only build/lib/libsymheap.so | grep -q ' symheap_window_register'
 }
-check "libsymheap.so exports only symheap_*" exports_only_public
+check_needs nm "libsymheap.so exports only symheap_*" exports_only_public
 
 # make install + pkg-config: the README's example builds and runs on 2 ranks.
 install_and_build_client() {
@@ -46,7 +57,7 @@ install_and_build_client() {
   "$dir/bin/symheap-info" | grep -q "host" || return 1
   rm -rf "$dir"
 }
-check "install + pkg-config + README example" install_and_build_client
+check_needs pkg-config "install + pkg-config + README example" install_and_build_client
 
 # The demo (make demo's benchmark) runs on 4 ranks and checks its all-reduce.
 demo_runs() {
@@ -87,7 +98,7 @@ cuda_lib_exports() {
   rm -rf "$dir"
 }
 if [ -e build/lib/libsymheap_cuda.so ]; then
-  check "libsymheap_cuda.so: exports, install" cuda_lib_exports
+  check_needs nm "libsymheap_cuda.so: exports, install" cuda_lib_exports
 fi
 
 # The MPI ccl lives in its own object: libsymheap needs no MPI, the object
@@ -131,7 +142,7 @@ C
   rm -rf "$dir"
 }
 if [ -e build/lib/libsymheap-ccl-mpi.so ]; then
-  check "MPI ccl: own object, exports, installed client" mpi_ccl_separate
+  check_needs "nm pkg-config" "MPI ccl: own object, exports, installed client" mpi_ccl_separate
 fi
 
 # symheap-info --stats: a window shows up in the accounting and goes again.
@@ -176,7 +187,7 @@ host_adaptor_out_of_tree() {
   unset SYMHEAP_PLUGIN SYMHEAP_DEVICE
   rm -rf "$dir"
 }
-check "host.c copied out of the tree: kit + multi-rank pass" host_adaptor_out_of_tree
+check_needs pkg-config "host.c copied out of the tree: kit + multi-rank pass" host_adaptor_out_of_tree
 
 # cuda.c and hip.c, with the files beside them, compile out of the tree as
 # plugins against the installed headers (no GPU to run them on here).
@@ -197,7 +208,7 @@ gpu_adaptors_out_of_tree() {
   done
   rm -rf "$dir"
 }
-check "cuda.c, hip.c build out of the tree as plugins" gpu_adaptors_out_of_tree
+check_needs "nm pkg-config" "cuda.c, hip.c build out of the tree as plugins" gpu_adaptors_out_of_tree
 
 # Every C code block of the docs (and the README) compiles as written, as a
 # translation unit of its own, against the headers the docs point at.

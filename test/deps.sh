@@ -1,0 +1,42 @@
+# What `make test` needs beyond gcc and make, sourced by test/run.sh.
+# As root with apt-get (a fresh Debian machine, CI), it installs what is
+# missing; otherwise it prints the one command that would, and the passes
+# that need a missing tool are skipped, one SKIP line each (have_tool says).
+
+# command-on-PATH  Debian-package(s)
+deps_table() {
+  cat <<'LIST'
+valgrind valgrind
+clang clang
+pkg-config pkg-config
+nm binutils
+mpicc openmpi-bin libopenmpi-dev
+LIST
+}
+
+deps_missing_packages() {
+  local cmd pkgs
+  deps_table | while read -r cmd pkgs; do
+    command -v "$cmd" >/dev/null 2>&1 || echo "$pkgs"
+  done | tr '\n' ' '
+}
+
+deps_install() {
+  local need
+  need=$(deps_missing_packages)
+  [ -n "${need// /}" ] || return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "== installing what the tests need: $need"
+    export DEBIAN_FRONTEND=noninteractive
+    if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends $need; } \
+      >build/test-logs/apt.log 2>&1; then
+      echo "apt-get failed (see build/test-logs/apt.log); the passes that need them are skipped"
+    fi
+  else
+    echo "== not installed: $need"
+    echo "   to run every pass: sudo apt-get install -y $need"
+  fi
+}
+
+# have_tool CMD: is CMD usable now?
+have_tool() { command -v "$1" >/dev/null 2>&1; }
