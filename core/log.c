@@ -1,11 +1,14 @@
 /* The logger: quiet by default, one line per message, pid and rank on each,
  * to stderr or SYMHEAP_DEBUG_FILE.  Nothing else in symheap writes to
  * stderr. */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,17 +35,55 @@ uint64_t symheap__now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void expand_path(const char *in, char *out, size_t len) {
+/* %p becomes the pid.  0 when the result does not fit: a truncated path
+ * would name another file. */
+static int expand_path(const char *in, char *out, size_t len) {
   size_t o = 0;
-  for (const char *p = in; *p && o + 1 < len; p++) {
+  for (const char *p = in; *p; p++) {
     if (p[0] == '%' && p[1] == 'p') {
-      o += (size_t)snprintf(out + o, len - o, "%d", (int)getpid());
+      int n = snprintf(out + o, len - o, "%d", (int)getpid());
+      if (n < 0 || (size_t)n >= len - o)
+        return 0;
+      o += (size_t)n;
       p++;
     } else {
+      if (o + 1 >= len)
+        return 0;
       out[o++] = *p;
     }
   }
-  out[o < len ? o : len - 1] = '\0';
+  out[o] = '\0';
+  return 1;
+}
+
+/* Open the log without ever blocking: a FIFO with no reader would hang the
+ * open, and one whose reader stops would hang every later line, so only
+ * regular files and terminals/devices (/dev/stderr, /dev/null) are taken. */
+static FILE *open_log(const char *path, const char **why) {
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK,
+                0644);
+  struct stat st;
+  *why = NULL;
+  if (fd < 0) {
+    *why = errno == ENXIO ? "it is a FIFO or socket nobody reads"
+                          : strerror(errno);
+    return NULL;
+  }
+  if (fstat(fd, &st) != 0 || (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))) {
+    *why = "it is not a regular file or a terminal (a FIFO or socket could "
+           "block the program)";
+    close(fd);
+    return NULL;
+  }
+  int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0)
+    (void)fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  FILE *f = fdopen(fd, "a");
+  if (!f) {
+    *why = strerror(errno);
+    close(fd);
+  }
+  return f;
 }
 
 symheap_result_t symheap__log_configure(void) {
@@ -56,22 +97,27 @@ symheap_result_t symheap__log_configure(void) {
     return r;
   pthread_mutex_lock(&log_lock);
   char path[sizeof log_path] = "";
-  if (file)
-    expand_path(file, path, sizeof path);
+  if (file && !expand_path(file, path, sizeof path)) {
+    pthread_mutex_unlock(&log_lock);
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "SYMHEAP_DEBUG_FILE: the path is longer than %zu "
+                          "characters (after %%p)",
+                          sizeof path - 1);
+  }
   if (strcmp(path, log_path) != 0) {
     if (log_file)
       fclose(log_file);
     log_file = NULL;
     snprintf(log_path, sizeof log_path, "%s", path);
     if (path[0]) {
-      log_file = fopen(path, "ae");
+      const char *why;
+      log_file = open_log(path, &why);
       if (!log_file) {
         log_path[0] = '\0';
         pthread_mutex_unlock(&log_lock);
         return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                              "SYMHEAP_DEBUG_FILE='%s': cannot open for "
-                              "appending",
-                              path);
+                              "SYMHEAP_DEBUG_FILE='%s' cannot be the log: %s",
+                              path, why);
       }
     }
   }

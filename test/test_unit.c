@@ -2,6 +2,7 @@
  * the exact adaptor call sequence of one rank. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bootstrap_msg.h"
@@ -272,6 +273,30 @@ static void test_call_sequence(void) {
 
 /* SYMHEAP_DEBUG=INFO to SYMHEAP_DEBUG_FILE: the init line says which adaptor
  * was chosen and why, tagged with pid and rank. */
+/* SYMHEAP_DEBUG_FILE never blocks and never writes somewhere else: a FIFO
+ * nobody reads and a path too long to keep are refused at comm init,
+ * naming the variable, at once. */
+static void test_log_file_refusals(void) {
+  th_begin(T, "debug_file_refusals", 0);
+  char dir[] = "/tmp/symheap-fifo-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+  char fifo[64];
+  snprintf(fifo, sizeof fifo, "%s/log", dir);
+  CHECK(mkfifo(fifo, 0600) == 0, "mkfifo");
+  int64_t t0 = symheap__now_ms();
+  expect_env_error("SYMHEAP_DEBUG_FILE", fifo, "FIFO");
+  CHECK(symheap__now_ms() - t0 < 2000, "refusing the FIFO took %lld ms",
+        (long long)(symheap__now_ms() - t0));
+  unlink(fifo);
+  rmdir(dir);
+  char longpath[700];
+  memset(longpath, 'a', sizeof longpath - 1);
+  longpath[0] = '/';
+  longpath[sizeof longpath - 1] = '\0';
+  expect_env_error("SYMHEAP_DEBUG_FILE", longpath, "longer than");
+  th_end();
+}
+
 static void test_log_file(void) {
   th_begin(T, "debug_log_to_file", 0);
   char path[] = "/tmp/symheap-log-XXXXXX";
@@ -367,6 +392,7 @@ static void test_msg_decoders(void) {
 int main(void) {
   test_msg_decoders();
   test_log_file();
+  test_log_file_refusals();
   test_strerror();
   test_unique_id();
   test_config();
