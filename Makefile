@@ -96,7 +96,7 @@ $(BUILD)/test/test_embed: examples/embed/test_embed.c examples/embed/minicoll.c 
 tests: $(BUILD)/test/test_embed
 
 # Broken plugins for test_plugins, one per kind of refusal.
-BAD_PLUGINS := $(foreach n,1 2 3 4 5 6 7,$(BUILD)/test/bad_plugins/bad$(n).so)
+BAD_PLUGINS := $(foreach n,1 2 3 4 5 6 7 8 9 10,$(BUILD)/test/bad_plugins/bad$(n).so)
 $(BUILD)/test/bad_plugins/bad%.so: test/plugins/bad_plugin.c $(wildcard include/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Wno-pedantic -DBAD=$* -shared -o $@ $< $(LDFLAGS_ALL)

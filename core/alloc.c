@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "comm.h"
+#include "registry.h"
 
 symheap__alloc_t *symheap__alloc_find(symheap_comm_t c, const void *ptr) {
   for (symheap__alloc_t *a = c->allocs; a; a = a->next)
@@ -40,7 +41,7 @@ SYMHEAP__EXPORT symheap_result_t symheap_mem_alloc(symheap_comm_t c,
   r = ops->mem_create(c->dev_ctx, a->size, &a->handle);
   if (r != SYMHEAP_SUCCESS)
     goto fail;
-  r = ops->va_reserve(c->dev_ctx, a->size, gran, &va);
+  r = symheap__va_reserve(ops, c->dev_ctx, a->size, gran, &va);
   if (r != SYMHEAP_SUCCESS)
     goto fail_release;
   r = ops->map(c->dev_ctx, va, a->size, a->handle, 0);

@@ -259,13 +259,8 @@ symheap_result_t symheap__comm_setup(symheap_comm_t *out,
       c->caps.struct_size = sizeof c->caps;
       r = c->dev.ops.query(c->dev_ctx, &c->caps);
     }
-    if (r == SYMHEAP_SUCCESS &&
-        (c->caps.granularity == 0 ||
-         (c->caps.granularity & (c->caps.granularity - 1))))
-      r = symheap__error(SYMHEAP_ERR_PLUGIN,
-                         "device adaptor '%s' reports granularity %zu, not a "
-                         "power of two",
-                         c->dev.ops.name, c->caps.granularity);
+    if (r == SYMHEAP_SUCCESS)
+      r = symheap__caps_check(&c->caps, c->dev.ops.name);
     if (r == SYMHEAP_SUCCESS)
       r = multicast_policy(c);
     long keep = 0;

@@ -125,7 +125,7 @@ symheap_result_t symheap__mc_setup(symheap_comm_t c, struct symheap_window *w,
     goto fail;
   /* 4. Map the object. */
   void *va = NULL;
-  r = ops->va_reserve(c->dev_ctx, m->size, mcg, &va);
+  r = symheap__va_reserve(ops, c->dev_ctx, m->size, mcg, &va);
   if (r == SYMHEAP_SUCCESS) {
     m->va = va;
     c->stats.va_reserved += m->size;

@@ -1,6 +1,7 @@
 /* The device adaptors this process knows: the built-ins (linked-in plugins)
  * and the ones plugins or callers register; normalisation and choice. */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -149,6 +150,74 @@ symheap_result_t symheap__device_normalise(const symheap_device_ops *in,
     out->ops.ipc_close = stub_ipc_close;
   }
   return SYMHEAP_SUCCESS;
+}
+
+/* Bounds on what an adaptor may claim: a granularity beyond these is a
+ * lie or a bug (the core would zero or reserve absurd amounts for it). */
+#define MAX_GRANULARITY ((size_t)1 << 30)
+
+static int pow2(size_t v) { return v && !(v & (v - 1)); }
+
+symheap_result_t symheap__caps_check(const symheap_device_caps_t *caps,
+                                     const char *name) {
+  const char *fault = NULL;
+  char buf[160];
+  if (!pow2(caps->granularity) || caps->granularity > MAX_GRANULARITY) {
+    snprintf(buf, sizeof buf,
+             "granularity %zu (a power of two up to %zu is required)",
+             caps->granularity, MAX_GRANULARITY);
+    fault = buf;
+  } else if (caps->recommended_granularity &&
+             (caps->recommended_granularity % caps->granularity ||
+              caps->recommended_granularity > MAX_GRANULARITY)) {
+    snprintf(buf, sizeof buf,
+             "recommended granularity %zu (a multiple of the granularity, "
+             "up to %zu, is required)",
+             caps->recommended_granularity, MAX_GRANULARITY);
+    fault = buf;
+  } else if ((caps->caps & SYMHEAP_CAP_MULTICAST) &&
+             (!pow2(caps->multicast_granularity) ||
+              caps->multicast_granularity > MAX_GRANULARITY)) {
+    snprintf(buf, sizeof buf, "multicast granularity %zu",
+             caps->multicast_granularity);
+    fault = buf;
+  } else if (caps->handle_kinds & ~((1u << SYMHEAP_HANDLE_FD) |
+                                    (1u << SYMHEAP_HANDLE_BYTES))) {
+    snprintf(buf, sizeof buf, "handle kinds 0x%x (only FD and BYTES exist)",
+             caps->handle_kinds);
+    fault = buf;
+  } else if (!memchr(caps->device_name, '\0', sizeof caps->device_name)) {
+    fault = "a device name without its terminating NUL";
+  }
+  if (!fault)
+    return SYMHEAP_SUCCESS;
+  return symheap__error(SYMHEAP_ERR_PLUGIN,
+                        "device adaptor '%s': query reports %s", name, fault);
+}
+
+symheap_result_t symheap__va_reserve(const symheap_device_ops *ops, void *ctx,
+                                     size_t size, size_t align, void **va) {
+  void *got = NULL;
+  symheap_result_t r = ops->va_reserve(ctx, size, align, &got);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  const char *fault = !got ? "no range (NULL)"
+                      : (uintptr_t)got & (align - 1)
+                          ? "a range not aligned as asked"
+                      : (uintptr_t)got + size < (uintptr_t)got
+                          ? "a range that wraps the address space"
+                          : NULL;
+  if (!fault) {
+    *va = got;
+    return SYMHEAP_SUCCESS;
+  }
+  /* Give back what it did reserve, if anything: it is the adaptor's. */
+  if (got)
+    SYMHEAP__KEEP_ERROR((void)ops->va_free(ctx, got, size));
+  return symheap__error(SYMHEAP_ERR_PLUGIN,
+                        "device adaptor '%s': va_reserve(%zu bytes, aligned "
+                        "to %zu) succeeded with %s (%p)",
+                        ops->name, size, align, fault, got);
 }
 
 /* Caller holds reg_lock. */

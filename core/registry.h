@@ -15,6 +15,14 @@ typedef struct {
  * with SYMHEAP_ERR_PLUGIN and a message naming it. */
 symheap_result_t symheap__device_normalise(const symheap_device_ops *in,
                                            symheap__device_table_t *out);
+/* What query() reported, checked: granularities (powers of two, bounded),
+ * handle kinds, a terminated name.  PLUGIN naming the adaptor and the lie. */
+symheap_result_t symheap__caps_check(const symheap_device_caps_t *caps,
+                                     const char *name);
+/* va_reserve, its result checked (a range, aligned as asked); every
+ * reservation the core makes goes through here, hooks included. */
+symheap_result_t symheap__va_reserve(const symheap_device_ops *ops, void *ctx,
+                                     size_t size, size_t align, void **va);
 /* Choose by SYMHEAP_DEVICE's value; `why` says how the choice was made. */
 symheap_result_t symheap__device_select(const char *want,
                                         symheap__device_table_t *out, char *why,

@@ -122,7 +122,7 @@ static symheap_result_t map_flat(symheap_comm_t c, struct symheap_window *w,
   void *va = NULL;
   t[3] = symheap__now_ns();
   if (r == SYMHEAP_SUCCESS) {
-    r = ops->va_reserve(c->dev_ctx, total, c->caps.granularity, &va);
+    r = symheap__va_reserve(ops, c->dev_ctx, total, c->caps.granularity, &va);
     if (r == SYMHEAP_SUCCESS) {
       w->reserve = va;
       c->stats.va_reserved += total;

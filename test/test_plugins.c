@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "internal.h"
 
 static const char *plugdir, *baddir;
 
@@ -50,6 +51,7 @@ static outcome_t run(const char *spec, const char *dev, const char *path) {
   pid_t pid = fork();
   if (pid == 0) {
     close(pfd[0]);
+    alarm(60); /* a lying plugin must not hang the suite */
     setenv("SYMHEAP_PLUGIN", spec, 1);
     if (dev)
       setenv("SYMHEAP_DEVICE", dev, 1);
@@ -80,6 +82,23 @@ static outcome_t run(const char *spec, const char *dev, const char *path) {
   return o;
 }
 
+/* A plugin that loads but whose adaptor lies: refused at comm init, at
+ * once, naming the member. */
+static void caught_lying(const char *name, const char *file, const char *dev,
+                         const char *why) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", baddir, file);
+  th_begin("plugins", name, 0);
+  int64_t t0 = symheap__now_ms();
+  outcome_t o = run(path, dev, NULL);
+  CHECK(o.r == SYMHEAP_ERR_PLUGIN && strstr(o.msg, why),
+        "%s: %s (%s); expected SYMHEAP_ERR_PLUGIN saying '%s'", file,
+        symheap_strerror(o.r), o.msg, why);
+  CHECK(symheap__now_ms() - t0 < 10000, "%s took %lld ms", file,
+        (long long)(symheap__now_ms() - t0));
+  th_end();
+}
+
 static void refused(const char *name, const char *file, const char *why) {
   char path[512];
   snprintf(path, sizeof path, "%s/%s", baddir, file);
@@ -108,6 +127,9 @@ int main(int argc, char **argv) {
   refused("refused_provides_nothing", "bad5.so", "provides nothing");
   refused("refused_init_fails", "bad6.so", "init says no");
   refused("refused_ccl_without_allgather", "bad7.so", "allgather");
+  caught_lying("lying_granularity", "bad8.so", "bad", "granularity");
+  caught_lying("lying_va_reserve_null", "bad9.so", "host", "va_reserve");
+  caught_lying("lying_va_reserve_misaligned", "bad10.so", "host", "aligned");
 
   th_begin("plugins", "bare_name_not_found", 0);
   outcome_t o = run("nosuch", "host", plugdir);

@@ -17,8 +17,48 @@ static symheap_result_t p_init(const symheap_host_services_t *s) {
 static void p_fini(void) {}
 static int av(const symheap_host_services_t *s, char *w, size_t l) {
   (void)s, (void)w, (void)l;
-  return 0;
+  return BAD == 8; /* BAD 8 runs; the others are never chosen */
 }
+
+/* BAD 8: a device that lies about its granularity (2^40: the core would
+ * zero a 1 TiB pad). */
+static symheap_result_t lying_init(const symheap_host_services_t *s,
+                                   const symheap_device_init_t *a, void **ctx) {
+  (void)s, (void)a;
+  *ctx = (void *)&svc;
+  return SYMHEAP_SUCCESS;
+}
+static symheap_result_t lying_query(void *ctx, symheap_device_caps_t *caps) {
+  (void)ctx;
+  caps->caps = SYMHEAP_CAP_VMM | SYMHEAP_CAP_HOST_ACCESS;
+  caps->handle_kinds = 1u << SYMHEAP_HANDLE_FD;
+  caps->granularity = (size_t)1 << 40;
+  caps->recommended_granularity = caps->granularity;
+  snprintf(caps->device_name, sizeof caps->device_name, "liar");
+  return SYMHEAP_SUCCESS;
+}
+
+/* BAD 9 and 10: hooks whose va_reserve "succeeds" with no range, or with a
+ * range that is not aligned as asked. */
+static symheap_result_t lying_reserve(const symheap_hook_below_t *below,
+                                      size_t size, size_t align, void **va) {
+#if BAD == 9
+  (void)below, (void)size, (void)align;
+  *va = NULL;
+  return SYMHEAP_SUCCESS;
+#else
+  symheap_result_t r =
+      below->ops->va_reserve(below->ctx, size + align, align, va);
+  if (r == SYMHEAP_SUCCESS)
+    *va = (char *)*va + align / 2;
+  return r;
+#endif
+}
+static const symheap_device_hooks lying_hooks = {
+    .struct_size = sizeof(symheap_device_hooks),
+    .target = "*",
+    .va_reserve = lying_reserve,
+};
 static symheap_result_t nope(void) {
   return svc->error(SYMHEAP_ERR_UNSUPPORTED, "bad plugin");
 }
@@ -29,9 +69,9 @@ static const symheap_device_ops dev = {
     .struct_size = sizeof(symheap_device_ops),
     .name = "bad",
     .available = av,
-    .init = (void *)nope,
+    .init = BAD == 8 ? lying_init : (void *)nope,
     .fini = (void *)p_fini,
-    .query = (void *)nope,
+    .query = BAD == 8 ? lying_query : (void *)nope,
     .mem_create = (void *)nope,
     .mem_release = (void *)nope,
     .mem_export = (void *)nope,
@@ -71,6 +111,8 @@ SYMHEAP_PLUGIN_EXPORT const symheap_plugin_t
         .name = "bad",
         .init = BAD == 3 ? NULL : p_init, /* BAD 3: no init */
         .fini = p_fini,
-        .device = BAD == 5 || BAD == 7 ? NULL : &dev, /* BAD 5: nothing */
+        .device = BAD == 5 || BAD == 7 || BAD >= 9 ? NULL
+                                                   : &dev, /* BAD 5: nothing */
         .ccl = BAD == 7 ? &ccl : NULL,
+        .hooks = BAD >= 9 ? &lying_hooks : NULL,
 };
