@@ -84,7 +84,9 @@ def _on_delete(managed_ptr):
 _by_address = {}
 _deleter = _DELETER(_on_delete)
 
-_api = ctypes.pythonapi
+# Our own function objects: ctypes.pythonapi's are shared, and a caller
+# setting their argtypes would change ours.
+_api = ctypes.PyDLL(ctypes.pythonapi._name)
 _CAPSULE_DTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _api.PyCapsule_New.restype = ctypes.py_object
 _api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, _CAPSULE_DTOR]

@@ -1,6 +1,7 @@
 """Communicators: init (environment, unique id, torch.distributed), the
 comm's properties, barrier, split, and the collective window calls."""
 import ctypes
+import gc
 import math
 import re
 import struct
@@ -306,8 +307,13 @@ class Comm:
         one of its windows or allocations lives on any rank."""
         if self._h is None:
             return
-        busy = sum(w.exports for w in self._windows) + \
-            sum(a.exports for a in self._allocs)
+        def busy_count():
+            return sum(w.exports for w in self._windows) + \
+                sum(a.exports for a in self._allocs)
+        busy = busy_count()
+        if busy:  # perhaps only garbage (cycles through a traceback)
+            gc.collect()
+            busy = busy_count()
         local = errors.InvalidArgError(
             "comm.destroy: %d array(s) or tensor(s) over its windows or "
             "allocations still alive; del them first" % busy) if busy else None

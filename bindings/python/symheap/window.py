@@ -7,6 +7,7 @@ alias window memory; each keeps the window alive, and free() refuses, on
 every rank alike, while any of them lives.
 """
 import ctypes
+import gc
 import threading
 
 from . import _dlpack, _dtypes, _lib, errors
@@ -154,6 +155,8 @@ class Window:
         rank: del them first."""
         self._alive()
         local = None
+        if self._exports:  # perhaps only garbage (cycles through a traceback)
+            gc.collect()
         if self._exports:
             local = errors.InvalidArgError(
                 "window still has %d array(s) or tensor(s) over it alive; "
