@@ -183,6 +183,32 @@ else
   failed=$((failed + 1))
   failures+=("MPI tests not built: no mpicc (apt-get install openmpi-bin libopenmpi-dev)")
 fi
+# The Python package (bindings/python, docs/python.md) on the host backend
+# with NumPy, ranks as processes under symheap-run; then on cuda with torch
+# (it skips, saying so, without torch, a GPU or libsymheap_cuda.so).
+PYPATH="$PWD/build/lib/python3/site-packages"
+py_with() { # py_with MODULE: the first interpreter that imports it
+  for p in /usr/bin/python3 python3; do
+    if command -v "$p" >/dev/null && "$p" -c "import $1" 2>/dev/null; then
+      command -v "$p"
+      return
+    fi
+  done
+}
+PY_NUMPY=$(py_with numpy)
+if [ -n "$PY_NUMPY" ]; then
+  for n in 2 4 8; do
+    run " python (numpy, host) procs x$n" env PYTHONPATH="$PYPATH" SYMHEAP_DEVICE=host \
+      build/bin/symheap-run -n $n "$PY_NUMPY" test/python/test_host.py
+  done
+else
+  echo "  python: SKIP python-host no python3 with NumPy (Debian: apt-get install python3-numpy)"
+  skipped=$((skipped + 1))
+fi
+PY_TORCH=$(py_with torch)
+run " python (torch, cuda) procs x2" env PYTHONPATH="$PYPATH" SYMHEAP_DISABLE_MULTICAST=1 \
+  NCCL_NVLS_ENABLE=0 build/bin/symheap-run -n 2 "${PY_TORCH:-${PY_NUMPY:-python3}}" \
+  test/python/test_gpu.py
 . test/shell_checks.sh
 
 if [ "${QUICK:-0}" != 1 ]; then
