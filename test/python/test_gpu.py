@@ -195,11 +195,19 @@ def case_errors(comm):
     t = torch.ones(16, device="cuda")
     e = raises(symheap.InvalidArgError, symheap.cuda.all_reduce, t)
     check("not inside a symheap window" in e.message, e.message)
+    # No exception is kept inside the blocks: its traceback would hold the
+    # window's tensor, and free() would refuse.
     with comm.empty(16, "int32") as w:
-        e = raises(symheap.InvalidArgError, symheap.cuda.all_reduce, w.local)
-        check("float32, bfloat16 or float16" in e.message, e.message)
-        raises(symheap.InvalidArgError, symheap.cuda.all_reduce,
-               w.local.float(), op="min")
+        msg = raises(symheap.InvalidArgError, symheap.cuda.all_reduce,
+                     w.local).message
+        check("float32, bfloat16 or float16" in msg, msg)
+    with comm.empty(16, "float32") as w:
+        msg = raises(symheap.InvalidArgError, symheap.cuda.all_reduce,
+                     w.local, op="min").message
+        check("op must be one of" in msg, msg)
+        msg = raises(symheap.InvalidArgError, symheap.cuda.all_gather,
+                     w.local, w.local[:4]).message
+        check("not %d ranks" % comm.size in msg, msg)
 
 
 def case_no_leak(comm, cycles):
