@@ -117,6 +117,15 @@ class Comm:
         return torch.from_dlpack(_dlpack.Export(owner, ptr, shape, strides,
                                                 dt, self._device))
 
+    def _quiesce(self):
+        """Wait for this rank's device work before memory is unmapped: a
+        kernel still running on a window being freed would fault.  Each rank
+        waits before the collective agreement, so no rank's work on it is
+        left when any rank unmaps."""
+        if self._device is not None and self._device[0] != _dlpack.CPU:
+            import torch
+            torch.cuda.synchronize(self._device[1])
+
     @property
     def handle(self):
         """The symheap_comm_t, as an int (for C code of your own)."""
@@ -314,6 +323,8 @@ class Comm:
         if busy:  # perhaps only garbage (cycles through a traceback)
             gc.collect()
             busy = busy_count()
+        if not busy:  # kernels may still use its windows or its pad
+            self._quiesce()
         local = errors.InvalidArgError(
             "comm.destroy: %d array(s) or tensor(s) over its windows or "
             "allocations still alive; del them first" % busy) if busy else None
@@ -359,4 +370,5 @@ class _Allocation:
         self.exports -= 1
         if self.exports <= 0 and self.comm._h is not None:
             self.comm._allocs.discard(self)
+            self.comm._quiesce()  # queued kernels may still use it
             _lib.lib.symheap_mem_free(self.comm._h, self.ptr)

@@ -152,7 +152,8 @@ class Window:
     def free(self):
         """Collective: release the window (and its memory, for one made by
         empty).  Refused on every rank while an array over it lives on any
-        rank: del them first."""
+        rank: del them first.  On a GPU it first waits for the device's
+        work (torch.cuda.synchronize), so no kernel still uses the memory."""
         self._alive()
         local = None
         if self._exports:  # perhaps only garbage (cycles through a traceback)
@@ -161,6 +162,8 @@ class Window:
             local = errors.InvalidArgError(
                 "window still has %d array(s) or tensor(s) over it alive; "
                 "del them before free()" % self._exports)
+        else:
+            self._comm._quiesce()
         self._comm._agree(local)
         fn = "symheap_free" if self._owned else "symheap_window_deregister"
         _lib.call(fn, self._comm._h, self._h)
