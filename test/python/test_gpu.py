@@ -210,6 +210,22 @@ def case_errors(comm):
         check("not %d ranks" % comm.size in msg, msg)
 
 
+def case_register_torch(comm):
+    # A tensor of torch's own allocator (cudaMalloc memory, registered
+    # through legacy IPC): 32 MiB, a segment of its own, so that every rank
+    # registers offset 0 of its allocation.
+    x = torch.full((8 << 20,), float(comm.rank + 1), device="cuda")
+    torch.cuda.synchronize()
+    with comm.register(x) as w:
+        check(w.local.data_ptr() == x.data_ptr(), "not the tensor")
+        comm.barrier()
+        for p in range(comm.size):
+            check(bool((w.peer(p)[::1 << 16] == p + 1).all()), "peer %d" % p)
+        torch.cuda.synchronize()
+        comm.barrier()
+    del x
+
+
 def case_no_leak(comm, cycles):
     for _ in range(5):
         with comm.empty(1 << 20, "float32") as w:
@@ -248,6 +264,7 @@ def main():
     t.run("python-gpu-graph-capture-replay", case_graph, comm)
     t.run("python-gpu-errors", case_errors, comm)
     t.run("python-gpu-no-leak", case_no_leak, comm, 200)
+    t.run("python-gpu-register-torch-tensor", case_register_torch, comm)
     comm.destroy()
     dist.barrier()
     dist.destroy_process_group()
