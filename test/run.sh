@@ -201,6 +201,21 @@ if [ -n "$PY_NUMPY" ]; then
     run " python (numpy, host) procs x$n" env PYTHONPATH="$PYPATH" SYMHEAP_DEVICE=host \
       build/bin/symheap-run -n $n "$PY_NUMPY" test/python/test_host.py
   done
+  # make install: the package lands in PREFIX/lib/python3/site-packages, uses
+  # PREFIX's library and symheap-info, and runs the README's Python example.
+  py_installed() ( # a subshell: PYTHONPATH stays in it
+    dir=$(mktemp -d)
+    make -s install PREFIX="$dir" >/dev/null || return 1
+    sed -n '/^```python$/,/^```$/p' README.md | sed '1d;$d' >"$dir/example.py"
+    [ -s "$dir/example.py" ] || { echo "no Python example in README.md"; return 1; }
+    export PYTHONPATH="$dir/lib/python3/site-packages"
+    "$PY_NUMPY" -c "import symheap, sys; sys.exit(not symheap.library_path.startswith('$dir/lib/'))" ||
+      { echo "not the installed library"; return 1; }
+    "$PY_NUMPY" -m symheap | grep -q "device adaptors" || return 1
+    SYMHEAP_DEVICE=host "$dir/bin/symheap-run" -n 3 "$PY_NUMPY" "$dir/example.py" || return 1
+    rm -rf "$dir"
+  )
+  check " python: make install + README example" py_installed
 else
   echo "  python: SKIP python-host no python3 with NumPy (Debian: apt-get install python3-numpy)"
   skipped=$((skipped + 1))
