@@ -15,6 +15,7 @@ $OUT/python_peers.json (OUT defaults to /tmp).  PYTHONPATH must reach the
 symheap package (build/lib/python3/site-packages).
 """
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -110,10 +111,10 @@ def bench_symheap(R, comm, nb, iters):
         R["symheap_ok_%d" % nb] = bool(torch.equal(out.float(), ref))
         inp.normal_()  # never time on zeros
         R["symheap_algo_%d" % nb] = symheap.cuda.all_reduce_algo(inp)
-        measure(R, "symheap_%d" % nb,
-                lambda: symheap.cuda.all_reduce(inp, out=out), iters)
+        fn = functools.partial(symheap.cuda.all_reduce, inp, out=out)
+        measure(R, "symheap_%d" % nb, fn, iters)
         torch.cuda.synchronize()
-        del inp, out
+        del fn, inp, out  # free() refuses while tensors over it live
 
 
 def bench_torch_symm(R, rank, nb, iters, gname):

@@ -101,7 +101,8 @@ def case_all_reduce(comm):
                     continue  # LL capacity: the C API refuses it in place
                 for op in ("sum", "max"):
                     with comm.empty(count, dtype) as w:
-                        x = fill((count,), comm.rank, torch.float32, seed=count)
+                        x = fill((count,), comm.rank, torch.float32,
+                                 seed=count)
                         t = w.local
                         t.copy_(x.to(dtype).cuda())
                         symheap.cuda.all_reduce(t, op=op, algo=algo)

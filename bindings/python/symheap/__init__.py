@@ -34,6 +34,7 @@ def version():
 __version__ = "%d.%d.%d" % version()
 __all__ = ["init", "init_torch", "unique_id", "Comm", "Window", "Error",
            "InvalidArgError", "MismatchError", "UnsupportedError",
-           "NoMemoryError", "DeviceError", "RemoteError", "PluginError",
+           "NoMemoryError", "SystemError", "DeviceError", "TimeoutError",
+           "RemoteError", "PluginError",
            "InternalError", "DeviceWindow", "COLOR_NONE", "cuda", "version",
            "last_error"]

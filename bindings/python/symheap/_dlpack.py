@@ -63,20 +63,15 @@ def live_exports():
     return len(_live)
 
 
-def _release(key):
-    with _lock:
-        holder = _live.pop(key, None)
-    if holder is not None and holder[3] is not None:
-        holder[3]._export_done()
-
-
 def _on_delete(managed_ptr):
-    # Called by the consumer (any struct kind: manager_ctx is read from the
-    # one we made, found by address).
+    # Called by the consumer with the struct we made (either kind), found by
+    # its address; drops the holder and, with it, the owner's export.
     try:
-        key = _by_address.pop(managed_ptr, None)
-        if key is not None:
-            _release(key)
+        with _lock:
+            key = _by_address.pop(managed_ptr, None)
+            holder = _live.pop(key, None)
+        if holder is not None and holder[3] is not None:
+            holder[3]._export_done()
     except Exception:  # at interpreter exit the module may be half gone
         pass
 
