@@ -306,3 +306,22 @@ format:
 
 clean:
 	rm -rf build
+
+# Python bindings (bindings/python/symheap: pure Python over ctypes, nothing
+# to compile).  Copied beside the build's libraries in the layout that
+# `make install` gives PREFIX, so that
+# PYTHONPATH=build/lib/python3/site-packages imports the build tree's package
+# and it finds build/lib/libsymheap.so.0 the way an installed one finds
+# PREFIX/lib's (docs/python.md).
+PY_SRCS := $(wildcard bindings/python/symheap/*.py)
+PY_DIR := $(BUILD)/lib/python3/site-packages/symheap
+$(PY_DIR)/%.py: bindings/python/symheap/%.py
+	@mkdir -p $(dir $@)
+	cp $< $@
+.PHONY: python install-python
+python: $(PY_SRCS:bindings/python/symheap/%=$(PY_DIR)/%)
+all: python
+install: install-python
+install-python: python
+	install -d $(DESTDIR)$(PREFIX)/lib/python3/site-packages/symheap
+	install -m 644 $(PY_SRCS) $(DESTDIR)$(PREFIX)/lib/python3/site-packages/symheap/

@@ -195,6 +195,46 @@ if [ -x build/test/test_mpi ]; then
 else
   skip_pass "MPI tests" "no mpicc (apt-get install openmpi-bin libopenmpi-dev)"
 fi
+# The Python package (bindings/python, docs/python.md) on the host backend
+# with NumPy, ranks as processes under symheap-run; then on cuda with torch
+# (it skips, saying so, without torch, a GPU or libsymheap_cuda.so).
+PYPATH="$PWD/build/lib/python3/site-packages"
+py_with() { # py_with MODULE: the first interpreter that imports it
+  for p in /usr/bin/python3 python3; do
+    if command -v "$p" >/dev/null && "$p" -c "import $1" 2>/dev/null; then
+      command -v "$p"
+      return
+    fi
+  done
+}
+PY_NUMPY=$(py_with numpy)
+if [ -n "$PY_NUMPY" ]; then
+  for n in 2 4 8; do
+    run " python (numpy, host) procs x$n" env PYTHONPATH="$PYPATH" SYMHEAP_DEVICE=host \
+      build/bin/symheap-run -n $n "$PY_NUMPY" test/python/test_host.py
+  done
+  # make install: the package lands in PREFIX/lib/python3/site-packages, uses
+  # PREFIX's library and symheap-info, and runs the README's Python example.
+  py_installed() ( # a subshell: PYTHONPATH stays in it
+    dir=$(mktemp -d)
+    make -s install PREFIX="$dir" >/dev/null || return 1
+    sed -n '/^```python$/,/^```$/p' README.md | sed '1d;$d' >"$dir/example.py"
+    [ -s "$dir/example.py" ] || { echo "no Python example in README.md"; return 1; }
+    export PYTHONPATH="$dir/lib/python3/site-packages"
+    "$PY_NUMPY" -c "import symheap, sys; sys.exit(not symheap.library_path.startswith('$dir/lib/'))" ||
+      { echo "not the installed library"; return 1; }
+    "$PY_NUMPY" -m symheap | grep -q "device adaptors" || return 1
+    SYMHEAP_DEVICE=host "$dir/bin/symheap-run" -n 3 "$PY_NUMPY" "$dir/example.py" || return 1
+    rm -rf "$dir"
+  )
+  check " python: make install + README example" py_installed
+else
+  skip_pass "python (numpy, host)" "no python3 with NumPy (apt-get install python3-numpy)"
+fi
+PY_TORCH=$(py_with torch)
+run " python (torch, cuda) procs x2" env PYTHONPATH="$PYPATH" SYMHEAP_DISABLE_MULTICAST=1 \
+  NCCL_NVLS_ENABLE=0 build/bin/symheap-run -n 2 "${PY_TORCH:-${PY_NUMPY:-python3}}" \
+  test/python/test_gpu.py
 . test/shell_checks.sh
 
 if [ "${QUICK:-0}" != 1 ]; then

@@ -1,0 +1,191 @@
+"""symheap's CUDA collectives (libsymheap_cuda.so, kernels/symheap_cuda.h) on
+torch tensors that live in windows.
+
+Each call finds the window and byte offset of its tensors (made by
+Comm.empty or Comm.register, or views into them), and enqueues on `stream`:
+by default torch's current stream, so the calls order with the rest of the
+script and can be captured in torch.cuda.graph.  Like the C API, nothing
+waits on the host and a refused call enqueues nothing; every rank must make
+the same collective calls in the same order.
+
+Adding a collective of the C API: one line in _PROTOS (name, argument
+types), and a function below that turns tensors into (window, offset) with
+_in_window and calls _call(name, ...).
+"""
+import ctypes
+import os
+
+from . import _dtypes, _lib, errors, window
+
+c_int, c_size_t, c_void_p = ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p
+
+# symheap_result_t NAME(args...), as in kernels/symheap_cuda.h.
+_PROTOS = {
+    "symheap_cuda_all_reduce": [c_void_p, c_size_t, c_void_p, c_size_t,
+                                c_size_t, c_int, c_int, c_int, c_void_p],
+    "symheap_cuda_all_reduce_algo": [c_void_p, c_size_t, c_int,
+                                     ctypes.POINTER(c_int)],
+    "symheap_cuda_all_gather": [c_void_p, c_size_t, c_void_p, c_size_t,
+                                c_size_t, c_void_p],
+    "symheap_cuda_put": [c_void_p, c_int, c_size_t, c_void_p, c_size_t,
+                         c_void_p],
+    "symheap_cuda_get": [c_void_p, c_void_p, c_int, c_size_t, c_size_t,
+                         c_void_p],
+}
+OPS = {"sum": 0, "max": 1}  # symheap_redop_t
+ALGOS = {"auto": 0, "one_shot": 1, "two_shot": 2}  # symheap_algo_t
+
+_cuda = None
+
+
+def _library():
+    """libsymheap_cuda.so: $SYMHEAP_CUDA_COLL_LIBRARY, else beside
+    libsymheap, else the linker's path.  Built only where nvcc is."""
+    global _cuda
+    if _cuda is not None:
+        return _cuda
+    env = os.environ.get("SYMHEAP_CUDA_COLL_LIBRARY")
+    paths = [env] if env else (
+        [os.path.join(_lib.libdir, "libsymheap_cuda.so.0")]
+        if _lib.libdir else []) + ["libsymheap_cuda.so.0"]
+    tried = []
+    for p in paths:
+        try:
+            lib = ctypes.CDLL(p)
+            break
+        except OSError as e:
+            tried.append("%s (%s)" % (p, e))
+    else:
+        raise errors.UnsupportedError(
+            "symheap.cuda: cannot load libsymheap_cuda.so (make builds it "
+            "wherever nvcc is): tried " + "; ".join(tried))
+    for name, args in _PROTOS.items():
+        f = getattr(lib, name, None)
+        if f is not None:
+            f.restype, f.argtypes = c_int, args
+    _cuda = lib
+    return lib
+
+
+def available():
+    """Whether libsymheap_cuda.so loads here."""
+    try:
+        _library()
+        return True
+    except errors.Error:
+        return False
+
+
+def _call(name, *args):
+    f = getattr(_library(), name, None)
+    if f is None:
+        raise errors.UnsupportedError("%s is not in this libsymheap_cuda.so"
+                                      % name)
+    _lib.check(f(*args))
+
+
+def _stream(stream):
+    if stream is None:
+        import torch
+        return torch.cuda.current_stream().cuda_stream
+    if hasattr(stream, "cuda_stream"):
+        return stream.cuda_stream
+    return int(stream)
+
+
+def _nbytes(t):
+    return t.numel() * t.element_size()
+
+
+def _in_window(t, what):
+    """(window, byte offset) of a contiguous tensor inside a window's local
+    copy."""
+    if not t.is_contiguous():
+        raise errors.InvalidArgError("%s is not contiguous" % what)
+    win, off = window.find(t.data_ptr(), _nbytes(t))
+    if win is None:
+        raise errors.InvalidArgError(
+            "%s is not inside a symheap window's local copy (make it with "
+            "comm.empty or comm.register)" % what)
+    return win, off
+
+
+def _coll_dtype(t):
+    dt = _dtypes.get(t.dtype)
+    if dt.coll is None:
+        raise errors.InvalidArgError(
+            "the collectives take float32, bfloat16 or float16, not %s"
+            % dt.name)
+    return dt.coll
+
+
+def _choice(table, value, what):
+    if value not in table:
+        raise errors.InvalidArgError("%s must be one of %s, not %r" %
+                                     (what, ", ".join(table), value))
+    return table[value]
+
+
+def all_reduce(tensor, op="sum", algo="auto", stream=None, out=None):
+    """Collective: out (default: tensor, in place) = op over ranks of tensor.
+    Returns out."""
+    out = tensor if out is None else out
+    if out.dtype != tensor.dtype or out.numel() != tensor.numel():
+        raise errors.InvalidArgError("all_reduce: out must have the input's "
+                                     "dtype and number of elements")
+    win_in, off_in = _in_window(tensor, "all_reduce input")
+    win_out, off_out = _in_window(out, "all_reduce output")
+    _call("symheap_cuda_all_reduce", win_in.handle, off_in, win_out.handle,
+          off_out, tensor.numel(), _coll_dtype(tensor),
+          _choice(OPS, op, "op"), _choice(ALGOS, algo, "algo"),
+          _stream(stream))
+    return out
+
+
+def all_reduce_algo(tensor):
+    """What algo="auto" picks for this tensor: "one_shot" or "two_shot"."""
+    win, _ = _in_window(tensor, "tensor")
+    got = c_int()
+    _call("symheap_cuda_all_reduce_algo", win.handle, tensor.numel(),
+          _coll_dtype(tensor), ctypes.byref(got))
+    return {v: k for k, v in ALGOS.items()}[got.value]
+
+
+def all_gather(out, inp, stream=None):
+    """Collective: every rank's inp lands in out, rank r's block at r (out
+    holds comm.size times inp's bytes).  Returns out."""
+    win_in, off_in = _in_window(inp, "all_gather input")
+    win_out, off_out = _in_window(out, "all_gather output")
+    nb = _nbytes(inp)
+    if _nbytes(out) != nb * win_out.comm.size:
+        raise errors.InvalidArgError(
+            "all_gather: out has %d bytes, not %d ranks x %d" %
+            (_nbytes(out), win_out.comm.size, nb))
+    _call("symheap_cuda_all_gather", win_in.handle, off_in, win_out.handle,
+          off_out, nb, _stream(stream))
+    return out
+
+
+def put(dst, src, peer, stream=None):
+    """One-sided: src (local device memory) into rank peer's copy of dst (a
+    tensor in a window; the same place in peer's copy).  No synchronisation
+    with the peer: order it yourself before the peer reads."""
+    win, off = _in_window(dst, "put destination")
+    if not src.is_contiguous() or _nbytes(src) > _nbytes(dst):
+        raise errors.InvalidArgError("put: src must be contiguous and fit in "
+                                     "dst")
+    _call("symheap_cuda_put", win.handle, int(peer), off, src.data_ptr(),
+          _nbytes(src), _stream(stream))
+    return dst
+
+
+def get(dst, src, peer, stream=None):
+    """One-sided: rank peer's copy of src (a tensor in a window) into dst
+    (local device memory).  Returns dst."""
+    win, off = _in_window(src, "get source")
+    if not dst.is_contiguous() or _nbytes(dst) < _nbytes(src):
+        raise errors.InvalidArgError("get: dst must be contiguous and hold "
+                                     "src")
+    _call("symheap_cuda_get", dst.data_ptr(), win.handle, int(peer), off,
+          _nbytes(src), _stream(stream))
+    return dst

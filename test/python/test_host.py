@@ -1,0 +1,320 @@
+"""The Python package on the host backend with NumPy, one rank per process:
+    build/bin/symheap-run -n N python3 test/python/test_host.py
+Prints PASS/FAIL/SKIP lines like the C tests (test/run.sh runs it at 2, 4
+and 8 ranks).  CYCLES sets the empty/free cycles of the leak case."""
+import ctypes
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+from pytest_harness import Cases, check, raises  # noqa: E402
+
+try:
+    import numpy as np
+except ImportError:
+    if os.environ.get("SYMHEAP_RANK", "0") == "0":
+        print("SKIP python-host numpy is missing for %s (Debian: "
+              "apt-get install python3-numpy)" % sys.executable)
+    sys.exit(0)
+import symheap  # noqa: E402  (PYTHONPATH: the build tree's site-packages)
+from symheap import _dlpack, _lib, errors  # noqa: E402
+
+DTYPES = ["float32", "float64", "int8", "int64", "uint16", "complex64",
+          "bool"]
+
+
+def case_errors_table(comm):
+    # The Python table against the header's X-macro, name by name, and the
+    # library's texts for each code.
+    text = open(os.path.join(ROOT, "include", "symheap.h")).read()
+    pairs = re.findall(r'X\((SYMHEAP_\w+), "([^"]*)"\)', text)
+    check([n for n, _ in pairs] == list(errors.RESULT_CODES),
+          "codes differ from include/symheap.h: %s" % pairs)
+    for code, (name, txt) in enumerate(pairs):
+        check(_lib.strerror(code) == txt, "strerror(%d) is %r, header says %r"
+              % (code, _lib.strerror(code), txt))
+        if code:
+            cls = errors.BY_CODE[code]
+            check(cls.code == code and cls.code_name == name,
+                  "%s maps to %s" % (name, cls.__name__))
+            check(issubclass(cls, symheap.Error), "%s is no Error" % cls)
+    check(issubclass(symheap.InvalidArgError, ValueError),
+          "InvalidArgError is not a ValueError")
+
+
+def case_init_env(comm):
+    check(comm.rank == int(os.environ["SYMHEAP_RANK"]), "rank")
+    check(comm.size == int(os.environ["SYMHEAP_NRANKS"]), "size")
+    check(comm.local_rank == comm.rank, "local_rank %d" % comm.local_rank)
+    info = comm.info()
+    check(info["device_adaptor"] == "host" and info["cpu_access"] == 1,
+          "info %r" % info)
+    check(comm.local_ranks() == list(range(comm.size)), "local ranks")
+    check(comm.world_rank(comm.size - 1) == comm.size - 1, "world rank")
+    got = comm.allgather(b"r%03d" % comm.rank)
+    check(got == [b"r%03d" % r for r in range(comm.size)], "allgather %r"
+          % got)
+
+
+def case_init_uid(comm):
+    uid = comm.allgather(symheap.unique_id())[0]  # rank 0's, to every rank
+    with symheap.init(comm.rank, comm.size, uid) as c2:
+        check((c2.rank, c2.size) == (comm.rank, comm.size), "rank/size")
+        with c2.empty(16, "int32") as w:
+            w.local[:] = c2.rank + 1
+            c2.barrier()
+            for p in range(c2.size):
+                check((w.peer(p) == p + 1).all(), "peer %d" % p)
+            c2.barrier()
+    e = raises(symheap.InvalidArgError, symheap.init, 0, 1, b"short")
+    check("128 bytes" in str(e), str(e))
+
+
+def expected(rank, shape, dtype):
+    n = int(np.prod(shape))
+    v = (np.arange(n) + 1000 * rank) % 97
+    return v.astype(dtype).reshape(shape)
+
+
+def case_peers_and_flat(comm):
+    n = comm.size
+    for dtype in DTYPES:
+        shape = (3, 257)
+        with comm.empty(shape, dtype) as w:
+            check(w.shape == shape and w.dtype == dtype, repr(w))
+            loc = w.local
+            check(isinstance(loc, np.ndarray) and loc.dtype == dtype and
+                  loc.shape == shape, "local is %r" % type(loc))
+            loc[...] = expected(comm.rank, shape, dtype)
+            comm.barrier()
+            flat = w.flat
+            check(flat.shape == (n,) + shape, "flat shape %s" % (flat.shape,))
+            for p in range(n):
+                want = expected(p, shape, dtype)
+                check((w.peer(p) == want).all(), "%s: peer(%d)" % (dtype, p))
+                check((flat[p] == want).all(), "%s: flat[%d]" % (dtype, p))
+            comm.barrier()
+            # Stores through peer() land in the peer's memory.
+            w.peer((comm.rank + 1) % n)[0, 0] = expected(comm.rank, (1,),
+                                                         dtype)[0] \
+                if dtype != "bool" else True
+            del loc, flat
+            comm.barrier()
+            src = (comm.rank - 1) % n
+            want = expected(src, (1,), dtype)[0] if dtype != "bool" else True
+            check(w.local[0, 0] == want, "%s: store from rank %d" %
+                  (dtype, src))
+            comm.barrier()
+    with comm.empty(8) as w:
+        raises(symheap.InvalidArgError, w.peer, n)
+        e = raises(symheap.InvalidArgError, w.peer, -1)
+        check("out of range" in e.message, e.message)
+
+
+def case_split(comm):
+    n = comm.size
+    color, key = comm.rank % 2, -comm.rank  # reversed order inside a color
+    members = [r for r in range(n) if r % 2 == color]
+    with comm.split(color, key) as sub:
+        check(sub.size == len(members), "size %d" % sub.size)
+        order = sorted(members, reverse=True)
+        check(sub.rank == order.index(comm.rank), "rank %d" % sub.rank)
+        check(sub.world_rank(sub.rank) == comm.rank, "world rank")
+        with sub.empty((4,), "int64") as w:
+            w.local[:] = comm.rank
+            sub.barrier()
+            for p in range(sub.size):
+                check((w.peer(p) == order[p]).all(), "sub peer %d" % p)
+            sub.barrier()
+    none = comm.split(symheap.COLOR_NONE if comm.rank == 0 else 1)
+    check((none is None) == (comm.rank == 0), "COLOR_NONE gave %r" % none)
+    if none is not None:
+        check(none.size == n - 1, "size without rank 0: %d" % none.size)
+        none.destroy()
+
+
+def case_register(comm):
+    x = comm.alloc((5, 64), "float32")
+    x[...] = comm.rank + 0.5
+    with comm.register(x) as w:
+        check(w.shape == (5, 64) and w.dtype == "float32", repr(w))
+        check(np.shares_memory(w.local, x), "local is not the array")
+        comm.barrier()
+        for p in range(comm.size):
+            check((w.peer(p) == p + 0.5).all(), "peer %d" % p)
+            check((w.flat[p] == p + 0.5).all(), "flat %d" % p)
+        comm.barrier()
+        w.peer((comm.rank + 1) % comm.size)[4, 63] = -1.0
+        comm.barrier()
+        check(x[4, 63] == -1.0, "a peer's store did not reach the array")
+        comm.barrier()
+    del x
+    # Memory the host backend cannot share: refused on every rank.
+    plain = np.zeros(1024, dtype=np.float32)
+    raises(symheap.Error, comm.register, plain)
+    # A bad argument on one rank fails the call on every rank, naming it.
+    bad = np.zeros((8, 8))[:, ::2] if comm.rank == 1 else comm.alloc(64)
+    e = raises(symheap.InvalidArgError, comm.register, bad)
+    if comm.rank == 1:
+        check("not C-contiguous" in e.message, e.message)
+    else:
+        check(e.message.startswith("rank 1: "), e.message)
+    del bad
+    check(comm.stats()["windows_live"] == 0, "windows left")
+
+
+def case_errors(comm):
+    e = raises(symheap.MismatchError, comm.empty, 64 + comm.rank) \
+        if comm.size > 1 else None
+    if e is not None:
+        check("disagree" in e.message and e.code == 2, e.message)
+    e = raises(symheap.InvalidArgError, comm.empty, 0)
+    check("size is zero" in e.message and isinstance(e, ValueError), str(e))
+    e = raises(symheap.InvalidArgError, comm.empty, 4, "float8")
+    check("unknown dtype" in e.message, e.message)
+    w = comm.empty(4)
+    w.free()
+    e = raises(symheap.InvalidArgError, lambda: w.local)
+    check("freed" in e.message, e.message)
+    raises(symheap.InvalidArgError, w.free)
+    check(comm.stats()["windows_live"] == 0, "windows left")
+
+
+def case_dlpack(comm):
+    with comm.empty((6, 7), "float64") as w:
+        check(w.__dlpack_device__() == (_dlpack.CPU, 0), "device")
+        a = np.from_dlpack(w)
+        check(a.shape == (6, 7) and a.dtype == np.float64, "shape/dtype")
+        loc = w.local
+        check(a.__array_interface__["data"][0] ==
+              loc.__array_interface__["data"][0], "not the window's memory")
+        loc[...] = comm.rank * 2.0
+        check((a == comm.rank * 2.0).all(), "no alias")
+        check(w.exports == 2, "exports %d" % w.exports)
+        # A DLPack 1.x capsule on request; an unconsumed capsule lets go.
+        cap = w.__dlpack__(max_version=(1, 0))
+        valid = ctypes.PyDLL(ctypes.pythonapi._name).PyCapsule_IsValid
+        valid.restype, valid.argtypes = ctypes.c_int, [ctypes.py_object,
+                                                       ctypes.c_char_p]
+        check(valid(cap, b"dltensor_versioned") == 1, "versioned capsule")
+        check(w.exports == 3, "exports with a capsule %d" % w.exports)
+        del cap
+        check(w.exports == 2, "capsule not released: %d" % w.exports)
+        # A live array on one rank refuses free() on every rank.
+        if comm.rank != 0:
+            del a, loc
+        e = raises(symheap.InvalidArgError, w.free)
+        check(("del them" in e.message) if comm.rank == 0 else
+              e.message.startswith("rank 0: "), e.message)
+        if comm.rank == 0:
+            del a, loc
+        check(w.exports == 0, "exports after del %d" % w.exports)
+    check(_dlpack.live_exports() == 0, "DLPack holders left: %d" %
+          _dlpack.live_exports())
+    with comm.empty(4, "bfloat16") as w:  # NumPy has no bfloat16
+        e = raises(ValueError, lambda: w.local)
+        check("bfloat16" in str(e), str(e))
+        check(w.exports == 0, "a failed array holds the window")
+
+
+def case_device_view(comm):
+    with comm.empty((100,), "float32") as w:
+        v = symheap.DeviceWindow.from_buffer_copy(w.device_view())
+        check(v.version == 3 and v.struct_size == ctypes.sizeof(v),
+              "version %d size %d" % (v.version, v.struct_size))
+        check((v.rank, v.nranks) == (comm.rank, comm.size), "rank/nranks")
+        check(v.size == 400 and v.flags & 1, "size %d flags %x" %
+              (v.size, v.flags))
+        flat = w.flat
+        check(v.flat_base == flat.__array_interface__["data"][0], "flat base")
+        for p in range(comm.size):
+            ptr = w.peer(p).__array_interface__["data"][0]
+            check(v.peer_ptrs[p] == ptr, "peer_ptrs[%d]" % p)
+            check(ptr == v.flat_base + p * v.stride, "stride")
+        del flat
+
+
+def counts():
+    fds = len(os.listdir("/proc/self/fd"))
+    with open("/proc/self/maps") as f:
+        maps = sum(1 for _ in f)
+    return fds, maps
+
+
+def case_no_leak(comm, cycles):
+    for i in range(10):  # warm: first-time imports and caches
+        with comm.empty(1024, "float32") as w:
+            w.local[0] = i
+    # Counted at the start, after a tenth of the cycles and at the end: no
+    # growth (a peer's free may be heard a call later, so one fewer is
+    # fine).
+    start = counts()
+    for i in range(cycles):
+        if i == cycles // 10:  # the window cache holds no earlier case's
+            mid, s0 = counts(), comm.stats()
+        with comm.empty(1024, "float32") as w:
+            w.local[0] = i
+            w.peer((comm.rank + 1) % comm.size)[1] = i
+    after, s1 = counts(), comm.stats()
+    check(after == mid and all(a <= s for a, s in zip(after, start)),
+          "fds/mappings %s, %s after %d, %s after %d cycles" %
+          (start, mid, cycles // 10, after, cycles))
+    for k in ("windows_live", "bytes_mapped", "descriptors_held",
+              "va_reserved", "allocations_live"):
+        check(s0[k] == s1[k], "%s %d -> %d" % (k, s0[k], s1[k]))
+    check(s1["windows_live"] == 0 and _dlpack.live_exports() == 0, "live")
+
+
+def case_destroy_refused(comm):
+    c2 = comm.split(0, comm.rank)
+    w = c2.empty(16)
+    keep = w.local if comm.rank == comm.size - 1 else None
+    e = raises(symheap.InvalidArgError, c2.destroy)
+    check("alive" in e.message or "rank" in e.message, e.message)
+    del keep
+    c2.destroy()  # the window goes with it
+    check(w._h is None, "window outlived its comm")
+
+
+def case_module_main(comm):
+    if comm.rank != 0:
+        return
+    env = dict(os.environ)
+    py = subprocess.run([sys.executable, "-m", "symheap"], env=env,
+                        capture_output=True, text=True, timeout=60)
+    tool = os.path.normpath(os.path.join(
+        os.path.dirname(symheap.library_path), "..", "bin", "symheap-info"))
+    c = subprocess.run([tool], env=env, capture_output=True, text=True,
+                       timeout=60)
+    check(py.returncode == 0 and c.returncode == 0, py.stderr)
+    check(py.stdout == c.stdout and "device adaptors" in py.stdout,
+          "python -m symheap differs from symheap-info")
+
+
+def main():
+    comm = symheap.init()
+    t = Cases(comm, comm.rank)
+    cycles = int(os.environ.get("CYCLES", "1000"))
+    t.run("python-errors-table", case_errors_table, comm)
+    t.run("python-init-env", case_init_env, comm)
+    # Before the cases that leave mappings in the window cache.
+    t.run("python-no-leak-%d-cycles" % cycles, case_no_leak, comm, cycles)
+    t.run("python-init-uid", case_init_uid, comm)
+    t.run("python-peers-flat", case_peers_and_flat, comm)
+    t.run("python-split", case_split, comm)
+    t.run("python-register", case_register, comm)
+    t.run("python-errors", case_errors, comm)
+    t.run("python-dlpack", case_dlpack, comm)
+    t.run("python-device-view", case_device_view, comm)
+    t.run("python-destroy-refused", case_destroy_refused, comm)
+    t.run("python-module-main", case_module_main, comm)
+    comm.destroy()
+    return t.exit()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
