@@ -478,12 +478,19 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_barrier(symheap_comm_t c) {
     }
     return r;
   }
-  char one = 0, *all = malloc((size_t)c->nranks);
-  if (!all)
-    return symheap__error(SYMHEAP_ERR_NO_MEMORY, "barrier: out of memory");
-  r = symheap__comm_allgather(c, &one, all, 1);
-  free(all);
-  return r;
+  /* Into the comm's own buffer: a barrier never allocates, so it cannot
+   * skip its part and pair the ranks' barriers off by one. */
+  char one = 0;
+  return symheap__comm_allgather(c, &one, c->agree_buf, 1);
+}
+
+/* Bytes per rank one round of symheap_comm_allgather carries: small enough
+ * for every ccl's message (the bootstrap's is 16 MiB in all), large enough
+ * that 1 MiB per rank takes a few rounds. */
+static size_t allgather_chunk(symheap_comm_t c) {
+  size_t per = ((size_t)8 << 20) / (size_t)c->nranks;
+  size_t chunk = per < ((size_t)64 << 10) ? per : ((size_t)64 << 10);
+  return chunk ? chunk : 1;
 }
 
 SYMHEAP__EXPORT symheap_result_t symheap_comm_allgather(symheap_comm_t c,
@@ -495,14 +502,21 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_allgather(symheap_comm_t c,
     return r;
   /* A bad argument here is local; the peers would wait for this rank, so
    * it still takes part, with its failure, through the agreement. */
+  size_t chunk = allgather_chunk(c);
+  char *tmp = NULL;
   if ((!in || !out) && bytes)
     r = symheap__error(SYMHEAP_ERR_INVALID_ARG,
                        "symheap_comm_allgather: NULL buffer");
-  else if (bytes > (1u << 20))
+  else if (bytes > SYMHEAP_ALLGATHER_MAX)
     r = symheap__error(SYMHEAP_ERR_INVALID_ARG,
                        "symheap_comm_allgather: %zu bytes per rank is more "
-                       "than the 1 MiB this bootstrap exchange is for",
-                       bytes);
+                       "than the %u this bootstrap exchange is for",
+                       bytes, SYMHEAP_ALLGATHER_MAX);
+  else if (bytes > chunk &&
+           !(tmp = malloc(chunk * (size_t)c->nranks)))
+    r = symheap__error(SYMHEAP_ERR_NO_MEMORY,
+                       "symheap_comm_allgather: no memory for %zu bytes",
+                       chunk * (size_t)c->nranks);
   int differ;
   uint64_t b0, bp;
   r = symheap__agree_equal(c, r, r == SYMHEAP_SUCCESS ? bytes : UINT64_MAX,
@@ -512,8 +526,18 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_allgather(symheap_comm_t c,
                        "symheap_comm_allgather: rank 0 gives %llu bytes, "
                        "rank %d %llu",
                        (unsigned long long)b0, differ, (unsigned long long)bp);
-  if (r == SYMHEAP_SUCCESS && bytes)
+  if (r == SYMHEAP_SUCCESS && bytes && bytes <= chunk)
     r = symheap__comm_allgather(c, in, out, bytes);
+  /* Larger: in rounds every ccl can carry, the same number on every rank. */
+  for (size_t off = 0; r == SYMHEAP_SUCCESS && bytes > chunk && off < bytes;
+       off += chunk) {
+    size_t len = bytes - off < chunk ? bytes - off : chunk;
+    r = symheap__comm_allgather(c, (const char *)in + off, tmp, len);
+    for (int p = 0; r == SYMHEAP_SUCCESS && p < c->nranks; p++)
+      memcpy((char *)out + (size_t)p * bytes + off, tmp + (size_t)p * len,
+             len);
+  }
+  free(tmp);
   return r;
 }
 

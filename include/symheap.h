@@ -133,8 +133,12 @@ symheap_result_t symheap_comm_world_rank(symheap_comm_t comm, int rank,
 symheap_result_t symheap_comm_local_ranks(symheap_comm_t comm, int *ranks,
                                           int max, int *count);
 /* Collective: every rank gives `bytes` bytes of host memory; out (nranks *
- * bytes) receives rank r's at r * bytes.  The bootstrap's speed: for setup
- * and small exchanges, not for data. */
+ * bytes) receives rank r's at r * bytes.  in and out must not overlap.
+ * bytes may be up to SYMHEAP_ALLGATHER_MAX at any rank count (larger, or
+ * unequal across ranks, is refused on every rank and the comm stays
+ * usable).  The bootstrap's speed: for setup and small exchanges, not for
+ * data. */
+#define SYMHEAP_ALLGATHER_MAX (1u << 20)
 symheap_result_t symheap_comm_allgather(symheap_comm_t comm, const void *in,
                                         void *out, size_t bytes);
 

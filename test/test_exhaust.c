@@ -161,6 +161,70 @@ static void oom_body(th_ctx_t *c, void *arg) {
   th_end();
 }
 
+/* A barrier and an allgather never skip their part for want of memory: a
+ * rank whose allocations fail still takes part (barrier: no allocation at
+ * all), so the ranks' collectives never pair off by one. */
+static void no_skip_body(th_ctx_t *c, void *arg) {
+  (void)arg;
+  th_begin("exhaust", "collectives_never_skip_their_part", c->rank);
+  for (int round = 0; round < 5; round++) {
+    if (c->rank == 1)
+      countdown = 1; /* its next allocation fails */
+    CHECK_OK(symheap_comm_barrier(c->comm));
+    if (c->rank == 1) {
+      CHECK(countdown == 1, "the barrier allocated");
+      countdown = 0;
+    }
+    /* The ranks are still in step: an allgather of the round agrees. */
+    int mine = round * 10 + c->rank, all[2] = {-1, -1};
+    CHECK_OK(symheap_comm_allgather(c->comm, &mine, all, sizeof mine));
+    CHECK(all[0] == round * 10 && all[1] == round * 10 + 1,
+          "round %d: allgather gave %d %d", round, all[0], all[1]);
+  }
+  /* An allgather that needs memory (above one round) and cannot get it on
+   * one rank fails on both, and the comm goes on. */
+  size_t big = 256u << 10;
+  char *in = malloc(big), *out = malloc(2 * big);
+  if (c->rank == 1)
+    countdown = 1;
+  symheap_result_t r = symheap_comm_allgather(c->comm, in, out, big);
+  countdown = 0;
+  CHECK(r == SYMHEAP_ERR_NO_MEMORY, "allgather with no memory on rank 1: %s",
+        symheap_strerror(r));
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  free(in);
+  free(out);
+  th_end();
+}
+
+/* Every size the API accepts works, at any rank count (17 ranks x 1 MiB
+ * once broke the comm); a size it refuses is refused on every rank and the
+ * comm stays usable. */
+static void allgather_sizes_body(th_ctx_t *c, void *arg) {
+  (void)arg;
+  th_begin("exhaust", "allgather_every_accepted_size", c->rank);
+  size_t max = SYMHEAP_ALLGATHER_MAX;
+  unsigned char *in = malloc(max + 1), *out = malloc((max + 1) * (size_t)c->n);
+  CHECK(in && out, "no memory for the test's buffers");
+  if (in && out) {
+    for (size_t i = 0; i < max; i++)
+      in[i] = (unsigned char)(c->rank * 31 + i);
+    CHECK_OK(symheap_comm_allgather(c->comm, in, out, max));
+    int bad = -1;
+    for (int p = 0; p < c->n && bad < 0; p++)
+      for (size_t i = 0; i < max; i += 4093)
+        if (out[(size_t)p * max + i] != (unsigned char)(p * 31 + i))
+          bad = p;
+    CHECK(bad < 0, "rank %d's bytes came back wrong", bad);
+    CHECK_ERR(symheap_comm_allgather(c->comm, in, out, max + 1),
+              SYMHEAP_ERR_INVALID_ARG);
+    CHECK_OK(symheap_comm_barrier(c->comm));
+  }
+  free(in);
+  free(out);
+  th_end();
+}
+
 /* --- descriptors ---------------------------------------------------------- */
 static pthread_barrier_t fd_bar;
 static void emfile_body(th_ctx_t *c, void *arg) {
@@ -320,6 +384,8 @@ int main(int argc, char **argv) {
   int rc = 0;
   if (!only_threads) {
     rc |= th_run_threads(2, oom_body, NULL);
+    rc |= th_run_threads(2, no_skip_body, NULL);
+    rc |= th_run_threads(17, allgather_sizes_body, NULL);
     pthread_barrier_init(&fd_bar, NULL, 2);
     rc |= th_run_threads(2, emfile_body, NULL);
     rc |= th_run_threads(2, cycles_body, NULL);
