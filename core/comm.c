@@ -10,9 +10,23 @@
 #include "config.h"
 #include "plugin.h"
 
+/* A forked child shares its parent's sockets: a call of its own would
+ * interleave with the parent's messages and desynchronise the job. */
+static symheap_result_t forked(symheap_comm_t c, const char *fn) {
+  return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                        "%s: this comm belongs to process %d and this is "
+                        "process %d, a fork of it: a child cannot use its "
+                        "parent's comm (make a comm of its own; "
+                        "symheap_comm_destroy releases only this process's "
+                        "part)",
+                        fn, (int)c->pid, (int)getpid());
+}
+
 symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn) {
   if (!c)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s: comm is NULL", fn);
+  if (c->pid != getpid())
+    return forked(c, fn);
   symheap__log_set_rank(c->rank);
   if (c->broken != SYMHEAP_SUCCESS)
     return symheap__error(c->broken,
@@ -24,6 +38,8 @@ symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn) {
 
 symheap_result_t symheap__comm_allgather(symheap_comm_t c, const void *in,
                                          void *out, size_t bytes) {
+  if (c->pid != getpid())
+    return forked(c, "a collective");
   if (c->broken != SYMHEAP_SUCCESS)
     return symheap__error(c->broken, "the comm failed earlier: %s",
                           c->broken_why);
@@ -222,6 +238,7 @@ symheap_result_t symheap__comm_setup(symheap_comm_t *out,
   c->rank = ops->rank(ctx);
   c->nranks = ops->size(ctx);
   c->timeout_ms = timeout_ms;
+  c->pid = getpid();
   c->stats.struct_size = sizeof c->stats;
   c->world = calloc((size_t)c->nranks, sizeof *c->world);
   c->mapped_from = calloc((size_t)c->nranks, sizeof *c->mapped_from);
@@ -420,10 +437,28 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_init_env(symheap_comm_t *comm) {
   return symheap_comm_init(comm, (int)nranks, &id, (int)rank);
 }
 
+/* In a forked child: close this process's copies of the comm's sockets,
+ * sending nothing (the parent's job goes on over the same connections), and
+ * call no runtime (a device runtime is not usable after fork, an MPI
+ * library not at all).  Mappings stay until the child exits or execs; the
+ * struct stays too, since the child's windows still point at it. */
+static symheap_result_t destroy_in_child(symheap_comm_t c) {
+  symheap__fdx_close(c);
+  if (c->ccl_owned && c->ccl.fini == symheap__local_ccl_ops.fini)
+    c->ccl.fini(c->ccl_ctx);
+  c->ccl_owned = 0;
+  c->broken = SYMHEAP_ERR_INVALID_ARG;
+  snprintf(c->broken_why, sizeof c->broken_why,
+           "destroyed in a forked child");
+  return SYMHEAP_SUCCESS;
+}
+
 SYMHEAP__EXPORT symheap_result_t symheap_comm_destroy(symheap_comm_t c) {
   if (!c)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_comm_destroy: comm is NULL");
+  if (c->pid != getpid())
+    return destroy_in_child(c);
   symheap__log_set_rank(c->rank);
   if (c->broken == SYMHEAP_SUCCESS &&
       symheap_comm_barrier(c) != SYMHEAP_SUCCESS)

@@ -2,6 +2,8 @@
 #ifndef SYMHEAP_COMM_H
 #define SYMHEAP_COMM_H
 
+#include <sys/types.h>
+
 #include "registry.h"
 
 #define SYMHEAP__AGREE_MAX 256
@@ -125,6 +127,7 @@ struct symheap_comm {
   const char *mc_disabled_by; /* NULL when multicast may be used */
   symheap_result_t broken;    /* SYMHEAP_SUCCESS while healthy */
   char broken_why[512];
+  pid_t pid;                  /* the process that made it (fork detection) */
   struct symheap_window *windows;
   symheap__alloc_t *allocs;
   uint64_t next_window_id;

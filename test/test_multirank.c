@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "harness.h"
 #include "uid.h"
@@ -970,6 +971,39 @@ static void case_window_cache(th_ctx_t *c) {
         (unsigned long long)s.bytes_mapped, (unsigned long long)s.va_reserved);
 }
 
+/* A forked child cannot use its parent's comm: every collective fails,
+ * saying so, destroy releases only the child's part, and the parent's job
+ * goes on (before, the child's calls used the parent's sockets and
+ * desynchronised the job). */
+static void case_fork(th_ctx_t *c) {
+  if (getenv("OMPI_COMM_WORLD_SIZE"))
+    return; /* MPI forbids fork in its processes */
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int bad = 0, v = c->rank, all[64];
+    symheap_window_t w;
+    bad |= symheap_comm_barrier(c->comm) != SYMHEAP_ERR_INVALID_ARG;
+    bad |= strstr(symheap_last_error(), "fork") == NULL;
+    bad |= symheap_comm_allgather(c->comm, &v, all, sizeof v) !=
+           SYMHEAP_ERR_INVALID_ARG;
+    bad |= symheap_malloc(c->comm, 4096, 0, &w) != SYMHEAP_ERR_INVALID_ARG;
+    bad |= symheap_comm_destroy(c->comm) != SYMHEAP_SUCCESS;
+    _exit(bad ? 1 : 0);
+  }
+  int status = -1;
+  CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork/wait failed");
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+        "the child's calls on the parent's comm were not all refused "
+        "(status %d)",
+        status);
+  /* The parent's job is intact. */
+  symheap_window_t w;
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  CHECK_OK(symheap_malloc(c->comm, 4096, 0, &w));
+  CHECK_OK(symheap_free(c->comm, w));
+}
+
 typedef struct {
   const char *name;
   void (*fn)(th_ctx_t *);
@@ -993,6 +1027,7 @@ static const case_t cases[] = {
     {"reregister_shared", case_reregister_shared},
     {"reregister_1GiB_many", case_reregister_many},
     {"cycles_2000", case_cycles},
+    {"fork_child_refused", case_fork},
 };
 
 static void run_cases(th_ctx_t *c, void *arg) {
