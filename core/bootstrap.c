@@ -15,6 +15,8 @@
 /* Non-roots wait this much longer than rank 0, so that rank 0's verdict on a
  * silent rank arrives before their own timeout on rank 0. */
 #define GRACE_MS 500
+/* How long rank 0 stays to tell ranks that join after it gave up why. */
+#define LATE_MS 1000
 
 typedef struct {
   int rank, nranks;
@@ -81,6 +83,38 @@ static void local_free(local_t *l) {
   free(l);
 }
 
+/* A late joiner's hello, answered with the abort. */
+static void answer_with_abort(int fd, const abort_t *a, int64_t until) {
+  msg_hdr_t h;
+  unsigned char body[sizeof(hello_t)];
+  if (recv_hdr(fd, &h, until, -1) == SYMHEAP_SUCCESS && h.type == MSG_HELLO &&
+      h.len == sizeof body &&
+      symheap__sock_recv(fd, body, sizeof body, NULL, until, -1) ==
+          SYMHEAP_SUCCESS)
+    (void)send_msg(fd, MSG_ABORT, 0, a, sizeof *a, until, -1);
+}
+
+/* Rank 0 gave up on the join for a reason every rank should hear: ranks
+ * that have not connected yet get a short while to, and are told too
+ * (rather than "lost connection to rank 0"). */
+static void tell_late_joiners(int lfd, int missing) {
+  abort_t a;
+  memset(&a, 0, sizeof a);
+  a.rank = 0;
+  a.code = SYMHEAP_ERR_MISMATCH;
+  snprintf(a.msg, sizeof a.msg, "%s", symheap__error_peek());
+  int64_t until = symheap__now_ms() + LATE_MS;
+  char saved[SYMHEAP_ERROR_MAX];
+  snprintf(saved, sizeof saved, "%s", symheap__error_peek());
+  for (int fd; missing > 0 &&
+               symheap__sock_accept(lfd, until, &fd) == SYMHEAP_SUCCESS;
+       missing--) {
+    answer_with_abort(fd, &a, until);
+    close(fd);
+  }
+  symheap__error(SYMHEAP_SUCCESS, "%s", saved);
+}
+
 static symheap_result_t root_join(local_t *l, const symheap__uid_t *uid,
                                   int64_t deadline) {
   symheap__sockname_t name;
@@ -101,12 +135,19 @@ static symheap_result_t root_join(local_t *l, const symheap__uid_t *uid,
         if (l->fds[i] < 0)
           o += (size_t)snprintf(missing + o, sizeof missing - o, "%srank %d",
                                 o ? ", " : "", i);
-      symheap__error(r, "%d of %d ranks joined before the timeout; missing: %s",
-                     joined, l->nranks, missing);
+      /* A timeout is the missing ranks'; anything else is rank 0's own
+       * failure (out of descriptors, say), and says so. */
+      if (r == SYMHEAP_ERR_TIMEOUT)
+        symheap__error(r, "%d of %d ranks joined before the timeout; missing: %s",
+                       joined, l->nranks, missing);
+      else
+        symheap__error_context(r, "rank 0 could not take in the ranks (%d of "
+                                  "%d joined)",
+                               joined, l->nranks);
       int first = 1;
       while (first < l->nranks && l->fds[first] >= 0)
         first++;
-      root_abort_all(l, first, r);
+      root_abort_all(l, r == SYMHEAP_ERR_TIMEOUT ? first : 0, r);
       goto out;
     }
     /* A connection that does not prove the token is dropped, not fatal: it
@@ -135,19 +176,22 @@ static symheap_result_t root_join(local_t *l, const symheap__uid_t *uid,
       continue;
     }
     if (verdict == MSG_HELLO_WRONG_RANK || l->fds[claimed] >= 0) {
-      SYMHEAP_WARN(
-          "bootstrap: refused rank %d of %d (this job has %d ranks%s)",
+      /* It holds this job's token, so it is one of ours, launched wrong:
+       * every rank hears why now, rather than "missing" after a timeout. */
+      r = symheap__error(
+          SYMHEAP_ERR_MISMATCH,
+          "a process of this job claims rank %d of %d, but the job has %d "
+          "ranks%s: check how the ranks were launched (rank and size)",
           hello.rank, hello.nranks, l->nranks,
-          verdict == MSG_HELLO_OK ? ", and that rank has joined already" : "");
+          verdict == MSG_HELLO_OK ? " and that rank has joined already" : "");
       abort_t a = {0, SYMHEAP_ERR_MISMATCH, ""};
-      snprintf(a.msg, sizeof a.msg,
-               "rank 0 refused this rank: it claims rank %d of %d, the job "
-               "has %d ranks",
-               hello.rank, hello.nranks, l->nranks);
+      snprintf(a.msg, sizeof a.msg, "%s", symheap__error_peek());
       (void)send_msg(fd, MSG_ABORT, 0, &a, sizeof a, symheap__now_ms() + 100,
                      hello.rank);
       close(fd);
-      continue;
+      root_abort_all(l, 0, r);
+      tell_late_joiners(lfd, l->nranks - joined);
+      goto out;
     }
     l->fds[hello.rank] = fd;
     joined++;

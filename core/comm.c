@@ -338,10 +338,12 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_init(
   symheap_result_t r = symheap__uid_decode(id, &uid);
   if (r != SYMHEAP_SUCCESS)
     return r;
-  long timeout;
-  r = symheap__cfg_int("SYMHEAP_TIMEOUT_MS", &timeout);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
+  /* A malformed timeout on this rank alone must not leave the others
+   * waiting for it: join with the default, and the join's agreement fails
+   * every rank at once, naming the variable. */
+  long timeout = SYMHEAP__DEFAULT_TIMEOUT_MS;
+  SYMHEAP__KEEP_ERROR(
+      (void)symheap__cfg_int("SYMHEAP_TIMEOUT_MS", &timeout));
   void *ctx;
   r = symheap__local_ccl_create(&uid, nranks, rank, (int)timeout, &ctx);
   if (r != SYMHEAP_SUCCESS)

@@ -7,6 +7,9 @@
 
 #include "internal.h"
 
+/* SYMHEAP_TIMEOUT_MS's default (the table says the same, as text). */
+#define SYMHEAP__DEFAULT_TIMEOUT_MS 30000
+
 typedef enum {
   SYMHEAP_CFG_STRING,
   SYMHEAP_CFG_INT,

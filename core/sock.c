@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -122,6 +123,22 @@ static int wait_fd(int fd, short events, int64_t deadline_ms) {
  * anyone in the network namespace can connect, so the kernel's word on the
  * peer's uid decides before a byte is read.  Another user's connection is
  * dropped (with a warning) and the wait goes on. */
+symheap_result_t symheap__fd_limit_error(const char *call) {
+  int e = errno;
+  struct rlimit rl;
+  if (e == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0)
+    return symheap__error(
+        SYMHEAP_ERR_SYSTEM,
+        "%s: out of file descriptors: this process may have %llu open "
+        "(RLIMIT_NOFILE); rank 0 holds one per rank while the job joins, "
+        "every rank one per node-local peer, and registrations a few more "
+        "while they run: raise the limit (ulimit -n)",
+        call, (unsigned long long)rl.rlim_cur);
+  return symheap__error(SYMHEAP_ERR_SYSTEM,
+                        "%s: %s (the system-wide file table is full)", call,
+                        strerror(e));
+}
+
 symheap_result_t symheap__sock_accept(int lfd, int64_t deadline_ms, int *fd) {
   for (;;) {
     int w = wait_fd(lfd, POLLIN, deadline_ms);
@@ -131,6 +148,8 @@ symheap_result_t symheap__sock_accept(int lfd, int64_t deadline_ms, int *fd) {
     if (w < 0)
       return symheap__error(SYMHEAP_ERR_SYSTEM, "poll: %s", strerror(errno));
     int s = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    if (s < 0 && (errno == EMFILE || errno == ENFILE))
+      return symheap__fd_limit_error("accept");
     if (s < 0)
       return symheap__error(SYMHEAP_ERR_SYSTEM, "accept: %s", strerror(errno));
     struct ucred cred;

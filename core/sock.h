@@ -34,4 +34,8 @@ symheap_result_t symheap__sock_recv(int fd, void *buf, size_t len, int *recv_fd,
 void symheap__sock_unlink(const symheap__sockname_t *n);
 void symheap__hex(const unsigned char *in, size_t n, char *out);
 
+/* EMFILE/ENFILE from `call` as an error that names the limit, its value
+ * and what symheap holds descriptors for. */
+symheap_result_t symheap__fd_limit_error(const char *call);
+
 #endif

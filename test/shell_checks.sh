@@ -307,3 +307,32 @@ info_exit_status() {
   done
 }
 check "symheap-info: non-zero exit when comm init would fail" info_exit_status
+
+# Errors keep their cause, and a job launched wrong fails at once on every
+# rank, saying why, instead of waiting out the timeout for a "missing" rank.
+launch_errors_early() {
+  local out start case_cmd
+  for case_cmd in \
+    'if [ $SYMHEAP_RANK = 2 ]; then export SYMHEAP_NRANKS=4; fi|claims rank 2 of 4' \
+    'if [ $SYMHEAP_RANK = 2 ]; then export SYMHEAP_RANK=1; fi|joined already' \
+    'if [ $SYMHEAP_RANK = 1 ]; then export SYMHEAP_TIMEOUT_MS=abc; fi|SYMHEAP_TIMEOUT_MS=.abc. is not valid'; do
+    start=$SECONDS
+    # SIGTERM ignored: symheap-run stops the others when rank 0 fails, and
+    # every rank must get to say what it was told.
+    out=$(SYMHEAP_TIMEOUT_MS=30000 build/bin/symheap-run -n 3 sh -c \
+      "trap '' TERM; ${case_cmd%%|*}; exec build/test/test_multirank" 2>&1)
+    grep -q "${case_cmd#*|}" <<<"$out" || { echo "no '${case_cmd#*|}' in:"; echo "$out" | head -5; return 1; }
+    [ $((SECONDS - start)) -lt 10 ] || { echo "took $((SECONDS - start)) s: ${case_cmd%%|*}"; return 1; }
+    # Every rank reports it, not only the one launched wrong.
+    [ "$(grep -c "${case_cmd#*|}" <<<"$out")" -ge 3 ] ||
+      { echo "only one rank was told: ${case_cmd#*|}"; echo "$out" | head; return 1; }
+  done
+  # Rank 0 out of descriptors: its own cause, named, on every rank.
+  start=$SECONDS
+  out=$(SYMHEAP_TIMEOUT_MS=30000 build/bin/symheap-run -n 24 sh -c \
+    "trap '' TERM; if [ \$SYMHEAP_RANK = 0 ]; then ulimit -n 16; fi; exec build/test/test_multirank" 2>&1)
+  [ "$(grep -c 'out of file descriptors' <<<"$out")" -ge 8 ] ||
+    { echo "EMFILE not named on every rank:"; echo "$out" | head -5; return 1; }
+  [ $((SECONDS - start)) -lt 20 ] || { echo "EMFILE case took $((SECONDS - start)) s"; return 1; }
+}
+check "launch errors: every rank told why, at once" launch_errors_early

@@ -85,7 +85,9 @@ static void test_strays(void) {
   wrong_rank.rank = 7;
   wrong_rank.nranks = 9;
   /* 0: says nothing; 1: garbage; 2: a huge length; 3: a wrong token;
-   * 4: a wrong rank; 5: hangs up at once. */
+   * 4: a header and then nothing; 5: hangs up at once.  (A hello with the
+   * job's token and a wrong rank is one of the job's own, launched wrong:
+   * wrong_rank_claim below.) */
   if (strays[1] >= 0)
     send_all(strays[1], junk, sizeof junk);
   if (strays[2] >= 0)
@@ -94,10 +96,9 @@ static void test_strays(void) {
     send_all(strays[3], &hello_hdr, sizeof hello_hdr);
     send_all(strays[3], &wrong_token, sizeof wrong_token);
   }
-  if (strays[4] >= 0) {
+  if (strays[4] >= 0)
     send_all(strays[4], &hello_hdr, sizeof hello_hdr);
-    send_all(strays[4], &wrong_rank, sizeof wrong_rank);
-  }
+  (void)wrong_rank;
   if (strays[5] >= 0)
     close(strays[5]);
   pthread_create(&t1, NULL, join, &j[1]);
@@ -113,6 +114,45 @@ static void test_strays(void) {
   CHECK(j[0].ms < HELLO_MS + 3000, "the job took %lld ms to form",
         (long long)j[0].ms);
   printf("# 6 strays at the door, job formed in %lld ms\n", (long long)j[0].ms);
+  unsetenv("SYMHEAP_DEBUG");
+  th_end();
+}
+
+/* A process with the job's token that claims a rank the job does not have
+ * was launched wrong: every rank fails at once, told what was claimed,
+ * instead of waiting out the timeout for a "missing" rank. */
+static void test_wrong_rank_claim(void) {
+  th_begin("hostile", "wrong_rank_claim_fails_the_job_at_once", 0);
+  setenv("SYMHEAP_DEBUG", "NONE", 1);
+  setenv("SYMHEAP_TIMEOUT_MS", "20000", 1);
+  CHECK_OK(symheap_get_unique_id(&g_id));
+  join_t j[2] = {{0, 2, 0, 0, ""}, {1, 2, 0, 0, ""}};
+  pthread_t t0, t1;
+  pthread_create(&t0, NULL, join, &j[0]);
+  int fd = connect_to_job();
+  symheap__uid_t u;
+  CHECK_OK(symheap__uid_decode(&g_id, &u));
+  msg_hdr_t hello_hdr = {MSG_MAGIC, MSG_VERSION, MSG_HELLO, 0, sizeof(hello_t)};
+  hello_t wrong_rank;
+  memcpy(wrong_rank.token, u.token, sizeof wrong_rank.token);
+  wrong_rank.rank = 7;
+  wrong_rank.nranks = 9;
+  if (fd >= 0) {
+    send_all(fd, &hello_hdr, sizeof hello_hdr);
+    send_all(fd, &wrong_rank, sizeof wrong_rank);
+  }
+  pthread_create(&t1, NULL, join, &j[1]);
+  pthread_join(t0, NULL);
+  pthread_join(t1, NULL);
+  if (fd >= 0)
+    close(fd);
+  for (int r = 0; r < 2; r++) {
+    CHECK(j[r].r != SYMHEAP_SUCCESS && strstr(j[r].err, "claims rank 7 of 9"),
+          "rank %d: %s (%s)", r, symheap_strerror(j[r].r), j[r].err);
+    CHECK(j[r].ms < 5000, "rank %d took %lld ms to fail", r,
+          (long long)j[r].ms);
+  }
+  unsetenv("SYMHEAP_TIMEOUT_MS");
   unsetenv("SYMHEAP_DEBUG");
   th_end();
 }
@@ -236,6 +276,7 @@ static void test_bad_env(void) {
 int main(void) {
   test_other_user(); /* forks: first, before any thread */
   test_strays();
+  test_wrong_rank_claim();
   test_bad_env();
   return th_total_failures() ? 1 : 0;
 }
