@@ -379,6 +379,10 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_init_ccl(
                                      "set; give both or neither)"
                                    : "window_register (window_deregister is "
                                      "set; give both or neither)";
+  else if (SYMHEAP_HAS_MEMBER(ops, symheap_ccl_ops, split) && ops->split &&
+           !ops->fini)
+    missing = "fini (split is set, and the contexts it makes are released "
+              "with fini)";
   if (missing)
     return symheap__error(SYMHEAP_ERR_PLUGIN,
                           "symheap_comm_init_ccl: the ccl table lacks the "

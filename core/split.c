@@ -1,11 +1,16 @@
-/* Sub-communicators.  A split is a new comm of its own (bootstrap, pad,
- * windows) over the ranks that chose one color: every rank makes a unique
- * id, the parent comm exchanges them, and each color's first rank's id is
- * the one its members join with.  Failures agree over the parent, so every
- * rank of it returns the same result and nothing is left half made. */
+/* Sub-communicators.  A split is a new comm of its own (ccl, pad, windows)
+ * over the ranks that chose one color.  It rides on the parent's runtime:
+ * the parent's ccl splits its context when it can (MPI_Comm_split, say);
+ * otherwise the members meet over symheap's socket bootstrap (every rank
+ * makes a unique id, the parent exchanges them, and each color's first
+ * rank's id is the one its members join with), which reaches one host only,
+ * so a parent spanning hosts without a ccl split is refused.  Failures agree
+ * over the parent, so every rank of it returns the same result and nothing
+ * is left half made. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "bootstrap.h"
 #include "comm.h"
 
 typedef struct {
@@ -29,6 +34,49 @@ static int members(const split_rec_t *all, int n, int color, int *out) {
   return m;
 }
 
+/* How the members of the new comm meet. */
+typedef enum { VIA_BOOTSTRAP, VIA_CCL_SPLIT, VIA_NOTHING } split_via_t;
+
+static split_via_t split_via(symheap_comm_t c) {
+  if (c->ccl.split)
+    return VIA_CCL_SPLIT;
+  if (strcmp(c->ccl.name, symheap__local_ccl_ops.name) == 0 || c->nhosts == 1)
+    return VIA_BOOTSTRAP;
+  return VIA_NOTHING;
+}
+
+/* Every rank calls the parent ccl's split (it is collective); members make
+ * their comm on the context it gives them. */
+static symheap_result_t child_over_ccl(symheap_comm_t c, int color, int key,
+                                      symheap_comm_t *child) {
+  void *ctx = NULL;
+  symheap_result_t r =
+      c->ccl.split(c->ccl_ctx, color == SYMHEAP_COLOR_NONE ? -1 : color, key,
+                   c->timeout_ms, &ctx);
+  /* Every rank learns whether every split worked before any member starts
+   * a comm on its new context (whose peers would otherwise wait). */
+  r = symheap__agree(c, r, 0, NULL, 0, NULL);
+  if (r != SYMHEAP_SUCCESS) {
+    if (ctx)
+      c->ccl.fini(ctx);
+    return r;
+  }
+  if (color == SYMHEAP_COLOR_NONE)
+    return SYMHEAP_SUCCESS;
+  if (!ctx)
+    return symheap__error(SYMHEAP_ERR_PLUGIN,
+                          "ccl '%s': split gave no context for color %d",
+                          c->ccl.name, color);
+  /* The new comm's device is this one's (see below). */
+  symheap_device_caps_t caps = {sizeof caps, 0, 0, 0, 0, 0, 0, ""};
+  r = c->dev.ops.query(c->dev_ctx, &caps);
+  if (r != SYMHEAP_SUCCESS) {
+    c->ccl.fini(ctx);
+    return r;
+  }
+  return symheap__comm_setup(child, &c->ccl, ctx, 1, c->timeout_ms);
+}
+
 static symheap_result_t split(symheap_comm_t c, int color, int key,
                               symheap_comm_t *out, const char *fn) {
   symheap_result_t r = symheap__comm_enter(c, fn);
@@ -47,11 +95,26 @@ static symheap_result_t split(symheap_comm_t c, int color, int key,
                        fn, color);
   else if (!all || !mem)
     r = symheap__error(SYMHEAP_ERR_NO_MEMORY, "%s: no memory", fn);
-  else if (color != SYMHEAP_COLOR_NONE)
+  else if (split_via(c) == VIA_NOTHING)
+    r = symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+                       "%s: this comm rides on ccl '%s', which cannot split "
+                       "(no symheap_ccl_ops.split), and it spans %d hosts, "
+                       "which symheap's own bootstrap cannot reach: split "
+                       "your runtime's communicator and make a comm on it "
+                       "(symheap_comm_init_ccl), or give the ccl a split",
+                       fn, c->ccl.name, c->nhosts);
+  else if (color != SYMHEAP_COLOR_NONE && split_via(c) == VIA_BOOTSTRAP)
     r = symheap_get_unique_id(&me.id);
   r = symheap__agree(c, r, 0, &me, sizeof me, all);
   symheap_comm_t child = NULL;
-  if (r == SYMHEAP_SUCCESS && color != SYMHEAP_COLOR_NONE) {
+  if (r == SYMHEAP_SUCCESS && split_via(c) == VIA_CCL_SPLIT) {
+    r = child_over_ccl(c, color, key, &child);
+    int m = color != SYMHEAP_COLOR_NONE ? members(all, c->nranks, color, mem)
+                                        : 0;
+    for (int i = 0; r == SYMHEAP_SUCCESS && child && i < m; i++)
+      child->world[i] = c->world[mem[i]];
+    symheap__log_set_rank(c->rank);
+  } else if (r == SYMHEAP_SUCCESS && color != SYMHEAP_COLOR_NONE) {
     int m = members(all, c->nranks, color, mem), newrank = 0;
     while (mem[newrank] != c->rank)
       newrank++;

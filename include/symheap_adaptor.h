@@ -335,6 +335,15 @@ typedef struct symheap_ccl_ops {
    * SYMHEAP_CCL=<its name> makes symheap_comm_init_env ride on. */
   symheap_result_t (*open)(const symheap_host_services_t *svc, int timeout_ms,
                            void **ctx);
+  /* Optional: split the context, collectively over its ranks, as
+   * MPI_Comm_split does: ranks with the same color >= 0 form a new context
+   * ordered by (key, rank); a rank with color < 0 gets *child NULL.
+   * symheap_comm_split of a comm on this ccl rides on it; the new contexts
+   * are released with fini, so a ccl with split has a fini.  Without
+   * split, a comm on this ccl splits over symheap's own socket bootstrap,
+   * which reaches one host only. */
+  symheap_result_t (*split)(void *ctx, int color, int key, int timeout_ms,
+                            void **child);
 } symheap_ccl_ops;
 
 /* A window as a vendor window path registered it. */

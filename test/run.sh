@@ -115,6 +115,8 @@ suite() { # suite PREFIX BUILD WRAPPER...
   run "$prefix embedding example (minicoll)" "$@" "$b/test/test_embed"
   run "$prefix vendor window path (ccl) procs x3" build/bin/symheap-run -n 3 \
     "$@" "$b/test/test_window_path"
+  run "$prefix split of comms on a caller's runtime procs x4" build/bin/symheap-run -n 4 \
+    "$@" "$b/test/test_split_ccl"
   run "$prefix plugins" "$@" "$b/test/test_plugins" "$PWD/$b/lib" "$PWD/$b/test/bad_plugins"
   run "$prefix example plugin procs x4" $plug SYMHEAP_PLUGIN=example SYMHEAP_DEVICE=example \
     build/bin/symheap-run -n 4 "$@" "$b/test/test_multirank"
