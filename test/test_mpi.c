@@ -78,6 +78,27 @@ int main(int argc, char **argv) {
   MPI_Comm_free(&half);
   th_end();
 
+  /* symheap_comm_split of an MPI comm rides on MPI_Comm_split: the child's
+   * ccl is MPI too (it once fell back to symheap's socket bootstrap). */
+  th_begin("mpi", "symheap_split_rides_on_mpi", rank);
+  if (comm) {
+    symheap_comm_t child = NULL;
+    CHECK_OK(symheap_comm_split(comm, rank % 2, n - rank, &child));
+    if (child) {
+      int r = -1, s = -1;
+      symheap_comm_rank(child, &r);
+      symheap_comm_size(child, &s);
+      symheap_comm_info_t info = SYMHEAP_COMM_INFO_INIT;
+      CHECK_OK(symheap_comm_get_info(child, &info));
+      CHECK(strcmp(info.ccl_adaptor, "mpi") == 0, "child on ccl '%s'",
+            info.ccl_adaptor);
+      CHECK(s == (n + 1 - rank % 2) / 2, "child of %d ranks", s);
+      pattern(child, r, s, "symheap split");
+      CHECK_OK(symheap_comm_destroy(child));
+    }
+  }
+  th_end();
+
   th_begin("mpi", "bad_arguments", rank);
   CHECK_ERR(symheap_comm_init_mpi(&sub, MPI_COMM_NULL),
             SYMHEAP_ERR_INVALID_ARG);

@@ -104,6 +104,46 @@ static void mpi_fini(void *ctx) {
   free(m);
 }
 
+/* MPI_Comm_split has no timeout; an Iallgather first (polled against the
+ * deadline) makes sure every rank is there, so the split then completes. */
+static symheap_result_t mpi_split(void *ctx, int color, int key, int timeout_ms,
+                                  void **child) {
+  mpi_ctx_t *m = ctx;
+  *child = NULL;
+  int here = 1, *all = calloc((size_t)m->size, sizeof *all);
+  if (!all)
+    return m->svc->error(SYMHEAP_ERR_NO_MEMORY, "MPI ccl: out of memory");
+  symheap_result_t r = mpi_allgather(m, &here, all, sizeof here, timeout_ms);
+  free(all);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  MPI_Comm nc = MPI_COMM_NULL;
+  int err = MPI_Comm_split(m->comm, color < 0 ? MPI_UNDEFINED : color, key, &nc);
+  if (err != MPI_SUCCESS)
+    return fail(m, SYMHEAP_ERR_REMOTE, "MPI_Comm_split", err);
+  if (nc == MPI_COMM_NULL)
+    return SYMHEAP_SUCCESS;
+  mpi_ctx_t *c = calloc(1, sizeof *c);
+  if (!c) {
+    MPI_Comm_free(&nc);
+    return m->svc->error(SYMHEAP_ERR_NO_MEMORY, "MPI ccl: out of memory");
+  }
+  c->svc = m->svc;
+  c->comm = nc;
+  err = MPI_Comm_set_errhandler(nc, MPI_ERRORS_RETURN);
+  if (err == MPI_SUCCESS)
+    err = MPI_Comm_rank(nc, &c->rank);
+  if (err == MPI_SUCCESS)
+    err = MPI_Comm_size(nc, &c->size);
+  if (err != MPI_SUCCESS) {
+    r = fail(m, SYMHEAP_ERR_REMOTE, "MPI_Comm_split", err);
+    mpi_fini(c);
+    return r;
+  }
+  *child = c;
+  return SYMHEAP_SUCCESS;
+}
+
 static const symheap_ccl_ops mpi_ops = {
     .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
     .struct_size = sizeof(symheap_ccl_ops),
@@ -113,6 +153,7 @@ static const symheap_ccl_ops mpi_ops = {
     .allgather = mpi_allgather,
     .barrier = mpi_barrier,
     .fini = mpi_fini,
+    .split = mpi_split,
 };
 
 static symheap_result_t make_ctx(const symheap_host_services_t *svc,
