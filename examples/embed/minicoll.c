@@ -20,11 +20,35 @@ struct minicoll {
   int *fd; /* rank 0: one per rank; others: fd[0] to rank 0 */
   symheap_comm_t comm;
   symheap_window_t win;
-  size_t cap; /* bytes of the window */
+  size_t cap;        /* bytes of the window */
+  int made_by_split; /* symheap owns it: the ccl's fini releases it */
 };
 
 static char err[512];
 const char *minicoll_error(void) { return err; }
+
+static void close_all(minicoll_t *mc) {
+  for (int r = 0; mc->fd && r < mc->n; r++)
+    if (mc->fd[r] >= 0)
+      close(mc->fd[r]);
+  free(mc->fd);
+  free(mc);
+}
+
+static minicoll_t *alloc_mc(int rank, int n) {
+  minicoll_t *mc = calloc(1, sizeof *mc);
+  if (!mc || !(mc->fd = calloc((size_t)n, sizeof(int)))) {
+    free(mc);
+    snprintf(err, sizeof err, "minicoll: out of memory");
+    return NULL;
+  }
+  mc->rank = rank;
+  mc->n = n;
+  for (int r = 0; r < n; r++)
+    mc->fd[r] = -1;
+  return mc;
+}
+
 
 static int io_all(int fd, void *buf, size_t len, int sending, int ms) {
   struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
@@ -71,55 +95,65 @@ static symheap_result_t mc_allgather(void *ctx, const void *in, void *out,
   return SYMHEAP_SUCCESS;
 }
 
-static const symheap_ccl_ops minicoll_ccl = {
-    .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
-    .struct_size = sizeof(symheap_ccl_ops),
-    .name = "minicoll",
-    .rank = mc_rank,
-    .size = mc_size,
-    .allgather = mc_allgather,
-    .barrier = NULL, /* symheap barriers with an empty allgather */
-    .fini = NULL,    /* minicoll owns its context */
-};
 
 /* --- its own bootstrap ---------------------------------------------------- */
-static int bootstrap(minicoll_t *mc, int port) {
+/* Rank 0's side: listen on loopback `port` (0: any free one, *port says
+ * which). */
+static int listen_on(int *port, int *out) {
+  struct sockaddr_in a;
+  socklen_t alen = sizeof a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_port = htons((uint16_t)*port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int one = 1, l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (l >= 0)
+    setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, 64) ||
+      getsockname(l, (struct sockaddr *)&a, &alen)) {
+    snprintf(err, sizeof err, "minicoll: listen on port %d: %s", *port,
+             strerror(errno));
+    if (l >= 0)
+      close(l);
+    return -1;
+  }
+  *port = ntohs(a.sin_port);
+  *out = l;
+  return 0;
+}
+
+/* Rank 0 takes in the other n - 1 ranks (each says who it is), within 10 s
+ * each (SO_RCVTIMEO bounds accept). */
+static int accept_all(minicoll_t *mc, int l) {
+  int one = 1;
+  struct timeval tv = {10, 0};
+  setsockopt(l, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  for (int k = 1; k < mc->n; k++) {
+    int s = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+    int32_t who = -1;
+    if (s < 0) {
+      snprintf(err, sizeof err, "minicoll: accept: %s", strerror(errno));
+      return -1;
+    }
+    if (io_all(s, &who, sizeof who, 0, 10000) || who <= 0 || who >= mc->n ||
+        mc->fd[who] >= 0) {
+      close(s);
+      k--; /* not one of ours */
+      continue;
+    }
+    setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    mc->fd[who] = s;
+  }
+  return 0;
+}
+
+static int connect_to(minicoll_t *mc, int port) {
   struct sockaddr_in a;
   memset(&a, 0, sizeof a);
   a.sin_family = AF_INET;
   a.sin_port = htons((uint16_t)port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   int one = 1;
-  if (mc->rank == 0) {
-    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, 64)) {
-      snprintf(err, sizeof err, "minicoll: listen on port %d: %s", port,
-               strerror(errno));
-      if (l >= 0)
-        close(l);
-      return -1;
-    }
-    for (int k = 1; k < mc->n; k++) {
-      int s = accept4(l, NULL, NULL, SOCK_CLOEXEC);
-      int32_t who = -1;
-      if (s < 0) {
-        snprintf(err, sizeof err, "minicoll: accept: %s", strerror(errno));
-        close(l);
-        return -1;
-      }
-      if (io_all(s, &who, sizeof who, 0, 10000) || who <= 0 ||
-          who >= mc->n || mc->fd[who] >= 0) {
-        close(s);
-        k--; /* not one of ours */
-        continue;
-      }
-      setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      mc->fd[who] = s;
-    }
-    close(l);
-    return 0;
-  }
   for (int tries = 0; tries < 1000; tries++) {
     int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s >= 0 && connect(s, (struct sockaddr *)&a, sizeof a) == 0) {
@@ -137,17 +171,96 @@ static int bootstrap(minicoll_t *mc, int port) {
   return -1;
 }
 
-int minicoll_init(minicoll_t **out, int rank, int n, int port) {
-  minicoll_t *mc = calloc(1, sizeof *mc);
-  if (!mc || !(mc->fd = calloc((size_t)n, sizeof(int)))) {
-    free(mc);
-    snprintf(err, sizeof err, "minicoll: out of memory");
-    return -1;
+static int bootstrap(minicoll_t *mc, int port) {
+  if (mc->rank != 0)
+    return connect_to(mc, port);
+  int l, rc = listen_on(&port, &l);
+  if (rc == 0) {
+    rc = accept_all(mc, l);
+    close(l);
   }
-  mc->rank = rank;
-  mc->n = n;
-  for (int r = 0; r < n; r++)
-    mc->fd[r] = -1;
+  return rc;
+}
+
+/* --- splitting: symheap_comm_split of a comm on minicoll rides on it ------ */
+typedef struct {
+  int32_t color, key, port;
+} split_rec_t;
+
+/* The new context of this rank's color, bootstrapped over the parent: the
+ * members are ordered by (key, rank); the first listens on a free port and
+ * the parent's allgather tells the others which. */
+static symheap_result_t mc_split(void *ctx, int color, int key, int timeout_ms,
+                                 void **child) {
+  minicoll_t *mc = ctx;
+  const symheap_host_services_t *svc = symheap_host_services();
+  split_rec_t me = {color, key, 0}, *all = calloc((size_t)mc->n, sizeof *all);
+  minicoll_t *c = NULL;
+  int l = -1, rank = 0, n = 0;
+  *child = NULL;
+  if (!all)
+    return svc->error(SYMHEAP_ERR_NO_MEMORY, "minicoll: out of memory");
+  symheap_result_t r = mc_allgather(mc, &me, all, sizeof me, timeout_ms);
+  for (int p = 0; r == SYMHEAP_SUCCESS && color >= 0 && p < mc->n; p++)
+    if (all[p].color == color) {
+      n++;
+      if (all[p].key < key || (all[p].key == key && p < mc->rank))
+        rank++;
+    }
+  if (r == SYMHEAP_SUCCESS && color >= 0 && rank == 0 &&
+      listen_on(&me.port, &l) != 0)
+    me.port = -1; /* the others hear it and give up too */
+  if (r == SYMHEAP_SUCCESS)
+    r = mc_allgather(mc, &me, all, sizeof me, timeout_ms);
+  int port = 0;
+  for (int p = 0; r == SYMHEAP_SUCCESS && color >= 0 && p < mc->n; p++)
+    if (all[p].color == color && all[p].port)
+      port = all[p].port;
+  if (r == SYMHEAP_SUCCESS && color >= 0) {
+    c = port > 0 ? alloc_mc(rank, n) : NULL;
+    if (!c || (rank == 0 ? accept_all(c, l) : connect_to(c, port)) != 0)
+      r = svc->error(SYMHEAP_ERR_REMOTE, "minicoll: split: %s", err);
+  }
+  if (l >= 0)
+    close(l);
+  free(all);
+  if (r != SYMHEAP_SUCCESS) {
+    if (c)
+      close_all(c);
+    return r;
+  }
+  if (c)
+    c->made_by_split = 1;
+  *child = c;
+  return SYMHEAP_SUCCESS;
+}
+
+/* Releases what symheap owns: the contexts split made.  The one the
+ * program passed to symheap_comm_init_ccl stays its own (minicoll_finalize). */
+static void mc_fini(void *ctx) {
+  minicoll_t *mc = ctx;
+  if (mc->made_by_split)
+    close_all(mc);
+}
+
+static const symheap_ccl_ops minicoll_ccl = {
+    .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
+    .struct_size = sizeof(symheap_ccl_ops),
+    .name = "minicoll",
+    .rank = mc_rank,
+    .size = mc_size,
+    .allgather = mc_allgather,
+    .barrier = NULL, /* symheap barriers with an empty allgather */
+    .fini = mc_fini, /* split contexts only: minicoll owns its own */
+    .split = mc_split,
+};
+
+symheap_comm_t minicoll_symheap_comm(minicoll_t *mc) { return mc->comm; }
+
+int minicoll_init(minicoll_t **out, int rank, int n, int port) {
+  minicoll_t *mc = alloc_mc(rank, n);
+  if (!mc)
+    return -1;
   if (bootstrap(mc, port) != 0) {
     minicoll_finalize(mc);
     return -1;
@@ -206,9 +319,5 @@ void minicoll_finalize(minicoll_t *mc) {
     symheap_free(mc->comm, mc->win);
   if (mc->comm)
     symheap_comm_destroy(mc->comm);
-  for (int r = 0; mc->fd && r < mc->n; r++)
-    if (mc->fd[r] >= 0)
-      close(mc->fd[r]);
-  free(mc->fd);
-  free(mc);
+  close_all(mc);
 }

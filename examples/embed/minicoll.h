@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "symheap.h"
+
 typedef struct minicoll minicoll_t;
 
 /* Collective over n processes on one host; rank 0 listens on `port`. */
@@ -16,6 +18,9 @@ int minicoll_init(minicoll_t **mc, int rank, int n, int port);
 int minicoll_allreduce_f32(minicoll_t *mc, float *data, size_t count);
 /* Collective. */
 void minicoll_finalize(minicoll_t *mc);
+/* The symheap comm minicoll rides on (symheap_comm_split of it rides on
+ * minicoll's own split). */
+symheap_comm_t minicoll_symheap_comm(minicoll_t *mc);
 /* The last error, for messages. */
 const char *minicoll_error(void);
 

@@ -56,6 +56,44 @@ static int rank_main(int rank, int n, int port) {
     }
     free(d);
   }
+  /* symheap_comm_split of the comm rides on minicoll's own split: halves,
+   * each a comm whose ccl is minicoll, with windows that work. */
+  symheap_comm_t half = NULL;
+  symheap_result_t r =
+      symheap_comm_split(minicoll_symheap_comm(mc), rank % 2, rank, &half);
+  symheap_comm_info_t info = SYMHEAP_COMM_INFO_INIT;
+  if (r == SYMHEAP_SUCCESS)
+    r = symheap_comm_get_info(half, &info);
+  if (r != SYMHEAP_SUCCESS || strcmp(info.ccl_adaptor, "minicoll") != 0) {
+    printf("FAIL embed/split [rank %d] %s (ccl '%s')\n", rank,
+           symheap_last_error(), info.ccl_adaptor);
+    bad = 1;
+  } else {
+    symheap_window_t w;
+    int hr, hn, *mine, *peer;
+    symheap_comm_rank(half, &hr);
+    symheap_comm_size(half, &hn);
+    r = symheap_malloc(half, 4096, 0, &w);
+    if (r == SYMHEAP_SUCCESS) {
+      symheap_window_local_ptr(w, (void **)&mine);
+      *mine = 70 + rank;
+      symheap_comm_barrier(half);
+      symheap_window_peer_ptr(w, (hr + 1) % hn, (void **)&peer);
+      /* the next member of this half is rank + 2 in the parent */
+      if (*peer != 70 + (rank + 2) % n) {
+        printf("FAIL embed/split [rank %d] read %d from its peer\n", rank,
+               *peer);
+        bad = 1;
+      }
+      symheap_comm_barrier(half);
+      symheap_free(half, w);
+    } else {
+      printf("FAIL embed/split [rank %d] malloc: %s\n", rank,
+             symheap_last_error());
+      bad = 1;
+    }
+    symheap_comm_destroy(half);
+  }
   minicoll_finalize(mc);
   return bad;
 }
@@ -96,7 +134,7 @@ int main(void) {
     waitpid(pids[r], &st, 0);
     failed |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
   }
-  printf("%s embed/allreduce_over_symheap_on_own_bootstrap\n",
+  printf("%s embed/allreduce_and_split_over_symheap_on_own_bootstrap\n",
          failed ? "FAIL" : "PASS");
 
   /* The table is checked before anything happens. */
