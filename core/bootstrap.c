@@ -5,6 +5,7 @@
  * answers every rank; when it loses or waits too long for one, it tells the
  * others which rank and why (an ABORT message), so every survivor names the
  * same culprit instead of timing out on rank 0. */
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -46,21 +47,48 @@ static symheap_result_t recv_hdr(int fd, msg_hdr_t *h, int64_t deadline,
 }
 
 /* Read an ABORT body and turn it into this rank's error. */
-static symheap_result_t take_abort(int fd, const msg_hdr_t *h,
+static symheap_result_t take_abort(local_t *l, const msg_hdr_t *h,
                                    int64_t deadline) {
   unsigned char raw[sizeof(abort_t)];
   if (h->len != sizeof raw)
     return symheap__error(SYMHEAP_ERR_REMOTE, "malformed abort from rank 0");
   symheap_result_t r =
-      symheap__sock_recv(fd, raw, sizeof raw, NULL, deadline, 0);
-  return r == SYMHEAP_SUCCESS ? symheap__msg_take_abort(raw, sizeof raw) : r;
+      symheap__sock_recv(l->fds[0], raw, sizeof raw, NULL, deadline, 0);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  abort_t a;
+  memcpy(&a, raw, sizeof a);
+  a.msg[sizeof a.msg - 1] = '\0';
+  /* Blamed itself: this rank was the late one (stopped, or too slow). */
+  if (a.rank == l->rank && l->rank != 0)
+    return symheap__error(SYMHEAP_ERR_REMOTE,
+                          "rank 0 gave up on collective #%u waiting for this "
+                          "rank (rank %d), which arrived late or was stopped: "
+                          "%s",
+                          h->seq, l->rank, a.msg);
+  return symheap__msg_take_abort(raw, sizeof raw);
 }
 
-static void send_abort(local_t *l, int failed, const abort_t *a) {
+/* An abort rank 0 sent while this rank was away, if one is waiting. */
+static symheap_result_t pending_abort(local_t *l, int64_t deadline) {
+  struct pollfd pf = {l->fds[0], POLLIN, 0};
+  msg_hdr_t h;
+  if (poll(&pf, 1, 0) <= 0 || !(pf.revents & POLLIN))
+    return SYMHEAP_SUCCESS;
+  symheap_result_t r;
+  SYMHEAP__KEEP_ERROR(r = recv_hdr(l->fds[0], &h, deadline, 0));
+  if (r != SYMHEAP_SUCCESS || h.type != MSG_ABORT)
+    return SYMHEAP_SUCCESS; /* a closed socket says nothing more */
+  return take_abort(l, &h, deadline);
+}
+
+/* To every rank, the one that failed too: it may only be late (stopped,
+ * say), and must not go on to complete a collective the others gave up on. */
+static void send_abort(local_t *l, const abort_t *a) {
   /* Best effort with a short deadline: the others may be gone too. */
   int64_t deadline = symheap__now_ms() + 100;
   for (int r = 1; r < l->nranks; r++)
-    if (r != failed && l->fds[r] >= 0)
+    if (l->fds[r] >= 0)
       (void)send_msg(l->fds[r], MSG_ABORT, l->seq, a, sizeof *a, deadline, r);
 }
 
@@ -70,7 +98,7 @@ static void root_abort_all(local_t *l, int failed, symheap_result_t code) {
   a.rank = failed;
   a.code = code;
   snprintf(a.msg, sizeof a.msg, "%s", symheap__error_peek());
-  SYMHEAP__KEEP_ERROR(send_abort(l, failed, &a));
+  SYMHEAP__KEEP_ERROR(send_abort(l, &a));
 }
 
 static void local_free(local_t *l) {
@@ -227,7 +255,7 @@ static symheap_result_t peer_join(local_t *l, const symheap__uid_t *uid,
   if (r != SYMHEAP_SUCCESS)
     return symheap__error_context(r, "waiting for every rank to join");
   if (h.type == MSG_ABORT)
-    return take_abort(l->fds[0], &h, deadline + GRACE_MS);
+    return take_abort(l, &h, deadline + GRACE_MS);
   if (h.type != MSG_WELCOME || h.len != 0)
     return symheap__error(SYMHEAP_ERR_REMOTE,
                           "unexpected bootstrap message %u from rank 0",
@@ -266,13 +294,70 @@ symheap_result_t symheap__local_ccl_create(const symheap__uid_t *uid,
 static int local_rank(void *ctx) { return ((local_t *)ctx)->rank; }
 static int local_size(void *ctx) { return ((local_t *)ctx)->nranks; }
 
+/* A peer that gave up on a collective (timed out, lost rank 0) tells rank 0
+ * before it goes: rank 0, if it was the late one, must fail that
+ * collective too, not complete it. */
+static void peer_give_up(local_t *l) {
+  abort_t a;
+  memset(&a, 0, sizeof a);
+  a.rank = l->rank;
+  a.code = SYMHEAP_ERR_REMOTE;
+  snprintf(a.msg, sizeof a.msg, "%s", symheap__error_peek());
+  SYMHEAP__KEEP_ERROR((void)send_msg(l->fds[0], MSG_ABORT, l->seq, &a,
+                                     sizeof a, symheap__now_ms() + 100, 0));
+}
+
+/* Rank 0 read an ABORT where a peer's message should be: that peer gave up
+ * on collective h->seq. */
+static symheap_result_t peer_gave_up(local_t *l, int r, const msg_hdr_t *h,
+                                     int64_t deadline) {
+  abort_t a;
+  memset(&a, 0, sizeof a);
+  if (h->len != sizeof a ||
+      symheap__sock_recv(l->fds[r], &a, sizeof a, NULL, deadline, r) !=
+          SYMHEAP_SUCCESS)
+    return symheap__error(SYMHEAP_ERR_REMOTE, "rank %d gave up on collective "
+                                              "#%u and said nothing more",
+                          r, h->seq);
+  a.msg[sizeof a.msg - 1] = '\0';
+  return symheap__error(SYMHEAP_ERR_REMOTE,
+                        "rank %d gave up on collective #%u%s (this rank "
+                        "arrived late, or was stopped): %s",
+                        r, h->seq, h->seq == l->seq ? ", this one" : "",
+                        a.msg);
+}
+
+/* After every peer's part arrived and before the result goes out: a peer
+ * that has since given up has said so (its only possible message now). */
+static symheap_result_t root_check_give_ups(local_t *l, int64_t deadline) {
+  for (int r = 1; r < l->nranks; r++) {
+    struct pollfd pf = {l->fds[r], POLLIN, 0};
+    if (poll(&pf, 1, 0) <= 0)
+      continue;
+    msg_hdr_t h;
+    symheap_result_t res = recv_hdr(l->fds[r], &h, deadline, r);
+    if (res == SYMHEAP_SUCCESS)
+      res = h.type == MSG_ABORT
+                ? peer_gave_up(l, r, &h, deadline)
+                : symheap__error(SYMHEAP_ERR_REMOTE,
+                                 "rank %d is out of step: sent message %u seq "
+                                 "%u before collective #%u was done",
+                                 r, h.type, h.seq, l->seq);
+    root_abort_all(l, r, res);
+    return res;
+  }
+  return SYMHEAP_SUCCESS;
+}
+
 static symheap_result_t root_allgather(local_t *l, const void *in, char *out,
                                        size_t bytes, int64_t deadline) {
   for (int r = 1; r < l->nranks; r++) {
     msg_hdr_t h;
     symheap_result_t res = recv_hdr(l->fds[r], &h, deadline, r);
-    if (res == SYMHEAP_SUCCESS &&
-        (h.type != MSG_GATHER || h.seq != l->seq || h.len != bytes))
+    if (res == SYMHEAP_SUCCESS && h.type == MSG_ABORT)
+      res = peer_gave_up(l, r, &h, deadline);
+    else if (res == SYMHEAP_SUCCESS &&
+             (h.type != MSG_GATHER || h.seq != l->seq || h.len != bytes))
       res = symheap__error(SYMHEAP_ERR_REMOTE,
                            "rank %d is out of step: sent message %u seq %u "
                            "len %u, expected gather seq %u len %zu",
@@ -285,6 +370,9 @@ static symheap_result_t root_allgather(local_t *l, const void *in, char *out,
       return res;
     }
   }
+  symheap_result_t given_up = root_check_give_ups(l, deadline);
+  if (given_up != SYMHEAP_SUCCESS)
+    return given_up;
   memcpy(out, in, bytes);
   size_t total = bytes * (size_t)l->nranks;
   for (int r = 1; r < l->nranks; r++) {
@@ -300,8 +388,13 @@ static symheap_result_t root_allgather(local_t *l, const void *in, char *out,
 
 static symheap_result_t peer_allgather(local_t *l, const void *in, char *out,
                                        size_t bytes, int64_t deadline) {
-  symheap_result_t r =
-      send_msg(l->fds[0], MSG_GATHER, l->seq, in, (uint32_t)bytes, deadline, 0);
+  /* Rank 0 may have given up on this collective while this rank was away:
+   * its abort is waiting, and says why (before a send to a closed socket
+   * could only say "lost connection"). */
+  symheap_result_t r = pending_abort(l, deadline);
+  if (r == SYMHEAP_SUCCESS)
+    r = send_msg(l->fds[0], MSG_GATHER, l->seq, in, (uint32_t)bytes, deadline,
+                 0);
   if (r != SYMHEAP_SUCCESS)
     return r;
   msg_hdr_t h;
@@ -309,7 +402,7 @@ static symheap_result_t peer_allgather(local_t *l, const void *in, char *out,
   if (r != SYMHEAP_SUCCESS)
     return r;
   if (h.type == MSG_ABORT)
-    return take_abort(l->fds[0], &h, deadline + GRACE_MS);
+    return take_abort(l, &h, deadline + GRACE_MS);
   size_t total = bytes * (size_t)l->nranks;
   if (h.type != MSG_RESULT || h.seq != l->seq || h.len != total)
     return symheap__error(SYMHEAP_ERR_REMOTE,
@@ -334,8 +427,12 @@ static symheap_result_t local_allgather(void *ctx, const void *in, void *out,
     memcpy(out, in, bytes);
     return SYMHEAP_SUCCESS;
   }
-  return l->rank == 0 ? root_allgather(l, in, out, bytes, deadline)
-                      : peer_allgather(l, in, out, bytes, deadline);
+  if (l->rank == 0)
+    return root_allgather(l, in, out, bytes, deadline);
+  symheap_result_t r = peer_allgather(l, in, out, bytes, deadline);
+  if (r != SYMHEAP_SUCCESS)
+    peer_give_up(l);
+  return r;
 }
 
 static void local_fini(void *ctx) { local_free(ctx); }

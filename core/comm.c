@@ -22,11 +22,22 @@ static symheap_result_t forked(symheap_comm_t c, const char *fn) {
                         fn, (int)c->pid, (int)getpid());
 }
 
+int64_t symheap__call_deadline(symheap_comm_t c) {
+  return c->call_deadline_ms ? c->call_deadline_ms
+                             : symheap__now_ms() + c->timeout_ms;
+}
+
+int symheap__call_remaining_ms(symheap_comm_t c) {
+  int64_t left = symheap__call_deadline(c) - symheap__now_ms();
+  return left < 1 ? 1 : left > INT32_MAX ? INT32_MAX : (int)left;
+}
+
 symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn) {
   if (!c)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s: comm is NULL", fn);
   if (c->pid != getpid())
     return forked(c, fn);
+  c->call_deadline_ms = symheap__now_ms() + c->timeout_ms;
   symheap__log_set_rank(c->rank);
   if (c->broken != SYMHEAP_SUCCESS)
     return symheap__error(c->broken,
@@ -44,7 +55,8 @@ symheap_result_t symheap__comm_allgather(symheap_comm_t c, const void *in,
     return symheap__error(c->broken, "the comm failed earlier: %s",
                           c->broken_why);
   symheap_result_t r =
-      c->ccl.allgather(c->ccl_ctx, in, out, bytes, c->timeout_ms);
+      c->ccl.allgather(c->ccl_ctx, in, out, bytes,
+                       symheap__call_remaining_ms(c));
   if (r != SYMHEAP_SUCCESS) {
     /* A collective that failed part way leaves the ranks out of step. */
     c->broken = r;
@@ -225,7 +237,8 @@ static void comm_free(symheap_comm_t c) {
 /* Everything after the ccl exists: shared by every way of making a comm. */
 symheap_result_t symheap__comm_setup(symheap_comm_t *out,
                                      const symheap_ccl_ops *ops, void *ctx,
-                                     int owned, int timeout_ms) {
+                                     int owned, int timeout_ms,
+                                     int64_t deadline_ms) {
   symheap_comm_t c = calloc(1, sizeof *c);
   if (!c) {
     if (owned && ops->fini)
@@ -238,6 +251,7 @@ symheap_result_t symheap__comm_setup(symheap_comm_t *out,
   c->rank = ops->rank(ctx);
   c->nranks = ops->size(ctx);
   c->timeout_ms = timeout_ms;
+  c->call_deadline_ms = deadline_ms;
   c->pid = getpid();
   c->stats.struct_size = sizeof c->stats;
   c->world = calloc((size_t)c->nranks, sizeof *c->world);
@@ -334,6 +348,7 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_init(
                           "symheap_comm_init: rank %d of %d is out of range",
                           rank, nranks);
   symheap__log_set_rank(rank);
+  int64_t start = symheap__now_ms();
   symheap__uid_t uid;
   symheap_result_t r = symheap__uid_decode(id, &uid);
   if (r != SYMHEAP_SUCCESS)
@@ -348,8 +363,9 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_init(
   r = symheap__local_ccl_create(&uid, nranks, rank, (int)timeout, &ctx);
   if (r != SYMHEAP_SUCCESS)
     return symheap__error_context(r, "rank %d joining the job", rank);
+  /* The join and the setup after it are one call: one deadline. */
   return symheap__comm_setup(comm, &symheap__local_ccl_ops, ctx, 1,
-                             (int)timeout);
+                             (int)timeout, start + timeout);
 }
 
 SYMHEAP__EXPORT symheap_result_t symheap_comm_init_ccl(
@@ -404,7 +420,8 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_init_ccl(
   symheap_result_t r = symheap__cfg_int("SYMHEAP_TIMEOUT_MS", &timeout);
   if (r != SYMHEAP_SUCCESS)
     return r;
-  return symheap__comm_setup(comm, &copy, ctx, copy.fini != NULL, (int)timeout);
+  return symheap__comm_setup(comm, &copy, ctx, copy.fini != NULL, (int)timeout,
+                             symheap__now_ms() + timeout);
 }
 
 SYMHEAP__EXPORT symheap_result_t symheap_comm_init_env(symheap_comm_t *comm) {
@@ -511,7 +528,7 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_barrier(symheap_comm_t c) {
   if (r != SYMHEAP_SUCCESS)
     return r;
   if (c->ccl.barrier) {
-    r = c->ccl.barrier(c->ccl_ctx, c->timeout_ms);
+    r = c->ccl.barrier(c->ccl_ctx, symheap__call_remaining_ms(c));
     if (r != SYMHEAP_SUCCESS) {
       c->broken = r;
       snprintf(c->broken_why, sizeof c->broken_why, "%s",

@@ -124,6 +124,10 @@ struct symheap_comm {
   int sock_abstract;
   char sock_dir[64];
   int timeout_ms;
+  /* The deadline of the collective call in progress: every wait inside one
+   * call (exchanges, agreements) shares it, so a silent peer costs the
+   * call SYMHEAP_TIMEOUT_MS once, not once per step.  Set on entry. */
+  int64_t call_deadline_ms;
   const char *mc_disabled_by; /* NULL when multicast may be used */
   symheap_result_t broken;    /* SYMHEAP_SUCCESS while healthy */
   char broken_why[512];
@@ -161,7 +165,8 @@ symheap_result_t symheap__host_identity(char *out, size_t len);
  * the comm is not yet split from anything (world ranks are its own). */
 symheap_result_t symheap__comm_setup(symheap_comm_t *out,
                                      const symheap_ccl_ops *ops, void *ctx,
-                                     int owned, int timeout_ms);
+                                     int owned, int timeout_ms,
+                                     int64_t deadline_ms);
 /* The device adaptor may refuse while a graph capture is in progress. */
 symheap_result_t symheap__capture_check(symheap_comm_t c, const char *fn);
 /* Enter a public call: checks the comm, tags log lines with the rank. */
@@ -171,6 +176,10 @@ symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn);
 symheap_result_t symheap__copy_sized(void *dst, const void *src, size_t ours,
                                      const char *what);
 /* The ccl allgather; a failure breaks the comm for good. */
+/* Milliseconds left of the current call's deadline (at least 1). */
+int symheap__call_remaining_ms(symheap_comm_t c);
+/* The current call's deadline as an absolute symheap__now_ms() time. */
+int64_t symheap__call_deadline(symheap_comm_t c);
 symheap_result_t symheap__comm_allgather(symheap_comm_t c, const void *in,
                                          void *out, size_t bytes);
 

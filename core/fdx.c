@@ -117,7 +117,7 @@ symheap_result_t symheap__fdx_setup(symheap_comm_t c) {
   /* Everyone listens before anyone connects. */
   r = symheap__agree(c, r, 0, NULL, 0, NULL);
   if (r == SYMHEAP_SUCCESS && c->local_nranks > 1) {
-    int64_t deadline = symheap__now_ms() + c->timeout_ms;
+    int64_t deadline = symheap__call_deadline(c);
     /* Connecting to a listening Unix socket completes without the peer's
      * accept (the backlog holds it), so connecting down, then accepting up,
      * cannot deadlock. */
@@ -136,7 +136,7 @@ symheap_result_t symheap__fdx_setup(symheap_comm_t c) {
 }
 
 symheap_result_t symheap__fdx_allgather(symheap_comm_t c, int my_fd, int *fds) {
-  int64_t deadline = symheap__now_ms() + c->timeout_ms;
+  int64_t deadline = symheap__call_deadline(c);
   symheap_result_t r = SYMHEAP_SUCCESS, dropped = SYMHEAP_SUCCESS;
   for (int p = 0; p < c->nranks; p++)
     fds[p] = -1;

@@ -52,7 +52,7 @@ static symheap_result_t child_over_ccl(symheap_comm_t c, int color, int key,
   void *ctx = NULL;
   symheap_result_t r =
       c->ccl.split(c->ccl_ctx, color == SYMHEAP_COLOR_NONE ? -1 : color, key,
-                   c->timeout_ms, &ctx);
+                   symheap__call_remaining_ms(c), &ctx);
   /* Every rank learns whether every split worked before any member starts
    * a comm on its new context (whose peers would otherwise wait). */
   r = symheap__agree(c, r, 0, NULL, 0, NULL);
@@ -74,7 +74,8 @@ static symheap_result_t child_over_ccl(symheap_comm_t c, int color, int key,
     c->ccl.fini(ctx);
     return r;
   }
-  return symheap__comm_setup(child, &c->ccl, ctx, 1, c->timeout_ms);
+  return symheap__comm_setup(child, &c->ccl, ctx, 1, c->timeout_ms,
+                             symheap__call_deadline(c));
 }
 
 static symheap_result_t split(symheap_comm_t c, int color, int key,

@@ -1,3 +1,6 @@
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
 #include "harness.h"
 
 #include <dirent.h>
@@ -145,4 +148,20 @@ int th_run_threads(int n, th_rank_fn fn, void *arg) {
     return 1;
   }
   return th_run_rank_threads(&id, n, 0, n, fn, arg);
+}
+
+void th_stop_self(int ms) {
+  pid_t me = getpid();
+  fflush(stdout);
+  pid_t waker = fork();
+  if (waker == 0) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    kill(me, SIGCONT);
+    _exit(0);
+  }
+  if (waker > 0) {
+    raise(SIGSTOP);
+    waitpid(waker, NULL, 0);
+  }
 }

@@ -76,6 +76,13 @@ void th_record_reset(int multicast);
 /* Fail the nth (1-based) call of `op` on `rank` with `code`; with
  * TH_RECORD_KILL the rank's process dies there of SIGKILL. */
 #define TH_RECORD_KILL ((symheap_result_t)1000)
+/* With TH_RECORD_STOP the rank's process stops (SIGSTOP) there for
+ * TH_RECORD_STOP_MS, then carries on with the call. */
+#define TH_RECORD_STOP ((symheap_result_t)1001)
+#define TH_RECORD_STOP_MS 3500
+/* Stop this process (SIGSTOP) and have a child wake it (SIGCONT) after ms:
+ * a rank stalled as a debugger or an overloaded machine would stall it. */
+void th_stop_self(int ms);
 void th_record_fault(const char *op, int rank, int nth, symheap_result_t code);
 /* Calls of `op` on `rank` since the last reset. */
 int th_record_count(const char *op, int rank);

@@ -90,6 +90,10 @@ static symheap_result_t hit(rec_t *r, const char *op) {
   pthread_mutex_unlock(&lock);
   if (fire && code == TH_RECORD_KILL)
     raise(SIGKILL); /* the rank dies here, as a crash would take it */
+  if (fire && code == TH_RECORD_STOP) {
+    th_stop_self(TH_RECORD_STOP_MS); /* stalls here, then carries on */
+    return SYMHEAP_SUCCESS;
+  }
   if (fire)
     return r->svc->error(code, "injected fault in %s on rank %d (call %d)", op,
                          r->rank, n);

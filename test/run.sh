@@ -78,6 +78,7 @@ suite() { # suite PREFIX BUILD WRAPPER...
   run "$prefix faults" "$@" "$b/test/test_faults"
   run "$prefix hostile input" "$@" "$b/test/test_hostile"
   run "$prefix kill at each stage" "$@" "$b/test/test_kill"
+  run "$prefix stall (SIGSTOP) at each stage" "$@" "$b/test/test_stall"
   run "$prefix exhaustion, concurrency" "$@" "$b/test/test_exhaust"
   # The cuda adaptor over the fake driver: the same multi-rank suite (multicast
   # off, as on the shared GPU machines), then its own fault and fallback tests.
