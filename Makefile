@@ -100,12 +100,13 @@ $(BUILD)/bin/symheap-info: tools/symheap-info.c $(BUILD)/lib/libsymheap.a $(HEAD
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Icore -o $@ $< $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
 
-# symheap-conformance drives adaptors directly, and runs ranks as threads
-# with the test harness.
-$(BUILD)/bin/symheap-conformance: tools/symheap-conformance.c \
-    $(BUILD)/obj/test/harness.o $(BUILD)/lib/libsymheap.a $(HEADERS)
+# symheap-conformance (tools/conformance/) drives adaptors directly, through
+# the registry of the core it links statically.
+CONFORMANCE_SRCS := $(wildcard tools/conformance/*.c)
+$(BUILD)/bin/symheap-conformance: $(CONFORMANCE_SRCS) tools/conformance/kit.h \
+    $(BUILD)/lib/libsymheap.a $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -Icore -o $@ $< $(BUILD)/obj/test/harness.o \
+	$(CC) $(CFLAGS_ALL) -Icore -o $@ $(CONFORMANCE_SRCS) \
 	  $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
 # make conformance DEVICE=NAME [SYMHEAP_PLUGIN=...]
 DEVICE ?= host
