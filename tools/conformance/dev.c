@@ -144,6 +144,16 @@ int kit_map(kit_dev_t *d, symheap_mem_handle_t h, size_t off, size_t size,
     d->t.ops.va_free(d->ctx, p, size);
     return 0;
   }
+  /* Touch it here, so that a set_access that does nothing fails every
+   * check that needs memory with a reason instead of a SIGSEGV. */
+  if (d->host && !kit_probe(p, 1)) {
+    kit_fail("after map and set_access, a store at the mapping's first byte "
+             "faulted: set_access did not make the range accessible to the "
+             "CPU, which SYMHEAP_CAP_HOST_ACCESS promises");
+    d->t.ops.unmap(d->ctx, p, size);
+    d->t.ops.va_free(d->ctx, p, size);
+    return 0;
+  }
   *va = p;
   return 1;
 }

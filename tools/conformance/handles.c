@@ -151,6 +151,7 @@ static void check_export_owned(void) {
              s1.fd);
     ok = 0;
   }
+  kit_stage("write through the mapping, close the exports");
   if (ok && d.host)
     memset(a, 0x5a, sz);
   if (ok) {
