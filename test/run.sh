@@ -133,8 +133,6 @@ suite() { # suite PREFIX BUILD WRAPPER...
   # unless allowed.
   run "$prefix conformance stub templates" $plug SYMHEAP_PLUGIN=stub_vmm,stub_ipc \
     "$@" "$b/bin/symheap-conformance" --device stub_ipc --allow-unavailable
-  run "$prefix conformance stub_vmm template" $plug SYMHEAP_PLUGIN=stub_vmm \
-    "$@" "$b/bin/symheap-conformance" --device stub_vmm --allow-unavailable
 }
 
 echo "== build"

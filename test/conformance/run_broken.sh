@@ -153,3 +153,22 @@ if "$KIT" --help | grep -q -- --allow-unavailable && "$KIT" --help | grep -q -- 
 else
   echo "FAIL kit/help: --help does not list --ranks and --allow-unavailable"
 fi
+# Every check the kit runs is listed in the docs (one line each).
+missing=""
+for c in $("$KIT" --list | awk '{print $1}'); do
+  for d in docs/writing-an-adaptor.md docs/conformance.md; do
+    grep -q "\`$c\`" "$d" || missing="$missing $c($d)"
+  done
+done
+if [ -z "$missing" ]; then
+  echo "PASS kit/docs-list-every-check: docs/writing-an-adaptor.md and docs/conformance.md"
+else
+  echo "FAIL kit/docs-list-every-check: not in the docs:$missing"
+fi
+# make install installs the kit, and the installed kit runs.
+if make -s install BUILD="$B" PREFIX="$LOG/inst" >"$LOG/install" 2>&1 &&
+  "$LOG/inst/bin/symheap-conformance" --device host --only table >"$LOG/inst.out" 2>&1; then
+  echo "PASS kit/installed: $(tail -n 1 "$LOG/inst.out")"
+else
+  echo "FAIL kit/installed: $(tail -n 3 "$LOG/install" "$LOG/inst.out" | tr '\n' ' ')"
+fi
