@@ -46,6 +46,32 @@ static void check_va_reserve_inaccessible(void) {
   kit_close(&d);
 }
 
+/* va_free gives the whole range back: nothing of it stays in the maps (no
+ * other thread of this process maps anything meanwhile). */
+static void check_va_free_releases(void) {
+  kit_dev_t d;
+  if (!kit_open_vmm(&d))
+    return;
+  char *va;
+  if (!d.host) {
+    kit_skip("no SYMHEAP_CAP_HOST_ACCESS: the reservation may live in the "
+             "device's own address space");
+  } else if (kit_reserve(&d, 4 * d.g, d.g, &va)) {
+    kit_stage("va_free");
+    kit_clear_error();
+    symheap_result_t r = d.t.ops.va_free(d.ctx, va, 4 * d.g);
+    if (r != SYMHEAP_SUCCESS)
+      kit_fail("va_free of a fresh reservation %s", kit_said(r));
+    else if (kit_range_any(va, 4 * d.g))
+      kit_fail("after va_free, part of [%p, +%zu) is still in "
+               "/proc/self/maps: va_free leaked the range",
+               (void *)va, 4 * d.g);
+    else
+      kit_pass("after va_free nothing of the range is in /proc/self/maps");
+  }
+  kit_close(&d);
+}
+
 static void check_set_access(void) {
   kit_dev_t d;
   if (!kit_open_vmm(&d))
@@ -272,6 +298,8 @@ out:
 const kit_check_t kit_data_checks[] = {
     {"va_reserve_inaccessible", check_va_reserve_inaccessible,
      "a reservation is in /proc/self/maps and a load from it faults"},
+    {"va_free_releases", check_va_free_releases,
+     "after va_free nothing of the range is in /proc/self/maps"},
     {"set_access", check_set_access,
      "after map and set_access every page loads and stores (host access)"},
     {"unmap_keeps_reservation", check_unmap_keeps_reservation,

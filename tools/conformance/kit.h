@@ -99,6 +99,8 @@ int kit_leaked(const kit_res_t *a, const kit_res_t *b, int cycles,
 /* Whether every byte of [va, va+size) lies in some mapping of
  * /proc/self/maps (reserved, accessible or not). */
 int kit_range_reserved(const void *va, size_t size);
+/* Whether any byte of [va, va+size) lies in a mapping. */
+int kit_range_any(const void *va, size_t size);
 /* 1 when a load (write: a load and a store of the same value) at p works,
  * 0 when it faults (SIGSEGV or SIGBUS). */
 int kit_probe(void *p, int write);

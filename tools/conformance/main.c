@@ -97,11 +97,15 @@ static int wait_bounded(pid_t pid) {
   double end = now_s() + K.timeout_s;
   int st = 0;
   for (;;) {
-    pid_t w = waitpid(pid, &st, WNOHANG);
-    if (w == pid)
+    /* Wait without reaping, so that the group's id stays ours until the
+     * ranks it left behind are killed. */
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    int w = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT);
+    if (w == 0 && si.si_pid == pid)
       break;
     if (w < 0 && errno != EINTR)
-      return 0;
+      break;
     if (now_s() > end) {
       kill(-pid, SIGKILL);
       kill(pid, SIGKILL);
@@ -112,6 +116,7 @@ static int wait_bounded(pid_t pid) {
     nanosleep(&ms, NULL);
   }
   kill(-pid, SIGKILL); /* ranks a dead check left behind */
+  waitpid(pid, &st, 0);
   return st;
 }
 

@@ -63,6 +63,20 @@ int kit_range_reserved(const void *va, size_t size) {
   return want >= end;
 }
 
+int kit_range_any(const void *va, size_t size) {
+  uintptr_t lo = (uintptr_t)va, hi = lo + size;
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (!f)
+    return 0;
+  char line[512];
+  unsigned long a, b;
+  int any = 0;
+  while (!any && fgets(line, sizeof line, f))
+    any = sscanf(line, "%lx-%lx", &a, &b) == 2 && a < hi && lo < b;
+  fclose(f);
+  return any;
+}
+
 int kit_fd_open(int fd) { return fd >= 0 && fcntl(fd, F_GETFD) != -1; }
 
 static sigjmp_buf probe_jmp;
