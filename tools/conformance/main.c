@@ -246,9 +246,21 @@ static int find_adaptor(void) {
   return 0;
 }
 
-int main(int argc, char **argv) {
-  const char *only = NULL;
-  int allow_unavailable = 0, list = 0;
+typedef struct {
+  const char *only;
+  int allow_unavailable, list;
+} opts_t;
+
+static int known_check(const char *name, size_t len) {
+  for (size_t p = 0; p < NPARTS; p++)
+    for (const kit_check_t *c = parts[p]; c->name; c++)
+      if (strlen(c->name) == len && strncmp(c->name, name, len) == 0)
+        return 1;
+  return 0;
+}
+
+/* Returns -1 to go on, or the exit status. */
+static int parse_args(int argc, char **argv, opts_t *o) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -263,31 +275,35 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--timeout")) {
       K.timeout_s = int_arg(v, 1, 86400, a), i++;
     } else if (!strcmp(a, "--only") && v) {
-      only = v, i++;
+      o->only = v, i++;
     } else if (!strcmp(a, "--allow-unavailable")) {
-      allow_unavailable = 1;
+      o->allow_unavailable = 1;
     } else if (!strcmp(a, "--list")) {
-      list = 1;
+      o->list = 1;
     } else {
       usage(stderr);
       return 2;
     }
   }
-  if (list) {
-    for (size_t p = 0; p < NPARTS; p++)
-      for (const kit_check_t *c = parts[p]; c->name; c++)
-        printf("%-28s %s\n", c->name, c->what);
-    return 0;
+  for (const char *p = o->only; p && *p;) {
+    size_t l = strcspn(p, ",");
+    if (!known_check(p, l)) {
+      fprintf(stderr, "symheap-conformance: --only: no check '%.*s' "
+                      "(--list lists them)\n",
+              (int)l, p);
+      return 2;
+    }
+    p += l + (p[l] == ',');
   }
-  if (!K.name) {
+  if (!o->list && !K.name) {
     usage(stderr);
     return 2;
   }
-  setvbuf(stdout, NULL, _IOLBF, 0);
-  V = kit_shared(sizeof *V);
-  printf("# symheap-conformance: device adaptor '%s', %d ranks, %d cycles, "
-         "%d s per check\n",
-         K.name, K.ranks, K.cycles, K.timeout_s);
+  return -1;
+}
+
+/* Load the plugins and find the adaptor; a FAIL line when either fails. */
+static int load_adaptor(void) {
   /* Loading runs the plugins' init in this process: the one step that is
    * not isolated, as it is not in an application either. */
   symheap__error_clear();
@@ -295,18 +311,23 @@ int main(int argc, char **argv) {
     print_verdict("table", KIT_FAIL, symheap_last_error()[0]
                                          ? symheap_last_error()
                                          : "SYMHEAP_PLUGIN could not be loaded");
-  } else if (!find_adaptor()) {
+    return 0;
+  }
+  if (!find_adaptor()) {
     char m[256];
     snprintf(m, sizeof m,
              "no device adaptor '%s' is registered (a plugin? set "
              "SYMHEAP_PLUGIN=name-or-path)%s%s",
              K.name, symheap_last_error()[0] ? "; " : "", symheap_last_error());
     print_verdict("table", KIT_FAIL, m);
+    return 0;
   }
-  if (failed) {
-    printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
-    return 1;
-  }
+  return 1;
+}
+
+/* Run every selected check; returns whether the adaptor was unavailable.
+ * Once it says it cannot run here, the rest SKIP with its reason. */
+static int run_all(const char *only) {
   int unavailable = 0;
   for (size_t p = 0; p < NPARTS; p++)
     for (const kit_check_t *c = parts[p]; c->name; c++) {
@@ -320,10 +341,30 @@ int main(int argc, char **argv) {
       if (!strcmp(c->name, "available") && kind == KIT_SKIP)
         unavailable = 1; /* V->msg says why, for the rest */
     }
+  return unavailable;
+}
+
+int main(int argc, char **argv) {
+  opts_t o = {NULL, 0, 0};
+  int rc = parse_args(argc, argv, &o);
+  if (rc >= 0)
+    return rc;
+  if (o.list) {
+    for (size_t p = 0; p < NPARTS; p++)
+      for (const kit_check_t *c = parts[p]; c->name; c++)
+        printf("%-28s %s\n", c->name, c->what);
+    return 0;
+  }
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  V = kit_shared(sizeof *V);
+  printf("# symheap-conformance: device adaptor '%s', %d ranks, %d cycles, "
+         "%d s per check\n",
+         K.name, K.ranks, K.cycles, K.timeout_s);
+  int unavailable = load_adaptor() ? run_all(o.only) : 0;
   printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
   if (failed)
     return 1;
-  if (unavailable && !allow_unavailable) {
+  if (unavailable && !o.allow_unavailable) {
     printf("# the adaptor is unavailable here, so nothing was checked (exit "
            "3; --allow-unavailable makes this exit 0)\n");
     return 3;
