@@ -293,6 +293,63 @@ static void rollback(int procs) {
 static void check_rollback_threads(void) { rollback(0); }
 static void check_rollback_procs(void) { rollback(1); }
 
+/* --- windows made and dropped through the core leave nothing ----------- */
+/* One round: allocate, register, deregister, free, which makes the core
+ * call mem_create, mem_export, mem_import, va_reserve, map, set_access and
+ * their undoing on every rank. */
+static int window_round(symheap_comm_t comm, int rank) {
+  void *p = NULL;
+  symheap_window_t w;
+  symheap_result_t r = symheap_mem_alloc(comm, 3 * 65536, &p);
+  if (r != SYMHEAP_SUCCESS) {
+    rank_fail(rank, "symheap_mem_alloc %s", kit_said(r));
+    return 0;
+  }
+  r = symheap_window_register(comm, p, 3 * 65536, 0, &w);
+  if (r == SYMHEAP_SUCCESS)
+    r = symheap_window_deregister(comm, w);
+  symheap_result_t f = symheap_mem_free(comm, p);
+  if (r != SYMHEAP_SUCCESS || f != SYMHEAP_SUCCESS) {
+    rank_fail(rank, "window register/deregister/free %s",
+              kit_said(r != SYMHEAP_SUCCESS ? r : f));
+    return 0;
+  }
+  return 1;
+}
+static void window_leak_body(symheap_comm_t comm, int rank, int n) {
+  (void)n;
+  int rounds = K.cycles / 2;
+  if (!window_round(comm, rank)) /* warm-up: first-use costs */
+    return;
+  kit_res_t a, b;
+  symheap_comm_barrier(comm);
+  kit_res(&a);
+  for (int i = 0; i < rounds; i++)
+    if (!window_round(comm, rank))
+      return;
+  symheap_comm_barrier(comm);
+  kit_res(&b);
+  char what[200];
+  if (kit_leaked(&a, &b, rounds, 65536, what, sizeof what))
+    rank_fail(rank, "%d rounds of symheap_mem_alloc, window_register, "
+              "window_deregister, mem_free through the adaptor: %s leaked",
+              rounds, what);
+}
+static void check_window_leak(void) {
+  S = kit_shared(sizeof *S);
+  setenv("SYMHEAP_DEVICE", K.name, 1);
+  setenv("SYMHEAP_WINDOW_CACHE", "0", 1); /* every round maps anew */
+  kit_stage("%d ranks as processes: window rounds", K.ranks);
+  run_ranks(1, window_leak_body);
+  if (S->bad)
+    kit_fail("%s", S->why);
+  else
+    kit_pass("%d ranks as processes, %d rounds of allocate, register, "
+             "deregister, free: every rank's descriptors, mappings and "
+             "address space came back",
+             K.ranks, K.cycles / 2);
+}
+
 const kit_check_t kit_rank_checks[] = {
     {"ranks_threads_flat_va", check_flat_threads,
      "--ranks threads: a window's flat VA; every rank's bytes at base + "
@@ -306,4 +363,7 @@ const kit_check_t kit_rank_checks[] = {
      "a failure injected in each operation on each rank: every rank fails "
      "alike, nothing stays in the comm or the adaptor"},
     {"ranks_procs_rollback", check_rollback_procs, "the same as processes"},
+    {"ranks_procs_window_leak", check_window_leak,
+     "rounds of allocate, register, deregister, free through the core leave "
+     "no descriptor, mapping or address space on any rank"},
     {NULL, NULL, NULL}};
