@@ -56,6 +56,7 @@
 #define AVAILABLE_LIES 25        /* available says yes, init always fails */
 #define UNAVAILABLE 26           /* correct, but cannot run here */
 #define OK_NO_HOST_ACCESS 27     /* correct, without SYMHEAP_CAP_HOST_ACCESS */
+#define WRITES_STDERR 28         /* prints to stderr instead of svc->log */
 
 static const symheap_host_services_t *svc;
 
@@ -158,6 +159,8 @@ static symheap_result_t b_mem_create(void *ctx, size_t size,
   (void)ctx;
   if (BREAK == MEM_CREATE_FAILS)
     return FAILED(SYMHEAP_ERR_NO_MEMORY, "broken: mem_create fails, always");
+  if (BREAK == WRITES_STDERR)
+    fprintf(stderr, "broken: mem_create(%zu)\n", size);
   int fd = memfd_create("broken", MFD_CLOEXEC);
   if (fd < 0)
     return FAILED(SYMHEAP_ERR_DEVICE, "memfd_create: %s", strerror(errno));

@@ -42,6 +42,7 @@ CASES=(
   "23|set_access aborts|killed by signal 6 (SIGABRT"
   "24|fini leaks what init opened|leaked (fini must release everything init made)"
   "25|available but init fails|precondition: init (rank 0 of 1) returned"
+  "28|writes to stderr itself|the adaptor wrote to stderr itself: 'broken: mem_create"
 )
 
 # kit LOGNAME BREAK ARGS...: run the kit on broken adaptor BREAK.

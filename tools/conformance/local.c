@@ -288,6 +288,81 @@ static void check_errors_carry_message(void) {
   kit_close(&d);
 }
 
+/* One of everything, for check_quiet. */
+static void exercise(kit_dev_t *d) {
+  symheap_mem_handle_t h = 0, imp = 0;
+  symheap_shareable_t sh, bad;
+  char *a = NULL, *b = NULL;
+  uint32_t kind = (d->caps.handle_kinds & (1u << SYMHEAP_HANDLE_FD))
+                      ? SYMHEAP_HANDLE_FD
+                      : SYMHEAP_HANDLE_BYTES;
+  memset(&bad, 0, sizeof bad);
+  bad.kind = 99;
+  bad.fd = -1;
+  if (!kit_create(d, 2 * d->g, &h) || !kit_map(d, h, 0, 2 * d->g, &a))
+    goto out;
+  if (K.T.has_mem_zero)
+    d->t.ops.mem_zero(d->ctx, a, d->g);
+  kit_stage("export, import, map");
+  if (d->t.ops.mem_export(d->ctx, h, kind, &sh) == SYMHEAP_SUCCESS &&
+      d->t.ops.mem_import(d->ctx, &sh, &imp) == SYMHEAP_SUCCESS)
+    kit_map(d, imp, 0, 2 * d->g, &b);
+  kit_stage("a refused import");
+  symheap_mem_handle_t none = 0;
+  if (d->t.ops.mem_import(d->ctx, &bad, &none) == SYMHEAP_SUCCESS && none)
+    d->t.ops.mem_release(d->ctx, none);
+out:
+  kit_unmap(d, b, 2 * d->g);
+  kit_unmap(d, a, 2 * d->g);
+  if (imp)
+    d->t.ops.mem_release(d->ctx, imp);
+  if (h)
+    d->t.ops.mem_release(d->ctx, h);
+}
+
+/* An adaptor logs through svc->log, never to stderr itself: every line on
+ * stderr while it works must be the core logger's ("symheap <pid> ..."). */
+static void check_quiet(void) {
+  FILE *cap = tmpfile();
+  if (!cap) {
+    kit_fail("the kit could not make a temporary file to catch stderr");
+    return;
+  }
+  fflush(stderr);
+  int saved = dup(2);
+  dup2(fileno(cap), 2);
+  kit_dev_t d;
+  int opened = kit_open_vmm(&d);
+  if (opened) {
+    exercise(&d);
+    kit_close(&d);
+  }
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  if (!opened) {
+    fclose(cap);
+    return;
+  }
+  rewind(cap);
+  char line[512];
+  int lines = 0;
+  while (fgets(line, sizeof line, cap)) {
+    lines++;
+    if (strncmp(line, "symheap ", 8) != 0) {
+      line[strcspn(line, "\n")] = '\0';
+      kit_fail("the adaptor wrote to stderr itself: '%.160s': an adaptor "
+               "logs through svc->log (the core's logger, SYMHEAP_DEBUG)",
+               line);
+      break;
+    }
+  }
+  fclose(cap);
+  kit_pass("create, map, zero, export, import, a refused import, release, "
+           "fini: %d lines on stderr, all through the core's logger",
+           lines);
+}
+
 const kit_check_t kit_local_checks[] = {
     {"table", check_table, "the core accepts the table (ABI, required members)"},
     {"available", check_available,
@@ -308,4 +383,7 @@ const kit_check_t kit_local_checks[] = {
      "va_reserve honours align (granularity up to 64 MiB)"},
     {"errors_carry_message", check_errors_carry_message,
      "an error returned by the adaptor carries a message (svc->error)"},
+    {"quiet", check_quiet,
+     "the adaptor writes nothing to stderr itself (it logs through "
+     "svc->log)"},
     {NULL, NULL, NULL}};
