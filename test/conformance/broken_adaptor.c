@@ -57,6 +57,10 @@
 #define UNAVAILABLE 26           /* correct, but cannot run here */
 #define OK_NO_HOST_ACCESS 27     /* correct, without SYMHEAP_CAP_HOST_ACCESS */
 #define WRITES_STDERR 28         /* prints to stderr instead of svc->log */
+#define RETAIN_WRONG_BASE 29     /* mem_retain gives the pointer as the base */
+#define RETAIN_NOT_UNSUPPORTED 30 /* foreign memory: INVALID_ARG, not UNSUPPORTED */
+#define DMABUF_LEAKS 31          /* dmabuf_export keeps a descriptor each time */
+#define CAPTURE_ALWAYS 32        /* capture_check refuses with no capture */
 
 static const symheap_host_services_t *svc;
 
@@ -104,6 +108,50 @@ static int slot(symheap_mem_handle_t h) {
 static int valid(symheap_mem_handle_t h) {
   return h != (symheap_mem_handle_t)-1 && slot(h) >= 0 &&
          slot(h) < MAX_MEMS && mems[slot(h)].fd >= 0;
+}
+
+/* Mappings, for mem_retain and dmabuf_export: which memory backs an
+ * address. */
+#define MAX_MAPS 4096
+static struct {
+  char *va; /* NULL: free slot */
+  size_t size, offset;
+  int fd;
+} maps[MAX_MAPS];
+
+static void map_add(char *va, size_t size, int fd, size_t offset) {
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < MAX_MAPS; i++)
+    if (!maps[i].va) {
+      maps[i].va = va;
+      maps[i].size = size;
+      maps[i].fd = fd;
+      maps[i].offset = offset;
+      break;
+    }
+  pthread_mutex_unlock(&lock);
+}
+static void map_remove(char *va, size_t size) {
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < MAX_MAPS; i++)
+    if (maps[i].va && maps[i].va >= va && maps[i].va < va + size)
+      maps[i].va = NULL;
+  pthread_mutex_unlock(&lock);
+}
+/* The mapping holding p, copied out under the lock; -1 if none.  The
+ * descriptor is duplicated, since the memory may be released meanwhile. */
+static int map_find(const char *p, char **va, size_t *size, size_t *offset) {
+  int fd = -1;
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < MAX_MAPS && fd < 0; i++)
+    if (maps[i].va && p >= maps[i].va && p < maps[i].va + maps[i].size) {
+      *va = maps[i].va;
+      *size = maps[i].size;
+      *offset = maps[i].offset;
+      fd = fcntl(maps[i].fd, F_DUPFD_CLOEXEC, 0);
+    }
+  pthread_mutex_unlock(&lock);
+  return fd;
 }
 
 static int b_available(const symheap_host_services_t *s, char *why,
@@ -281,6 +329,7 @@ static symheap_result_t b_map(void *ctx, void *va, size_t size,
   if (mmap(va, size, PROT_NONE, MAP_SHARED | MAP_FIXED, fd, (off_t)offset) ==
       MAP_FAILED)
     return FAILED(SYMHEAP_ERR_DEVICE, "mmap(memfd): %s", strerror(errno));
+  map_add(va, size, fd, offset);
   return SYMHEAP_SUCCESS;
 }
 
@@ -288,6 +337,7 @@ static symheap_result_t b_unmap(void *ctx, void *va, size_t size) {
   (void)ctx;
   if (BREAK == UNMAP_NOOP)
     return SYMHEAP_SUCCESS;
+  map_remove(va, size);
   if (BREAK == UNMAP_MUNMAPS)
     return munmap(va, size) == 0
                ? SYMHEAP_SUCCESS
@@ -319,6 +369,51 @@ static symheap_result_t b_mem_zero(void *ctx, void *va, size_t size) {
   return SYMHEAP_SUCCESS;
 }
 
+/* The allocation behind a pointer this adaptor mapped: a new handle (a
+ * duplicate of the memfd) and the mapping's extent. */
+static symheap_result_t b_mem_retain(void *ctx, void *ptr,
+                                     symheap_mem_handle_t *h, void **base,
+                                     size_t *size) {
+  (void)ctx;
+  char *va;
+  size_t sz, off;
+  int fd = map_find(ptr, &va, &sz, &off);
+  if (fd < 0)
+    return FAILED(BREAK == RETAIN_NOT_UNSUPPORTED ? SYMHEAP_ERR_INVALID_ARG
+                                                  : SYMHEAP_ERR_UNSUPPORTED,
+                  "broken: %p is not memory this adaptor mapped", ptr);
+  *h = put(fd, sz);
+  *base = BREAK == RETAIN_WRONG_BASE ? ptr : va;
+  *size = sz;
+  return SYMHEAP_SUCCESS;
+}
+
+/* A memfd is as good as a dma-buf for the kit: a descriptor of the memory,
+ * the caller's, and where ptr lies in it. */
+static symheap_result_t b_dmabuf_export(void *ctx, void *ptr, size_t size,
+                                        int *fd, uint64_t *offset) {
+  (void)ctx;
+  (void)size;
+  char *va;
+  size_t sz, off;
+  int d = map_find(ptr, &va, &sz, &off);
+  if (d < 0)
+    return FAILED(SYMHEAP_ERR_INVALID_ARG,
+                  "broken: %p is not memory this adaptor mapped", ptr);
+  if (BREAK == DMABUF_LEAKS)
+    (void)fcntl(d, F_DUPFD_CLOEXEC, 0);
+  *fd = d;
+  *offset = off + (uint64_t)((char *)ptr - va);
+  return SYMHEAP_SUCCESS;
+}
+
+static symheap_result_t b_capture_check(void *ctx) {
+  (void)ctx;
+  if (BREAK == CAPTURE_ALWAYS)
+    return FAILED(SYMHEAP_ERR_UNSUPPORTED, "broken: always capturing");
+  return SYMHEAP_SUCCESS;
+}
+
 static const symheap_device_ops broken_ops = {
     .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
     .struct_size = sizeof(symheap_device_ops),
@@ -340,7 +435,10 @@ static const symheap_device_ops broken_ops = {
     .map = b_map,
     .unmap = b_unmap,
     .set_access = b_set_access,
+    .mem_retain = b_mem_retain,
     .mem_zero = b_mem_zero,
+    .capture_check = b_capture_check,
+    .dmabuf_export = b_dmabuf_export,
 };
 
 static symheap_result_t plugin_init(const symheap_host_services_t *s) {

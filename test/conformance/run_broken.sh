@@ -43,6 +43,10 @@ CASES=(
   "24|fini leaks what init opened|leaked (fini must release everything init made)"
   "25|available but init fails|precondition: init (rank 0 of 1) returned"
   "28|writes to stderr itself|the adaptor wrote to stderr itself: 'broken: mem_create"
+  "29|mem_retain gives a wrong base|mem_retain(base + g + 64) gave handle"
+  "30|mem_retain of foreign memory not UNSUPPORTED|expected SYMHEAP_ERR_UNSUPPORTED, which sends the core to IPC"
+  "31|dmabuf_export leaks|dmabuf_export + close, 100 rounds: 100 descriptors leaked"
+  "32|capture_check refuses with no capture|capture_check with nothing being captured returned"
 )
 
 # kit LOGNAME BREAK ARGS...: run the kit on broken adaptor BREAK.

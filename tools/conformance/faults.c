@@ -145,6 +145,9 @@ static symheap_result_t f_mem_zero(void *ctx, void *v, size_t s) {
   HIT("mem_zero");
   return K.T.ops.mem_zero(FC->inner, v, s);
 }
+static symheap_result_t f_capture_check(void *ctx) {
+  return K.T.ops.capture_check(FC->inner);
+}
 #undef FC
 #undef HIT
 #undef COUNT
@@ -173,6 +176,7 @@ symheap_result_t kit_faults_register(char *name, size_t len) {
       .unmap = f_unmap,
       .set_access = f_set_access,
       .mem_zero = K.T.has_mem_zero ? f_mem_zero : NULL,
+      .capture_check = f_capture_check,
   };
   return symheap_register_device_adaptor(&ops);
 }

@@ -1,7 +1,8 @@
 /* symheap-conformance: what the parts of the kit share.
  *
  * main.c runs each check in a forked child with a time bound and prints its
- * verdict; the checks (local.c, data.c, leaks.c, ranks.c) drive the adaptor
+ * verdict; the checks (local.c, handles.c, data.c, optional.c, leaks.c,
+ * ranks.c) drive the adaptor
  * under test through dev.c; res.c counts the process's resources and probes
  * addresses; faults.c is the fault-injecting layer the rollback checks use.
  * The kit reaches the adaptor registry of the core it is linked with
@@ -44,6 +45,7 @@ typedef struct {
 extern const kit_check_t kit_local_checks[];
 extern const kit_check_t kit_handle_checks[];
 extern const kit_check_t kit_data_checks[];
+extern const kit_check_t kit_optional_checks[];
 extern const kit_check_t kit_leak_checks[];
 extern const kit_check_t kit_rank_checks[];
 

@@ -192,6 +192,7 @@ static int run_check(const kit_check_t *c) {
 
 static const kit_check_t *const parts[] = {kit_local_checks,
                                            kit_handle_checks, kit_data_checks,
+                                           kit_optional_checks,
                                            kit_leak_checks, kit_rank_checks};
 #define NPARTS (sizeof parts / sizeof *parts)
 
