@@ -285,7 +285,8 @@ env-doc: $(BUILD)/bin/symheap-info
 
 format:
 	clang-format -i include/*.h core/*.[ch] adaptors/*/*.[ch] adaptors/ccl/mpi/*.c tools/*.c test/*.[ch] \
-	  test/fake_cuda/*.[ch] test/fake_ibverbs/*.[ch] test/gpu/*.cu bench/*.c
+	  test/fake_cuda/*.[ch] test/fake_ibverbs/*.[ch] test/gpu/*.cu bench/*.c \
+	  tools/conformance/*.[ch] test/conformance/*.c
 
 clean:
 	rm -rf build

@@ -29,38 +29,39 @@
 #endif
 /* The mistakes, one per BREAK value. */
 #define OK_CORRECT 0
-#define RELEASE_LEAKS_FD 1       /* mem_release does not close the memfd */
-#define VA_FREE_LEAKS 2          /* va_free gives nothing back */
-#define UNMAP_MUNMAPS 3          /* unmap gives the reservation back */
-#define RESERVE_IGNORES_ALIGN 4  /* va_reserve ignores align */
-#define IMPORT_ACCEPTS_ANY 5     /* mem_import takes any descriptor */
-#define IMPORT_LEAKS_ON_FAIL 6   /* a refused import keeps in->fd open */
-#define PARTIAL_REFUSED 7        /* claims MAP_PARTIAL, maps only wholes */
-#define SET_ACCESS_NOOP 8        /* set_access does nothing */
-#define ERROR_NO_TEXT 9          /* errors returned without svc->error */
-#define MEM_CREATE_FAILS 10      /* mem_create always fails */
-#define HANDLE_ZERO 11           /* the first handle is 0 */
-#define BAD_GRANULARITY 12       /* granularity 3000 */
-#define NAME_UNTERMINATED 13     /* caps.device_name has no NUL */
-#define NAME_OVERLONG 14         /* the table's name is 40 characters */
-#define MEM_ZERO_NOOP 15         /* mem_zero clears nothing */
-#define MAP_IGNORES_OFFSET 16    /* map always maps from offset 0 */
-#define EXPORT_NOT_OWNED 17      /* mem_export hands out its own memfd */
-#define CAPS_IPC_NO_OPS 18       /* claims SYMHEAP_CAP_IPC, has no ipc_* */
-#define UNMAP_NOOP 19            /* unmap leaves the memory accessible */
-#define RESERVE_ACCESSIBLE 20    /* va_reserve returns readable memory */
-#define EXPORT_CRASHES 21        /* mem_export dereferences NULL */
-#define MEM_ZERO_HANGS 22        /* mem_zero never returns */
-#define SET_ACCESS_ABORTS 23     /* set_access calls abort() */
-#define FINI_LEAKS 24            /* init opens a descriptor fini keeps */
-#define AVAILABLE_LIES 25        /* available says yes, init always fails */
-#define UNAVAILABLE 26           /* correct, but cannot run here */
-#define OK_NO_HOST_ACCESS 27     /* correct, without SYMHEAP_CAP_HOST_ACCESS */
-#define WRITES_STDERR 28         /* prints to stderr instead of svc->log */
-#define RETAIN_WRONG_BASE 29     /* mem_retain gives the pointer as the base */
-#define RETAIN_NOT_UNSUPPORTED 30 /* foreign memory: INVALID_ARG, not UNSUPPORTED */
-#define DMABUF_LEAKS 31          /* dmabuf_export keeps a descriptor each time */
-#define CAPTURE_ALWAYS 32        /* capture_check refuses with no capture */
+#define RELEASE_LEAKS_FD 1      /* mem_release does not close the memfd */
+#define VA_FREE_LEAKS 2         /* va_free gives nothing back */
+#define UNMAP_MUNMAPS 3         /* unmap gives the reservation back */
+#define RESERVE_IGNORES_ALIGN 4 /* va_reserve ignores align */
+#define IMPORT_ACCEPTS_ANY 5    /* mem_import takes any descriptor */
+#define IMPORT_LEAKS_ON_FAIL 6  /* a refused import keeps in->fd open */
+#define PARTIAL_REFUSED 7       /* claims MAP_PARTIAL, maps only wholes */
+#define SET_ACCESS_NOOP 8       /* set_access does nothing */
+#define ERROR_NO_TEXT 9         /* errors returned without svc->error */
+#define MEM_CREATE_FAILS 10     /* mem_create always fails */
+#define HANDLE_ZERO 11          /* the first handle is 0 */
+#define BAD_GRANULARITY 12      /* granularity 3000 */
+#define NAME_UNTERMINATED 13    /* caps.device_name has no NUL */
+#define NAME_OVERLONG 14        /* the table's name is 40 characters */
+#define MEM_ZERO_NOOP 15        /* mem_zero clears nothing */
+#define MAP_IGNORES_OFFSET 16   /* map always maps from offset 0 */
+#define EXPORT_NOT_OWNED 17     /* mem_export hands out its own memfd */
+#define CAPS_IPC_NO_OPS 18      /* claims SYMHEAP_CAP_IPC, has no ipc_* */
+#define UNMAP_NOOP 19           /* unmap leaves the memory accessible */
+#define RESERVE_ACCESSIBLE 20   /* va_reserve returns readable memory */
+#define EXPORT_CRASHES 21       /* mem_export dereferences NULL */
+#define MEM_ZERO_HANGS 22       /* mem_zero never returns */
+#define SET_ACCESS_ABORTS 23    /* set_access calls abort() */
+#define FINI_LEAKS 24           /* init opens a descriptor fini keeps */
+#define AVAILABLE_LIES 25       /* available says yes, init always fails */
+#define UNAVAILABLE 26          /* correct, but cannot run here */
+#define OK_NO_HOST_ACCESS 27    /* correct, without SYMHEAP_CAP_HOST_ACCESS */
+#define WRITES_STDERR 28        /* prints to stderr instead of svc->log */
+#define RETAIN_WRONG_BASE 29    /* mem_retain gives the pointer as the base */
+#define RETAIN_NOT_UNSUPPORTED                                                 \
+  30                      /* foreign memory: INVALID_ARG, not UNSUPPORTED */
+#define DMABUF_LEAKS 31   /* dmabuf_export keeps a descriptor each time */
+#define CAPTURE_ALWAYS 32 /* capture_check refuses with no capture */
 
 static const symheap_host_services_t *svc;
 
@@ -106,8 +107,8 @@ static int slot(symheap_mem_handle_t h) {
   return (int)h - (BREAK == HANDLE_ZERO ? 0 : 1);
 }
 static int valid(symheap_mem_handle_t h) {
-  return h != (symheap_mem_handle_t)-1 && slot(h) >= 0 &&
-         slot(h) < MAX_MEMS && mems[slot(h)].fd >= 0;
+  return h != (symheap_mem_handle_t)-1 && slot(h) >= 0 && slot(h) < MAX_MEMS &&
+         mems[slot(h)].fd >= 0;
 }
 
 /* Mappings, for mem_retain and dmabuf_export: which memory backs an
@@ -175,8 +176,8 @@ static symheap_result_t b_init(const symheap_host_services_t *s,
   if (!c)
     return FAILED(SYMHEAP_ERR_NO_MEMORY, "broken: out of memory");
   c->page = (size_t)sysconf(_SC_PAGESIZE);
-  c->spare_fd = BREAK == FINI_LEAKS ? open("/dev/null", O_RDONLY | O_CLOEXEC)
-                                    : -1;
+  c->spare_fd =
+      BREAK == FINI_LEAKS ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1;
   *out = c;
   return SYMHEAP_SUCCESS;
 }
@@ -286,8 +287,7 @@ static symheap_result_t b_va_reserve(void *ctx, size_t size, size_t align,
   if (align < c->page || BREAK == RESERVE_IGNORES_ALIGN)
     align = c->page;
   if (size > ((size_t)1 << 46))
-    return FAILED(SYMHEAP_ERR_NO_MEMORY, "broken: %zu bytes is too much",
-                  size);
+    return FAILED(SYMHEAP_ERR_NO_MEMORY, "broken: %zu bytes is too much", size);
   size_t span = size + align - c->page;
   char *p = mmap(NULL, span, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                  -1, 0);

@@ -284,8 +284,8 @@ static void check_mem_zero(void) {
                d.g, 2 * d.g, i, (unsigned char)w[i]);
   if (d.host && !kit_failed() &&
       ((unsigned char)w[d.g - 1] != 0xa5 || (unsigned char)w[2 * d.g] != 0xa5))
-    kit_fail("mem_zero of [%zu, %zu) changed bytes outside its range",
-             d.g, 2 * d.g);
+    kit_fail("mem_zero of [%zu, %zu) changed bytes outside its range", d.g,
+             2 * d.g);
   kit_pass("one granule of three cleared%s",
            d.host ? ": zero inside, untouched outside" : " (returned success)");
 out:
@@ -311,6 +311,5 @@ const kit_check_t kit_data_checks[] = {
      "with SYMHEAP_CAP_MAP_PARTIAL, parts of an allocation map"},
     {"map_offset_bytes", check_map_offset_bytes,
      "a mapping at an offset shows the right bytes, stores land, both ways"},
-    {"mem_zero", check_mem_zero,
-     "mem_zero clears its range and nothing else"},
+    {"mem_zero", check_mem_zero, "mem_zero clears its range and nothing else"},
     {NULL, NULL, NULL}};

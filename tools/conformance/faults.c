@@ -53,8 +53,8 @@ static symheap_result_t hit(fctx_t *c, const char *op) {
     return SYMHEAP_SUCCESS;
   __atomic_store_n(&F->fired, 1, __ATOMIC_SEQ_CST);
   return symheap__host_services.error(
-      SYMHEAP_ERR_DEVICE, "conformance: injected failure of %s on rank %d",
-      op, c->rank);
+      SYMHEAP_ERR_DEVICE, "conformance: injected failure of %s on rank %d", op,
+      c->rank);
 }
 static void live(fctx_t *c, long d) {
   __atomic_add_fetch(&F->live[c->rank % MAX_RANKS], d, __ATOMIC_SEQ_CST);

@@ -36,8 +36,7 @@ static int export_(kit_dev_t *d, symheap_mem_handle_t h, uint32_t kind,
     kit_fail("mem_export(kind %s) %s", kind_name(kind), kit_said(r));
     return 0;
   }
-  if (sh->kind != kind ||
-      (kind == SYMHEAP_HANDLE_FD && !kit_fd_open(sh->fd)) ||
+  if (sh->kind != kind || (kind == SYMHEAP_HANDLE_FD && !kit_fd_open(sh->fd)) ||
       (kind == SYMHEAP_HANDLE_BYTES &&
        (!sh->nbytes || sh->nbytes > SYMHEAP_SHAREABLE_MAX_BYTES))) {
     kit_fail("mem_export(kind %s) gave kind %u, fd %d (%s), %u bytes: "
@@ -107,8 +106,9 @@ static void round_trip(uint32_t kind) {
   }
   if (ok && d.host) {
     kit_stage("data through both mappings");
-    ok = same_bytes(a, b, sz, "written through the exporter's mapping, read "
-                              "through the importer's") &&
+    ok = same_bytes(a, b, sz,
+                    "written through the exporter's mapping, read "
+                    "through the importer's") &&
          same_bytes(b + 1, a + 1, sz - 1,
                     "written through the importer's mapping, read through "
                     "the exporter's");
@@ -233,8 +233,7 @@ static int refuse_bytes(kit_dev_t *d, const symheap_shareable_t *sh,
   kit_clear_error();
   symheap_result_t r = d->t.ops.mem_import(d->ctx, sh, &h);
   if (r == SYMHEAP_SUCCESS) {
-    kit_fail("mem_import accepted %s: expected it refused (INVALID_ARG)",
-             what);
+    kit_fail("mem_import accepted %s: expected it refused (INVALID_ARG)", what);
     if (h)
       d->t.ops.mem_release(d->ctx, h);
     return 0;

@@ -18,11 +18,11 @@
 
 /* --- the run ------------------------------------------------------------ */
 typedef struct {
-  const char *name;            /* --device */
-  symheap__device_table_t T;   /* the adaptor as registered (no hooks) */
-  int ranks;                   /* --ranks */
-  int cycles;                  /* --cycles: create/release rounds */
-  int timeout_s;               /* --timeout: the bound of one check */
+  const char *name;          /* --device */
+  symheap__device_table_t T; /* the adaptor as registered (no hooks) */
+  int ranks;                 /* --ranks */
+  int cycles;                /* --cycles: create/release rounds */
+  int timeout_s;             /* --timeout: the bound of one check */
 } kit_config_t;
 extern kit_config_t K;
 
@@ -54,9 +54,9 @@ typedef struct {
   symheap__device_table_t t; /* with any plugin hooks over it */
   void *ctx;
   symheap_device_caps_t caps;
-  size_t g;  /* granularity */
-  int host;  /* SYMHEAP_CAP_HOST_ACCESS */
-  int vmm;   /* SYMHEAP_CAP_VMM */
+  size_t g; /* granularity */
+  int host; /* SYMHEAP_CAP_HOST_ACCESS */
+  int vmm;  /* SYMHEAP_CAP_VMM */
 } kit_dev_t;
 
 /* Init and query (and the hooks of plugins that target it); on failure
@@ -87,9 +87,9 @@ void kit_unmap(kit_dev_t *d, char *va, size_t size);
 
 /* --- resources and probes (res.c) -------------------------------------- */
 typedef struct {
-  int fds;         /* entries of /proc/self/fd */
-  long maps;       /* lines of /proc/self/maps */
-  uint64_t va;     /* bytes of address space in them */
+  int fds;     /* entries of /proc/self/fd */
+  long maps;   /* lines of /proc/self/maps */
+  uint64_t va; /* bytes of address space in them */
 } kit_res_t;
 void kit_res(kit_res_t *r);
 /* Whether [va, va+size) grew by about one unit per cycle from a to b: what

@@ -121,8 +121,9 @@ static void check_leak_map_unmap(void) {
     return;
   mapping_t m = {0, NULL};
   if (kit_create(&d, 2 * d.g, &m.h) && kit_reserve(&d, 2 * d.g, d.g, &m.va))
-    cycle(&d, map_unmap, &m, 2 * d.g, "map + set_access + unmap in one "
-                                      "reservation",
+    cycle(&d, map_unmap, &m, 2 * d.g,
+          "map + set_access + unmap in one "
+          "reservation",
           "unmap must undo one map exactly");
   if (m.va)
     d.t.ops.va_free(d.ctx, m.va, 2 * d.g);

@@ -96,9 +96,8 @@ static void check_granularity(void) {
     kit_fail("multicast granularity %zu: expected a power of two",
              c->multicast_granularity);
   else
-    kit_pass("granularity %zu, recommended %zu, multicast %zu",
-             c->granularity, c->recommended_granularity,
-             c->multicast_granularity);
+    kit_pass("granularity %zu, recommended %zu, multicast %zu", c->granularity,
+             c->recommended_granularity, c->multicast_granularity);
   kit_close(&d);
 }
 
@@ -138,8 +137,8 @@ static void check_caps(void) {
     kit_fail("handle_kinds 0x%x has bits for no symheap_handle_kind_t",
              c->handle_kinds);
   else
-    kit_pass("caps 0x%x, handle kinds 0x%x: consistent with the table",
-             c->caps, c->handle_kinds);
+    kit_pass("caps 0x%x, handle kinds 0x%x: consistent with the table", c->caps,
+             c->handle_kinds);
   kit_close(&d);
 }
 
@@ -215,8 +214,7 @@ static void check_va_reserve_align(void) {
     return;
   size_t aligns[] = {d.g, 16 * d.g, (size_t)1 << 21, (size_t)1 << 26};
   char *va[8];
-  for (size_t a = 0; a < sizeof aligns / sizeof *aligns && !kit_failed();
-       a++) {
+  for (size_t a = 0; a < sizeof aligns / sizeof *aligns && !kit_failed(); a++) {
     size_t al = aligns[a] < d.g ? d.g : aligns[a];
     int n = 0;
     for (; n < 8 && kit_reserve(&d, d.g, al, &va[n]); n++)
@@ -364,7 +362,8 @@ static void check_quiet(void) {
 }
 
 const kit_check_t kit_local_checks[] = {
-    {"table", check_table, "the core accepts the table (ABI, required members)"},
+    {"table", check_table,
+     "the core accepts the table (ABI, required members)"},
     {"available", check_available,
      "available() says whether the adaptor can run here, and why not"},
     {"names", check_names,

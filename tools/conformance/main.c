@@ -76,7 +76,9 @@ int kit_pow2(size_t v) { return v && !(v & (v - 1)); }
 static int passed, failed, skipped;
 
 static void print_verdict(const char *check, int kind, const char *msg) {
-  const char *w = kind == KIT_PASS ? "PASS" : kind == KIT_SKIP ? "SKIP" : "FAIL";
+  const char *w = kind == KIT_PASS   ? "PASS"
+                  : kind == KIT_SKIP ? "SKIP"
+                                     : "FAIL";
   passed += kind == KIT_PASS;
   skipped += kind == KIT_SKIP;
   failed += kind == KIT_FAIL;
@@ -122,16 +124,26 @@ static int wait_bounded(pid_t pid) {
 
 static const char *sig_name(int s) {
   switch (s) {
-  case SIGSEGV: return "SIGSEGV";
-  case SIGBUS: return "SIGBUS";
-  case SIGABRT: return "SIGABRT";
-  case SIGFPE: return "SIGFPE";
-  case SIGILL: return "SIGILL";
-  case SIGKILL: return "SIGKILL";
-  case SIGTERM: return "SIGTERM";
-  case SIGPIPE: return "SIGPIPE";
-  case SIGTRAP: return "SIGTRAP";
-  default: return "signal";
+  case SIGSEGV:
+    return "SIGSEGV";
+  case SIGBUS:
+    return "SIGBUS";
+  case SIGABRT:
+    return "SIGABRT";
+  case SIGFPE:
+    return "SIGFPE";
+  case SIGILL:
+    return "SIGILL";
+  case SIGKILL:
+    return "SIGKILL";
+  case SIGTERM:
+    return "SIGTERM";
+  case SIGPIPE:
+    return "SIGPIPE";
+  case SIGTRAP:
+    return "SIGTRAP";
+  default:
+    return "signal";
   }
 }
 
@@ -177,7 +189,8 @@ static int run_check(const kit_check_t *c) {
              V->verdict == KIT_FAIL ? V->msg : "");
   } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0 && kind != KIT_FAIL) {
     kind = KIT_FAIL;
-    snprintf(msg, sizeof msg, "the check's process exited with status %d in: %s",
+    snprintf(msg, sizeof msg,
+             "the check's process exited with status %d in: %s",
              WEXITSTATUS(st), V->stage);
   } else if (kind == KIT_NONE) {
     kind = KIT_FAIL;
@@ -190,35 +203,35 @@ static int run_check(const kit_check_t *c) {
   return kind;
 }
 
-static const kit_check_t *const parts[] = {kit_local_checks,
-                                           kit_handle_checks, kit_data_checks,
-                                           kit_optional_checks,
-                                           kit_leak_checks, kit_rank_checks};
+static const kit_check_t *const parts[] = {
+    kit_local_checks,    kit_handle_checks, kit_data_checks,
+    kit_optional_checks, kit_leak_checks,   kit_rank_checks};
 #define NPARTS (sizeof parts / sizeof *parts)
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: symheap-conformance --device NAME [options]\n"
-          "Checks a device adaptor (built in, or a plugin loaded with\n"
-          "SYMHEAP_PLUGIN=name-or-path) against the contracts of\n"
-          "include/symheap_adaptor.h.  Each check runs in its own process;\n"
-          "a crash or a hang fails that check only.\n"
-          "  --device NAME        the adaptor (what SYMHEAP_DEVICE=NAME selects)\n"
-          "  --ranks N            ranks for the multi-rank checks, run as\n"
-          "                       threads and as processes the kit forks (2..16,\n"
-          "                       default 2)\n"
-          "  --cycles N           create/release rounds of the leak checks\n"
-          "                       (default 200)\n"
-          "  --timeout SEC        bound of one check (default 60)\n"
-          "  --only CHECK[,...]   run only these checks\n"
-          "  --allow-unavailable  exit 0 when the adaptor cannot run here\n"
-          "  --list               list the checks and exit\n"
-          "  --help               this text\n"
-          "Output: PASS/FAIL/SKIP conformance/<check>: <why>, one line each,\n"
-          "then \"N passed, N failed, N skipped\".\n"
-          "Exit status: 0 no FAIL; 1 a FAIL; 2 usage or setup error; 3 the\n"
-          "adaptor is unavailable here (nothing could run) and\n"
-          "--allow-unavailable was not given.\n");
+  fprintf(
+      f,
+      "usage: symheap-conformance --device NAME [options]\n"
+      "Checks a device adaptor (built in, or a plugin loaded with\n"
+      "SYMHEAP_PLUGIN=name-or-path) against the contracts of\n"
+      "include/symheap_adaptor.h.  Each check runs in its own process;\n"
+      "a crash or a hang fails that check only.\n"
+      "  --device NAME        the adaptor (what SYMHEAP_DEVICE=NAME selects)\n"
+      "  --ranks N            ranks for the multi-rank checks, run as\n"
+      "                       threads and as processes the kit forks (2..16,\n"
+      "                       default 2)\n"
+      "  --cycles N           create/release rounds of the leak checks\n"
+      "                       (default 200)\n"
+      "  --timeout SEC        bound of one check (default 60)\n"
+      "  --only CHECK[,...]   run only these checks\n"
+      "  --allow-unavailable  exit 0 when the adaptor cannot run here\n"
+      "  --list               list the checks and exit\n"
+      "  --help               this text\n"
+      "Output: PASS/FAIL/SKIP conformance/<check>: <why>, one line each,\n"
+      "then \"N passed, N failed, N skipped\".\n"
+      "Exit status: 0 no FAIL; 1 a FAIL; 2 usage or setup error; 3 the\n"
+      "adaptor is unavailable here (nothing could run) and\n"
+      "--allow-unavailable was not given.\n");
 }
 
 static int selected(const char *only, const char *name) {
@@ -239,8 +252,8 @@ static int int_arg(const char *v, int lo, int hi, const char *opt) {
   char *end;
   long x = v ? strtol(v, &end, 10) : 0;
   if (!v || *end || x < lo || x > hi) {
-    fprintf(stderr, "symheap-conformance: %s wants a number in [%d, %d]\n",
-            opt, lo, hi);
+    fprintf(stderr, "symheap-conformance: %s wants a number in [%d, %d]\n", opt,
+            lo, hi);
     exit(2);
   }
   return (int)x;
@@ -296,8 +309,9 @@ static int parse_args(int argc, char **argv, opts_t *o) {
   for (const char *p = o->only; p && *p;) {
     size_t l = strcspn(p, ",");
     if (!known_check(p, l)) {
-      fprintf(stderr, "symheap-conformance: --only: no check '%.*s' "
-                      "(--list lists them)\n",
+      fprintf(stderr,
+              "symheap-conformance: --only: no check '%.*s' "
+              "(--list lists them)\n",
               (int)l, p);
       return 2;
     }
@@ -316,9 +330,10 @@ static int load_adaptor(void) {
    * not isolated, as it is not in an application either. */
   symheap__error_clear();
   if (symheap__plugins_load() != SYMHEAP_SUCCESS) {
-    print_verdict("table", KIT_FAIL, symheap_last_error()[0]
-                                         ? symheap_last_error()
-                                         : "SYMHEAP_PLUGIN could not be loaded");
+    print_verdict("table", KIT_FAIL,
+                  symheap_last_error()[0]
+                      ? symheap_last_error()
+                      : "SYMHEAP_PLUGIN could not be loaded");
     return 0;
   }
   if (!find_adaptor()) {

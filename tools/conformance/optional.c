@@ -27,8 +27,8 @@ static void check_mem_retain(void) {
   size_t size = 0;
   kit_stage("mem_retain of a pointer inside a mapping");
   kit_clear_error();
-  symheap_result_t e = d.t.ops.mem_retain(d.ctx, va + d.g + 64, &r, &base,
-                                          &size);
+  symheap_result_t e =
+      d.t.ops.mem_retain(d.ctx, va + d.g + 64, &r, &base, &size);
   if (e != SYMHEAP_SUCCESS) {
     kit_fail("mem_retain of a pointer inside the adaptor's own mapping %s",
              kit_said(e));
@@ -85,8 +85,9 @@ static void check_dmabuf_export(void) {
   size_t sz = 2 * d.g;
   if (!K.T.has_dmabuf) {
     kit_skip("dmabuf_export is not provided%s",
-             d.host ? "" : ": this device's memory cannot be registered for "
-                           "RDMA");
+             d.host ? ""
+                    : ": this device's memory cannot be registered for "
+                      "RDMA");
     goto out;
   }
   if (!kit_create(&d, sz, &h) || !kit_map(&d, h, 0, sz, &va))
@@ -103,8 +104,7 @@ static void check_dmabuf_export(void) {
     symheap_result_t e =
         d.t.ops.dmabuf_export(d.ctx, va + 100, 1000, &fd, &off);
     if (e != SYMHEAP_SUCCESS) {
-      kit_fail("dmabuf_export of 1000 bytes at mapping + 100 %s",
-               kit_said(e));
+      kit_fail("dmabuf_export of 1000 bytes at mapping + 100 %s", kit_said(e));
       goto out;
     }
     if (!kit_fd_open(fd) || off >= sz) {

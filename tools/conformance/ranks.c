@@ -87,8 +87,7 @@ static void run_ranks(int procs, rank_fn fn) {
       rank_fail(r, "the rank's process was killed by signal %d (%s)",
                 WTERMSIG(st), strsignal(WTERMSIG(st)));
     else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-      rank_fail(r, "the rank's process exited with status %d",
-                WEXITSTATUS(st));
+      rank_fail(r, "the rank's process exited with status %d", WEXITSTATUS(st));
   }
 }
 
@@ -119,7 +118,8 @@ static void flat_body(symheap_comm_t comm, int rank, int n) {
   size_t stride = 0;
   if (symheap_window_flat_base(w, (void **)&base, &stride) != SYMHEAP_SUCCESS ||
       !base || stride < FLAT || (info.granularity && stride % info.granularity))
-    rank_fail(rank, "flat base %p, stride %zu: expected a base and a stride "
+    rank_fail(rank,
+              "flat base %p, stride %zu: expected a base and a stride "
               "of at least %d bytes, a multiple of the granularity %zu",
               (void *)base, stride, FLAT, info.granularity);
   symheap_window_local_ptr(w, (void **)&mine);
@@ -134,7 +134,8 @@ static void flat_body(symheap_comm_t comm, int rank, int n) {
     for (int p = 0; p < n; p++)
       for (size_t i = 0; i < FLAT / 2; i += 997)
         if (base[(size_t)p * stride + i] != pat(p, i)) {
-          rank_fail(rank, "rank %d's byte %zu read through base + %d * "
+          rank_fail(rank,
+                    "rank %d's byte %zu read through base + %d * "
                     "stride is 0x%02x, expected 0x%02x",
                     p, i, p, (unsigned char)base[(size_t)p * stride + i],
                     (unsigned char)pat(p, i));
@@ -143,7 +144,8 @@ static void flat_body(symheap_comm_t comm, int rank, int n) {
         }
     for (size_t i = 0; i < FLAT / 2 && mine; i += 997)
       if (mine[FLAT / 2 + i] != pat(prev + 100, i)) {
-        rank_fail(rank, "rank %d's write into this rank's memory (byte %zu) "
+        rank_fail(rank,
+                  "rank %d's write into this rank's memory (byte %zu) "
                   "did not land: reads 0x%02x through the local pointer",
                   prev, FLAT / 2 + i, (unsigned char)mine[FLAT / 2 + i]);
         break;
@@ -181,10 +183,10 @@ static void mismatch_body(symheap_comm_t comm, int rank, int n) {
   symheap_comm_stats_t s0 = SYMHEAP_COMM_STATS_INIT, s1 = s0;
   symheap_window_t w;
   symheap_comm_get_stats(comm, &s0);
-  symheap_result_t r =
-      symheap_malloc(comm, rank == 0 ? 65536 : 131072, 0, &w);
+  symheap_result_t r = symheap_malloc(comm, rank == 0 ? 65536 : 131072, 0, &w);
   if (r != SYMHEAP_ERR_MISMATCH) {
-    rank_fail(rank, "sizes that differ between ranks: symheap_malloc "
+    rank_fail(rank,
+              "sizes that differ between ranks: symheap_malloc "
               "returned %d (%s), expected SYMHEAP_ERR_MISMATCH on every rank",
               (int)r, symheap_strerror(r));
     if (r == SYMHEAP_SUCCESS)
@@ -193,7 +195,8 @@ static void mismatch_body(symheap_comm_t comm, int rank, int n) {
   }
   symheap_comm_get_stats(comm, &s1);
   if (!same_stats(&s0, &s1))
-    rank_fail(rank, "after MISMATCH the comm's accounting moved (bytes "
+    rank_fail(rank,
+              "after MISMATCH the comm's accounting moved (bytes "
               "mapped %llu -> %llu, descriptors %llu -> %llu)",
               (unsigned long long)s0.bytes_mapped,
               (unsigned long long)s1.bytes_mapped,
@@ -243,7 +246,8 @@ static void rollback_body(symheap_comm_t comm, int rank, int n) {
         symheap_comm_allgather(comm, &ok, all, sizeof ok);
         for (int p = 0; p < n; p++)
           if (all[p] != ok)
-            rank_fail(rank, "%s failing (call %d) on rank %d: this rank "
+            rank_fail(rank,
+                      "%s failing (call %d) on rank %d: this rank "
                       "%s, rank %d %s",
                       kit_fault_ops[k], nth, victim,
                       ok ? "succeeded" : "failed", p,
@@ -252,13 +256,15 @@ static void rollback_body(symheap_comm_t comm, int rank, int n) {
           symheap_free(comm, w);
         symheap_comm_get_stats(comm, &s1);
         if (!same_stats(&s0, &s1))
-          rank_fail(rank, "%s failing (call %d) on rank %d: the comm's "
+          rank_fail(rank,
+                    "%s failing (call %d) on rank %d: the comm's "
                     "accounting moved (bytes mapped %llu -> %llu)",
                     kit_fault_ops[k], nth, victim,
                     (unsigned long long)s0.bytes_mapped,
                     (unsigned long long)s1.bytes_mapped);
         if (kit_faults_live(rank) != live0)
-          rank_fail(rank, "%s failing (call %d) on rank %d: %ld objects "
+          rank_fail(rank,
+                    "%s failing (call %d) on rank %d: %ld objects "
                     "(handles, reservations, mappings) left in the adaptor",
                     kit_fault_ops[k], nth, victim,
                     kit_faults_live(rank) - live0);
@@ -331,7 +337,8 @@ static void window_leak_body(symheap_comm_t comm, int rank, int n) {
   kit_res(&b);
   char what[200];
   if (kit_leaked(&a, &b, rounds, 65536, what, sizeof what))
-    rank_fail(rank, "%d rounds of symheap_mem_alloc, window_register, "
+    rank_fail(rank,
+              "%d rounds of symheap_mem_alloc, window_register, "
               "window_deregister, mem_free through the adaptor: %s leaked",
               rounds, what);
 }
