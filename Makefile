@@ -45,13 +45,13 @@ $(BUILD)/lib/libsymheap.a: $(LIB_OBJS)
 # it, with the public headers alone.  Each directory is copied out of the
 # tree and compiled with include/ as its only include path, so a core header
 # reached by any path fails the build.
-BOUNDARY_DIRS := adaptors/device plugins test/plugins
+BOUNDARY_DIRS := adaptors/device plugins test/plugins test/conformance
 $(BUILD)/boundary.ok: $(foreach d,$(BOUNDARY_DIRS),$(wildcard $(d)/*.[ch])) $(wildcard include/*.h)
 	@rm -rf $(BUILD)/boundary && mkdir -p $(BUILD)/boundary
 	@set -e; for d in $(BOUNDARY_DIRS); do \
 	  mkdir -p $(BUILD)/boundary/$$d; cp $$d/*.[ch] $(BUILD)/boundary/$$d/ 2>/dev/null || cp $$d/*.c $(BUILD)/boundary/$$d/; \
 	  for f in $(BUILD)/boundary/$$d/*.c; do \
-	    $(CC) $(filter-out -I%,$(CFLAGS_ALL)) -I$(CURDIR)/include -DBAD=1 -c $$f -o $$f.o \
+	    $(CC) $(filter-out -I%,$(CFLAGS_ALL)) -I$(CURDIR)/include -DBAD=1 -DBREAK=0 -c $$f -o $$f.o \
 	      || { echo "boundary: $$d/$$(basename $$f) needs more than include/ (see docs/architecture.md)"; exit 1; }; \
 	  done; done
 	@touch $@
@@ -118,12 +118,13 @@ $(BUILD)/bin/symheap-info: tools/symheap-info.c $(BUILD)/lib/libsymheap.a $(HEAD
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Icore -o $@ $< $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
 
-# symheap-conformance drives adaptors directly, and runs ranks as threads
-# with the test harness.
-$(BUILD)/bin/symheap-conformance: tools/symheap-conformance.c \
-    $(BUILD)/obj/test/harness.o $(BUILD)/lib/libsymheap.a $(HEADERS)
+# symheap-conformance (tools/conformance/) drives adaptors directly, through
+# the registry of the core it links statically.
+CONFORMANCE_SRCS := $(wildcard tools/conformance/*.c)
+$(BUILD)/bin/symheap-conformance: $(CONFORMANCE_SRCS) tools/conformance/kit.h \
+    $(BUILD)/lib/libsymheap.a $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -Icore -o $@ $< $(BUILD)/obj/test/harness.o \
+	$(CC) $(CFLAGS_ALL) -Icore -o $@ $(CONFORMANCE_SRCS) \
 	  $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
 # make conformance DEVICE=NAME [SYMHEAP_PLUGIN=...]
 DEVICE ?= host
@@ -302,7 +303,8 @@ env-doc: $(BUILD)/bin/symheap-info
 
 format:
 	clang-format -i include/*.h core/*.[ch] adaptors/device/*.[ch] adaptors/ccl/mpi/*.c tools/*.c test/*.[ch] \
-	  test/fake_cuda/*.[ch] test/fake_ibverbs/*.[ch] test/gpu/*.cu bench/*.c
+	  test/fake_cuda/*.[ch] test/fake_ibverbs/*.[ch] test/gpu/*.cu bench/*.c \
+	  tools/conformance/*.[ch] test/conformance/*.c
 
 clean:
 	rm -rf build
@@ -325,3 +327,12 @@ install: install-python
 install-python: python
 	install -d $(DESTDIR)$(PREFIX)/lib/python3/site-packages/symheap
 	install -m 644 $(PY_SRCS) $(DESTDIR)$(PREFIX)/lib/python3/site-packages/symheap/
+# The conformance kit's own test: one adaptor written from the public
+# headers alone, built once correct (0) and once per mistake (-DBREAK=N);
+# test/conformance/run_broken.sh runs the kit on each.
+BROKEN_IDS := $(shell seq 0 32)
+BROKEN_ADAPTORS := $(BROKEN_IDS:%=$(BUILD)/test/broken/broken%.so)
+$(BUILD)/test/broken/broken%.so: test/conformance/broken_adaptor.c $(wildcard include/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -DBREAK=$* -shared -o $@ $< -Wl,--no-undefined $(LDFLAGS_ALL)
+tests: $(BROKEN_ADAPTORS)

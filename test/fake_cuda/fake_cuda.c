@@ -426,7 +426,10 @@ static cu_result_t f_cuMemImportFromShareableHandle(cu_mem_handle_t *h,
   NEED_CTX();
   int fd = (int)(uintptr_t)os;
   struct stat st;
-  if (type != CU_MEM_HANDLE_TYPE_POSIX_FD || fstat(fd, &st) != 0)
+  /* Like the driver, a descriptor that is not device memory (a pipe, a
+   * device node) is refused. */
+  if (type != CU_MEM_HANDLE_TYPE_POSIX_FD || fstat(fd, &st) != 0 ||
+      !S_ISREG(st.st_mode))
     LEAVE(CU_ERR_INVALID_VALUE);
   /* Like the driver: the caller keeps its descriptor. */
   int mine = fcntl(fd, F_DUPFD_CLOEXEC, 0);
