@@ -4,10 +4,15 @@
  *
  * Its "device" is the CPU, like the built-in host adaptor, but it shares
  * memory the way many vendors' drivers do: through a *name* (bytes), not a
- * file descriptor.  Memory is a POSIX shared-memory object; its shareable
- * handle is the object's name, which the core sends to the peers with the
- * ccl's allgather, and each peer opens the name itself.  That exercises the
- * core's byte-handle path end to end.
+ * file descriptor.  Memory is an unnamed file in /dev/shm (O_TMPFILE), and
+ * its shareable handle is a path that reaches it while its maker lives,
+ * /proc/<pid>/fd/<fd>: bytes the core sends to the peers with the ccl's
+ * allgather, which each peer opens itself.  Nothing is ever named in
+ * /dev/shm, so nothing is left behind when a rank is killed (named shared
+ * memory was, 3 MiB per comm).  That exercises the core's byte-handle path
+ * end to end.  (Opening another process's /proc/<pid>/fd needs the same
+ * rights as ptrace: same user, and no Yama restriction; a vendor's driver
+ * would use its own names.)
  *
  * A plugin talks to symheap only through what it is given: the services
  * table at init (logging, errors, environment), and the types of
@@ -18,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "symheap_adaptor.h"
@@ -25,12 +31,9 @@
 
 static const symheap_host_services_t *svc; /* from the plugin's init */
 
-/* One piece of memory: its descriptor, its name, and whether this rank made
- * it (the maker removes the name when it lets go). */
+/* One piece of memory: its descriptor. */
 typedef struct {
   int fd;
-  int owner;
-  char name[64];
 } mem_t;
 
 typedef struct {
@@ -54,10 +57,10 @@ static int ex_available(const symheap_host_services_t *s, char *why,
 
 static symheap_result_t ex_init(const symheap_host_services_t *s,
                                 const symheap_device_init_t *args, void **ctx) {
-  (void)args;
   ctx_t *c = calloc(1, sizeof *c);
   if (!c)
     return s->error(SYMHEAP_ERR_NO_MEMORY, "example: out of memory");
+  (void)args;
   long page = sysconf(_SC_PAGESIZE);
   c->page = page > 0 ? (size_t)page : 4096;
   *ctx = c;
@@ -84,29 +87,23 @@ static symheap_result_t ex_query(void *ctx, symheap_device_caps_t *caps) {
 static symheap_result_t ex_mem_create(void *ctx, size_t size,
                                       symheap_mem_handle_t *out) {
   (void)ctx;
-  static unsigned long counter;
   mem_t *m = calloc(1, sizeof *m);
   if (!m)
     return svc->error(SYMHEAP_ERR_NO_MEMORY, "example: out of memory");
-  snprintf(m->name, sizeof m->name, "/symheap-example-%d-%lu", (int)getpid(),
-           __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
-  m->fd = shm_open(m->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  m->fd = open("/dev/shm", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   if (m->fd < 0) {
     int e = errno;
-    symheap_result_t r = svc->error(
-        SYMHEAP_ERR_DEVICE, "example: shm_open(%s): %s", m->name, strerror(e));
     free(m);
-    return r;
+    return svc->error(SYMHEAP_ERR_DEVICE,
+                      "example: an unnamed file in /dev/shm: %s", strerror(e));
   }
   if (ftruncate(m->fd, (off_t)size) != 0) {
     int e = errno;
     close(m->fd);
-    shm_unlink(m->name);
     free(m);
     return svc->error(SYMHEAP_ERR_NO_MEMORY, "example: ftruncate(%zu): %s",
                       size, strerror(e));
   }
-  m->owner = 1;
   *out = to_handle(m);
   return SYMHEAP_SUCCESS;
 }
@@ -115,14 +112,12 @@ static symheap_result_t ex_mem_create(void *ctx, size_t size,
 static symheap_result_t ex_mem_release(void *ctx, symheap_mem_handle_t h) {
   (void)ctx;
   mem_t *m = from_handle(h);
-  if (m->owner)
-    shm_unlink(m->name);
   close(m->fd);
   free(m);
   return SYMHEAP_SUCCESS;
 }
 
-/* The shareable handle is the name: bytes the core carries to the peers. */
+/* The shareable handle is a path: bytes the core carries to the peers. */
 static symheap_result_t ex_mem_export(void *ctx, symheap_mem_handle_t h,
                                       uint32_t kind, symheap_shareable_t *out) {
   (void)ctx;
@@ -133,29 +128,46 @@ static symheap_result_t ex_mem_export(void *ctx, symheap_mem_handle_t h,
   memset(out, 0, sizeof *out);
   out->kind = SYMHEAP_HANDLE_BYTES;
   out->fd = -1;
-  out->nbytes = (uint32_t)strlen(m->name) + 1;
-  memcpy(out->bytes, m->name, out->nbytes);
+  int n = snprintf((char *)out->bytes, sizeof out->bytes, "/proc/%d/fd/%d",
+                   (int)getpid(), m->fd);
+  out->nbytes = (uint32_t)n + 1;
   return SYMHEAP_SUCCESS;
 }
 
+/* A peer's bytes are input: a path of the form we make, to memory of the
+ * kind we make (an unnamed regular file), or a refusal. */
 static symheap_result_t ex_mem_import(void *ctx, const symheap_shareable_t *in,
                                       symheap_mem_handle_t *h) {
   (void)ctx;
+  int pid = 0, fd = 0, used = 0;
   if (in->kind != SYMHEAP_HANDLE_BYTES || in->nbytes < 2 ||
-      in->nbytes > sizeof(((mem_t *)0)->name) ||
-      in->bytes[in->nbytes - 1] != '\0' || in->bytes[0] != '/')
+      in->nbytes > sizeof in->bytes || in->bytes[in->nbytes - 1] != '\0' ||
+      sscanf((const char *)in->bytes, "/proc/%d/fd/%d%n", &pid, &fd, &used) !=
+          2 ||
+      (size_t)used + 1 != in->nbytes || pid <= 0 || fd < 0)
     return svc->error(SYMHEAP_ERR_INVALID_ARG,
                       "example: a handle that is not one of our names");
   mem_t *m = calloc(1, sizeof *m);
   if (!m)
     return svc->error(SYMHEAP_ERR_NO_MEMORY, "example: out of memory");
-  memcpy(m->name, in->bytes, in->nbytes);
-  m->fd = shm_open(m->name, O_RDWR | O_CLOEXEC, 0);
+  struct stat st;
+  m->fd = open((const char *)in->bytes, O_RDWR | O_CLOEXEC);
+  int e = errno;
+  if (m->fd >= 0 && (fstat(m->fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+                     st.st_nlink != 0 || st.st_size == 0)) {
+    close(m->fd);
+    m->fd = -1;
+    e = EINVAL;
+  }
   if (m->fd < 0) {
-    int e = errno;
     free(m);
-    return svc->error(SYMHEAP_ERR_DEVICE, "example: shm_open(%s): %s",
-                      (const char *)in->bytes, strerror(e));
+    return svc->error(e == EINVAL ? SYMHEAP_ERR_INVALID_ARG
+                                  : SYMHEAP_ERR_DEVICE,
+                      "example: %s: %s", (const char *)in->bytes,
+                      e == EINVAL ? "not memory this plugin made"
+                      : e == ENOENT
+                          ? "no such memory (its maker exited or released it)"
+                          : strerror(e));
   }
   *h = to_handle(m);
   return SYMHEAP_SUCCESS;

@@ -164,6 +164,20 @@ no_shm_left() {
 }
 check "no shared-memory names left behind" no_shm_left
 
+# The example plugin's memory is never named in /dev/shm: a rank SIGKILLed
+# mid-job leaves nothing there (it once left its 3 MiB pads, named).
+example_kill_leaves_nothing() {
+  local before after
+  before=$(ls /dev/shm | wc -l)
+  SYMHEAP_PLUGIN_PATH="$PWD/build/lib" SYMHEAP_PLUGIN=example SYMHEAP_DEVICE=example \
+    SYMHEAP_TIMEOUT_MS=3000 build/bin/symheap-run -n 3 sh -c \
+    'if [ "$SYMHEAP_RANK" = 1 ]; then (sleep 1; kill -9 $$) & fi; exec build/test/test_multirank' \
+    >/dev/null 2>&1
+  after=$(ls /dev/shm | wc -l)
+  [ "$after" -le "$before" ] || { echo "/dev/shm went from $before to $after entries:"; ls /dev/shm; return 1; }
+}
+check "example plugin: a killed rank leaves nothing in /dev/shm" example_kill_leaves_nothing
+
 # The vendor contract: an in-tree adaptor copied out of the tree, renamed,
 # built as a plugin against the installed headers exactly as
 # docs/writing-a-plugin.md says, passes the kit and the multi-rank suite.
