@@ -3,8 +3,9 @@
  * Every block reads the call's epoch (xepoch + 1, local).  Block 0 tells
  * every rank "I am in this call" (xready[me] = epoch on each rank, release),
  * for all-to-all-v after writing its row of send counts into every rank's
- * xmatrix: so once a rank has every xready, it knows every rank's counts
- * (and computes the same offsets and the same validity as everyone) and
+ * xmatrix (with its output capacity): so once a rank has every xready, it
+ * knows every rank's counts and capacity (and computes the same offsets and
+ * the same validity as everyone) and
  * every output is free to write (its owner has started the call).  Blocks
  * then copy their share of one peer's data into that peer's output.  The
  * last block to finish (a counter in the pad) sets xdata[me] = epoch on
@@ -41,10 +42,10 @@ __device__ void publish_row(const view_t &w, const a2a_args_t &x, int p) {
   }
   if (!x.send_offsets && sum > x.in_cap)
     ok = false;
-  volatile uint64_t *row =
-      xword(w, p, kXMatrix) + (size_t)w.rank * kMaxRanks;
+  volatile uint64_t *row = xword(w, p, kXMatrix) + (size_t)w.rank * kXRow;
   for (int q = 0; q < n; q++)
     row[q] = ok ? (uint64_t)x.send_counts[q] : ~0ull;
+  row[kMaxRanks] = x.out_cap;
 }
 
 template <bool V>
@@ -53,7 +54,7 @@ __global__ void __launch_bounds__(512)
                a2a_args_t x, int bpp) {
   const int n = in.nranks, rank = in.rank, t = (int)threadIdx.x;
   __shared__ uint64_t e_s;
-  __shared__ uint64_t M[V ? kMaxRanks : 1][kMaxRanks];
+  __shared__ uint64_t M[V ? kMaxRanks : 1][kXRow];
   __shared__ int bad_s, last_s;
   if (t == 0) {
     e_s = *(volatile uint64_t *)xword(in, rank, kXEpoch) + 1;
@@ -72,16 +73,16 @@ __global__ void __launch_bounds__(512)
   __syncthreads();
   if (V) {
     const volatile uint64_t *m = xword(in, rank, kXMatrix);
-    for (int i = t; i < n * kMaxRanks; i += blockDim.x)
-      M[i / kMaxRanks][i % kMaxRanks] = m[i];
+    for (int i = t; i < n * kXRow; i += blockDim.x)
+      M[i / kXRow][i % kXRow] = m[i];
     __syncthreads();
-    if (t < n) { /* receiver t's total, and every row's validity */
+    if (t < n) { /* receiver t's total against its capacity; validity */
       uint64_t total = 0;
       int bad = 0;
       for (int s = 0; s < n; s++) {
         bad |= M[s][t] == ~0ull;
         total += bad ? 0 : M[s][t];
-        bad |= total > x.out_cap;
+        bad |= total > M[t][kMaxRanks];
       }
       if (bad)
         atomicOr(&bad_s, 1);

@@ -12,15 +12,18 @@ const char *local(const symheap_device_window_t &v, size_t off) {
   return (const char *)symheap_device_local_ptr(&v, off);
 }
 
-/* A device-readable (or, for `writes`, writable) array of n size_t. */
-symheap_result_t device_array(const void *p, int n, const char *fn,
-                              const char *what) {
+/* A device-accessible array of n size_t (its memory type is not queried
+ * while the stream captures a graph). */
+symheap_result_t device_array(const void *p, int n, bool capturing,
+                              const char *fn, const char *what) {
   if (!p)
     return fail(SYMHEAP_ERR_INVALID_ARG, "%s: %s is NULL", fn, what);
   if ((uintptr_t)p % sizeof(size_t))
     return fail(SYMHEAP_ERR_INVALID_ARG,
                 "%s: %s at %p is not aligned to %zu bytes", fn, what, p,
                 sizeof(size_t));
+  if (capturing)
+    return SYMHEAP_SUCCESS; /* no driver queries inside a capture */
   cudaPointerAttributes a;
   cudaError_t e = cudaPointerGetAttributes(&a, p);
   if (e != cudaSuccess || a.type == cudaMemoryTypeUnregistered) {
@@ -108,15 +111,25 @@ symheap_result_t a2a(symheap_window_t in, size_t in_off, size_t in_bytes,
                 "%s: the input [%zu, +%zu) and the output [%zu, +%zu) "
                 "overlap; all-to-all cannot run in place",
                 fn, in_off, in_bytes, out_off, out_bytes);
+  cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
   if (x.send_counts &&
-      ((r = device_array(x.send_counts, a.in.nranks, fn, "send_counts")) !=
+      cudaStreamIsCapturing((cudaStream_t)stream, &cs) != cudaSuccess) {
+    (void)cudaGetLastError();
+    cs = cudaStreamCaptureStatusNone;
+  }
+  const bool cap = cs != cudaStreamCaptureStatusNone;
+  const int n = a.in.nranks;
+  if (x.send_counts &&
+      ((r = device_array(x.send_counts, n, cap, fn, "send_counts")) !=
            SYMHEAP_SUCCESS ||
-       (x.send_offsets && (r = device_array(x.send_offsets, a.in.nranks, fn,
-                                            "send_offsets")) != SYMHEAP_SUCCESS) ||
-       (r = device_array(x.recv_counts, a.in.nranks, fn, "recv_counts")) !=
+       (x.send_offsets && (r = device_array(x.send_offsets, n, cap, fn,
+                                            "send_offsets")) !=
+                              SYMHEAP_SUCCESS) ||
+       (r = device_array(x.recv_counts, n, cap, fn, "recv_counts")) !=
            SYMHEAP_SUCCESS ||
-       (x.recv_offsets && (r = device_array(x.recv_offsets, a.in.nranks, fn,
-                                            "recv_offsets")) != SYMHEAP_SUCCESS)))
+       (x.recv_offsets && (r = device_array(x.recv_offsets, n, cap, fn,
+                                            "recv_offsets")) !=
+                              SYMHEAP_SUCCESS)))
     return r;
   a.stream = (cudaStream_t)stream;
   if ((r = device_ok(&a, fn)) != SYMHEAP_SUCCESS)

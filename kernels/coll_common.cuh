@@ -31,7 +31,8 @@ static_assert(kFlagsOffset + kMaxChannels * kMaxRanks * sizeof(uint64_t) <=
  *    advances it) and xcount, the blocks of the running kernel that are done;
  *  - xready[sender], xdata[sender]: set by peers to the epoch (release);
  *  - xmatrix[sender][receiver]: every rank's send counts (all-to-all-v),
- *    each sender writes its row into every rank's copy;
+ *    each sender writes its row into every rank's copy; column kMaxRanks
+ *    is the sender's output capacity;
  *  - ce_ready[sender], ce_done[sender]: 32-bit flags that the copy-engine
  *    paths set to 1 and wait for with stream memory operations (no SM), and
  *    that the waiter resets to 0 (constants only, so graph replays work). */
@@ -42,7 +43,8 @@ constexpr size_t kXCount = kXEpoch + 8;
 constexpr size_t kXReady = kXCount + 8;
 constexpr size_t kXData = kXReady + kMaxRanks * 8;
 constexpr size_t kXMatrix = kXData + kMaxRanks * 8;
-constexpr size_t kCeReady = kXMatrix + kMaxRanks * kMaxRanks * 8;
+constexpr int kXRow = kMaxRanks + 1; /* counts, then the output capacity */
+constexpr size_t kCeReady = kXMatrix + kMaxRanks * kXRow * 8;
 constexpr size_t kCeDone = kCeReady + kMaxRanks * 4;
 constexpr size_t kXferEnd = kCeDone + kMaxRanks * 4;
 static_assert(kXferEnd <= SYMHEAP_PAD_COLL_BYTES,
