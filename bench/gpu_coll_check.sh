@@ -31,7 +31,7 @@ for t in ${SUITES:-test_coll_xfer test_coll}; do
   suite "$t.threads2" "build/test/$t" --threads 2
 done
 if [ "${BENCH:-1}" = 1 ]; then
-  timeout -k 5 90 build/bin/symheap-run -n 2 build/bin/symheap-bench-cuda \
+  timeout -k 5 60 build/bin/symheap-run -n 2 build/bin/symheap-bench-cuda \
     --max-size $((64 << 20)) >"$OUTDIR/bench.txt" 2>&1
   echo "bench rc $?" >>"$OUTDIR/bench.txt"
 fi
