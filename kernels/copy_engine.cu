@@ -8,7 +8,9 @@
  * and then resets it to 0.  Only constants are written, so a captured graph
  * replays correctly.  A flag cannot be set again before its reset: a rank
  * sets a peer's flag for the next call only after the peer's flag for this
- * call (which the peer sends after its reset) has reached it.
+ * call (which the peer sends after its reset) has reached it.  Where ranks
+ * share one GPU (sharing > 1) the waits are one-thread kernels instead: see
+ * ce_wait_kernel.
  *
  *  all-gather: ready to every peer (my output is free), wait for every
  *    peer's ready, copy my block into every output, done to every peer,
@@ -72,9 +74,29 @@ CUresult ce_signal(const launch_t &a, size_t which, int peer) {
                         CU_STREAM_WRITE_VALUE_DEFAULT);
 }
 
+/* The wait as a one-block kernel: where ranks are threads sharing one GPU,
+ * their streams can share a hardware queue, and a stream wait at its head
+ * would hold back the peer's signal queued behind it.  A kernel that spins
+ * has left the queue. */
+__global__ void ce_wait_kernel(uint32_t *f) {
+  uint32_t v;
+  do
+    asm volatile("ld.acquire.sys.global.u32 %0, [%1];"
+                 : "=r"(v)
+                 : "l"(f)
+                 : "memory");
+  while (v != 1);
+  *(volatile uint32_t *)f = 0;
+}
+
 /* Wait for my flag `which` [peer] to be 1, then reset it. */
 CUresult ce_await(const launch_t &a, size_t which, int peer) {
   CUdeviceptr f = flag_addr(a, a.in.rank, which, peer);
+  if (a.sharing > 1) {
+    ce_wait_kernel<<<1, 1, 0, a.stream>>>((uint32_t *)(uintptr_t)f);
+    return cudaGetLastError() == cudaSuccess ? CUDA_SUCCESS
+                                             : CUDA_ERROR_LAUNCH_FAILED;
+  }
   CUresult r = memops().wait((CUstream)a.stream, f, 1, CU_STREAM_WAIT_VALUE_EQ);
   return r != CUDA_SUCCESS ? r
                            : memops().write((CUstream)a.stream, f, 0,

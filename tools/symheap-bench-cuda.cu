@@ -119,7 +119,10 @@ __global__ void sm_copy(uint4 *dst, const uint4 *src, size_t n) {
 
 // Small sizes get many calls: per-op times of a few microseconds are
 // otherwise at the mercy of one slow launch.
+static int g_iters; /* --iters: every size, for a quick pass */
 static int iters_for(size_t bytes) {
+  if (g_iters)
+    return g_iters;
   return bytes <= (1u << 20) ? 1000 : bytes <= (64u << 20) ? 50 : 10;
 }
 
@@ -141,9 +144,11 @@ int main(int argc, char **argv) {
       max_size = strtoull(argv[++i], NULL, 0);
     else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
       json = argv[++i];
+    else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc)
+      g_iters = atoi(argv[++i]);
     else {
       fprintf(stderr, "usage: symheap-run -n N symheap-bench-cuda "
-                      "[--max-size BYTES] [--json FILE]\n");
+                      "[--max-size BYTES] [--json FILE] [--iters N]\n");
       return 2;
     }
   }
@@ -216,7 +221,7 @@ int main(int argc, char **argv) {
                                        SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM,
                                        SYMHEAP_ALGO_AUTO, st));
           },
-          200);
+          g_iters ? g_iters : 200);
     double bus = 2.0 * (nranks - 1) / nranks * (double)b / (t[0] * 1e-6) / 1e9;
     if (rank == 0)
       printf("%-9s %10.2f %10.2f %10.2f %10.2f %12.1f %8s\n", human(b, hb),

@@ -171,8 +171,9 @@ static void case_all_to_all(th_ctx_t *c) {
     for (int p = 0; p < n; p++)
       for (size_t i = 0; i < b; i++)
         in[(size_t)p * b + i] = a2a_byte(seed, c->rank, p, i);
-    CUDA_OK(cudaMemcpy(w.local + in_off, in.data(), in.size(),
-                       cudaMemcpyDefault));
+    // everything on s: the legacy stream does not order a non-blocking one
+    CUDA_OK(cudaMemcpyAsync(w.local + in_off, in.data(), in.size(),
+                            cudaMemcpyDefault, s));
     CUDA_OK(cudaMemsetAsync(w.local + out_off, 0xa5, b * n, s));
     CHECK_OK(symheap_cuda_all_to_all(w.w, in_off, w.w, out_off, b,
                                      (symheap_stream_t)s));
@@ -269,6 +270,10 @@ static a2av_bufs a2av_alloc(void) {
   CUDA_OK(cudaMalloc(&b.seed, sizeof(uint64_t)));
   CUDA_OK(cudaMalloc(&b.bad, 6 * sizeof(unsigned long long)));
   CUDA_OK(cudaMemset(b.bad, 0, 6 * sizeof(unsigned long long)));
+  // the legacy stream's memset is not ordered with the tests' non-blocking
+  // streams: wait for it (not for the device, which may hold a peer's
+  // kernel that waits for this thread)
+  CUDA_OK(cudaStreamSynchronize(0));
   return b;
 }
 static void a2av_release(a2av_bufs &b) {
@@ -304,7 +309,8 @@ static void case_all_to_allv(th_ctx_t *c) {
     for (size_t k = 0; k < sizeof maxcs / sizeof maxcs[0]; k++) {
       size_t maxc = maxcs[k];
       uint64_t seed = shared_seed(c);
-      CUDA_OK(cudaMemcpy(b.seed, &seed, sizeof seed, cudaMemcpyDefault));
+      CUDA_OK(cudaMemcpyAsync(b.seed, &seed, sizeof seed, cudaMemcpyDefault,
+                              s));
       size_t in_off = k % 2 ? 12 : 0, out_off = (32u << 20) + (k % 2 ? 4 : 0);
       CUDA_OK(cudaMemsetAsync(w.local + out_off, 0xff,
                               maxc * 4 * (size_t)c->n, s));
@@ -344,9 +350,10 @@ static void case_all_to_allv(th_ctx_t *c) {
   // One rank's output is too small: nothing moves anywhere, every rank's
   // counts say so (SIZE_MAX), the poisoned outputs are untouched.
   uint64_t seed = shared_seed(c);
-  CUDA_OK(cudaMemcpy(b.seed, &seed, sizeof seed, cudaMemcpyDefault));
+  CUDA_OK(
+      cudaMemcpyAsync(b.seed, &seed, sizeof seed, cudaMemcpyDefault, s));
   size_t out_off = 32u << 20, maxc = 1000;
-  CUDA_OK(cudaMemset(w.local + out_off, 0x5a, 4096));
+  CUDA_OK(cudaMemsetAsync(w.local + out_off, 0x5a, 4096, s));
   a2av_prepare<<<64, 256, 0, s>>>(b.seed, 1, c->n, c->rank, maxc, b.sc, b.so,
                                   (uint32_t *)w.local);
   CHECK_OK(symheap_cuda_all_to_allv(w.w, 0, maxc * c->n, w.w, out_off,
@@ -392,9 +399,11 @@ static void case_broadcast_zero_sm(th_ctx_t *c) {
       in.resize(b);
       for (size_t i = 0; i < b; i++)
         in[i] = (unsigned char)mix(seed + (uint64_t)c->rank, i);
-      CUDA_OK(cudaMemcpy(w.local + in_off, in.data(), b, cudaMemcpyDefault));
+      // on s: the legacy stream does not order a non-blocking one
+      CUDA_OK(cudaMemcpyAsync(w.local + in_off, in.data(), b,
+                              cudaMemcpyDefault, s));
       if (!in_place)
-        CUDA_OK(cudaMemset(w.local + out_off, 0xa5, b));
+        CUDA_OK(cudaMemsetAsync(w.local + out_off, 0xa5, b, s));
       CHECK_OK(symheap_cuda_broadcast(w.w, in_off, w.w, out_off, b, root,
                                       zero ? SYMHEAP_CUDA_ZERO_SM : 0,
                                       (symheap_stream_t)s));
@@ -410,9 +419,10 @@ static void case_broadcast_zero_sm(th_ctx_t *c) {
       // zero-SM all-gather of the same size, in place on odd k
       size_t ao = (32u << 20) + (k % 2 ? 3 : 0);
       size_t ai = k % 2 ? ao + (size_t)c->rank * b : in_off;
-      CUDA_OK(cudaMemcpy(w.local + ai, in.data(), b, cudaMemcpyDefault));
       if (!zero)
         continue;
+      CUDA_OK(cudaMemcpyAsync(w.local + ai, in.data(), b, cudaMemcpyDefault,
+                              s));
       CHECK_OK(symheap_cuda_all_gather_flags(w.w, ai, w.w, ao, b,
                                              SYMHEAP_CUDA_ZERO_SM,
                                              (symheap_stream_t)s));
@@ -524,7 +534,8 @@ static void case_back_to_back(th_ctx_t *c) {
   CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   a2av_bufs b = a2av_alloc();
   uint64_t seed = shared_seed(c);
-  CUDA_OK(cudaMemcpy(b.seed, &seed, sizeof seed, cudaMemcpyDefault));
+  CUDA_OK(
+      cudaMemcpyAsync(b.seed, &seed, sizeof seed, cudaMemcpyDefault, s));
   const int rounds = 1000 / 6 + 1; // 6 collectives a round: 1,002 calls
   for (int i = 0; i < rounds; i++) {
     bump<<<1, 1, 0, s>>>(b.seed);
@@ -548,7 +559,7 @@ static void case_graph(th_ctx_t *c) {
   CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   a2av_bufs b = a2av_alloc();
   uint64_t s0 = shared_seed(c);
-  CUDA_OK(cudaMemcpy(b.seed, &s0, sizeof s0, cudaMemcpyDefault));
+  CUDA_OK(cudaMemcpyAsync(b.seed, &s0, sizeof s0, cudaMemcpyDefault, s));
   cudaGraph_t g;
   cudaGraphExec_t ge;
   CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
