@@ -110,10 +110,10 @@ __global__ void __launch_bounds__(512)
     size_t bytes = cnt * x.elem;
     size_t chunk = ((bytes + bpp - 1) / bpp + 15) & ~(size_t)15;
     size_t b0 = min(bytes, (size_t)j * chunk), b1 = min(bytes, b0 + chunk);
-    const char *s = (const char *)symheap_device_local_ptr(
-                        &in, in_off + src * x.elem) + b0;
-    char *d = (char *)symheap_device_peer_ptr(&out, p,
-                                              out_off + dst * x.elem) + b0;
+    const char *s =
+        (const char *)symheap_device_local_ptr(&in, in_off + src * x.elem) + b0;
+    char *d =
+        (char *)symheap_device_peer_ptr(&out, p, out_off + dst * x.elem) + b0;
     symheap_dev__copy_block(d, s, b1 - b0);
   }
   __threadfence_system();

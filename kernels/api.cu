@@ -153,8 +153,7 @@ symheap_result_t device_ok(launch_t *a, const char *fn, bool waits) {
       (r = check_memory(a->in, dev, fn, &shared)) != SYMHEAP_SUCCESS ||
       (r = check_memory(a->out, dev, fn, &shared_out)) != SYMHEAP_SUCCESS)
     return r;
-  if (waits && shared > 1 &&
-      (a->stream == 0 || a->stream == cudaStreamLegacy))
+  if (waits && shared > 1 && (a->stream == 0 || a->stream == cudaStreamLegacy))
     return fail(SYMHEAP_ERR_INVALID_ARG,
                 "%s: %d ranks of this comm share device %d, and the stream is "
                 "the legacy default stream: ranks that are threads of one "
@@ -248,9 +247,9 @@ EXPORT symheap_result_t symheap_cuda_all_reduce(
     size_t out_offset, size_t count, symheap_dtype_t dtype, symheap_redop_t op,
     symheap_algo_t algo, symheap_stream_t stream) {
   const char *fn = "symheap_cuda_all_reduce";
-  symheap_result_t r = reduce_args_ok(fn, dtype, op, algo,
-                                      SYMHEAP_ALGO_RS_COPY_ENGINE, count, 1,
-                                      in_offset, out_offset);
+  symheap_result_t r =
+      reduce_args_ok(fn, dtype, op, algo, SYMHEAP_ALGO_RS_COPY_ENGINE, count, 1,
+                     in_offset, out_offset);
   if (r != SYMHEAP_SUCCESS)
     return r;
   size_t es = elem_size(dtype);
@@ -304,8 +303,8 @@ EXPORT symheap_result_t symheap_cuda_all_gather(symheap_window_t in,
                                                 symheap_window_t out,
                                                 size_t out_offset, size_t bytes,
                                                 symheap_stream_t stream) {
-  return symheap_cuda_all_gather_flags(in, in_offset, out, out_offset, bytes,
-                                       0, stream);
+  return symheap_cuda_all_gather_flags(in, in_offset, out, out_offset, bytes, 0,
+                                       stream);
 }
 
 EXPORT symheap_result_t symheap_cuda_all_gather_flags(

@@ -105,8 +105,7 @@ symheap_result_t a2a(symheap_window_t in, size_t in_off, size_t in_bytes,
   if (r != SYMHEAP_SUCCESS)
     return r;
   /* Peers store into the output while this rank still sends its input. */
-  if (overlaps(local(a.in, in_off), in_bytes, local(a.out, out_off),
-               out_bytes))
+  if (overlaps(local(a.in, in_off), in_bytes, local(a.out, out_off), out_bytes))
     return fail(SYMHEAP_ERR_INVALID_ARG,
                 "%s: the input [%zu, +%zu) and the output [%zu, +%zu) "
                 "overlap; all-to-all cannot run in place",
@@ -122,14 +121,14 @@ symheap_result_t a2a(symheap_window_t in, size_t in_off, size_t in_bytes,
   if (x.send_counts &&
       ((r = device_array(x.send_counts, n, cap, fn, "send_counts")) !=
            SYMHEAP_SUCCESS ||
-       (x.send_offsets && (r = device_array(x.send_offsets, n, cap, fn,
-                                            "send_offsets")) !=
-                              SYMHEAP_SUCCESS) ||
+       (x.send_offsets &&
+        (r = device_array(x.send_offsets, n, cap, fn, "send_offsets")) !=
+            SYMHEAP_SUCCESS) ||
        (r = device_array(x.recv_counts, n, cap, fn, "recv_counts")) !=
            SYMHEAP_SUCCESS ||
-       (x.recv_offsets && (r = device_array(x.recv_offsets, n, cap, fn,
-                                            "recv_offsets")) !=
-                              SYMHEAP_SUCCESS)))
+       (x.recv_offsets &&
+        (r = device_array(x.recv_offsets, n, cap, fn, "recv_offsets")) !=
+            SYMHEAP_SUCCESS)))
     return r;
   a.stream = (cudaStream_t)stream;
   if ((r = device_ok(&a, fn)) != SYMHEAP_SUCCESS)

@@ -14,11 +14,11 @@ struct launch_t {
   size_t in_off, out_off;
   size_t count; /* elements (all-reduce) or bytes (all-gather, copy) */
   int dtype, op;
-  bool aligned;   /* every buffer the kernel touches is 16-byte aligned */
-  int max_blocks; /* <= kMaxChannels */
-  int threads;    /* per block; 0: the default */
-  int unroll;     /* two-shot units per thread and step; 0: the default */
-  int sharing;    /* ranks of the comm on this GPU (1: one per GPU) */
+  bool aligned;       /* every buffer the kernel touches is 16-byte aligned */
+  int max_blocks;     /* <= kMaxChannels */
+  int threads;        /* per block; 0: the default */
+  int unroll;         /* two-shot units per thread and step; 0: the default */
+  int sharing;        /* ranks of the comm on this GPU (1: one per GPU) */
   size_t peer_stride; /* LL: 0 all-reduce, else reduce-scatter's block */
   cudaStream_t stream;
 };
@@ -33,11 +33,11 @@ struct rs_args_t {
 };
 /* All-to-all(v): see all_to_all.cu. */
 struct a2a_args_t {
-  size_t elem;      /* bytes per element */
-  size_t uniform;   /* all_to_all: elements per peer; 0 with vcounts */
+  size_t elem;    /* bytes per element */
+  size_t uniform; /* all_to_all: elements per peer; 0 with vcounts */
   const size_t *send_counts, *send_offsets; /* device, nranks each */
   size_t *recv_counts, *recv_offsets;       /* device, nranks each */
-  size_t in_cap, out_cap; /* elements from in_off / out_off */
+  size_t in_cap, out_cap;                   /* elements from in_off / out_off */
 };
 
 inline size_t elem_size(int dtype) { return dtype == SYMHEAP_FLOAT32 ? 4 : 2; }

@@ -45,8 +45,7 @@ memops_t load_memops() {
   if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &w, 12000,
                                        cudaEnableDefault, &q1) != cudaSuccess ||
       cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &v, 12000,
-                                       cudaEnableDefault,
-                                       &q2) != cudaSuccess ||
+                                       cudaEnableDefault, &q2) != cudaSuccess ||
       q1 != cudaDriverEntryPointSuccess || q2 != cudaDriverEntryPointSuccess) {
     (void)cudaGetLastError();
     return m;
@@ -61,8 +60,7 @@ const memops_t &memops() {
   return m;
 }
 
-CUdeviceptr flag_addr(const launch_t &a, int owner, size_t which,
-                      int sender) {
+CUdeviceptr flag_addr(const launch_t &a, int owner, size_t which, int sender) {
   return (CUdeviceptr)(uintptr_t)symheap_device_pad_ptr(
       &a.in, owner, SYMHEAP_PAD_COLL_OFFSET + which + (size_t)sender * 4);
 }
@@ -162,9 +160,8 @@ symheap_result_t all_gather_ce(launch_t &a, const char *fn) {
   CUresult r = ce_exchange(a, kCeReady);
   for (int k = 0; k < n && r == CUDA_SUCCESS; k++) {
     void *dst = symheap_device_peer_ptr(&a.out, (me + k) % n, mine);
-    if (dst != src &&
-        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
-                        a.stream) != cudaSuccess)
+    if (dst != src && cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
+                                      a.stream) != cudaSuccess)
       return cuda_fail(fn, cudaGetLastError());
   }
   if (r == CUDA_SUCCESS)
@@ -218,8 +215,8 @@ symheap_result_t all_reduce_rs_ce(launch_t &a, const char *fn) {
   const size_t off = a.out_off + r.first * es;
   const void *src = symheap_device_local_ptr(&a.out, off);
   for (int k = 1; k < n && r.len; k++)
-    if (cudaMemcpyAsync(symheap_device_peer_ptr(&a.out, (me + k) % n, off),
-                        src, r.len * es, cudaMemcpyDeviceToDevice,
+    if (cudaMemcpyAsync(symheap_device_peer_ptr(&a.out, (me + k) % n, off), src,
+                        r.len * es, cudaMemcpyDeviceToDevice,
                         a.stream) != cudaSuccess)
       return cuda_fail(fn, cudaGetLastError());
   CUresult c = ce_exchange(a, kCeDone);

@@ -52,7 +52,7 @@ cudaError_t launch_ll_reduce_scatter(const launch_t &a) {
 }
 
 #define RS_LAUNCH(D, O, NR)                                                    \
-  reduce_scatter<D, O, NR, kTwoShotUnroll><<<grid, threads, 0, a.stream>>>(   \
+  reduce_scatter<D, O, NR, kTwoShotUnroll><<<grid, threads, 0, a.stream>>>(    \
       a.in, in_off, a.out, out_off, r.len, a.aligned, r.barrier_after)
 #define RS_NR(D, O)                                                            \
   switch (a.in.nranks) {                                                       \

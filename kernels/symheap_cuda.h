@@ -94,12 +94,9 @@ symheap_result_t symheap_cuda_all_gather(symheap_window_t in, size_t in_offset,
                                          symheap_stream_t stream);
 
 /* all_gather with flags (SYMHEAP_CUDA_ZERO_SM). */
-symheap_result_t symheap_cuda_all_gather_flags(symheap_window_t in,
-                                               size_t in_offset,
-                                               symheap_window_t out,
-                                               size_t out_offset, size_t bytes,
-                                               unsigned flags,
-                                               symheap_stream_t stream);
+symheap_result_t symheap_cuda_all_gather_flags(
+    symheap_window_t in, size_t in_offset, symheap_window_t out,
+    size_t out_offset, size_t bytes, unsigned flags, symheap_stream_t stream);
 
 /* out[out_offset..] (count elements) = op over ranks of rank r's block of
  * in: in[in_offset + r * count * elem ..], count elements, on rank r.  The
@@ -151,9 +148,8 @@ symheap_result_t symheap_cuda_all_to_allv(
  * (in place on root when in and out are the same range; other overlaps are
  * refused).  flags: SYMHEAP_CUDA_ZERO_SM or 0. */
 symheap_result_t symheap_cuda_broadcast(symheap_window_t in, size_t in_offset,
-                                        symheap_window_t out,
-                                        size_t out_offset, size_t bytes,
-                                        int root, unsigned flags,
+                                        symheap_window_t out, size_t out_offset,
+                                        size_t bytes, int root, unsigned flags,
                                         symheap_stream_t stream);
 
 /* One-sided copies through the peer's mapping (cudaMemcpyAsync on the

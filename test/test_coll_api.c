@@ -101,10 +101,9 @@ static void xfer_checks(th_ctx_t *c, void *arg) {
   CHECK_OK(symheap_malloc(c->comm, wb, 0, &w));
   size_t n = (size_t)c->n, host_counts[4] = {1, 1, 1, 1};
   /* one-shot in place past the LL capacity (1 MiB at 2 ranks) */
-  CHECK_MSG(symheap_cuda_all_reduce(w, 0, w, 0,
-                                    SYMHEAP_PAD_LL_BYTES / (16 * n) + 16,
-                                    SYMHEAP_FLOAT32, SYMHEAP_OP_SUM,
-                                    SYMHEAP_ALGO_ONE_SHOT, NULL),
+  CHECK_MSG(symheap_cuda_all_reduce(
+                w, 0, w, 0, SYMHEAP_PAD_LL_BYTES / (16 * n) + 16,
+                SYMHEAP_FLOAT32, SYMHEAP_OP_SUM, SYMHEAP_ALGO_ONE_SHOT, NULL),
             SYMHEAP_ERR_INVALID_ARG, "cannot run in place");
   /* reduce-scatter */
   CHECK_MSG(symheap_cuda_reduce_scatter(w, 0, w, wb / 2, 16, (symheap_dtype_t)3,
@@ -131,10 +130,9 @@ static void xfer_checks(th_ctx_t *c, void *arg) {
                                         SYMHEAP_OP_SUM, SYMHEAP_ALGO_AUTO,
                                         NULL),
             SYMHEAP_ERR_INVALID_ARG, "multiples of the element size");
-  CHECK_MSG(symheap_cuda_reduce_scatter(w, 0, w, wb / 2,
-                                        SYMHEAP_PAD_LL_BYTES / (16 * n) + 16,
-                                        SYMHEAP_FLOAT32, SYMHEAP_OP_SUM,
-                                        SYMHEAP_ALGO_ONE_SHOT, NULL),
+  CHECK_MSG(symheap_cuda_reduce_scatter(
+                w, 0, w, wb / 2, SYMHEAP_PAD_LL_BYTES / (16 * n) + 16,
+                SYMHEAP_FLOAT32, SYMHEAP_OP_SUM, SYMHEAP_ALGO_ONE_SHOT, NULL),
             SYMHEAP_ERR_INVALID_ARG, "one-shot (LL) carries up to");
   /* in place at this rank's block passes the checks: host memory is next */
   symheap_result_t r = symheap_cuda_reduce_scatter(
@@ -157,11 +155,11 @@ static void xfer_checks(th_ctx_t *c, void *arg) {
   CHECK_MSG(symheap_cuda_all_to_allv(w, 0, 16, w, wb / 2, 16, 0, dc, NULL, dc,
                                      NULL, NULL),
             SYMHEAP_ERR_INVALID_ARG, "elem_size is 0");
-  CHECK_MSG(symheap_cuda_all_to_allv(w, 0, 16, w, wb / 2, 16, 4, NULL, NULL,
-                                     dc, NULL, NULL),
+  CHECK_MSG(symheap_cuda_all_to_allv(w, 0, 16, w, wb / 2, 16, 4, NULL, NULL, dc,
+                                     NULL, NULL),
             SYMHEAP_ERR_INVALID_ARG, "send_counts is NULL");
-  CHECK_MSG(symheap_cuda_all_to_allv(w, 0, 16, w, wb / 2, 16, 4, dc, NULL,
-                                     NULL, NULL, NULL),
+  CHECK_MSG(symheap_cuda_all_to_allv(w, 0, 16, w, wb / 2, 16, 4, dc, NULL, NULL,
+                                     NULL, NULL),
             SYMHEAP_ERR_INVALID_ARG, "recv_counts is NULL");
   CHECK_MSG(symheap_cuda_all_to_allv(w, 2, 16, w, wb / 2, 16, 4, dc, NULL, dc,
                                      NULL, NULL),
@@ -179,8 +177,8 @@ static void xfer_checks(th_ctx_t *c, void *arg) {
                                      NULL, NULL),
             SYMHEAP_ERR_INVALID_ARG, "is not memory the device can read");
   CHECK_MSG(symheap_cuda_all_to_allv(w, 0, 16, w, wb / 2, 16, 4,
-                                     (size_t *)((char *)dc + 1), NULL, dc,
-                                     NULL, NULL),
+                                     (size_t *)((char *)dc + 1), NULL, dc, NULL,
+                                     NULL),
             SYMHEAP_ERR_INVALID_ARG, "not aligned");
   /* broadcast */
   CHECK_MSG(symheap_cuda_broadcast(w, 0, w, 4096, 64, c->n, 0, NULL),

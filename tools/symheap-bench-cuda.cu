@@ -272,9 +272,7 @@ int main(int argc, char **argv) {
     double ta2a = time_us(
         [&] { SH(symheap_cuda_all_to_all(w, 0, w, max_size, b, st)); }, it);
     double tbc = time_us(
-        [&] {
-          SH(symheap_cuda_broadcast(w, 0, w, max_size, b, 0, 0, st));
-        },
+        [&] { SH(symheap_cuda_broadcast(w, 0, w, max_size, b, 0, 0, st)); },
         iters_for(b));
     double tag0 = time_us(
         [&] {

@@ -172,5 +172,4 @@ static const char *dt_name(int dt) {
                                   : "f16";
 }
 
-
 #endif

@@ -104,13 +104,22 @@ static void case_reduce_scatter(th_ctx_t *c) {
   CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   std::vector<unsigned char> h;
   symheap_algo_t probe;
-  CHECK_OK(symheap_cuda_all_reduce_algo(w.w, 1u << 19, SYMHEAP_BFLOAT16,
-                                        &probe));
+  CHECK_OK(
+      symheap_cuda_all_reduce_algo(w.w, 1u << 19, SYMHEAP_BFLOAT16, &probe));
   if (c->n == 2)
     CHECK(probe == SYMHEAP_ALGO_ONE_SHOT,
           "1 MiB all-reduce at 2 ranks is algo %d, not LL", (int)probe);
-  const size_t counts[] = {1, 2, 3, 7, 33, 1000, 4097, 65537, 131075,
-                           (1u << 20) / 4 + 3, (1u << 20) + 5};
+  const size_t counts[] = {1,
+                           2,
+                           3,
+                           7,
+                           33,
+                           1000,
+                           4097,
+                           65537,
+                           131075,
+                           (1u << 20) / 4 + 3,
+                           (1u << 20) + 5};
   // the LL capacity: 16 blocks, two buffers, 16-byte lines of 8 data bytes
   const size_t cap =
       ((SYMHEAP_PAD_LL_BYTES / (16u * 2 * (size_t)c->n)) & ~(size_t)15) / 2 *
@@ -126,8 +135,8 @@ static void case_reduce_scatter(th_ctx_t *c) {
         int op = (k + a) % 3 == 2 ? SYMHEAP_OP_MAX : SYMHEAP_OP_SUM;
         // odd element offsets out of place; in place on even k
         size_t in_off = k % 2 ? es * 3 : 0;
-        size_t out_off = k % 2 ? (40u << 20) + es * 5
-                               : (size_t)c->rank * count * es;
+        size_t out_off =
+            k % 2 ? (40u << 20) + es * 5 : (size_t)c->rank * count * es;
         rs_one(c, w, in_off, out_off, count, dt, op, algo, s, h);
         runs++;
       }
@@ -286,14 +295,13 @@ static void a2av_release(a2av_bufs &b) {
 static void a2av_enqueue(th_ctx_t *c, win_t &w, a2av_bufs &b, int mode,
                          size_t maxc, size_t in_off, size_t out_off,
                          size_t out_cap, cudaStream_t s, int check_slot) {
-  a2av_prepare<<<64, 256, 0, s>>>(b.seed, mode, c->n, c->rank, maxc, b.sc,
-                                  b.so, (uint32_t *)(w.local + in_off));
+  a2av_prepare<<<64, 256, 0, s>>>(b.seed, mode, c->n, c->rank, maxc, b.sc, b.so,
+                                  (uint32_t *)(w.local + in_off));
   CHECK_OK(symheap_cuda_all_to_allv(
       w.w, in_off, maxc * (size_t)c->n, w.w, out_off, out_cap, 4, b.sc,
       mode == 1 ? NULL : b.so, b.rc, b.ro, (symheap_stream_t)s));
   if (check_slot >= 0)
-    a2av_check<<<64, 256, 0, s>>>(b.seed, mode, c->n, c->rank,
-                                  maxc, b.rc, b.ro,
+    a2av_check<<<64, 256, 0, s>>>(b.seed, mode, c->n, c->rank, maxc, b.rc, b.ro,
                                   (const uint32_t *)(w.local + out_off),
                                   b.bad + check_slot);
 }
@@ -309,17 +317,16 @@ static void case_all_to_allv(th_ctx_t *c) {
     for (size_t k = 0; k < sizeof maxcs / sizeof maxcs[0]; k++) {
       size_t maxc = maxcs[k];
       uint64_t seed = shared_seed(c);
-      CUDA_OK(cudaMemcpyAsync(b.seed, &seed, sizeof seed, cudaMemcpyDefault,
-                              s));
+      CUDA_OK(
+          cudaMemcpyAsync(b.seed, &seed, sizeof seed, cudaMemcpyDefault, s));
       size_t in_off = k % 2 ? 12 : 0, out_off = (32u << 20) + (k % 2 ? 4 : 0);
-      CUDA_OK(cudaMemsetAsync(w.local + out_off, 0xff,
-                              maxc * 4 * (size_t)c->n, s));
+      CUDA_OK(
+          cudaMemsetAsync(w.local + out_off, 0xff, maxc * 4 * (size_t)c->n, s));
       a2av_prepare<<<64, 256, 0, s>>>(b.seed, mode, c->n, c->rank, maxc, b.sc,
                                       b.so, (uint32_t *)(w.local + in_off));
       CHECK_OK(symheap_cuda_all_to_allv(
-          w.w, in_off, maxc * (size_t)c->n, w.w, out_off,
-          maxc * (size_t)c->n, 4, b.sc, mode == 1 ? NULL : b.so, b.rc, b.ro,
-          (symheap_stream_t)s));
+          w.w, in_off, maxc * (size_t)c->n, w.w, out_off, maxc * (size_t)c->n,
+          4, b.sc, mode == 1 ? NULL : b.so, b.rc, b.ro, (symheap_stream_t)s));
       CUDA_OK(cudaStreamSynchronize(s));
       // the host reads what arrived and compares with the seeds
       std::vector<size_t> rc(c->n), ro(c->n);
@@ -350,21 +357,19 @@ static void case_all_to_allv(th_ctx_t *c) {
   // One rank's output is too small: nothing moves anywhere, every rank's
   // counts say so (SIZE_MAX), the poisoned outputs are untouched.
   uint64_t seed = shared_seed(c);
-  CUDA_OK(
-      cudaMemcpyAsync(b.seed, &seed, sizeof seed, cudaMemcpyDefault, s));
+  CUDA_OK(cudaMemcpyAsync(b.seed, &seed, sizeof seed, cudaMemcpyDefault, s));
   size_t out_off = 32u << 20, maxc = 1000;
   CUDA_OK(cudaMemsetAsync(w.local + out_off, 0x5a, 4096, s));
   a2av_prepare<<<64, 256, 0, s>>>(b.seed, 1, c->n, c->rank, maxc, b.sc, b.so,
                                   (uint32_t *)w.local);
-  CHECK_OK(symheap_cuda_all_to_allv(w.w, 0, maxc * c->n, w.w, out_off,
-                                    c->rank == 0 ? maxc * c->n - 1 : maxc, 4,
-                                    b.sc, NULL, b.rc, b.ro,
-                                    (symheap_stream_t)s));
+  CHECK_OK(symheap_cuda_all_to_allv(
+      w.w, 0, maxc * c->n, w.w, out_off, c->rank == 0 ? maxc * c->n - 1 : maxc,
+      4, b.sc, NULL, b.rc, b.ro, (symheap_stream_t)s));
   CUDA_OK(cudaStreamSynchronize(s));
   std::vector<size_t> rc(c->n);
   std::vector<unsigned char> o(4096);
-  CUDA_OK(cudaMemcpy(rc.data(), b.rc, c->n * sizeof(size_t),
-                     cudaMemcpyDefault));
+  CUDA_OK(
+      cudaMemcpy(rc.data(), b.rc, c->n * sizeof(size_t), cudaMemcpyDefault));
   CUDA_OK(cudaMemcpy(o.data(), w.local + out_off, 4096, cudaMemcpyDefault));
   size_t bad = 0;
   for (int r = 0; r < c->n; r++)
@@ -400,8 +405,8 @@ static void case_broadcast_zero_sm(th_ctx_t *c) {
       for (size_t i = 0; i < b; i++)
         in[i] = (unsigned char)mix(seed + (uint64_t)c->rank, i);
       // on s: the legacy stream does not order a non-blocking one
-      CUDA_OK(cudaMemcpyAsync(w.local + in_off, in.data(), b,
-                              cudaMemcpyDefault, s));
+      CUDA_OK(cudaMemcpyAsync(w.local + in_off, in.data(), b, cudaMemcpyDefault,
+                              s));
       if (!in_place)
         CUDA_OK(cudaMemsetAsync(w.local + out_off, 0xa5, b, s));
       CHECK_OK(symheap_cuda_broadcast(w.w, in_off, w.w, out_off, b, root,
@@ -421,15 +426,14 @@ static void case_broadcast_zero_sm(th_ctx_t *c) {
       size_t ai = k % 2 ? ao + (size_t)c->rank * b : in_off;
       if (!zero)
         continue;
-      CUDA_OK(cudaMemcpyAsync(w.local + ai, in.data(), b, cudaMemcpyDefault,
-                              s));
-      CHECK_OK(symheap_cuda_all_gather_flags(w.w, ai, w.w, ao, b,
-                                             SYMHEAP_CUDA_ZERO_SM,
-                                             (symheap_stream_t)s));
+      CUDA_OK(
+          cudaMemcpyAsync(w.local + ai, in.data(), b, cudaMemcpyDefault, s));
+      CHECK_OK(symheap_cuda_all_gather_flags(
+          w.w, ai, w.w, ao, b, SYMHEAP_CUDA_ZERO_SM, (symheap_stream_t)s));
       CUDA_OK(cudaStreamSynchronize(s));
       out.resize(b * c->n);
-      CUDA_OK(cudaMemcpy(out.data(), w.local + ao, out.size(),
-                         cudaMemcpyDefault));
+      CUDA_OK(
+          cudaMemcpy(out.data(), w.local + ao, out.size(), cudaMemcpyDefault));
       bad = 0;
       for (int r = 0; r < c->n; r++)
         for (size_t i = 0; i < b; i++)
@@ -445,8 +449,8 @@ static void case_broadcast_zero_sm(th_ctx_t *c) {
 // --- back to back, and graphs ---------------------------------------------
 // Output element i is global element first + i of the all-reduce.
 __global__ void check_dyn_at(const void *out, int dt, size_t n, size_t first,
-                          const uint64_t *seed, int nranks,
-                          unsigned long long *bad) {
+                             const uint64_t *seed, int nranks,
+                             unsigned long long *bad) {
   uint64_t s = *seed;
   unsigned long long local = 0;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
@@ -479,31 +483,26 @@ __global__ void check_bytes(const unsigned char *p, size_t n, int first,
 // One round of the mix: RS (LL), RS (pipelined, in place), all-to-all-v,
 // zero-SM all-gather, broadcast, copy-engine all-reduce; each checked by a
 // kernel into bad[0..5].
-static void round_enqueue(th_ctx_t *c, win_t &w, a2av_bufs &b,
-                          cudaStream_t s) {
+static void round_enqueue(th_ctx_t *c, win_t &w, a2av_bufs &b, cudaStream_t s) {
   const int n = c->n, dt = SYMHEAP_BFLOAT16;
   const size_t small = 1001, big = (1u << 19) + 3, ag = 4099;
   char *L = w.local;
   fill_dyn<<<64, 256, 0, s>>>(L, dt, small * n, b.seed, c->rank);
-  CHECK_OK(symheap_cuda_reduce_scatter(w.w, 0, w.w, 8u << 20, small,
-                                       SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM,
-                                       SYMHEAP_ALGO_ONE_SHOT,
-                                       (symheap_stream_t)s));
+  CHECK_OK(symheap_cuda_reduce_scatter(
+      w.w, 0, w.w, 8u << 20, small, SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM,
+      SYMHEAP_ALGO_ONE_SHOT, (symheap_stream_t)s));
   check_dyn_at<<<64, 256, 0, s>>>(L + (8u << 20), dt, small,
-                               (size_t)c->rank * small, b.seed, n, b.bad);
+                                  (size_t)c->rank * small, b.seed, n, b.bad);
   fill_dyn<<<64, 256, 0, s>>>(L, dt, big * n, b.seed, c->rank);
   size_t mine = (size_t)c->rank * big * 2;
-  CHECK_OK(symheap_cuda_reduce_scatter(w.w, 0, w.w, mine, big,
-                                       SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM,
-                                       SYMHEAP_ALGO_TWO_SHOT,
+  CHECK_OK(symheap_cuda_reduce_scatter(w.w, 0, w.w, mine, big, SYMHEAP_BFLOAT16,
+                                       SYMHEAP_OP_SUM, SYMHEAP_ALGO_TWO_SHOT,
                                        (symheap_stream_t)s));
   check_dyn_at<<<64, 256, 0, s>>>(L + mine, dt, big, (size_t)c->rank * big,
-                               b.seed, n, b.bad + 1);
-  a2av_enqueue(c, w, b, 0, 3001, 16u << 20, 20u << 20, 3001 * (size_t)n, s,
-               -1);
+                                  b.seed, n, b.bad + 1);
+  a2av_enqueue(c, w, b, 0, 3001, 16u << 20, 20u << 20, 3001 * (size_t)n, s, -1);
   a2av_check<<<64, 256, 0, s>>>(b.seed, 0, n, c->rank, 3001, b.rc, b.ro,
-                                (const uint32_t *)(L + (20u << 20)),
-                                b.bad + 2);
+                                (const uint32_t *)(L + (20u << 20)), b.bad + 2);
   fill_bytes<<<64, 256, 0, s>>>((unsigned char *)L + (24u << 20), ag, b.seed,
                                 c->rank);
   CHECK_OK(symheap_cuda_all_gather_flags(w.w, 24u << 20, w.w, 25u << 20, ag,
@@ -513,15 +512,14 @@ static void round_enqueue(th_ctx_t *c, win_t &w, a2av_bufs &b,
                                  b.seed, b.bad + 3);
   CHECK_OK(symheap_cuda_broadcast(w.w, 24u << 20, w.w, 26u << 20, ag, n - 1, 0,
                                   (symheap_stream_t)s));
-  check_bytes<<<64, 256, 0, s>>>((unsigned char *)L + (26u << 20), ag, n - 1,
-                                 1, b.seed, b.bad + 4);
+  check_bytes<<<64, 256, 0, s>>>((unsigned char *)L + (26u << 20), ag, n - 1, 1,
+                                 b.seed, b.bad + 4);
   fill_dyn<<<64, 256, 0, s>>>(L + (28u << 20), dt, big, b.seed, c->rank);
-  CHECK_OK(symheap_cuda_all_reduce(w.w, 28u << 20, w.w, 28u << 20, big,
-                                   SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM,
-                                   SYMHEAP_ALGO_RS_COPY_ENGINE,
-                                   (symheap_stream_t)s));
+  CHECK_OK(symheap_cuda_all_reduce(
+      w.w, 28u << 20, w.w, 28u << 20, big, SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM,
+      SYMHEAP_ALGO_RS_COPY_ENGINE, (symheap_stream_t)s));
   check_dyn_at<<<64, 256, 0, s>>>(L + (28u << 20), dt, big, 0, b.seed, n,
-                               b.bad + 5);
+                                  b.bad + 5);
 }
 
 static void read_bad(a2av_bufs &b, unsigned long long (&h)[6]) {
@@ -534,8 +532,7 @@ static void case_back_to_back(th_ctx_t *c) {
   CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   a2av_bufs b = a2av_alloc();
   uint64_t seed = shared_seed(c);
-  CUDA_OK(
-      cudaMemcpyAsync(b.seed, &seed, sizeof seed, cudaMemcpyDefault, s));
+  CUDA_OK(cudaMemcpyAsync(b.seed, &seed, sizeof seed, cudaMemcpyDefault, s));
   const int rounds = 1000 / 6 + 1; // 6 collectives a round: 1,002 calls
   for (int i = 0; i < rounds; i++) {
     bump<<<1, 1, 0, s>>>(b.seed);
@@ -598,9 +595,9 @@ static void case_shared_gpu_stream(th_ctx_t *c) {
            "own GPU here\n",
            tag);
   } else {
-    symheap_result_t r = symheap_cuda_reduce_scatter(
-        w.w, 0, w.w, 1u << 19, 16, SYMHEAP_FLOAT32, SYMHEAP_OP_SUM,
-        SYMHEAP_ALGO_AUTO, NULL);
+    symheap_result_t r =
+        symheap_cuda_reduce_scatter(w.w, 0, w.w, 1u << 19, 16, SYMHEAP_FLOAT32,
+                                    SYMHEAP_OP_SUM, SYMHEAP_ALGO_AUTO, NULL);
     CHECK(r == SYMHEAP_ERR_INVALID_ARG &&
               strstr(symheap_last_error(), "legacy default stream"),
           "legacy stream on a shared GPU: %s (%s)", symheap_strerror(r),
