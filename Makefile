@@ -231,7 +231,8 @@ tests: $(BUILD)/test/test_coll_api
 gpu-tests: $(BUILD)/test/test_coll
 # Reduce-scatter, all-to-all(v), broadcast, the copy-engine paths (issue 19).
 $(BUILD)/test/test_coll_xfer: test/gpu/test_coll_xfer.cu \
-    test/gpu/coll_testlib.cuh $(BUILD)/obj/test/harness.o $(CUDA_LIB) \
+    test/gpu/coll_testlib.cuh test/gpu/a2av_testlib.cuh \
+    $(BUILD)/obj/test/harness.o $(CUDA_LIB) \
     $(KERNEL_DEPS)
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -Itest -o $@ $< \

@@ -9,6 +9,7 @@
 // checked on the device, a graph of them is replayed 500 times, and ranks run
 // as processes (symheap-run) or threads (--threads N).  Without a GPU: SKIP.
 #include "../harness.h"
+#include "a2av_testlib.cuh"
 #include "coll_testlib.cuh"
 #include "symheap_cuda.h"
 
@@ -63,10 +64,6 @@ static void check_rs_host(th_ctx_t *c, const unsigned char *h, size_t count,
         what, dt_name(dt), op ? "max" : "sum", count, bad, first, badbits);
 }
 
-struct win_t {
-  symheap_window_t w;
-  char *local;
-};
 static win_t make_win(th_ctx_t *c, size_t bytes) {
   win_t x = {NULL, NULL};
   CHECK_OK(symheap_malloc(c->comm, bytes, 0, &x.w));
@@ -201,111 +198,6 @@ static void case_all_to_all(th_ctx_t *c) {
   CHECK_OK(symheap_free(c->comm, w.w));
 }
 
-// --- all-to-all-v: counts made on the device from a seed ------------------
-// Rank `from` sends count_of(...) elements to `to`; mode 0: random with
-// zeros, 1: everything to rank 0 (the others send and receive nothing).
-__host__ __device__ static size_t count_of(uint64_t seed, int mode, int from,
-                                           int to, size_t maxc) {
-  if (mode == 1)
-    return to == 0 ? maxc : 0;
-  uint32_t m = mix(seed ^ 0xa2a, (uint64_t)from * 64 + (uint64_t)to);
-  return m % 4 == 0 ? 0 : (size_t)(m >> 4) % (maxc + 1);
-}
-__host__ __device__ static uint32_t a2av_val(uint64_t seed, int from, int to,
-                                             size_t j) {
-  return mix(seed + (uint64_t)from * 131 + (uint64_t)to * 7, j);
-}
-
-// Send counts, offsets and the data, all from the device seed.  Mode 0
-// lays the blocks out in reverse rank order (explicit send offsets); mode 1
-// packs them in rank order (send_offsets NULL).
-__global__ void a2av_prepare(const uint64_t *seedp, int mode, int n, int rank,
-                             size_t maxc, size_t *counts, size_t *offs,
-                             uint32_t *in) {
-  uint64_t seed = *seedp;
-  __shared__ size_t off_s[32];
-  if (threadIdx.x == 0) {
-    size_t o = 0;
-    for (int k = 0; k < n; k++) {
-      int p = mode == 1 ? k : n - 1 - k;
-      off_s[p] = o;
-      o += count_of(seed, mode, rank, p, maxc);
-    }
-  }
-  __syncthreads();
-  if (blockIdx.x == 0 && threadIdx.x < (unsigned)n) {
-    counts[threadIdx.x] = count_of(seed, mode, rank, threadIdx.x, maxc);
-    offs[threadIdx.x] = off_s[threadIdx.x];
-  }
-  for (int p = 0; p < n; p++) {
-    size_t cnt = count_of(seed, mode, rank, p, maxc);
-    for (size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x; j < cnt;
-         j += (size_t)gridDim.x * blockDim.x)
-      in[off_s[p] + j] = a2av_val(seed, rank, p, j);
-  }
-}
-
-// Received counts and offsets, and the data packed in sender order.
-__global__ void a2av_check(const uint64_t *seedp, int mode, int n, int rank,
-                           size_t maxc, const size_t *rc, const size_t *ro,
-                           const uint32_t *out, unsigned long long *bad) {
-  uint64_t seed = *seedp;
-  unsigned long long local = 0;
-  size_t off = 0;
-  for (int s = 0; s < n; s++) {
-    size_t cnt = count_of(seed, mode, s, rank, maxc);
-    if (blockIdx.x == 0 && threadIdx.x == 0)
-      local += (rc[s] != cnt) + (ro[s] != off);
-    for (size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x; j < cnt;
-         j += (size_t)gridDim.x * blockDim.x)
-      local += out[off + j] != a2av_val(seed, s, rank, j);
-    off += cnt;
-  }
-  if (local)
-    atomicAdd(bad, local);
-}
-
-struct a2av_bufs {
-  size_t *sc, *so, *rc, *ro;
-  uint64_t *seed;
-  unsigned long long *bad;
-};
-static a2av_bufs a2av_alloc(void) {
-  a2av_bufs b;
-  CUDA_OK(cudaMalloc(&b.sc, 4 * 32 * sizeof(size_t)));
-  b.so = b.sc + 32;
-  b.rc = b.sc + 64;
-  b.ro = b.sc + 96;
-  CUDA_OK(cudaMalloc(&b.seed, sizeof(uint64_t)));
-  CUDA_OK(cudaMalloc(&b.bad, 6 * sizeof(unsigned long long)));
-  CUDA_OK(cudaMemset(b.bad, 0, 6 * sizeof(unsigned long long)));
-  // the legacy stream's memset is not ordered with the tests' non-blocking
-  // streams: wait for it (not for the device, which may hold a peer's
-  // kernel that waits for this thread)
-  CUDA_OK(cudaStreamSynchronize(0));
-  return b;
-}
-static void a2av_release(a2av_bufs &b) {
-  CUDA_OK(cudaFree(b.sc));
-  CUDA_OK(cudaFree(b.seed));
-  CUDA_OK(cudaFree(b.bad));
-}
-
-// One all-to-all-v, everything on the device but the final copy of counts.
-static void a2av_enqueue(th_ctx_t *c, win_t &w, a2av_bufs &b, int mode,
-                         size_t maxc, size_t in_off, size_t out_off,
-                         size_t out_cap, cudaStream_t s, int check_slot) {
-  a2av_prepare<<<64, 256, 0, s>>>(b.seed, mode, c->n, c->rank, maxc, b.sc, b.so,
-                                  (uint32_t *)(w.local + in_off));
-  CHECK_OK(symheap_cuda_all_to_allv(
-      w.w, in_off, maxc * (size_t)c->n, w.w, out_off, out_cap, 4, b.sc,
-      mode == 1 ? NULL : b.so, b.rc, b.ro, (symheap_stream_t)s));
-  if (check_slot >= 0)
-    a2av_check<<<64, 256, 0, s>>>(b.seed, mode, c->n, c->rank, maxc, b.rc, b.ro,
-                                  (const uint32_t *)(w.local + out_off),
-                                  b.bad + check_slot);
-}
-
 static void case_all_to_allv(th_ctx_t *c) {
   win_t w = make_win(c, 64u << 20);
   cudaStream_t s;
@@ -315,43 +207,8 @@ static void case_all_to_allv(th_ctx_t *c) {
   int runs = 0;
   for (int mode = 0; mode < 2; mode++)
     for (size_t k = 0; k < sizeof maxcs / sizeof maxcs[0]; k++) {
-      size_t maxc = maxcs[k];
-      uint64_t seed = shared_seed(c);
-      CUDA_OK(
-          cudaMemcpyAsync(b.seed, &seed, sizeof seed, cudaMemcpyDefault, s));
-      size_t in_off = k % 2 ? 12 : 0, out_off = (32u << 20) + (k % 2 ? 4 : 0);
-      CUDA_OK(
-          cudaMemsetAsync(w.local + out_off, 0xff, maxc * 4 * (size_t)c->n, s));
-      a2av_prepare<<<64, 256, 0, s>>>(b.seed, mode, c->n, c->rank, maxc, b.sc,
-                                      b.so, (uint32_t *)(w.local + in_off));
-      CHECK_OK(symheap_cuda_all_to_allv(
-          w.w, in_off, maxc * (size_t)c->n, w.w, out_off, maxc * (size_t)c->n,
-          4, b.sc, mode == 1 ? NULL : b.so, b.rc, b.ro, (symheap_stream_t)s));
-      CUDA_OK(cudaStreamSynchronize(s));
-      // the host reads what arrived and compares with the seeds
-      std::vector<size_t> rc(c->n), ro(c->n);
-      CUDA_OK(cudaMemcpy(rc.data(), b.rc, c->n * sizeof(size_t),
-                         cudaMemcpyDefault));
-      CUDA_OK(cudaMemcpy(ro.data(), b.ro, c->n * sizeof(size_t),
-                         cudaMemcpyDefault));
-      size_t total = 0, bad = 0;
-      for (int r = 0; r < c->n; r++) {
-        size_t want = count_of(seed, mode, r, c->rank, maxc);
-        bad += rc[r] != want || ro[r] != total;
-        total += want;
-      }
-      std::vector<uint32_t> out(total);
-      CUDA_OK(cudaMemcpy(out.data(), w.local + out_off, total * 4,
-                         cudaMemcpyDefault));
-      size_t off = 0;
-      for (int r = 0; r < c->n; r++) {
-        size_t cnt = count_of(seed, mode, r, c->rank, maxc);
-        for (size_t j = 0; j < cnt; j++)
-          bad += out[off + j] != a2av_val(seed, r, c->rank, j);
-        off += cnt;
-      }
-      CHECK(bad == 0, "all-to-all-v mode %d max %zu: %zu wrong", mode, maxc,
-            bad);
+      a2av_one(c, w, b, s, mode, maxcs[k], k % 2 ? 12 : 0,
+               (32u << 20) + (k % 2 ? 4 : 0));
       runs++;
     }
   // One rank's output is too small: nothing moves anywhere, every rank's
@@ -585,6 +442,53 @@ static void case_graph(th_ctx_t *c) {
   CHECK_OK(symheap_free(c->comm, w.w));
 }
 
+// Registered cudaMalloc memory: per-peer pointers (legacy IPC), not the
+// flat VA; every new collective on it.
+static void case_registered(th_ctx_t *c) {
+  const size_t bytes = 16u << 20;
+  void *p = NULL;
+  CUDA_OK(cudaMalloc(&p, bytes));
+  win_t w = {NULL, (char *)p};
+  CHECK_OK(symheap_window_register(c->comm, p, bytes, 0, &w.w));
+  symheap_device_window_t v;
+  CHECK_OK(symheap_window_device_view(w.w, &v));
+  CHECK(!(v.flags & SYMHEAP_VIEW_FLAT), "a cudaMalloc window is flat?");
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  std::vector<unsigned char> h;
+  rs_one(c, w, 2, (8u << 20) + 6, 1001, SYMHEAP_FLOAT16, SYMHEAP_OP_SUM,
+         SYMHEAP_ALGO_ONE_SHOT, s, h);
+  rs_one(c, w, 0, (size_t)c->rank * 300001 * 4, 300001, SYMHEAP_FLOAT32,
+         SYMHEAP_OP_MAX, SYMHEAP_ALGO_TWO_SHOT, s, h);
+  a2av_bufs b = a2av_alloc();
+  a2av_one(c, w, b, s, 0, 4097, 4, 8u << 20);
+  a2av_release(b);
+  // broadcast (SM, then zero-SM) from the last rank
+  for (int zero = 0; zero < 2; zero++) {
+    uint64_t seed = shared_seed(c);
+    const size_t n = 100003;
+    std::vector<unsigned char> in(n), out(n);
+    for (size_t i = 0; i < n; i++)
+      in[i] = (unsigned char)mix(seed + (uint64_t)c->rank, i);
+    CUDA_OK(cudaMemcpyAsync(w.local + 1, in.data(), n, cudaMemcpyDefault, s));
+    CUDA_OK(cudaMemsetAsync(w.local + (4u << 20), 0, n, s));
+    CHECK_OK(symheap_cuda_broadcast(w.w, 1, w.w, 4u << 20, n, c->n - 1,
+                                    zero ? SYMHEAP_CUDA_ZERO_SM : 0,
+                                    (symheap_stream_t)s));
+    CUDA_OK(cudaStreamSynchronize(s));
+    CUDA_OK(cudaMemcpy(out.data(), w.local + (4u << 20), n, cudaMemcpyDefault));
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+      bad += out[i] != (unsigned char)mix(seed + (uint64_t)(c->n - 1), i);
+    CHECK(bad == 0, "broadcast%s on a registered window: %zu wrong",
+          zero ? " (zero-SM)" : "", bad);
+  }
+  CUDA_OK(cudaStreamDestroy(s));
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  CHECK_OK(symheap_window_deregister(c->comm, w.w));
+  CUDA_OK(cudaFree(p));
+}
+
 // Ranks sharing this GPU: the legacy default stream is refused, saying why.
 static void case_shared_gpu_stream(th_ctx_t *c) {
   int ndev = 0;
@@ -617,6 +521,7 @@ static const case_t cases[] = {
     {"all_to_all", case_all_to_all},
     {"all_to_allv", case_all_to_allv},
     {"broadcast_and_zero_sm", case_broadcast_zero_sm},
+    {"registered_cudamalloc_window", case_registered},
     {"back_to_back_1000", case_back_to_back},
     {"graph_capture_replay_500", case_graph},
 };
