@@ -30,6 +30,11 @@ for t in ${SUITES:-test_coll_xfer test_coll}; do
   suite "$t.procs2" build/bin/symheap-run -n 2 "build/test/$t"
   suite "$t.threads2" "build/test/$t" --threads 2
 done
+# SYMHEAP_CUDA_ZERO_SM=1: every all-gather of test_coll by the copy engines
+if [ "${ZEROSM:-1}" = 1 ]; then
+  suite test_coll.threads2.zero_sm env SYMHEAP_CUDA_ZERO_SM=1 \
+    build/test/test_coll --threads 2
+fi
 if [ "${BENCH:-1}" = 1 ]; then
   # few iterations: two processes on one GPU time-slice, each call costs
   # milliseconds, and the numbers mean nothing here anyway
