@@ -79,7 +79,8 @@ symheap_cuda_all_reduce(symheap_window_t in, size_t in_offset,
                         symheap_algo_t algo, symheap_stream_t stream);
 
 /* What SYMHEAP_ALGO_AUTO does for this size on this window's comm: one-shot
- * (LL) up to SYMHEAP_PAD_LL_BYTES / (4 * nranks) bytes, two-shot above. */
+ * (LL) up to SYMHEAP_PAD_LL_BYTES / (4 * nranks) bytes (1 MiB at 2 ranks),
+ * two-shot above, SYMHEAP_ALGO_RS_COPY_ENGINE from SYMHEAP_CUDA_CE_BYTES. */
 symheap_result_t symheap_cuda_all_reduce_algo(symheap_window_t win,
                                               size_t count,
                                               symheap_dtype_t dtype,
