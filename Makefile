@@ -216,7 +216,7 @@ $(CUDA_LIB): $(KERNEL_OBJS) $(BUILD)/lib/libsymheap.so
 	ln -sf libsymheap_cuda.so.0 $@
 # GPU tests of the collectives, and the collectives benchmark.
 $(BUILD)/test/test_coll: test/gpu/test_coll.cu $(BUILD)/obj/test/harness.o \
-    $(CUDA_LIB) $(KERNEL_DEPS)
+    test/gpu/coll_testlib.cuh $(CUDA_LIB) $(KERNEL_DEPS)
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -Itest -o $@ $< \
 	  $(BUILD)/obj/test/harness.o -L$(BUILD)/lib -lsymheap_cuda -lsymheap \
@@ -248,6 +248,16 @@ $(BUILD)/bin/launch-cost: bench/launch_cost.cu $(CUDA_LIB)
 all: $(CUDA_LIB) $(BUILD)/bin/symheap-bench-cuda
 tests: $(BUILD)/test/test_coll_api
 gpu-tests: $(BUILD)/test/test_coll
+# Reduce-scatter, all-to-all(v), broadcast, the copy-engine paths (issue 19).
+$(BUILD)/test/test_coll_xfer: test/gpu/test_coll_xfer.cu \
+    test/gpu/coll_testlib.cuh test/gpu/a2av_testlib.cuh \
+    $(BUILD)/obj/test/harness.o $(CUDA_LIB) \
+    $(KERNEL_DEPS)
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -Itest -o $@ $< \
+	  $(BUILD)/obj/test/harness.o -L$(BUILD)/lib -lsymheap_cuda -lsymheap \
+	  -Xlinker -rpath,'$$ORIGIN/../lib' -ldl -lpthread
+gpu-tests: $(BUILD)/test/test_coll_xfer
 endif
 
 # libFuzzer targets (clang): the library built with coverage and ASan/UBSan

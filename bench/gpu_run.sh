@@ -30,6 +30,9 @@ python3 -c 'import matplotlib' 2>/dev/null && echo "matplotlib: yes" || echo "ma
 step "collectives: GPU tests (processes, then threads)"
 build/bin/symheap-run -n 2 build/test/test_coll 2>&1 | tee "$OUTDIR/gpu_coll_procs.txt"
 build/test/test_coll --threads 2 2>&1 | tee "$OUTDIR/gpu_coll_threads.txt"
+# reduce-scatter, all-to-all(v), broadcast, copy-engine paths (issue 19)
+timeout 300 build/bin/symheap-run -n 2 build/test/test_coll_xfer 2>&1 | tee "$OUTDIR/gpu_xfer_procs.txt"
+timeout 300 build/test/test_coll_xfer --threads 2 2>&1 | tee "$OUTDIR/gpu_xfer_threads.txt"
 
 step "collectives: symheap-bench --collectives, 2 ranks"
 build/bin/symheap-run -n 2 build/bin/symheap-bench --collectives \
@@ -76,6 +79,8 @@ fi
 step "peers' baseline (same machine, same run)"
 OUT="$OUTDIR" timeout 400 python3 bench/peers_baseline.py > "$OUTDIR/baseline.txt" 2>&1
 tail -c 3000 "$OUTDIR/baseline.txt"
+OUT="$OUTDIR" timeout 400 python3 bench/peers_collectives.py > "$OUTDIR/peers_collectives.txt" 2>&1
+tail -c 3000 "$OUTDIR/peers_collectives.txt"
 
 step "plot"
 python3 bench/plot_coll.py "$OUTDIR/coll.json" "$OUTDIR/baseline.json" \
@@ -117,4 +122,16 @@ r = json.load(open(sys.argv[1]))
 for k in sorted(r):
     if "setup" in k:
         print(f"torch {k}: {r[k]:.2f}" if isinstance(r[k], float) else f"torch {k}: {r[k]}")
+PY
+python3 - "$OUTDIR/coll.json" "$OUTDIR/peers_collectives.json" <<'PY' 2>/dev/null
+import json, sys
+ours, base = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+print("reduce-scatter / all-to-all / broadcast bf16 (us per op, bytes per rank's block):")
+print("size, symheap rs, NCCL rs, symheap a2a, NCCL a2a, NCCL a2av, torch a2a_vdev, symheap bcast, NCCL bcast")
+for b in [4096, 65536, 1 << 20, 16 << 20, 256 << 20]:
+    g = lambda d, k: d.get(k + str(b), float("nan"))
+    print(f"{b:>10} {g(ours,'reducescatter_us_'):8.2f} {g(base,'nccl_reducescatter_us_'):8.2f}"
+          f" {g(ours,'alltoall_us_'):8.2f} {g(base,'nccl_alltoall_us_'):8.2f}"
+          f" {g(base,'nccl_alltoallv_us_'):8.2f} {g(base,'torch_all_to_all_vdev_us_'):8.2f}"
+          f" {g(ours,'broadcast_us_'):8.2f} {g(base,'nccl_broadcast_us_'):8.2f}")
 PY

@@ -80,6 +80,14 @@ static const symheap__cfg_var_t cfg_vars[] = {
      "window_register of the ccl adaptor the comm was made on)"},
     {"SYMHEAP_NCCL_LIBRARY", SYMHEAP_CFG_STRING, "libnccl.so.2", 0, 0, NULL,
      "the NCCL library loaded with dlopen for SYMHEAP_WINDOW_PATH=nccl"},
+    {"SYMHEAP_CUDA_ZERO_SM", SYMHEAP_CFG_BOOL, "0", 0, 0, NULL,
+     "read by libsymheap_cuda.so: 1 makes every all-gather and broadcast "
+     "use the copy engines only (no SM), as the per-call flag "
+     "SYMHEAP_CUDA_ZERO_SM does"},
+    {"SYMHEAP_CUDA_CE_BYTES", SYMHEAP_CFG_INT, "67108864", 0, 1L << 40, NULL,
+     "read by libsymheap_cuda.so: SYMHEAP_ALGO_AUTO all-reduces of at least "
+     "this many bytes as reduce-scatter by SM, then all-gather by the copy "
+     "engines"},
     {"SYMHEAP_UNIQUE_ID", SYMHEAP_CFG_STRING, NULL, 0, 0, NULL,
      "the job's unique id as 256 hex digits, for symheap_comm_init_env (set by "
      "symheap-run)"},

@@ -45,7 +45,9 @@
 #define SYMHEAP_PAD_COLL_OFFSET 0u /* collectives: counters and flags */
 #define SYMHEAP_PAD_COLL_BYTES (64u << 10)
 #define SYMHEAP_PAD_LL_OFFSET (64u << 10) /* collectives: LL buffers */
-#define SYMHEAP_PAD_LL_BYTES (2u << 20)
+/* 8 MiB: the LL all-reduce carries SYMHEAP_PAD_LL_BYTES / (4 * nranks)
+ * bytes in one crossing, 1 MiB at 2 ranks. */
+#define SYMHEAP_PAD_LL_BYTES (8u << 20)
 #define SYMHEAP_PAD_SLOTS_OFFSET (SYMHEAP_PAD_LL_OFFSET + SYMHEAP_PAD_LL_BYTES)
 /* One slot per live window, given out in registration order; windows
  * registered while all are taken have no SYMHEAP_VIEW_SIGNALS. */

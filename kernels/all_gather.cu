@@ -1,7 +1,10 @@
-/* All-gather and peer copies.
+/* All-gather, broadcast and peer copies.
  *
  * all_gather: barrier (every output is free to overwrite), each rank stores
  * its block into every rank's output, barrier (every block has landed).
+ * broadcast: barrier (root's input is written, every output is free), each
+ * rank loads root's input into its own output, barrier (root may reuse its
+ * input).
  * copy: a plain SM copy; through a peer's mapping it is a put or a get. */
 #include "coll_common.cuh"
 #include "coll_launch.h"
@@ -41,6 +44,36 @@ cudaError_t launch_all_gather(const launch_t &a) {
     all_gather<unsigned char><<<grid, threads, 0, a.stream>>>(
         a.in, a.in_off, a.out, a.out_off, a.count);
   }
+  return cudaGetLastError();
+}
+
+template <typename W>
+__global__ void __launch_bounds__(1024)
+    broadcast(view_t in, size_t in_off, view_t out, size_t out_off,
+              size_t words, int root) {
+  const W *src = (const W *)symheap_device_peer_ptr(&in, root, in_off);
+  W *dst = (W *)symheap_device_local_ptr(&out, out_off);
+  const size_t chunk = (words + gridDim.x - 1) / gridDim.x;
+  const size_t c0 = min(words, (size_t)blockIdx.x * chunk);
+  const size_t c1 = min(words, c0 + chunk);
+  barrier(in);
+  if ((const void *)src != (const void *)dst)
+    for (size_t i = c0 + threadIdx.x; i < c1; i += blockDim.x)
+      dst[i] = src[i];
+  barrier(in);
+}
+
+cudaError_t launch_broadcast(const launch_t &a, int root) {
+  int threads = 1024;
+  size_t words = a.aligned ? a.count / 16 : a.count;
+  size_t b = (words + threads - 1) / threads;
+  int grid = b < 1 ? 1 : b > (size_t)a.max_blocks ? a.max_blocks : (int)b;
+  if (a.aligned)
+    broadcast<uint4><<<grid, threads, 0, a.stream>>>(a.in, a.in_off, a.out,
+                                                     a.out_off, words, root);
+  else
+    broadcast<unsigned char><<<grid, threads, 0, a.stream>>>(
+        a.in, a.in_off, a.out, a.out_off, words, root);
   return cudaGetLastError();
 }
 

@@ -27,6 +27,9 @@ struct ll_args_t {
   uint64_t pad_stride;
   int rank, nranks;
   size_t count, units_per_block;
+  /* 0: all-reduce (every peer is sent the same input); else reduce-scatter:
+   * peer p is sent the count elements at src + p * peer_stride. */
+  size_t peer_stride;
 };
 
 template <int DT, int OP>
@@ -39,12 +42,13 @@ __global__ void __launch_bounds__(kLLThreads) ll_one_shot(ll_args_t a) {
   const size_t u1 = min(nunits, u0 + a.units_per_block);
   const char *src = a.src;
   char *dst = a.dst;
-  const bool al_in = ((uintptr_t)src & 7) == 0;
+  const size_t ps = a.peer_stride;
+  const bool al_in = (((uintptr_t)src | ps) & 7) == 0;
   const bool al_out = ((uintptr_t)dst & 7) == 0;
   /* The first input load overlaps the epoch's: both are memory latency. */
   typename U::bits v0;
   v0.w = make_uint2(0, 0);
-  if (u0 + threadIdx.x < u1)
+  if (ps == 0 && u0 + threadIdx.x < u1)
     v0 = U::load(src, u0 + threadIdx.x, count, al_in);
   __shared__ uint64_t epoch;
   uint64_t *ep = (uint64_t *)(a.pad_base + (size_t)rank * a.pad_stride +
@@ -62,14 +66,16 @@ __global__ void __launch_bounds__(kLLThreads) ll_one_shot(ll_args_t a) {
                       ((size_t)b * 2 + (size_t)(e & 1)) * (size_t)n * area;
 
   for (size_t u = u0 + threadIdx.x; u < u1; u += blockDim.x) {
-    typename U::bits v =
-        u == u0 + threadIdx.x ? v0 : U::load(src, u, count, al_in);
-    uint4 line = make_uint4(v.w.x, fl, v.w.y, fl);
+    typename U::bits v;
+    if (ps == 0)
+      v = u == u0 + threadIdx.x ? v0 : U::load(src, u, count, al_in);
     for (int k = 1; k < n; k++) {
       int p = (rank + k) % n;
+      if (ps)
+        v = U::load(src + (size_t)p * ps, u, count, al_in);
       st_volatile((uint4 *)(a.pad_base + (size_t)p * a.pad_stride + base +
                             (size_t)rank * area + (u - u0) * 16),
-                  line);
+                  make_uint4(v.w.x, fl, v.w.y, fl));
     }
   }
   const char *mine = a.pad_base + (size_t)rank * a.pad_stride + base;
@@ -78,7 +84,7 @@ __global__ void __launch_bounds__(kLLThreads) ll_one_shot(ll_args_t a) {
     for (int s = 0; s < n; s++) {
       typename U::bits x;
       if (s == rank) {
-        x = U::load(src, u, count, al_in);
+        x = U::load(src + (size_t)rank * ps, u, count, al_in);
       } else {
         const uint4 *from =
             (const uint4 *)(mine + (size_t)s * area + (u - u0) * 16);
@@ -91,31 +97,6 @@ __global__ void __launch_bounds__(kLLThreads) ll_one_shot(ll_args_t a) {
       U::template accumulate<OP>(acc, x, s == 0);
     }
     U::store(dst, u, count, al_out, U::pack(acc));
-  }
-}
-
-/* acc = op over ranks (in rank order) of unit u of every rank's input. */
-template <int DT, int OP, int NR>
-__device__ __forceinline__ void
-gather_reduce(const view_t &in, size_t in_off, size_t u, size_t count,
-              bool aligned, float (&acc)[unit<DT, 16>::E]) {
-  typedef unit<DT, 16> U;
-  const int n = NR ? NR : in.nranks;
-  if (NR) {
-    typename U::bits x[NR ? NR : 1];
-#pragma unroll
-    for (int s = 0; s < (NR ? NR : 1); s++)
-      x[s] =
-          U::load(symheap_device_peer_ptr(&in, s, in_off), u, count, aligned);
-#pragma unroll
-    for (int s = 0; s < (NR ? NR : 1); s++)
-      U::template accumulate<OP>(acc, x[s], s == 0);
-  } else {
-    for (int s = 0; s < n; s++)
-      U::template accumulate<OP>(
-          acc,
-          U::load(symheap_device_peer_ptr(&in, s, in_off), u, count, aligned),
-          s == 0);
   }
 }
 
@@ -173,30 +154,6 @@ __global__ void __launch_bounds__(1024)
 }
 
 /* --- launchers ----------------------------------------------------------- */
-#define SYMHEAP_DISPATCH_DT_OP(dt, op, F)                                      \
-  switch ((dt)*2 + (op)) {                                                     \
-  case SYMHEAP_FLOAT32 * 2 + SYMHEAP_OP_SUM:                                   \
-    F(SYMHEAP_FLOAT32, SYMHEAP_OP_SUM);                                        \
-    break;                                                                     \
-  case SYMHEAP_FLOAT32 * 2 + SYMHEAP_OP_MAX:                                   \
-    F(SYMHEAP_FLOAT32, SYMHEAP_OP_MAX);                                        \
-    break;                                                                     \
-  case SYMHEAP_BFLOAT16 * 2 + SYMHEAP_OP_SUM:                                  \
-    F(SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM);                                       \
-    break;                                                                     \
-  case SYMHEAP_BFLOAT16 * 2 + SYMHEAP_OP_MAX:                                  \
-    F(SYMHEAP_BFLOAT16, SYMHEAP_OP_MAX);                                       \
-    break;                                                                     \
-  case SYMHEAP_FLOAT16 * 2 + SYMHEAP_OP_SUM:                                   \
-    F(SYMHEAP_FLOAT16, SYMHEAP_OP_SUM);                                        \
-    break;                                                                     \
-  case SYMHEAP_FLOAT16 * 2 + SYMHEAP_OP_MAX:                                   \
-    F(SYMHEAP_FLOAT16, SYMHEAP_OP_MAX);                                        \
-    break;                                                                     \
-  default:                                                                     \
-    return cudaErrorInvalidValue;                                              \
-  }
-
 cudaError_t launch_ll_one_shot(const launch_t &a) {
   size_t unit_elems = 8 / elem_size(a.dtype);
   size_t nunits = (a.count + unit_elems - 1) / unit_elems;
@@ -215,6 +172,7 @@ cudaError_t launch_ll_one_shot(const launch_t &a) {
   la.nranks = a.in.nranks;
   la.count = a.count;
   la.units_per_block = upb;
+  la.peer_stride = a.peer_stride;
 #define F(D, O) ll_one_shot<D, O><<<blocks, kLLThreads, 0, a.stream>>>(la)
   SYMHEAP_DISPATCH_DT_OP(a.dtype, a.op, F)
 #undef F

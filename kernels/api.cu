@@ -4,15 +4,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "coll_common.cuh"
-#include "coll_launch.h"
+#include "coll_api.h"
 #include "symheap_adaptor.h"
 
-#define EXPORT extern "C" __attribute__((visibility("default")))
-
-using namespace symheap_coll;
-
-namespace {
+namespace symheap_coll {
 
 symheap_result_t fail(symheap_result_t r, const char *fmt, ...) {
   char buf[512];
@@ -48,14 +43,19 @@ symheap_result_t current_device(int *dev, int *sms) {
 }
 
 /* A window's memory must be device memory of the device this thread
- * launches on (a host-backend window would fault in the kernel).  The answer
- * for the last pad seen is kept per thread: the check costs a driver call. */
+ * launches on (a host-backend window would fault in the kernel).  Also
+ * counts the ranks whose copy is on this device: ranks sharing a GPU (two
+ * processes, or threads of one process) need their kernels resident at once,
+ * since each waits for the others'.  The answers for the last pad seen are
+ * kept per thread: the checks cost driver calls. */
 symheap_result_t check_memory(const symheap_device_window_t &v, int dev,
-                              const char *fn) {
+                              const char *fn, int *sharing) {
   static __thread const void *ok_pad;
-  static __thread int ok_dev = -1;
-  if (v.pad_base == ok_pad && dev == ok_dev)
+  static __thread int ok_dev = -1, ok_sharing = 1;
+  if (v.pad_base == ok_pad && dev == ok_dev) {
+    *sharing = ok_sharing;
     return SYMHEAP_SUCCESS;
+  }
   cudaPointerAttributes a;
   const void *p = symheap_device_local_ptr(&v, 0);
   cudaError_t e = cudaPointerGetAttributes(&a, p);
@@ -76,8 +76,19 @@ symheap_result_t check_memory(const symheap_device_window_t &v, int dev,
                 "%s: the window's memory is on device %d but this thread's "
                 "current device is %d (cudaSetDevice first)",
                 fn, a.device, dev);
+  int n = 1;
+  for (int r = 0; r < v.nranks; r++) {
+    if (r == v.rank)
+      continue;
+    e = cudaPointerGetAttributes(&a, symheap_device_peer_ptr(&v, r, 0));
+    if (e != cudaSuccess)
+      (void)cudaGetLastError();
+    else if (a.type == cudaMemoryTypeDevice && a.device == dev)
+      n++;
+  }
   ok_pad = v.pad_base;
   ok_dev = dev;
+  ok_sharing = *sharing = n;
   return SYMHEAP_SUCCESS;
 }
 
@@ -128,18 +139,35 @@ symheap_result_t views(symheap_window_t in, size_t in_off, symheap_window_t out,
   a->out_off = out_off;
   a->threads = 0;
   a->unroll = 0;
+  a->sharing = 1;
+  a->peer_stride = 0;
   return SYMHEAP_SUCCESS;
 }
 
-/* The windows are device memory of this thread's device; launch limits. */
-symheap_result_t device_ok(launch_t *a, const char *fn) {
-  int dev, sms;
+/* The windows are device memory of this thread's device; launch limits.
+ * a->stream must be set. */
+symheap_result_t device_ok(launch_t *a, const char *fn, bool waits) {
+  int dev, sms, shared = 1, shared_out = 1;
   symheap_result_t r;
   if ((r = current_device(&dev, &sms)) != SYMHEAP_SUCCESS ||
-      (r = check_memory(a->in, dev, fn)) != SYMHEAP_SUCCESS ||
-      (r = check_memory(a->out, dev, fn)) != SYMHEAP_SUCCESS)
+      (r = check_memory(a->in, dev, fn, &shared)) != SYMHEAP_SUCCESS ||
+      (r = check_memory(a->out, dev, fn, &shared_out)) != SYMHEAP_SUCCESS)
     return r;
-  a->max_blocks = sms < kMaxChannels ? sms : kMaxChannels;
+  if (waits && shared > 1 && (a->stream == 0 || a->stream == cudaStreamLegacy))
+    return fail(SYMHEAP_ERR_INVALID_ARG,
+                "%s: %d ranks of this comm share device %d, and the stream is "
+                "the legacy default stream: ranks that are threads of one "
+                "process would queue their kernels behind each other on it, "
+                "and each waits for the other's; pass a stream made with "
+                "cudaStreamCreateWithFlags(cudaStreamNonBlocking) (or "
+                "cudaStreamPerThread)",
+                fn, shared, dev);
+  /* Ranks sharing the GPU split its SMs, so that all their blocks are
+   * resident at once (a block fits one SM by itself). */
+  int blocks = sms / shared;
+  blocks = blocks < 1 ? 1 : blocks;
+  a->max_blocks = blocks < kMaxChannels ? blocks : kMaxChannels;
+  a->sharing = shared;
   return SYMHEAP_SUCCESS;
 }
 
@@ -148,7 +176,8 @@ symheap_result_t prepare(symheap_window_t in, size_t in_off,
                          size_t out_bytes, const char *fn, launch_t *a) {
   symheap_result_t r =
       views(in, in_off, out, out_off, in_bytes, out_bytes, fn, a);
-  return r == SYMHEAP_SUCCESS ? device_ok(a, fn) : r;
+  /* a plain copy waits for no peer: any stream will do */
+  return r == SYMHEAP_SUCCESS ? device_ok(a, fn, false) : r;
 }
 
 bool aligned16(const symheap_device_window_t &v, size_t off) {
@@ -160,13 +189,42 @@ bool aligned16(const symheap_device_window_t &v, size_t off) {
   return (all & 15) == 0;
 }
 
-symheap_algo_t auto_algo(int nranks, size_t bytes) {
-  /* The LL path wins while it fits: no barrier, one crossing. */
-  return bytes <= ll_capacity(nranks) ? SYMHEAP_ALGO_ONE_SHOT
-                                      : SYMHEAP_ALGO_TWO_SHOT;
+symheap_result_t reduce_args_ok(const char *fn, symheap_dtype_t dtype,
+                                symheap_redop_t op, symheap_algo_t algo,
+                                symheap_algo_t max_algo, size_t count,
+                                size_t blocks, size_t in_offset,
+                                size_t out_offset) {
+  if ((unsigned)dtype > SYMHEAP_FLOAT16)
+    return fail(SYMHEAP_ERR_INVALID_ARG, "%s: unknown dtype %d", fn,
+                (int)dtype);
+  if ((unsigned)op > SYMHEAP_OP_MAX)
+    return fail(SYMHEAP_ERR_INVALID_ARG, "%s: unknown op %d", fn, (int)op);
+  if ((unsigned)algo > (unsigned)max_algo)
+    return fail(SYMHEAP_ERR_INVALID_ARG, "%s: unknown algorithm %d", fn,
+                (int)algo);
+  size_t es = elem_size(dtype);
+  if (count > SIZE_MAX / es / blocks)
+    return fail(SYMHEAP_ERR_INVALID_ARG, "%s: count %zu overflows", fn, count);
+  if (in_offset % es || out_offset % es)
+    return fail(SYMHEAP_ERR_INVALID_ARG,
+                "%s: offsets %zu and %zu must be multiples of the element "
+                "size (%zu bytes)",
+                fn, in_offset, out_offset, es);
+  return SYMHEAP_SUCCESS;
 }
 
-} // namespace
+symheap_algo_t auto_algo(int nranks, size_t bytes) {
+  /* The LL path wins while it fits: no barrier, one crossing.  Past
+   * ce_threshold(), the all-gather half goes to the copy engines. */
+  return bytes <= ll_capacity(nranks) ? SYMHEAP_ALGO_ONE_SHOT
+         : bytes >= ce_threshold() && ce_available()
+             ? SYMHEAP_ALGO_RS_COPY_ENGINE
+             : SYMHEAP_ALGO_TWO_SHOT;
+}
+
+} // namespace symheap_coll
+
+using namespace symheap_coll;
 
 EXPORT symheap_result_t symheap_cuda_all_reduce_algo(symheap_window_t win,
                                                      size_t count,
@@ -189,26 +247,15 @@ EXPORT symheap_result_t symheap_cuda_all_reduce(
     size_t out_offset, size_t count, symheap_dtype_t dtype, symheap_redop_t op,
     symheap_algo_t algo, symheap_stream_t stream) {
   const char *fn = "symheap_cuda_all_reduce";
-  if ((unsigned)dtype > SYMHEAP_FLOAT16)
-    return fail(SYMHEAP_ERR_INVALID_ARG, "%s: unknown dtype %d", fn,
-                (int)dtype);
-  if ((unsigned)op > SYMHEAP_OP_MAX)
-    return fail(SYMHEAP_ERR_INVALID_ARG, "%s: unknown op %d", fn, (int)op);
-  if ((unsigned)algo > SYMHEAP_ALGO_TWO_SHOT)
-    return fail(SYMHEAP_ERR_INVALID_ARG, "%s: unknown algorithm %d", fn,
-                (int)algo);
+  symheap_result_t r =
+      reduce_args_ok(fn, dtype, op, algo, SYMHEAP_ALGO_RS_COPY_ENGINE, count, 1,
+                     in_offset, out_offset);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
   size_t es = elem_size(dtype);
-  if (count > SIZE_MAX / es)
-    return fail(SYMHEAP_ERR_INVALID_ARG, "%s: count %zu overflows", fn, count);
-  if (in_offset % es || out_offset % es)
-    return fail(SYMHEAP_ERR_INVALID_ARG,
-                "%s: offsets %zu and %zu must be multiples of the element "
-                "size (%zu bytes)",
-                fn, in_offset, out_offset, es);
   launch_t a;
   size_t bytes = count * es;
-  symheap_result_t r =
-      views(in, in_offset, out, out_offset, bytes, bytes, fn, &a);
+  r = views(in, in_offset, out, out_offset, bytes, bytes, fn, &a);
   if (r != SYMHEAP_SUCCESS)
     return r;
   if (algo == SYMHEAP_ALGO_AUTO)
@@ -232,13 +279,15 @@ EXPORT symheap_result_t symheap_cuda_all_reduce(
                 "would overwrite an input its peers still read); use "
                 "SYMHEAP_ALGO_AUTO or SYMHEAP_ALGO_TWO_SHOT",
                 fn, ll_capacity(a.in.nranks));
+  a.stream = (cudaStream_t)stream;
   if ((r = device_ok(&a, fn)) != SYMHEAP_SUCCESS || count == 0)
     return r;
   a.count = count;
   a.dtype = dtype;
   a.op = op;
-  a.stream = (cudaStream_t)stream;
   a.aligned = aligned16(a.in, in_offset) && aligned16(a.out, out_offset);
+  if (algo == SYMHEAP_ALGO_RS_COPY_ENGINE)
+    return all_reduce_rs_ce(a, fn);
   cudaError_t e;
   if (algo == SYMHEAP_ALGO_TWO_SHOT)
     e = launch_two_shot(a);
@@ -254,7 +303,16 @@ EXPORT symheap_result_t symheap_cuda_all_gather(symheap_window_t in,
                                                 symheap_window_t out,
                                                 size_t out_offset, size_t bytes,
                                                 symheap_stream_t stream) {
+  return symheap_cuda_all_gather_flags(in, in_offset, out, out_offset, bytes, 0,
+                                       stream);
+}
+
+EXPORT symheap_result_t symheap_cuda_all_gather_flags(
+    symheap_window_t in, size_t in_offset, symheap_window_t out,
+    size_t out_offset, size_t bytes, unsigned flags, symheap_stream_t stream) {
   const char *fn = "symheap_cuda_all_gather";
+  if (flags & ~(unsigned)SYMHEAP_CUDA_ZERO_SM)
+    return fail(SYMHEAP_ERR_INVALID_ARG, "%s: unknown flags 0x%x", fn, flags);
   symheap_device_window_t v;
   symheap_result_t r = get_view(in, &v, fn, "input");
   if (r != SYMHEAP_SUCCESS)
@@ -278,17 +336,19 @@ EXPORT symheap_result_t symheap_cuda_all_gather(symheap_window_t in,
                 "%s: the input overlaps the output other than at this rank's "
                 "block (offset + rank * bytes)",
                 fn);
+  a.stream = (cudaStream_t)stream;
   if ((r = device_ok(&a, fn)) != SYMHEAP_SUCCESS || bytes == 0)
     return r;
   a.count = bytes;
-  a.stream = (cudaStream_t)stream;
+  if ((flags & SYMHEAP_CUDA_ZERO_SM) || zero_sm_env())
+    return all_gather_ce(a, fn);
   a.aligned = aligned16(a.in, in_offset) && aligned16(a.out, out_offset) &&
               bytes % 16 == 0;
   cudaError_t e = launch_all_gather(a);
   return e == cudaSuccess ? SYMHEAP_SUCCESS : cuda_fail(fn, e);
 }
 
-namespace {
+namespace symheap_coll {
 symheap_result_t copy(void *local, symheap_window_t win, int peer,
                       size_t offset, size_t bytes, symheap_stream_t stream,
                       bool put, const char *fn) {
@@ -302,6 +362,7 @@ symheap_result_t copy(void *local, symheap_window_t win, int peer,
   if (peer < 0 || peer >= a.in.nranks)
     return fail(SYMHEAP_ERR_INVALID_ARG, "%s: peer %d is not a rank of 0..%d",
                 fn, peer, a.in.nranks - 1);
+  a.stream = (cudaStream_t)stream;
   r = prepare(win, offset, win, offset, bytes, bytes, fn, &a);
   if (r != SYMHEAP_SUCCESS || bytes == 0)
     return r;
@@ -315,7 +376,7 @@ symheap_result_t copy(void *local, symheap_window_t win, int peer,
                       cudaMemcpyDeviceToDevice, (cudaStream_t)stream);
   return e == cudaSuccess ? SYMHEAP_SUCCESS : cuda_fail(fn, e);
 }
-} // namespace
+} // namespace symheap_coll
 
 EXPORT symheap_result_t symheap_cuda_put(symheap_window_t win, int peer,
                                          size_t offset, const void *src,

@@ -25,6 +25,31 @@ constexpr size_t kFlagsOffset = kMaxChannels * sizeof(uint64_t);
 static_assert(kFlagsOffset + kMaxChannels * kMaxRanks * sizeof(uint64_t) <=
                   SYMHEAP_PAD_COLL_BYTES,
               "collective flags overflow the pad's collectives region");
+/* After the flags: the state of the transfers that are not barrier-framed
+ * (all-to-all(v), the copy-engine paths).  Words per rank of the pad:
+ *  - xepoch: the all-to-all's epoch (local; the kernel's last block
+ *    advances it) and xcount, the blocks of the running kernel that are done;
+ *  - xready[sender], xdata[sender]: set by peers to the epoch (release);
+ *  - xmatrix[sender][receiver]: every rank's send counts (all-to-all-v),
+ *    each sender writes its row into every rank's copy; column kMaxRanks
+ *    is the sender's output capacity;
+ *  - ce_ready[sender], ce_done[sender]: 32-bit flags that the copy-engine
+ *    paths set to 1 and wait for with stream memory operations (no SM), and
+ *    that the waiter resets to 0 (constants only, so graph replays work). */
+constexpr size_t kXferOffset =
+    kFlagsOffset + kMaxChannels * kMaxRanks * sizeof(uint64_t);
+constexpr size_t kXEpoch = kXferOffset;
+constexpr size_t kXCount = kXEpoch + 8;
+constexpr size_t kXReady = kXCount + 8;
+constexpr size_t kXData = kXReady + kMaxRanks * 8;
+constexpr size_t kXMatrix = kXData + kMaxRanks * 8;
+constexpr int kXRow = kMaxRanks + 1; /* counts, then the output capacity */
+constexpr size_t kCeReady = kXMatrix + kMaxRanks * kXRow * 8;
+constexpr size_t kCeDone = kCeReady + kMaxRanks * 4;
+constexpr size_t kXferEnd = kCeDone + kMaxRanks * 4;
+static_assert(kXferEnd <= SYMHEAP_PAD_COLL_BYTES,
+              "transfer state overflows the pad's collectives region");
+
 /* LL (low-latency) one-shot: blocks, and buffers per (block, parity, sender)
  * carved out of SYMHEAP_PAD_LL_BYTES. */
 constexpr int kLLBlocks = 16;
@@ -164,6 +189,56 @@ template <int DT, int UB> struct unit {
     return b;
   }
 };
+
+/* acc = op over ranks (in rank order) of unit u of every rank's input. */
+template <int DT, int OP, int NR>
+__device__ __forceinline__ void
+gather_reduce(const view_t &in, size_t in_off, size_t u, size_t count,
+              bool aligned, float (&acc)[unit<DT, 16>::E]) {
+  typedef unit<DT, 16> U;
+  const int n = NR ? NR : in.nranks;
+  if (NR) {
+    typename U::bits x[NR ? NR : 1];
+#pragma unroll
+    for (int s = 0; s < (NR ? NR : 1); s++)
+      x[s] =
+          U::load(symheap_device_peer_ptr(&in, s, in_off), u, count, aligned);
+#pragma unroll
+    for (int s = 0; s < (NR ? NR : 1); s++)
+      U::template accumulate<OP>(acc, x[s], s == 0);
+  } else {
+    for (int s = 0; s < n; s++)
+      U::template accumulate<OP>(
+          acc,
+          U::load(symheap_device_peer_ptr(&in, s, in_off), u, count, aligned),
+          s == 0);
+  }
+}
+
+/* A launcher body per (dtype, op); F(D, O) launches. */
+#define SYMHEAP_DISPATCH_DT_OP(dt, op, F)                                      \
+  switch ((dt)*2 + (op)) {                                                     \
+  case SYMHEAP_FLOAT32 * 2 + SYMHEAP_OP_SUM:                                   \
+    F(SYMHEAP_FLOAT32, SYMHEAP_OP_SUM);                                        \
+    break;                                                                     \
+  case SYMHEAP_FLOAT32 * 2 + SYMHEAP_OP_MAX:                                   \
+    F(SYMHEAP_FLOAT32, SYMHEAP_OP_MAX);                                        \
+    break;                                                                     \
+  case SYMHEAP_BFLOAT16 * 2 + SYMHEAP_OP_SUM:                                  \
+    F(SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM);                                       \
+    break;                                                                     \
+  case SYMHEAP_BFLOAT16 * 2 + SYMHEAP_OP_MAX:                                  \
+    F(SYMHEAP_BFLOAT16, SYMHEAP_OP_MAX);                                       \
+    break;                                                                     \
+  case SYMHEAP_FLOAT16 * 2 + SYMHEAP_OP_SUM:                                   \
+    F(SYMHEAP_FLOAT16, SYMHEAP_OP_SUM);                                        \
+    break;                                                                     \
+  case SYMHEAP_FLOAT16 * 2 + SYMHEAP_OP_MAX:                                   \
+    F(SYMHEAP_FLOAT16, SYMHEAP_OP_MAX);                                        \
+    break;                                                                     \
+  default:                                                                     \
+    return cudaErrorInvalidValue;                                              \
+  }
 
 /* --- volatile 16-byte accesses for the LL protocol ---------------------- */
 __device__ __forceinline__ void st_volatile(uint4 *p, uint4 v) {

@@ -14,11 +14,30 @@ struct launch_t {
   size_t in_off, out_off;
   size_t count; /* elements (all-reduce) or bytes (all-gather, copy) */
   int dtype, op;
-  bool aligned;   /* every buffer the kernel touches is 16-byte aligned */
-  int max_blocks; /* <= kMaxChannels */
-  int threads;    /* per block; 0: the default */
-  int unroll;     /* two-shot units per thread and step; 0: the default */
+  bool aligned;       /* every buffer the kernel touches is 16-byte aligned */
+  int max_blocks;     /* <= kMaxChannels */
+  int threads;        /* per block; 0: the default */
+  int unroll;         /* two-shot units per thread and step; 0: the default */
+  int sharing;        /* ranks of the comm on this GPU (1: one per GPU) */
+  size_t peer_stride; /* LL: 0 all-reduce, else reduce-scatter's block */
   cudaStream_t stream;
+};
+
+/* Reduce-scatter and the all-reduce's first half: rank r reduces, in rank
+ * order, elements [first, first + len) of every rank's input (at in_off)
+ * into its own output at out_off + out_first elements. */
+struct rs_args_t {
+  size_t first, len, out_first;
+  size_t grid_len;    /* sizes the grid: the same on every rank */
+  bool barrier_after; /* false: the caller orders input reuse otherwise */
+};
+/* All-to-all(v): see all_to_all.cu. */
+struct a2a_args_t {
+  size_t elem;    /* bytes per element */
+  size_t uniform; /* all_to_all: elements per peer; 0 with vcounts */
+  const size_t *send_counts, *send_offsets; /* device, nranks each */
+  size_t *recv_counts, *recv_offsets;       /* device, nranks each */
+  size_t in_cap, out_cap;                   /* elements from in_off / out_off */
 };
 
 inline size_t elem_size(int dtype) { return dtype == SYMHEAP_FLOAT32 ? 4 : 2; }
@@ -27,6 +46,11 @@ cudaError_t launch_ll_one_shot(const launch_t &a);
 cudaError_t launch_one_shot(const launch_t &a);
 cudaError_t launch_two_shot(const launch_t &a);
 cudaError_t launch_all_gather(const launch_t &a);
+/* LL reduce-scatter: rank p's block of each input goes to p's LL buffer. */
+cudaError_t launch_ll_reduce_scatter(const launch_t &a);
+cudaError_t launch_reduce_scatter(const launch_t &a, const rs_args_t &r);
+cudaError_t launch_all_to_all(const launch_t &a, const a2a_args_t &x);
+cudaError_t launch_broadcast(const launch_t &a, int root);
 /* Launch defaults, chosen with bench/coll_sweep.cu on 2x H200. */
 constexpr int kTwoShotThreads = 1024;
 constexpr int kTwoShotUnroll = 4;

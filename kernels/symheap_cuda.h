@@ -28,7 +28,9 @@ extern "C" {
 #endif
 
 /* A cudaStream_t (CUstream), without the CUDA headers; NULL is the legacy
- * default stream. */
+ * default stream.  Where ranks of a comm share one GPU (threads or
+ * processes), the calls that wait for peers refuse the legacy default
+ * stream: threads of one process would queue behind each other on it. */
 typedef struct CUstream_st *symheap_stream_t;
 
 typedef enum {
@@ -50,7 +52,20 @@ typedef enum {
   /* Reduce-scatter then all-gather, fused: each rank reduces 1/n and writes
    * it to every rank; least traffic.  The output must be a window. */
   SYMHEAP_ALGO_TWO_SHOT = 2,
+  /* All-reduce only: reduce-scatter by SM loads, then all-gather by the copy
+   * engines (cudaMemcpyAsync into peers' outputs, ordered by stream memory
+   * operations on the comm pad).  AUTO takes it from SYMHEAP_CUDA_CE_BYTES
+   * (default 64 MiB).  The output must be a window. */
+  SYMHEAP_ALGO_RS_COPY_ENGINE = 3,
 } symheap_algo_t;
+
+/* Per-call flags (all-gather, broadcast). */
+enum {
+  /* Only the copy engines move data and only stream memory operations order
+   * it: no kernel, every SM left to the caller's work.  Also set for every
+   * call by SYMHEAP_CUDA_ZERO_SM=1 in the environment. */
+  SYMHEAP_CUDA_ZERO_SM = 0x1,
+};
 
 /* out[out_offset..] = op over ranks of in[in_offset..], count elements.  In
  * place when in == out and the offsets are equal; other overlaps are
@@ -64,7 +79,8 @@ symheap_cuda_all_reduce(symheap_window_t in, size_t in_offset,
                         symheap_algo_t algo, symheap_stream_t stream);
 
 /* What SYMHEAP_ALGO_AUTO does for this size on this window's comm: one-shot
- * (LL) up to SYMHEAP_PAD_LL_BYTES / (4 * nranks) bytes, two-shot above. */
+ * (LL) up to SYMHEAP_PAD_LL_BYTES / (4 * nranks) bytes (1 MiB at 2 ranks),
+ * two-shot above, SYMHEAP_ALGO_RS_COPY_ENGINE from SYMHEAP_CUDA_CE_BYTES. */
 symheap_result_t symheap_cuda_all_reduce_algo(symheap_window_t win,
                                               size_t count,
                                               symheap_dtype_t dtype,
@@ -77,6 +93,65 @@ symheap_result_t symheap_cuda_all_gather(symheap_window_t in, size_t in_offset,
                                          symheap_window_t out,
                                          size_t out_offset, size_t bytes,
                                          symheap_stream_t stream);
+
+/* all_gather with flags (SYMHEAP_CUDA_ZERO_SM). */
+symheap_result_t symheap_cuda_all_gather_flags(
+    symheap_window_t in, size_t in_offset, symheap_window_t out,
+    size_t out_offset, size_t bytes, unsigned flags, symheap_stream_t stream);
+
+/* out[out_offset..] (count elements) = op over ranks of rank r's block of
+ * in: in[in_offset + r * count * elem ..], count elements, on rank r.  The
+ * input holds nranks * count elements.  In place when the output is this
+ * rank's block of the input; other overlaps are refused.  Every rank's
+ * result is bitwise what the all-reduce gives for that block: ranks reduced
+ * in rank order (0, 1, ..., n-1) in float32, rounded once to dtype.
+ * SYMHEAP_ALGO_ONE_SHOT: each rank stores block p of its input into p's LL
+ * buffer (one crossing, no barrier), up to symheap_cuda_all_reduce_algo's
+ * LL capacity per block; SYMHEAP_ALGO_TWO_SHOT (pipelined): barrier, each
+ * rank loads its block from every rank, several loads in flight per thread,
+ * barrier.  AUTO: LL while it fits. */
+symheap_result_t symheap_cuda_reduce_scatter(
+    symheap_window_t in, size_t in_offset, symheap_window_t out,
+    size_t out_offset, size_t count, symheap_dtype_t dtype, symheap_redop_t op,
+    symheap_algo_t algo, symheap_stream_t stream);
+
+/* Rank r's bytes of block p (in[in_offset + p * bytes ..]) land at
+ * out[out_offset + r * bytes ..] on rank p: the blocks are stored straight
+ * into the peers' outputs, then one signal per peer says they are there.
+ * Input and output must not overlap. */
+symheap_result_t symheap_cuda_all_to_all(symheap_window_t in, size_t in_offset,
+                                         symheap_window_t out,
+                                         size_t out_offset, size_t bytes,
+                                         symheap_stream_t stream);
+
+/* All-to-all with per-peer counts on the device (no host sync, so a MoE
+ * layer can call it right after computing its routing, and it can be
+ * captured in a graph).  Counts and offsets are in elements of elem_size
+ * bytes, arrays of nranks size_t in device memory:
+ *  - send_counts[p]: elements for rank p, from in[in_offset +
+ *    send_offsets[p] * elem_size ..] (send_offsets NULL: packed in rank
+ *    order, offsets the prefix sums of the counts);
+ *  - on return recv_counts[s] = what rank s sent here and, unless NULL,
+ *    recv_offsets[s] = where it starts: data lands packed in sender order at
+ *    out[out_offset + recv_offsets[s] * elem_size ..];
+ *  - in_capacity / out_capacity: elements usable from in_offset / out_offset
+ *    (checked on the host against the windows).
+ * If any rank's sends leave its input capacity or any rank would receive
+ * more than out_capacity, no data moves on any rank and every rank's
+ * recv_counts are all SIZE_MAX.  Input and output ranges must not overlap. */
+symheap_result_t symheap_cuda_all_to_allv(
+    symheap_window_t in, size_t in_offset, size_t in_capacity,
+    symheap_window_t out, size_t out_offset, size_t out_capacity,
+    size_t elem_size, const size_t *send_counts, const size_t *send_offsets,
+    size_t *recv_counts, size_t *recv_offsets, symheap_stream_t stream);
+
+/* root's bytes at in[in_offset..] land at out[out_offset..] on every rank
+ * (in place on root when in and out are the same range; other overlaps are
+ * refused).  flags: SYMHEAP_CUDA_ZERO_SM or 0. */
+symheap_result_t symheap_cuda_broadcast(symheap_window_t in, size_t in_offset,
+                                        symheap_window_t out, size_t out_offset,
+                                        size_t bytes, int root, unsigned flags,
+                                        symheap_stream_t stream);
 
 /* One-sided copies through the peer's mapping (cudaMemcpyAsync on the
  * mapped addresses: the copy engines beat SM loads and stores over NVLink),

@@ -187,6 +187,10 @@ if [ -x build/test/test_gpu ]; then
     run " gpu collectives procs x2" build/bin/symheap-run -n 2 build/test/test_coll
     run " gpu collectives threads x2" build/test/test_coll --threads 2
   fi
+  if [ -x build/test/test_coll_xfer ]; then
+    run " gpu reduce-scatter, all-to-all, broadcast procs x2" timeout 300 build/bin/symheap-run -n 2 build/test/test_coll_xfer
+    run " gpu reduce-scatter, all-to-all, broadcast threads x2" timeout 300 build/test/test_coll_xfer --threads 2
+  fi
   unset SYMHEAP_DISABLE_MULTICAST NCCL_NVLS_ENABLE
 fi
 # The MPI ccl adaptor: the multi-rank suite joined through

@@ -34,7 +34,7 @@ static void body(th_ctx_t *c, void *arg) {
                                     NULL),
             SYMHEAP_ERR_INVALID_ARG, "unknown op");
   CHECK_MSG(symheap_cuda_all_reduce(w, 0, w, 0, 16, SYMHEAP_FLOAT32,
-                                    SYMHEAP_OP_SUM, (symheap_algo_t)3, NULL),
+                                    SYMHEAP_OP_SUM, (symheap_algo_t)4, NULL),
             SYMHEAP_ERR_INVALID_ARG, "unknown algorithm");
   CHECK_MSG(symheap_cuda_all_reduce(w, 2, w, 0, 16, SYMHEAP_FLOAT32,
                                     SYMHEAP_OP_SUM, SYMHEAP_ALGO_AUTO, NULL),
@@ -50,10 +50,6 @@ static void body(th_ctx_t *c, void *arg) {
   CHECK_MSG(symheap_cuda_all_reduce(w, 0, w, 64, 1024, SYMHEAP_FLOAT32,
                                     SYMHEAP_OP_SUM, SYMHEAP_ALGO_AUTO, NULL),
             SYMHEAP_ERR_INVALID_ARG, "overlap without being the same range");
-  CHECK_MSG(symheap_cuda_all_reduce(w, 0, w, 0, (1 << 20) / 4, SYMHEAP_FLOAT32,
-                                    SYMHEAP_OP_SUM, SYMHEAP_ALGO_ONE_SHOT,
-                                    NULL),
-            SYMHEAP_ERR_INVALID_ARG, "cannot run in place");
   CHECK_MSG(symheap_cuda_all_gather(w, 8, w, 0, 4096, NULL),
             SYMHEAP_ERR_INVALID_ARG, "overlaps the output");
   CHECK_MSG(symheap_cuda_all_gather(w, 0, w, 0, (1 << 20) / c->n + 1, NULL),
@@ -90,9 +86,115 @@ static void body(th_ctx_t *c, void *arg) {
   CHECK_MSG(symheap_cuda_all_reduce_algo(w, 1, SYMHEAP_BFLOAT16, NULL),
             SYMHEAP_ERR_INVALID_ARG, "NULL");
   if (c->n == 2)
-    CHECK(cap == 256u << 10, "2 ranks: LL capacity %zu", cap);
+    CHECK(cap == 1u << 20, "2 ranks: LL capacity %zu", cap);
   th_end();
   CHECK_OK(symheap_free(c->comm, w));
+}
+
+/* The collectives of issue 19: reduce-scatter, all-to-all(v), broadcast,
+ * the flags of all-gather. */
+static void xfer_checks(th_ctx_t *c, void *arg) {
+  (void)arg;
+  symheap_window_t w;
+  const size_t wb = 8u << 20;
+  th_begin(tag, "argument_checks_rs_a2a_bcast", c->rank);
+  CHECK_OK(symheap_malloc(c->comm, wb, 0, &w));
+  size_t n = (size_t)c->n, host_counts[4] = {1, 1, 1, 1};
+  /* one-shot in place past the LL capacity (1 MiB at 2 ranks) */
+  CHECK_MSG(symheap_cuda_all_reduce(
+                w, 0, w, 0, SYMHEAP_PAD_LL_BYTES / (16 * n) + 16,
+                SYMHEAP_FLOAT32, SYMHEAP_OP_SUM, SYMHEAP_ALGO_ONE_SHOT, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "cannot run in place");
+  /* reduce-scatter */
+  CHECK_MSG(symheap_cuda_reduce_scatter(w, 0, w, wb / 2, 16, (symheap_dtype_t)3,
+                                        SYMHEAP_OP_SUM, SYMHEAP_ALGO_AUTO,
+                                        NULL),
+            SYMHEAP_ERR_INVALID_ARG, "unknown dtype");
+  CHECK_MSG(symheap_cuda_reduce_scatter(w, 0, w, wb / 2, 16, SYMHEAP_FLOAT32,
+                                        SYMHEAP_OP_SUM,
+                                        SYMHEAP_ALGO_RS_COPY_ENGINE, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "unknown algorithm");
+  CHECK_MSG(symheap_cuda_reduce_scatter(w, 0, w, wb / 2, (size_t)1 << 61,
+                                        SYMHEAP_FLOAT32, SYMHEAP_OP_SUM,
+                                        SYMHEAP_ALGO_AUTO, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "overflows");
+  CHECK_MSG(symheap_cuda_reduce_scatter(w, 0, w, wb / n, wb / (4 * n) + 1,
+                                        SYMHEAP_FLOAT32, SYMHEAP_OP_SUM,
+                                        SYMHEAP_ALGO_AUTO, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "outside the window");
+  CHECK_MSG(symheap_cuda_reduce_scatter(w, 0, w, 4, 1024, SYMHEAP_FLOAT32,
+                                        SYMHEAP_OP_SUM, SYMHEAP_ALGO_AUTO,
+                                        NULL),
+            SYMHEAP_ERR_INVALID_ARG, "other than at this rank's block");
+  CHECK_MSG(symheap_cuda_reduce_scatter(w, 2, w, wb / 2, 16, SYMHEAP_FLOAT32,
+                                        SYMHEAP_OP_SUM, SYMHEAP_ALGO_AUTO,
+                                        NULL),
+            SYMHEAP_ERR_INVALID_ARG, "multiples of the element size");
+  CHECK_MSG(symheap_cuda_reduce_scatter(
+                w, 0, w, wb / 2, SYMHEAP_PAD_LL_BYTES / (16 * n) + 16,
+                SYMHEAP_FLOAT32, SYMHEAP_OP_SUM, SYMHEAP_ALGO_ONE_SHOT, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "one-shot (LL) carries up to");
+  /* in place at this rank's block passes the checks: host memory is next */
+  symheap_result_t r = symheap_cuda_reduce_scatter(
+      w, 0, w, (size_t)c->rank * 64, 16, SYMHEAP_FLOAT32, SYMHEAP_OP_SUM,
+      SYMHEAP_ALGO_AUTO, NULL);
+  CHECK((r == SYMHEAP_ERR_INVALID_ARG || r == SYMHEAP_ERR_DEVICE) &&
+            (strstr(symheap_last_error(), "CUDA memory") ||
+             strstr(symheap_last_error(), "cudaGetDevice")),
+        "rs in place on a host window: %s (%s)", symheap_strerror(r),
+        symheap_last_error());
+  /* all-to-all */
+  CHECK_MSG(symheap_cuda_all_to_all(w, 0, w, 16, 16, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "cannot run in place");
+  CHECK_MSG(symheap_cuda_all_to_all(w, 0, w, wb / 2, wb / (2 * n) + 1, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "outside the window");
+  CHECK_MSG(symheap_cuda_all_to_all(w, 0, w, wb / 2, SIZE_MAX / 2 + 1, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "overflows");
+  /* all-to-all-v */
+  size_t *dc = host_counts; /* host memory: refused once the rest passes */
+  CHECK_MSG(symheap_cuda_all_to_allv(w, 0, 16, w, wb / 2, 16, 0, dc, NULL, dc,
+                                     NULL, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "elem_size is 0");
+  CHECK_MSG(symheap_cuda_all_to_allv(w, 0, 16, w, wb / 2, 16, 4, NULL, NULL, dc,
+                                     NULL, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "send_counts is NULL");
+  CHECK_MSG(symheap_cuda_all_to_allv(w, 0, 16, w, wb / 2, 16, 4, dc, NULL, NULL,
+                                     NULL, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "recv_counts is NULL");
+  CHECK_MSG(symheap_cuda_all_to_allv(w, 2, 16, w, wb / 2, 16, 4, dc, NULL, dc,
+                                     NULL, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "multiples of elem_size");
+  CHECK_MSG(symheap_cuda_all_to_allv(w, 0, 1024, w, 64, 16, 4, dc, NULL, dc,
+                                     NULL, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "cannot run in place");
+  CHECK_MSG(symheap_cuda_all_to_allv(w, 0, 16, w, wb / 2, wb / 8 + 1, 4, dc,
+                                     NULL, dc, NULL, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "outside the window");
+  CHECK_MSG(symheap_cuda_all_to_allv(w, 0, SIZE_MAX / 2, w, wb / 2, 16, 4, dc,
+                                     NULL, dc, NULL, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "overflows");
+  CHECK_MSG(symheap_cuda_all_to_allv(w, 0, 16, w, wb / 2, 16, 4, dc, NULL, dc,
+                                     NULL, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "is not memory the device can read");
+  CHECK_MSG(symheap_cuda_all_to_allv(w, 0, 16, w, wb / 2, 16, 4,
+                                     (size_t *)((char *)dc + 1), NULL, dc, NULL,
+                                     NULL),
+            SYMHEAP_ERR_INVALID_ARG, "not aligned");
+  /* broadcast */
+  CHECK_MSG(symheap_cuda_broadcast(w, 0, w, 4096, 64, c->n, 0, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "is not a rank");
+  CHECK_MSG(symheap_cuda_broadcast(w, 0, w, 4096, 64, -1, 0, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "is not a rank");
+  CHECK_MSG(symheap_cuda_broadcast(w, 0, w, 4096, 64, 0, 0x10, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "unknown flags");
+  CHECK_MSG(symheap_cuda_broadcast(w, 0, w, 32, 64, 0, 0, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "overlap without being the same range");
+  CHECK_MSG(symheap_cuda_broadcast(w, wb - 8, w, 0, 64, 0, 0, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "outside the window");
+  CHECK_MSG(symheap_cuda_all_gather_flags(w, 0, w, 4096, 64, 0x6, NULL),
+            SYMHEAP_ERR_INVALID_ARG, "unknown flags");
+  CHECK_OK(symheap_free(c->comm, w));
+  th_end();
 }
 
 /* Windows of two comms cannot meet in one collective. */
@@ -154,6 +256,7 @@ int main(int argc, char **argv) {
     snprintf(tag, sizeof tag, "coll_api_threads%d", n);
     fails |= th_run_threads(n, body, NULL);
     fails |= th_run_threads(n, two_comms, NULL);
+    fails |= th_run_threads(n, xfer_checks, NULL);
   }
   return fails || th_total_failures() ? 1 : 0;
 }

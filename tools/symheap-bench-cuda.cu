@@ -119,7 +119,10 @@ __global__ void sm_copy(uint4 *dst, const uint4 *src, size_t n) {
 
 // Small sizes get many calls: per-op times of a few microseconds are
 // otherwise at the mercy of one slow launch.
+static int g_iters; /* --iters: every size, for a quick pass */
 static int iters_for(size_t bytes) {
+  if (g_iters)
+    return g_iters;
   return bytes <= (1u << 20) ? 1000 : bytes <= (64u << 20) ? 50 : 10;
 }
 
@@ -141,9 +144,11 @@ int main(int argc, char **argv) {
       max_size = strtoull(argv[++i], NULL, 0);
     else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
       json = argv[++i];
+    else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc)
+      g_iters = atoi(argv[++i]);
     else {
       fprintf(stderr, "usage: symheap-run -n N symheap-bench-cuda "
-                      "[--max-size BYTES] [--json FILE]\n");
+                      "[--max-size BYTES] [--json FILE] [--iters N]\n");
       return 2;
     }
   }
@@ -216,12 +221,14 @@ int main(int argc, char **argv) {
                                        SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM,
                                        SYMHEAP_ALGO_AUTO, st));
           },
-          200);
+          g_iters ? g_iters : 200);
     double bus = 2.0 * (nranks - 1) / nranks * (double)b / (t[0] * 1e-6) / 1e9;
     if (rank == 0)
       printf("%-9s %10.2f %10.2f %10.2f %10.2f %12.1f %8s\n", human(b, hb),
              t[0], t[1], t[2], tg, bus,
-             chosen == SYMHEAP_ALGO_ONE_SHOT ? "one" : "two");
+             chosen == SYMHEAP_ALGO_ONE_SHOT   ? "one"
+             : chosen == SYMHEAP_ALGO_TWO_SHOT ? "two"
+                                               : "rs+ce");
     put("allreduce_auto_us_" + std::to_string(b), t[0]);
     if (t[1] > 0)
       put("allreduce_one_us_" + std::to_string(b), t[1]);
@@ -242,6 +249,45 @@ int main(int argc, char **argv) {
     if (rank == 0)
       printf("%-9s %10.2f %12.1f\n", human(b, hb), t, bus);
     put("allgather_us_" + std::to_string(b), t);
+  }
+
+  // Reduce-scatter (bytes: each rank's output block), all-to-all (bytes
+  // per peer), broadcast from rank 0, all-gather by the copy engines only.
+  // busbw as nccl-tests: (n-1)/n * n*bytes / time, broadcast bytes / time.
+  if (rank == 0)
+    printf("# reduce-scatter bf16 sum (auto), all-to-all, broadcast, zero-SM "
+           "all-gather; bytes per rank's block\n%-9s %10s %10s %10s %10s "
+           "%10s %10s\n",
+           "bytes", "rs_us", "rs_busbw", "a2a_us", "a2a_busbw", "bcast_us",
+           "ag0sm_us");
+  for (size_t b = 4096; b * (size_t)nranks <= max_size; b *= 16) {
+    const size_t n = (size_t)nranks, it = iters_for(b * n);
+    double trs = time_us(
+        [&] {
+          SH(symheap_cuda_reduce_scatter(w, 0, w, max_size, b / 2,
+                                         SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM,
+                                         SYMHEAP_ALGO_AUTO, st));
+        },
+        it);
+    double ta2a = time_us(
+        [&] { SH(symheap_cuda_all_to_all(w, 0, w, max_size, b, st)); }, it);
+    double tbc = time_us(
+        [&] { SH(symheap_cuda_broadcast(w, 0, w, max_size, b, 0, 0, st)); },
+        iters_for(b));
+    double tag0 = time_us(
+        [&] {
+          SH(symheap_cuda_all_gather_flags(w, 0, w, max_size, b,
+                                           SYMHEAP_CUDA_ZERO_SM, st));
+        },
+        it);
+    double f = (double)(n - 1) * (double)b / 1e3; /* (n-1)/n * n*b, in kB */
+    if (rank == 0)
+      printf("%-9s %10.2f %10.1f %10.2f %10.1f %10.2f %10.2f\n", human(b, hb),
+             trs, f / trs, ta2a, f / ta2a, tbc, tag0);
+    put("reducescatter_us_" + std::to_string(b), trs);
+    put("alltoall_us_" + std::to_string(b), ta2a);
+    put("broadcast_us_" + std::to_string(b), tbc);
+    put("allgather_zerosm_us_" + std::to_string(b), tag0);
   }
 
   // Peer copies through the flat VA: one peer (the next rank).

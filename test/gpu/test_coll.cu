@@ -23,161 +23,11 @@
 #include <vector>
 
 #include "../harness.h"
+#include "coll_testlib.cuh"
 #include "symheap_cuda.h"
 #include "symheap_device.cuh"
 
 static char tag[32];
-
-#define CUDA_OK(call)                                                          \
-  do {                                                                         \
-    cudaError_t e_ = (call);                                                   \
-    if (e_ != cudaSuccess)                                                     \
-      th_fail(__FILE__, __LINE__, "%s: %s", #call, cudaGetErrorString(e_));    \
-  } while (0)
-
-__host__ __device__ static inline uint32_t mix(uint64_t seed, uint64_t i) {
-  uint64_t x = seed ^ (i * 0x9e3779b97f4a7c15ull);
-  x ^= x >> 31;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 29;
-  x *= 0x94d049bb133111ebull;
-  x ^= x >> 32;
-  return (uint32_t)x;
-}
-
-// Element i of rank r's input: a multiple of a power of two small enough for
-// the dtype to hold it exactly.
-__host__ __device__ static inline float value(int dt, uint64_t seed, int r,
-                                              uint64_t i) {
-  uint32_t m = mix(seed + 0x1000193ull * (uint64_t)(r + 1), i);
-  if (dt == SYMHEAP_FLOAT32)
-    return (float)((int)(m % (1u << 20)) - (1 << 19)) / 1024.0f;
-  if (dt == SYMHEAP_FLOAT16)
-    return (float)((int)(m % 2049u) - 1024) / 8.0f;
-  return (float)((int)(m % 257u) - 128) / 8.0f;
-}
-
-__device__ static inline void put_elem(void *base, int dt, size_t i, float v) {
-  if (dt == SYMHEAP_FLOAT32)
-    ((float *)base)[i] = v;
-  else if (dt == SYMHEAP_BFLOAT16)
-    ((__nv_bfloat16 *)base)[i] = __float2bfloat16_rn(v);
-  else
-    ((__half *)base)[i] = __float2half_rn(v);
-}
-__host__ __device__ static inline float get_elem(const void *base, int dt,
-                                                 size_t i) {
-  if (dt == SYMHEAP_FLOAT32)
-    return ((const float *)base)[i];
-  if (dt == SYMHEAP_BFLOAT16) {
-    uint32_t b = ((const uint16_t *)base)[i];
-    b <<= 16;
-    float f;
-    memcpy(&f, &b, 4);
-    return f;
-  }
-  return __half2float(((const __half *)base)[i]);
-}
-static size_t esize(int dt) { return dt == SYMHEAP_FLOAT32 ? 4 : 2; }
-
-__global__ void fill(void *base, int dt, size_t n, uint64_t seed, int rank) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-       i += (size_t)gridDim.x * blockDim.x)
-    put_elem(base, dt, i, value(dt, seed, rank, i));
-}
-
-// What the all-reduce must produce, bit for bit: float32, ranks in order.
-__device__ static inline float expected(int dt, int op, uint64_t seed,
-                                        int nranks, size_t i) {
-  float acc = value(dt, seed, 0, i);
-  for (int r = 1; r < nranks; r++) {
-    float x = value(dt, seed, r, i);
-    acc = op == SYMHEAP_OP_SUM ? acc + x : fmaxf(acc, x);
-  }
-  return acc;
-}
-
-__global__ void check_reduce(const void *out, int dt, int op, size_t n,
-                             uint64_t seed, int nranks,
-                             unsigned long long *bad) {
-  unsigned long long local = 0;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-       i += (size_t)gridDim.x * blockDim.x) {
-    float want = expected(dt, op, seed, nranks, i);
-    char tmp[4];
-    put_elem(tmp, dt, 0, want);
-    local += get_elem(out, dt, i) != get_elem(tmp, dt, 0);
-  }
-  if (local)
-    atomicAdd(bad, local);
-}
-
-// For graph replays: each replay advances the seed kept on the device.
-__global__ void bump(uint64_t *seed) { *seed += 1; }
-__global__ void fill_dyn(void *base, int dt, size_t n, const uint64_t *seed,
-                         int rank) {
-  uint64_t s = *seed;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-       i += (size_t)gridDim.x * blockDim.x)
-    put_elem(base, dt, i, value(dt, s, rank, i));
-}
-__global__ void check_dyn(const void *out, int dt, size_t n,
-                          const uint64_t *seed, int nranks,
-                          unsigned long long *bad) {
-  uint64_t s = *seed;
-  unsigned long long local = 0;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-       i += (size_t)gridDim.x * blockDim.x) {
-    char tmp[4];
-    put_elem(tmp, dt, 0, expected(dt, SYMHEAP_OP_SUM, s, nranks, i));
-    local += get_elem(out, dt, i) != get_elem(tmp, dt, 0);
-  }
-  if (local)
-    atomicAdd(bad, local);
-}
-
-static uint64_t urandom64(void) {
-  uint64_t s = 0;
-  FILE *f = fopen("/dev/urandom", "rb");
-  if (!f || fread(&s, sizeof s, 1, f) != 1)
-    s = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)time(NULL);
-  if (f)
-    fclose(f);
-  return s;
-}
-
-// A fresh seed, the same on every rank (rank 0's).
-static uint64_t shared_seed(th_ctx_t *c) {
-  uint64_t mine = urandom64();
-  std::vector<uint64_t> all((size_t)c->n);
-  CHECK_OK(symheap_comm_allgather(c->comm, &mine, all.data(), sizeof mine));
-  return all[0];
-}
-
-// Every rank holds the same 64-bit value?
-static int same_everywhere(th_ctx_t *c, uint64_t v) {
-  std::vector<uint64_t> all((size_t)c->n);
-  if (symheap_comm_allgather(c->comm, &v, all.data(), sizeof v) !=
-      SYMHEAP_SUCCESS)
-    return 0;
-  for (int p = 1; p < c->n; p++)
-    if (all[(size_t)p] != all[0])
-      return 0;
-  return 1;
-}
-
-static uint64_t fnv(const unsigned char *p, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; i++)
-    h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
-
-static const char *dt_name(int dt) {
-  return dt == SYMHEAP_FLOAT32    ? "f32"
-         : dt == SYMHEAP_BFLOAT16 ? "bf16"
-                                  : "f16";
-}
 
 // One all-reduce checked on the host against float64.
 static void check_one(th_ctx_t *c, symheap_window_t win, char *local,
@@ -239,11 +89,13 @@ static void case_all_reduce(th_ctx_t *c) {
                            1023,    4097, 65535, 131075, (1u << 20) + 5,
                            3u << 20};
   const symheap_algo_t algos[] = {SYMHEAP_ALGO_AUTO, SYMHEAP_ALGO_ONE_SHOT,
-                                  SYMHEAP_ALGO_TWO_SHOT};
+                                  SYMHEAP_ALGO_TWO_SHOT,
+                                  SYMHEAP_ALGO_RS_COPY_ENGINE};
+  const int nalgos = sizeof algos / sizeof algos[0];
   int runs = 0;
   for (int dt = 0; dt < 3; dt++)
     for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
-      for (int a = 0; a < 3; a++) {
+      for (int a = 0; a < nalgos; a++) {
         size_t es = esize(dt), count = counts[k];
         // aligned, in place; unaligned out of place (odd element offsets);
         // one-shot above the LL capacity cannot run in place (refused)
@@ -257,8 +109,8 @@ static void case_all_reduce(th_ctx_t *c) {
         runs++;
       }
   if (c->rank == 0)
-    printf("# %d all-reduce checks (3 dtypes x %zu counts x 3 algorithms)\n",
-           runs, sizeof counts / sizeof counts[0]);
+    printf("# %d all-reduce checks (3 dtypes x %zu counts x %d algorithms)\n",
+           runs, sizeof counts / sizeof counts[0], nalgos);
   CUDA_OK(cudaStreamDestroy(s));
   CHECK_OK(symheap_free(c->comm, w));
 }
@@ -499,9 +351,14 @@ static void ring_on(th_ctx_t *c, symheap_window_t w, const char *what) {
   CUDA_OK(cudaDeviceSynchronize());
   CHECK_OK(symheap_comm_barrier(c->comm));
   const int rounds = 2000;
-  ring<<<1, 512, 0, 0>>>(v, rounds, 4093, bad);
+  // A stream of this rank's own: thread ranks on one GPU would queue behind
+  // each other on the legacy default stream, each ring waiting for the other.
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  ring<<<1, 512, 0, s>>>(v, rounds, 4093, bad);
   CUDA_OK(cudaGetLastError());
-  CUDA_OK(cudaDeviceSynchronize());
+  CUDA_OK(cudaStreamSynchronize(s));
+  CUDA_OK(cudaStreamDestroy(s));
   unsigned long long h = 0;
   CUDA_OK(cudaMemcpy(&h, bad, sizeof h, cudaMemcpyDefault));
   CHECK(h == 0, "%s: %d rounds of put_signal/wait/barrier: %llu wrong", what,
