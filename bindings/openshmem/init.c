@@ -218,7 +218,9 @@ char *shm__peer_or_null(const void *addr, int pe) {
   if (!shm__s.initialized || pe < 0 || pe >= shm__s.npes)
     return NULL;
   if (a - (uintptr_t)shm__s.heap_base < shm__s.heap_size)
-    return shm__s.heap_peer[pe] + (a - (uintptr_t)shm__s.heap_base);
+    return pe == shm__s.me
+               ? (char *)addr
+               : shm__s.heap_peer[pe] + (a - (uintptr_t)shm__s.heap_base);
   if (a - (uintptr_t)shm__s.data_base < shm__s.data_size)
     return pe == shm__s.me
                ? (char *)addr
