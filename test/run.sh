@@ -184,6 +184,7 @@ else
   failures+=("MPI tests not built: no mpicc (apt-get install openmpi-bin libopenmpi-dev)")
 fi
 . test/shell_checks.sh
+. test/shmem/run_shmem.sh
 
 if [ "${QUICK:-0}" != 1 ]; then
   echo "== ASan + UBSan"
