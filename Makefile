@@ -305,10 +305,10 @@ shmem: $(SHMEM_OUT)
 all: shmem
 $(BUILD)/obj/$(SHMEM_DIR)/%.o: $(SHMEM_DIR)/%.c $(SHMEM_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -fvisibility=default -I$(SHMEM_DIR) -c $< -o $@
+	$(CC) $(CFLAGS_ALL) -fvisibility=default -fno-semantic-interposition -I$(SHMEM_DIR) -c $< -o $@
 $(BUILD)/lib/libsymheap-shmem.so: $(SHMEM_OBJS) $(SHMEM_DIR)/shmem.map $(BUILD)/lib/libsymheap.so
 	$(CC) -shared -o $@.0 $(SHMEM_OBJS) -Wl,--version-script=$(SHMEM_DIR)/shmem.map \
-	  -Wl,-soname,libsymheap-shmem.so.0 -Wl,--no-undefined -L$(BUILD)/lib -lsymheap \
+	  -Wl,-soname,libsymheap-shmem.so.0 -Wl,-Bsymbolic-functions -Wl,--no-undefined -L$(BUILD)/lib -lsymheap \
 	  -Wl,-rpath,'$$ORIGIN' $(LDFLAGS_ALL)
 	ln -sf libsymheap-shmem.so.0 $@
 $(BUILD)/lib/libsymheap-shmem.a: $(SHMEM_OBJS)

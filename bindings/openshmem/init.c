@@ -60,7 +60,7 @@ void shm__spin(struct shm_spin *s) {
     fflush(stdout);
     exit(req - 1);
   }
-  if (++s->n < 64) {
+  if (++s->n < shm__s.spin_before_yield) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
@@ -148,6 +148,14 @@ int shmem_init_thread(int requested, int *provided) {
   /* Every routine is safe from several threads (RMA and AMOs are loads,
    * stores and atomics; the allocator has a lock), so any level is given. */
   shm__s.thread_level = requested;
+  /* Spin this many times (a pause each) before yielding: long enough that a
+   * peer that is running answers without a trip through the scheduler, short
+   * enough that a peer waiting for this core gets it soon (oversubscribed
+   * machines).  SYMHEAP_SHMEM_SPIN overrides it. */
+  shm__s.spin_before_yield = 64;
+  const char *spin = getenv("SYMHEAP_SHMEM_SPIN");
+  if (spin && *spin)
+    shm__s.spin_before_yield = (unsigned)strtoul(spin, NULL, 10);
   if (do_init() != 0)
     return -1;
   if (provided)

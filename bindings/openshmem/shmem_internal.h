@@ -58,6 +58,7 @@ struct shm_state {
   char **data_peer;
   struct shm_ctrl *ctrl; /* this PE's */
   pthread_mutex_t lock;  /* the heap allocator and team slots */
+  unsigned spin_before_yield; /* SYMHEAP_SHMEM_SPIN: pause-spins, then yield */
 };
 extern struct shm_state shm__s;
 
