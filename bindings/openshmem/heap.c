@@ -86,6 +86,15 @@ int shm__heap_init(void) {
   return 0;
 }
 
+/* The block list goes with the heap (shmem_finalize). */
+void shm__heap_fini(void) {
+  while (blocks) {
+    struct shm_block *n = blocks->next;
+    free(blocks);
+    blocks = n;
+  }
+}
+
 /* First fit, aligned: splits the free block it takes into up to three. */
 static void *heap_alloc(size_t size, size_t align) {
   if (align < SHM_MIN_ALIGN)

@@ -188,6 +188,8 @@ void shmem_finalize(void) {
   if (shm__s.heap_win)
     symheap_free(shm__s.comm, shm__s.heap_win);
   shm__s.heap_win = NULL;
+  shm__heap_fini();
+  shm__s.ctrl = NULL;
   free(shm__s.heap_peer);
   shm__s.heap_peer = NULL;
   shm__s.heap_base = NULL;

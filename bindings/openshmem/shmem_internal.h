@@ -96,10 +96,12 @@ char *shm__peer_or_null(const void *addr, int pe);
 
 /* A context's PE number, in the world. */
 static inline int shm__ctx_pe(shmem_ctx_t ctx, int pe) {
-  if (ctx == SHMEM_CTX_DEFAULT || ctx->team == SHMEM_TEAM_WORLD)
+  if (ctx == SHMEM_CTX_DEFAULT)
     return pe;
   if (ctx == SHMEM_CTX_INVALID)
     shm__fatal("operation on SHMEM_CTX_INVALID");
+  if (ctx->team == SHMEM_TEAM_WORLD)
+    return pe;
   if ((unsigned)pe >= (unsigned)ctx->team->size)
     shm__fatal("PE %d is out of range of the context's team (0..%d)", pe,
                ctx->team->size - 1);
@@ -140,6 +142,7 @@ void shm__alltoalls(const struct shm_group *g, void *dest, const void *source,
 
 /* Heap (heap.c) and teams (team.c) set-up. */
 int shm__heap_init(void);
+void shm__heap_fini(void);
 int shm__teams_init(void);
 void shm__teams_fini(void);
 int shm__data_segment_init(void);

@@ -15,6 +15,12 @@ if [ -e build/lib/libsymheap-ccl-mpi.so ]; then
     OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm=isolated \
     mpirun --oversubscribe --bind-to none -n 4 build/test/shmem/test_shmem_coll
 fi
+# The example plugin's device: another CPU-accessible backend.
+for t in setup coll; do
+  run " shmem $t example plugin procs x2" env SYMHEAP_PLUGIN_PATH="$PWD/build/lib" \
+    SYMHEAP_PLUGIN=example SYMHEAP_DEVICE=example \
+    build/bin/symheap-run -n 2 build/test/shmem/test_shmem_$t
+done
 run " shmem init refused without host access" env SYMHEAP_DEVICE=cuda \
   SYMHEAP_CUDA_LIBRARY="$PWD/build/fake_cuda/libcuda.so.1" \
   build/bin/symheap-run -n 2 build/test/shmem/test_shmem_setup --expect-refusal
