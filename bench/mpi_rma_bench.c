@@ -17,7 +17,9 @@
 
 static int me, npes, partner, sender;
 
-static int iters_for(size_t b) { return b >= 65536 ? 200 : b >= 4096 ? 2000 : 20000; }
+static int iters_for(size_t b) {
+  return b >= 65536 ? 200 : b >= 4096 ? 2000 : 20000;
+}
 
 static void report(const char *op, size_t bytes, double v, const char *unit) {
   double mine = sender ? v : 0, sum = 0;
@@ -51,8 +53,12 @@ static void latency(const char *name, int kind, MPI_Win win, char *priv,
           MPI_Get(priv, (int)b, MPI_BYTE, partner, 0, (int)b, MPI_BYTE, win);
           MPI_Win_flush(partner, win);
           break;
-        case SHQ_PUT: memcpy(peer, priv, b); break;
-        default: memcpy(priv, peer, b); break;
+        case SHQ_PUT:
+          memcpy(peer, priv, b);
+          break;
+        default:
+          memcpy(priv, peer, b);
+          break;
         }
       }
       t = (MPI_Wtime() - t0) * 1e6 / it;

@@ -22,7 +22,9 @@ static double now_us(void) {
   return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-static int iters_for(size_t b) { return b >= 65536 ? 200 : b >= 4096 ? 2000 : 20000; }
+static int iters_for(size_t b) {
+  return b >= 65536 ? 200 : b >= 4096 ? 2000 : 20000;
+}
 
 /* Averages the senders' values on PE 0 and prints a row. */
 static void report(const char *op, size_t bytes, double v, const char *unit) {

@@ -87,9 +87,11 @@ SYMHEAP_SHMEM_AMO_EXT_TYPES(SHM_DEF_AMO_EXT)
   SHM_FWD_V(N, add, (T * dest, T value, int pe), (dest, value, pe))            \
   SHM_FWD(T, N, fetch_inc, (T * dest, int pe), (dest, pe))                     \
   SHM_FWD_V(N, inc, (T * dest, int pe), (dest, pe))                            \
-  SHM_FWD_V(N, compare_swap_nbi, (T * fetch, T * dest, T cond, T value, int pe), \
+  SHM_FWD_V(N, compare_swap_nbi,                                               \
+            (T * fetch, T * dest, T cond, T value, int pe),                    \
             (fetch, dest, cond, value, pe))                                    \
-  SHM_FWD_V(N, fetch_inc_nbi, (T * fetch, T * dest, int pe), (fetch, dest, pe)) \
+  SHM_FWD_V(N, fetch_inc_nbi, (T * fetch, T * dest, int pe),                   \
+            (fetch, dest, pe))                                                 \
   SHM_FWD_V(N, fetch_add_nbi, (T * fetch, T * dest, T value, int pe),          \
             (fetch, dest, value, pe))
 SYMHEAP_SHMEM_AMO_STD_TYPES(SHM_DEF_AMO_STD)

@@ -42,14 +42,13 @@ int shm__active_group(int start, int log_stride, int size, long *psync,
                start, log_stride, size, shm__s.npes);
   int stride = 1 << log_stride;
   int off = shm__s.me - start;
-  *g = (struct shm_group){.start = start,
-                          .stride = stride,
-                          .size = size,
-                          .me = off >= 0 && off % stride == 0 &&
-                                        off / stride < size
-                                    ? off / stride
-                                    : -1,
-                          .sync = psync};
+  *g = (struct shm_group){
+      .start = start,
+      .stride = stride,
+      .size = size,
+      .me = off >= 0 && off % stride == 0 && off / stride < size ? off / stride
+                                                                 : -1,
+      .sync = psync};
   return 0;
 }
 

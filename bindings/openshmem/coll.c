@@ -63,7 +63,8 @@ void shm__alltoalls(const struct shm_group *g, void *dest, const void *source,
     int i = (g->me + j) % g->size; /* start at a different peer each */
     const char *s = shm__peer(source, shm__group_pe(g, i)) +
                     (ptrdiff_t)g->me * (ptrdiff_t)n * sst * (ptrdiff_t)elem;
-    char *d = (char *)dest + (ptrdiff_t)i * (ptrdiff_t)n * dst * (ptrdiff_t)elem;
+    char *d =
+        (char *)dest + (ptrdiff_t)i * (ptrdiff_t)n * dst * (ptrdiff_t)elem;
     copy_strided(d, dst, s, sst, n, elem);
   }
   shm__barrier(g);

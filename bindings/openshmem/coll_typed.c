@@ -113,7 +113,8 @@ SYMHEAP_SHMEM_REDUCE_ARITH_TYPES(SHM_DEF_REDUCE_ARITH)
   }
 #define SHM_DEF_TOALL_BIT(T, N)                                                \
   SHM_DEF_TOALL(T, N, and) SHM_DEF_TOALL(T, N, or) SHM_DEF_TOALL(T, N, xor)
-#define SHM_DEF_TOALL_CMP(T, N) SHM_DEF_TOALL(T, N, max) SHM_DEF_TOALL(T, N, min)
+#define SHM_DEF_TOALL_CMP(T, N)                                                \
+  SHM_DEF_TOALL(T, N, max) SHM_DEF_TOALL(T, N, min)
 #define SHM_DEF_TOALL_ARITH(T, N)                                              \
   SHM_DEF_TOALL(T, N, sum) SHM_DEF_TOALL(T, N, prod)
 SYMHEAP_SHMEM_TOALL_BIT_TYPES(SHM_DEF_TOALL_BIT)
@@ -131,19 +132,19 @@ SYMHEAP_SHMEM_TOALL_ARITH_TYPES(SHM_DEF_TOALL_ARITH)
                           int PE_root, int PE_start, int logPE_stride,         \
                           int PE_size, long *pSync) {                          \
     SHM_ACTIVE(g, "shmem_broadcast" #B)                                        \
-    shm__broadcast(&g, dest, source, nelems * (B / 8), PE_root, 0);            \
+    shm__broadcast(&g, dest, source, nelems *(B / 8), PE_root, 0);             \
   }                                                                            \
   void shmem_collect##B(void *dest, const void *source, size_t nelems,         \
                         int PE_start, int logPE_stride, int PE_size,           \
                         long *pSync) {                                         \
     SHM_ACTIVE(g, "shmem_collect" #B)                                          \
-    shm__collect(&g, dest, source, nelems * (B / 8), 0);                       \
+    shm__collect(&g, dest, source, nelems *(B / 8), 0);                        \
   }                                                                            \
   void shmem_fcollect##B(void *dest, const void *source, size_t nelems,        \
                          int PE_start, int logPE_stride, int PE_size,          \
                          long *pSync) {                                        \
     SHM_ACTIVE(g, "shmem_fcollect" #B)                                         \
-    shm__collect(&g, dest, source, nelems * (B / 8), 1);                       \
+    shm__collect(&g, dest, source, nelems *(B / 8), 1);                        \
   }                                                                            \
   void shmem_alltoall##B(void *dest, const void *source, size_t nelems,        \
                          int PE_start, int logPE_stride, int PE_size,          \

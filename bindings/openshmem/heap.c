@@ -28,10 +28,20 @@ static int parse_size(const char *s, size_t *out) {
   if (end == s)
     return -1;
   switch (toupper((unsigned char)*end)) {
-  case 'K': v <<= 10; end++; break;
-  case 'M': v <<= 20; end++; break;
-  case 'G': v <<= 30; end++; break;
-  default: break;
+  case 'K':
+    v <<= 10;
+    end++;
+    break;
+  case 'M':
+    v <<= 20;
+    end++;
+    break;
+  case 'G':
+    v <<= 30;
+    end++;
+    break;
+  default:
+    break;
   }
   if (*end == 'B' || *end == 'b')
     end++;

@@ -34,13 +34,20 @@ static int all_ignored(size_t n, const int *status) {
 
 #define SHM_CMP_BODY(cmp, x, v)                                                \
   switch (cmp) {                                                               \
-  case SHMEM_CMP_EQ: return (x) == (v);                                        \
-  case SHMEM_CMP_NE: return (x) != (v);                                        \
-  case SHMEM_CMP_GT: return (x) > (v);                                         \
-  case SHMEM_CMP_GE: return (x) >= (v);                                        \
-  case SHMEM_CMP_LT: return (x) < (v);                                         \
-  case SHMEM_CMP_LE: return (x) <= (v);                                        \
-  default: shm__fatal("unknown comparison operator %d", cmp);                  \
+  case SHMEM_CMP_EQ:                                                           \
+    return (x) == (v);                                                         \
+  case SHMEM_CMP_NE:                                                           \
+    return (x) != (v);                                                         \
+  case SHMEM_CMP_GT:                                                           \
+    return (x) > (v);                                                          \
+  case SHMEM_CMP_GE:                                                           \
+    return (x) >= (v);                                                         \
+  case SHMEM_CMP_LT:                                                           \
+    return (x) < (v);                                                          \
+  case SHMEM_CMP_LE:                                                           \
+    return (x) <= (v);                                                         \
+  default:                                                                     \
+    shm__fatal("unknown comparison operator %d", cmp);                         \
   }
 
 #define SHM_DEF_P2P(T, N)                                                      \
@@ -117,20 +124,17 @@ static int all_ignored(size_t n, const int *status) {
     return wait_some_##N(ivars, nelems, indices, status, cmp, NULL,            \
                          cmp_value);                                           \
   }                                                                            \
-  void shmem_##N##_wait_until_all_vector(T *ivars, size_t nelems,              \
-                                         const int *status, int cmp,           \
-                                         T *cmp_values) {                      \
+  void shmem_##N##_wait_until_all_vector(                                      \
+      T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values) {    \
     wait_all_##N(ivars, nelems, status, cmp, cmp_values, (T)0);                \
   }                                                                            \
-  size_t shmem_##N##_wait_until_any_vector(T *ivars, size_t nelems,            \
-                                           const int *status, int cmp,         \
-                                           T *cmp_values) {                    \
+  size_t shmem_##N##_wait_until_any_vector(                                    \
+      T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values) {    \
     return wait_any_##N(ivars, nelems, status, cmp, cmp_values, (T)0);         \
   }                                                                            \
-  size_t shmem_##N##_wait_until_some_vector(T *ivars, size_t nelems,           \
-                                            size_t *indices,                   \
-                                            const int *status, int cmp,        \
-                                            T *cmp_values) {                   \
+  size_t shmem_##N##_wait_until_some_vector(                                   \
+      T *ivars, size_t nelems, size_t *indices, const int *status, int cmp,    \
+      T *cmp_values) {                                                         \
     return wait_some_##N(ivars, nelems, indices, status, cmp, cmp_values,      \
                          (T)0);                                                \
   }                                                                            \
@@ -157,9 +161,8 @@ static int all_ignored(size_t n, const int *status) {
                                   int cmp, T *cmp_values) {                    \
     return test_result(all_##N(ivars, nelems, status, cmp, cmp_values, (T)0)); \
   }                                                                            \
-  size_t shmem_##N##_test_any_vector(T *ivars, size_t nelems,                  \
-                                     const int *status, int cmp,               \
-                                     T *cmp_values) {                          \
+  size_t shmem_##N##_test_any_vector(                                          \
+      T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values) {    \
     size_t r = any_##N(ivars, nelems, status, cmp, cmp_values, (T)0);          \
     test_result(r != SIZE_MAX);                                                \
     return r;                                                                  \
@@ -167,7 +170,8 @@ static int all_ignored(size_t n, const int *status) {
   size_t shmem_##N##_test_some_vector(T *ivars, size_t nelems,                 \
                                       size_t *indices, const int *status,      \
                                       int cmp, T *cmp_values) {                \
-    size_t r = some_##N(ivars, nelems, indices, status, cmp, cmp_values, (T)0); \
+    size_t r =                                                                 \
+        some_##N(ivars, nelems, indices, status, cmp, cmp_values, (T)0);       \
     test_result(r != 0);                                                       \
     return r;                                                                  \
   }                                                                            \

@@ -145,10 +145,10 @@ SYMHEAP_SHMEM_RMA_TYPES(SHM_DEF_RMA)
 #define SHM_DEF_SIZED(NAME, ELEM, OP)                                          \
   void shmem_ctx_##NAME(shmem_ctx_t ctx, void *dest, const void *source,       \
                         size_t nelems, int pe) {                               \
-    OP(ctx, dest, source, nelems * (ELEM), pe);                                \
+    OP(ctx, dest, source, nelems *(ELEM), pe);                                 \
   }                                                                            \
   void shmem_##NAME(void *dest, const void *source, size_t nelems, int pe) {   \
-    OP(D, dest, source, nelems * (ELEM), pe);                                  \
+    OP(D, dest, source, nelems *(ELEM), pe);                                   \
   }
 #define SHM_DEF_ISIZED(NAME, ELEM, OP)                                         \
   void shmem_ctx_##NAME(shmem_ctx_t ctx, void *dest, const void *source,       \
@@ -163,12 +163,12 @@ SYMHEAP_SHMEM_RMA_TYPES(SHM_DEF_RMA)
   void shmem_ctx_##NAME(shmem_ctx_t ctx, void *dest, const void *source,       \
                         size_t nelems, uint64_t *sig_addr, uint64_t signal,    \
                         int sig_op, int pe) {                                  \
-    shm_put_signal(ctx, dest, source, nelems * (ELEM), sig_addr, signal,       \
+    shm_put_signal(ctx, dest, source, nelems *(ELEM), sig_addr, signal,        \
                    sig_op, pe);                                                \
   }                                                                            \
   void shmem_##NAME(void *dest, const void *source, size_t nelems,             \
                     uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { \
-    shm_put_signal(D, dest, source, nelems * (ELEM), sig_addr, signal, sig_op, \
+    shm_put_signal(D, dest, source, nelems *(ELEM), sig_addr, signal, sig_op,  \
                    pe);                                                        \
   }
 #define SHM_DEF_SIZE(BITS, T)                                                  \
@@ -192,15 +192,15 @@ uint64_t shmem_signal_fetch(const uint64_t *sig_addr) {
   return __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
 }
 
-void shmem_ctx_signal_add(shmem_ctx_t ctx, uint64_t *sig_addr,
-                          uint64_t signal, int pe) {
+void shmem_ctx_signal_add(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal,
+                          int pe) {
   shm_signal(ctx, sig_addr, signal, SHMEM_SIGNAL_ADD, pe);
 }
 void shmem_signal_add(uint64_t *sig_addr, uint64_t signal, int pe) {
   shm_signal(D, sig_addr, signal, SHMEM_SIGNAL_ADD, pe);
 }
-void shmem_ctx_signal_set(shmem_ctx_t ctx, uint64_t *sig_addr,
-                          uint64_t signal, int pe) {
+void shmem_ctx_signal_set(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal,
+                          int pe) {
   shm_signal(ctx, sig_addr, signal, SHMEM_SIGNAL_SET, pe);
 }
 void shmem_signal_set(uint64_t *sig_addr, uint64_t signal, int pe) {

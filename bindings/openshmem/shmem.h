@@ -235,11 +235,11 @@ uint64_t shmem_signal_fetch(const uint64_t *sig_addr);
 uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp,
                                  uint64_t cmp_value);
 void shmem_signal_add(uint64_t *sig_addr, uint64_t signal, int pe);
-void shmem_ctx_signal_add(shmem_ctx_t ctx, uint64_t *sig_addr,
-                          uint64_t signal, int pe);
+void shmem_ctx_signal_add(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal,
+                          int pe);
 void shmem_signal_set(uint64_t *sig_addr, uint64_t signal, int pe);
-void shmem_ctx_signal_set(shmem_ctx_t ctx, uint64_t *sig_addr,
-                          uint64_t signal, int pe);
+void shmem_ctx_signal_set(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal,
+                          int pe);
 
 /* AMOs.  Each declared with and without a context. */
 #define SYMHEAP_SHMEM_DECL_AMO2(RET, N, OP, ...)                               \
@@ -251,8 +251,7 @@ void shmem_ctx_signal_set(shmem_ctx_t ctx, uint64_t *sig_addr,
   SYMHEAP_SHMEM_DECL_AMO2(T, N, swap, T *dest, T value, int pe)                \
   SYMHEAP_SHMEM_DECL_AMO2(void, N, fetch_nbi, T *fetch, const T *source,       \
                           int pe)                                              \
-  SYMHEAP_SHMEM_DECL_AMO2(void, N, swap_nbi, T *fetch, T *dest, T value,       \
-                          int pe)
+  SYMHEAP_SHMEM_DECL_AMO2(void, N, swap_nbi, T *fetch, T *dest, T value, int pe)
 #define SYMHEAP_SHMEM_DECL_AMO_STD(T, N)                                       \
   SYMHEAP_SHMEM_DECL_AMO2(T, N, compare_swap, T *dest, T cond, T value,        \
                           int pe)                                              \
@@ -269,7 +268,7 @@ void shmem_ctx_signal_set(shmem_ctx_t ctx, uint64_t *sig_addr,
   SYMHEAP_SHMEM_DECL_AMO2(T, N, fetch_and, T *dest, T value, int pe)           \
   SYMHEAP_SHMEM_DECL_AMO2(void, N, and, T *dest, T value, int pe)              \
   SYMHEAP_SHMEM_DECL_AMO2(T, N, fetch_or, T *dest, T value, int pe)            \
-  SYMHEAP_SHMEM_DECL_AMO2(void, N, or, T *dest, T value, int pe)               \
+  SYMHEAP_SHMEM_DECL_AMO2(void, N, or, T * dest, T value, int pe)              \
   SYMHEAP_SHMEM_DECL_AMO2(T, N, fetch_xor, T *dest, T value, int pe)           \
   SYMHEAP_SHMEM_DECL_AMO2(void, N, xor, T *dest, T value, int pe)              \
   SYMHEAP_SHMEM_DECL_AMO2(void, N, fetch_and_nbi, T *fetch, T *dest, T value,  \
@@ -372,7 +371,8 @@ SYMHEAP_SHMEM_TOALL_ARITH_TYPES(SYMHEAP_SHMEM_DECL_TOALL_ARITH)
 #define SYMHEAP_SHMEM_PICK4(_1, _2, _3, _4, NAME, ...) NAME
 #define shmem_sync(...)                                                        \
   SYMHEAP_SHMEM_PICK4(__VA_ARGS__, symheap_shmem_sync_active, _3, _2,          \
-                      shmem_team_sync, _0)(__VA_ARGS__)
+                      shmem_team_sync, _0)                                     \
+  (__VA_ARGS__)
 
 /* Point-to-point synchronisation. */
 #define SYMHEAP_SHMEM_DECL_P2P(T, N)                                           \
@@ -383,16 +383,13 @@ SYMHEAP_SHMEM_TOALL_ARITH_TYPES(SYMHEAP_SHMEM_DECL_TOALL_ARITH)
                                     const int *status, int cmp, T cmp_value);  \
   size_t shmem_##N##_wait_until_some(T *ivars, size_t nelems, size_t *indices, \
                                      const int *status, int cmp, T cmp_value); \
-  void shmem_##N##_wait_until_all_vector(T *ivars, size_t nelems,              \
-                                         const int *status, int cmp,           \
-                                         T *cmp_values);                       \
-  size_t shmem_##N##_wait_until_any_vector(T *ivars, size_t nelems,            \
-                                           const int *status, int cmp,         \
-                                           T *cmp_values);                     \
-  size_t shmem_##N##_wait_until_some_vector(T *ivars, size_t nelems,           \
-                                            size_t *indices,                   \
-                                            const int *status, int cmp,        \
-                                            T *cmp_values);                    \
+  void shmem_##N##_wait_until_all_vector(                                      \
+      T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values);     \
+  size_t shmem_##N##_wait_until_any_vector(                                    \
+      T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values);     \
+  size_t shmem_##N##_wait_until_some_vector(                                   \
+      T *ivars, size_t nelems, size_t *indices, const int *status, int cmp,    \
+      T *cmp_values);                                                          \
   int shmem_##N##_test(T *ivar, int cmp, T cmp_value);                         \
   int shmem_##N##_test_all(T *ivars, size_t nelems, const int *status,         \
                            int cmp, T cmp_value);                              \
@@ -402,9 +399,8 @@ SYMHEAP_SHMEM_TOALL_ARITH_TYPES(SYMHEAP_SHMEM_DECL_TOALL_ARITH)
                                const int *status, int cmp, T cmp_value);       \
   int shmem_##N##_test_all_vector(T *ivars, size_t nelems, const int *status,  \
                                   int cmp, T *cmp_values);                     \
-  size_t shmem_##N##_test_any_vector(T *ivars, size_t nelems,                  \
-                                     const int *status, int cmp,               \
-                                     T *cmp_values);                           \
+  size_t shmem_##N##_test_any_vector(                                          \
+      T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values);     \
   size_t shmem_##N##_test_some_vector(T *ivars, size_t nelems,                 \
                                       size_t *indices, const int *status,      \
                                       int cmp, T *cmp_values);                 \
@@ -424,7 +420,7 @@ int shmem_test_lock(long *lock);
 }
 #endif
 
-#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L &&               \
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L &&                \
     !defined(__cplusplus)
 #include "shmem_generic.h"
 #endif

@@ -64,7 +64,7 @@ void symheap_shmem_generic_bad(void);
   X(double _Complex, complexd, P, S)                                           \
   X(float _Complex, complexf, P, S)
 
-#define SYMHEAP_SHG_ASSOC(T, N, P, S) T *: P##N##S, const T *: P##N##S,
+#define SYMHEAP_SHG_ASSOC(T, N, P, S) T * : P##N##S, const T * : P##N##S,
 #define SYMHEAP_SHG_SEL(LIST, P, S, x)                                         \
   _Generic((x), LIST(SYMHEAP_SHG_ASSOC, P, S) default                          \
            : symheap_shmem_generic_bad)
@@ -72,11 +72,12 @@ void symheap_shmem_generic_bad(void);
 #define SYMHEAP_SHG_ARG2(a, b, ...) b
 /* An optional context first: pick the ctx_ or plain routine. */
 #define SYMHEAP_SHG_CTXOPT(LIST, S, ...)                                       \
-  _Generic(SYMHEAP_SHG_ARG1(__VA_ARGS__, 0),                                   \
-      shmem_ctx_t: SYMHEAP_SHG_SEL(LIST, shmem_ctx_, S,                        \
-                                   SYMHEAP_SHG_ARG2(__VA_ARGS__, 0, 0)),       \
-      default: SYMHEAP_SHG_SEL(LIST, shmem_, S,                                \
-                               SYMHEAP_SHG_ARG1(__VA_ARGS__, 0)))(__VA_ARGS__)
+  _Generic(SYMHEAP_SHG_ARG1(__VA_ARGS__, 0), shmem_ctx_t                       \
+           : SYMHEAP_SHG_SEL(LIST, shmem_ctx_, S,                              \
+                             SYMHEAP_SHG_ARG2(__VA_ARGS__, 0, 0)),             \
+             default                                                           \
+           : SYMHEAP_SHG_SEL(LIST, shmem_, S,                                  \
+                             SYMHEAP_SHG_ARG1(__VA_ARGS__, 0)))(__VA_ARGS__)
 /* No context; the argument at position 1 (the team comes first) picks. */
 #define SYMHEAP_SHG_TEAM(LIST, S, team, dest, ...)                             \
   SYMHEAP_SHG_SEL(LIST, shmem_, S, dest)(team, dest, __VA_ARGS__)
@@ -121,8 +122,7 @@ void symheap_shmem_generic_bad(void);
 #define shmem_atomic_add(...)                                                  \
   SYMHEAP_SHG_CTXOPT(SYMHEAP_SHG_AMO_STD, _atomic_add, __VA_ARGS__)
 #define shmem_atomic_compare_swap_nbi(...)                                     \
-  SYMHEAP_SHG_CTXOPT(SYMHEAP_SHG_AMO_STD, _atomic_compare_swap_nbi,            \
-                     __VA_ARGS__)
+  SYMHEAP_SHG_CTXOPT(SYMHEAP_SHG_AMO_STD, _atomic_compare_swap_nbi, __VA_ARGS__)
 #define shmem_atomic_fetch_inc_nbi(...)                                        \
   SYMHEAP_SHG_CTXOPT(SYMHEAP_SHG_AMO_STD, _atomic_fetch_inc_nbi, __VA_ARGS__)
 #define shmem_atomic_fetch_add_nbi(...)                                        \

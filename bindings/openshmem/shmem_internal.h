@@ -56,8 +56,8 @@ struct shm_state {
   char *data_base;  /* the program's own data+bss, page-aligned */
   size_t data_size; /* 0: the data segment is not symmetric */
   char **data_peer;
-  struct shm_ctrl *ctrl; /* this PE's */
-  pthread_mutex_t lock;  /* the heap allocator and team slots */
+  struct shm_ctrl *ctrl;      /* this PE's */
+  pthread_mutex_t lock;       /* the heap allocator and team slots */
   unsigned spin_before_yield; /* SYMHEAP_SHMEM_SPIN: pause-spins, then yield */
 };
 extern struct shm_state shm__s;
@@ -67,7 +67,7 @@ extern struct shm_state shm__s;
 struct shm_group {
   const int *world; /* team PE -> world PE, or NULL for start + i*stride */
   int start, stride, size;
-  int me;    /* this PE's index, -1 if not a member */
+  int me;     /* this PE's index, -1 if not a member */
   long *sync; /* SHM_SYNC_WORDS symmetric longs */
 };
 
@@ -115,7 +115,8 @@ struct shm_spin {
   unsigned n;
   long long next_check_ns;
 };
-#define SHM_SPIN_INIT {0, 0}
+#define SHM_SPIN_INIT                                                          \
+  { 0, 0 }
 void shm__spin(struct shm_spin *s);
 
 int shm__compare(int cmp, const void *a, const void *b, int is_signed,

@@ -134,7 +134,8 @@ static int split(shmem_team_t parent, int first, int stride, int size,
     return -1;
   int me = -1;
   if (stride != 0 && (parent->me - first) % stride == 0 &&
-      (parent->me - first) / stride >= 0 && (parent->me - first) / stride < size)
+      (parent->me - first) / stride >= 0 &&
+      (parent->me - first) / stride < size)
     me = (parent->me - first) / stride;
   if (stride == 0 && parent->me == first)
     me = 0;
@@ -169,8 +170,7 @@ int shmem_team_split_strided(shmem_team_t parent_team, int start, int stride,
     *new_team = SHMEM_TEAM_INVALID;
     return -1;
   }
-  return split(parent_team, start, stride, size, config, config_mask,
-               new_team);
+  return split(parent_team, start, stride, size, config, config_mask, new_team);
 }
 
 /* The parent as a grid of xrange columns: x teams are rows, y teams are

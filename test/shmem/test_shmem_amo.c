@@ -47,7 +47,7 @@ static int me, npes, right;
     shmem_barrier_all();                                                       \
     int wins = 0;                                                              \
     for (T k = 0; k < (T)(npes * 4);) {                                        \
-      T prev = shmem_##N##_atomic_compare_swap(&h[0], k, (T)(k + 1), 0);      \
+      T prev = shmem_##N##_atomic_compare_swap(&h[0], k, (T)(k + 1), 0);       \
       if (prev == k)                                                           \
         wins++;                                                                \
       k = prev == k ? (T)(k + 1) : prev;                                       \
@@ -88,7 +88,7 @@ SYMHEAP_SHMEM_AMO_STD_TYPES(TEST_STD)
     T mine = (T)(me + 1), got = shmem_##N##_atomic_swap(&w, mine, 0);          \
     static T seen[64];                                                         \
     shmem_barrier_all();                                                       \
-    /* Everyone's fetched value, plus what is left in w, is a permutation. */ \
+    /* Everyone's fetched value, plus what is left in w, is a permutation. */  \
     shmem_##N##_put(&seen[me], &got, 1, 0);                                    \
     shmem_barrier_all();                                                       \
     if (me == 0) {                                                             \
@@ -122,14 +122,14 @@ SYMHEAP_SHMEM_AMO_EXT_TYPES(TEST_EXT)
     SHC_CHECK(shmem_##N##_atomic_fetch(&w, 0) == all, "or");                   \
     shmem_barrier_all();                                                       \
     T old = shmem_##N##_atomic_fetch_and(&w, (T)~bit, 0);                      \
-    SHC_CHECK(old & bit, "fetch_and saw its bit");                             \
+    SHC_CHECK(old &bit, "fetch_and saw its bit");                              \
     shmem_barrier_all();                                                       \
     SHC_CHECK(shmem_##N##_atomic_fetch(&w, 0) == 0, "and cleared");            \
     shmem_barrier_all();                                                       \
     shmem_##N##_atomic_xor(&w, bit, 0);                                        \
     shmem_barrier_all();                                                       \
     old = shmem_##N##_atomic_fetch_xor(&w, bit, 0);                            \
-    SHC_CHECK(old & bit, "fetch_xor");                                         \
+    SHC_CHECK(old &bit, "fetch_xor");                                          \
     shmem_barrier_all();                                                       \
     T f;                                                                       \
     shmem_##N##_atomic_fetch_or_nbi(&f, &w, bit, 0);                           \

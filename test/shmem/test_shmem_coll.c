@@ -25,7 +25,8 @@ static shmem_team_t evens; /* world PEs 0, 2, 4, ... */
       src[i] = VAL(T, me, i);                                                  \
     memset(dst, 0, sizeof(T) * NE * npes * 3);                                 \
     int root = npes - 1;                                                       \
-    SHC_CHECK(shmem_##N##_broadcast(SHMEM_TEAM_WORLD, dst, src, NE, root) == 0, \
+    SHC_CHECK(shmem_##N##_broadcast(SHMEM_TEAM_WORLD, dst, src, NE, root) ==   \
+                  0,                                                           \
               "broadcast rc");                                                 \
     for (int i = 0; i < NE; i++)                                               \
       SHC_CHECK(dst[i] == VAL(T, root, i), "broadcast [%d]", i);               \

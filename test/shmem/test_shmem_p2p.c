@@ -23,16 +23,16 @@ static int me, npes;
     SHC_CHECK(shmem_##N##_test_any(iv, (size_t)npes, NULL, SHMEM_CMP_GT, 0) == \
                   SIZE_MAX,                                                    \
               "test_any none");                                                \
-    SHC_CHECK(shmem_##N##_test_some(iv, (size_t)npes, idx, NULL,               \
-                                    SHMEM_CMP_GT, 0) == 0,                     \
+    SHC_CHECK(shmem_##N##_test_some(iv, (size_t)npes, idx, NULL, SHMEM_CMP_GT, \
+                                    0) == 0,                                   \
               "test_some none");                                               \
     shmem_barrier_all();                                                       \
     for (int p = 0; p < npes; p++)                                             \
       shmem_##N##_p(&iv[me], (T)(me + 1), p);                                  \
     for (int p = 0; p < npes; p++)                                             \
       cmpv[p] = (T)(p + 1);                                                    \
-    size_t got = shmem_##N##_wait_until_any(iv, (size_t)npes, NULL,            \
-                                            SHMEM_CMP_GT, 0);                  \
+    size_t got =                                                               \
+        shmem_##N##_wait_until_any(iv, (size_t)npes, NULL, SHMEM_CMP_GT, 0);   \
     SHC_CHECK(got < (size_t)npes && iv[got] == (T)(got + 1), "wait_any");      \
     size_t ns = shmem_##N##_wait_until_some(iv, (size_t)npes, idx, NULL,       \
                                             SHMEM_CMP_GE, 1);                  \
@@ -41,8 +41,7 @@ static int me, npes;
       SHC_CHECK(iv[idx[k]] == (T)(idx[k] + 1), "wait_some index");             \
     shmem_##N##_wait_until_all_vector(iv, (size_t)npes, NULL, SHMEM_CMP_EQ,    \
                                       cmpv);                                   \
-    shmem_##N##_wait_until_all(iv, (size_t)npes, NULL, SHMEM_CMP_LE,           \
-                               (T)npes);                                       \
+    shmem_##N##_wait_until_all(iv, (size_t)npes, NULL, SHMEM_CMP_LE, (T)npes); \
     shmem_##N##_wait_until(&iv[npes - 1], SHMEM_CMP_EQ, (T)npes);              \
     SHC_CHECK(shmem_##N##_test_all(iv, (size_t)npes, NULL, SHMEM_CMP_LT, 1) == \
                   0,                                                           \
@@ -51,22 +50,21 @@ static int me, npes;
                                           SHMEM_CMP_EQ, cmpv) == 1,            \
               "test_all_vector");                                              \
     SHC_CHECK(shmem_##N##_test_some_vector(iv, (size_t)npes, idx, NULL,        \
-                                           SHMEM_CMP_EQ, cmpv) ==              \
-                  (size_t)npes,                                                \
+                                           SHMEM_CMP_EQ,                       \
+                                           cmpv) == (size_t)npes,              \
               "test_some_vector");                                             \
-    /* Masked: only the last element counts, and only it matches. */          \
+    /* Masked: only the last element counts, and only it matches. */           \
     for (int p = 0; p < npes - 1; p++)                                         \
       status[p] = 1;                                                           \
     SHC_CHECK(shmem_##N##_test_any(iv, (size_t)npes, status, SHMEM_CMP_EQ,     \
                                    (T)npes) == (size_t)npes - 1,               \
               "test_any masked");                                              \
     SHC_CHECK(shmem_##N##_wait_until_any_vector(iv, (size_t)npes, status,      \
-                                                SHMEM_CMP_EQ, cmpv) ==         \
-                  (size_t)npes - 1,                                            \
+                                                SHMEM_CMP_EQ,                  \
+                                                cmpv) == (size_t)npes - 1,     \
               "wait_any_vector masked");                                       \
-    SHC_CHECK(shmem_##N##_wait_until_some_vector(iv, (size_t)npes, idx,        \
-                                                 status, SHMEM_CMP_EQ, cmpv) == \
-                  1 &&                                                         \
+    SHC_CHECK(shmem_##N##_wait_until_some_vector(                              \
+                  iv, (size_t)npes, idx, status, SHMEM_CMP_EQ, cmpv) == 1 &&   \
                   idx[0] == (size_t)npes - 1,                                  \
               "wait_some_vector masked");                                      \
     SHC_CHECK(shmem_##N##_test_any_vector(iv, (size_t)npes, status,            \
@@ -103,7 +101,8 @@ static void test_fence(void) {
     shmem_fence();
     shmem_int_p(&flag, round, right);
     shmem_int_wait_until(&flag, SHMEM_CMP_EQ, round);
-    SHC_CHECK(data[0] == round * 1000 + left && data[511] == round * 1000 + left,
+    SHC_CHECK(data[0] == round * 1000 + left &&
+                  data[511] == round * 1000 + left,
               "round %d", round);
     shmem_barrier_all();
   }

@@ -22,7 +22,8 @@ static uint64_t sig;
 #define TEST_TYPE(T, N)                                                        \
   static void test_##N(void) {                                                 \
     T src[NE], got[NE];                                                        \
-    T *hdst = shmem_malloc(sizeof(T) * NE), *hsrc = shmem_malloc(sizeof(T) * NE); \
+    T *hdst = shmem_malloc(sizeof(T) * NE),                                    \
+      *hsrc = shmem_malloc(sizeof(T) * NE);                                    \
     shmem_ctx_t ctx;                                                           \
     shc_begin("rma_" #N);                                                      \
     SHC_CHECK(shmem_ctx_create(0, &ctx) == 0, "ctx_create");                   \
@@ -58,7 +59,7 @@ static uint64_t sig;
     shmem_##N##_iput(hdst, src, 2, 1, NE / 2, right);                          \
     shmem_barrier_all();                                                       \
     for (int i = 0; i < NE; i++)                                               \
-      SHC_CHECK(hdst[i] == (i % 2 ? (T)0 : VAL(T, left, i / 2)), "iput [%d]", \
+      SHC_CHECK(hdst[i] == (i % 2 ? (T)0 : VAL(T, left, i / 2)), "iput [%d]",  \
                 i);                                                            \
     shmem_##N##_iget(got, hsrc, 1, 2, NE / 2, right);                          \
     for (int i = 0; i < NE / 2; i++)                                           \
@@ -103,11 +104,21 @@ static void test_sized(void) {
     memset(h, 0, 4096);
     shmem_barrier_all();
     switch (b) {
-    case 1: shmem_put8(h, src, 64, right); break;
-    case 2: shmem_put16(h, src, 64, right); break;
-    case 4: shmem_put32_nbi(h, src, 64, right); break;
-    case 8: shmem_put64(h, src, 64, right); break;
-    default: shmem_put128(h, src, 64, right); break;
+    case 1:
+      shmem_put8(h, src, 64, right);
+      break;
+    case 2:
+      shmem_put16(h, src, 64, right);
+      break;
+    case 4:
+      shmem_put32_nbi(h, src, 64, right);
+      break;
+    case 8:
+      shmem_put64(h, src, 64, right);
+      break;
+    default:
+      shmem_put128(h, src, 64, right);
+      break;
     }
     shmem_barrier_all();
     for (size_t i = 0; i < 64 * b; i++)
@@ -116,11 +127,21 @@ static void test_sized(void) {
     SHC_CHECK(h[64 * b] == 0, "put%zu wrote past its end", b * 8);
     memset(got, 0, sizeof got);
     switch (b) {
-    case 1: shmem_get8(got, h, 64, right); break;
-    case 2: shmem_get16_nbi(got, h, 64, right); break;
-    case 4: shmem_get32(got, h, 64, right); break;
-    case 8: shmem_get64(got, h, 64, right); break;
-    default: shmem_get128(got, h, 64, right); break;
+    case 1:
+      shmem_get8(got, h, 64, right);
+      break;
+    case 2:
+      shmem_get16_nbi(got, h, 64, right);
+      break;
+    case 4:
+      shmem_get32(got, h, 64, right);
+      break;
+    case 8:
+      shmem_get64(got, h, 64, right);
+      break;
+    default:
+      shmem_get128(got, h, 64, right);
+      break;
     }
     shmem_quiet();
     for (size_t i = 0; i < 64 * b; i++)

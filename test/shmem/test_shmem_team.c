@@ -21,9 +21,9 @@ static void test_predefined(void) {
   SHC_CHECK(shmem_team_translate_pe(SHMEM_TEAM_WORLD, npes - 1,
                                     SHMEM_TEAM_SHARED) == npes - 1,
             "translate world->shared");
-  SHC_CHECK(shmem_team_translate_pe(SHMEM_TEAM_WORLD, npes,
-                                    SHMEM_TEAM_SHARED) == -1,
-            "translate out of range");
+  SHC_CHECK(
+      shmem_team_translate_pe(SHMEM_TEAM_WORLD, npes, SHMEM_TEAM_SHARED) == -1,
+      "translate out of range");
   shc_end();
 }
 
@@ -92,9 +92,9 @@ static void test_2d(void) {
   shc_begin("team_split_2d");
   int xr = npes >= 4 ? 2 : 1;
   shmem_team_t x, y;
-  SHC_CHECK(shmem_team_split_2d(SHMEM_TEAM_WORLD, xr, NULL, 0, &x, NULL, 0, &y) ==
-                0,
-            "split_2d");
+  SHC_CHECK(
+      shmem_team_split_2d(SHMEM_TEAM_WORLD, xr, NULL, 0, &x, NULL, 0, &y) == 0,
+      "split_2d");
   SHC_CHECK(x != SHMEM_TEAM_INVALID && y != SHMEM_TEAM_INVALID, "both teams");
   SHC_CHECK(shmem_team_my_pe(x) == me % xr, "x my_pe");
   SHC_CHECK(shmem_team_my_pe(y) == me / xr, "y my_pe");
@@ -138,7 +138,8 @@ static void test_contexts(void) {
   static long x;
   shc_begin("ctx_world");
   shmem_ctx_t c[3];
-  long opts[3] = {0, SHMEM_CTX_PRIVATE | SHMEM_CTX_SERIALIZED, SHMEM_CTX_NOSTORE};
+  long opts[3] = {0, SHMEM_CTX_PRIVATE | SHMEM_CTX_SERIALIZED,
+                  SHMEM_CTX_NOSTORE};
   for (int i = 0; i < 3; i++)
     SHC_CHECK(shmem_ctx_create(opts[i], &c[i]) == 0, "ctx_create %d", i);
   shmem_team_t t;
