@@ -194,6 +194,7 @@ if [ "${QUICK:-0}" != 1 ]; then
     SYMHEAP_TEST_UNDER_TOOL=asan ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=23 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       suite "asan" build/asan env
+    shmem_sanitized build/asan
   else
     failed=$((failed + 1)); failures+=("asan build: see $LOGDIR/build-asan.log")
   fi

@@ -73,3 +73,16 @@ if [ -d "$SHMEM_SPEC" ]; then
 else
   echo " shmem spec examples: skipped ($SHMEM_SPEC is not there)"
 fi
+
+# shmem_sanitized BUILD: the feature tests built with ASan + UBSan (run.sh's
+# sanitizer pass calls it once BUILD's tests are built), at 2 and 4 PEs.
+shmem_sanitized() {
+  local b=$1 t n
+  for t in setup rma amo coll team p2p; do
+    for n in 2 4; do
+      run "asan shmem $t procs x$n" env ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=23 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        build/bin/symheap-run -n $n "$b/test/shmem/test_shmem_$t"
+    done
+  done
+}
