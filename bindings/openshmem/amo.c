@@ -117,3 +117,33 @@ SYMHEAP_SHMEM_AMO_STD_TYPES(SHM_DEF_AMO_STD)
   SHM_DEF_AMO_BITOP(T, N, and)                                                 \
   SHM_DEF_AMO_BITOP(T, N, or) SHM_DEF_AMO_BITOP(T, N, xor)
 SYMHEAP_SHMEM_AMO_BIT_TYPES(SHM_DEF_AMO_BIT)
+
+/* The deprecated names call the current ones. */
+#define SHM_DEF_OLD_AMO_EXT(T, N)                                              \
+  T shmem_##N##_swap(T *target, T value, int pe) {                             \
+    return shmem_##N##_atomic_swap(target, value, pe);                         \
+  }                                                                            \
+  T shmem_##N##_fetch(const T *target, int pe) {                               \
+    return shmem_##N##_atomic_fetch(target, pe);                               \
+  }                                                                            \
+  void shmem_##N##_set(T *target, T value, int pe) {                           \
+    shmem_##N##_atomic_set(target, value, pe);                                 \
+  }
+#define SHM_DEF_OLD_AMO(T, N)                                                  \
+  T shmem_##N##_cswap(T *target, T cond, T value, int pe) {                    \
+    return shmem_##N##_atomic_compare_swap(target, cond, value, pe);           \
+  }                                                                            \
+  T shmem_##N##_fadd(T *target, T value, int pe) {                             \
+    return shmem_##N##_atomic_fetch_add(target, value, pe);                    \
+  }                                                                            \
+  T shmem_##N##_finc(T *target, int pe) {                                      \
+    return shmem_##N##_atomic_fetch_inc(target, pe);                           \
+  }                                                                            \
+  void shmem_##N##_add(T *target, T value, int pe) {                           \
+    shmem_##N##_atomic_add(target, value, pe);                                 \
+  }                                                                            \
+  void shmem_##N##_inc(T *target, int pe) {                                    \
+    shmem_##N##_atomic_inc(target, pe);                                        \
+  }
+SYMHEAP_SHMEM_OLD_AMO_EXT_TYPES(SHM_DEF_OLD_AMO_EXT)
+SYMHEAP_SHMEM_OLD_AMO_TYPES(SHM_DEF_OLD_AMO)

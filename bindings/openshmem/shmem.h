@@ -281,6 +281,20 @@ SYMHEAP_SHMEM_AMO_EXT_TYPES(SYMHEAP_SHMEM_DECL_AMO_EXT)
 SYMHEAP_SHMEM_AMO_STD_TYPES(SYMHEAP_SHMEM_DECL_AMO_STD)
 SYMHEAP_SHMEM_AMO_BIT_TYPES(SYMHEAP_SHMEM_DECL_AMO_BIT)
 
+/* Deprecated AMO names (OpenSHMEM 1.3), kept for older programs. */
+#define SYMHEAP_SHMEM_DECL_OLD_AMO_EXT(T, N)                                   \
+  T shmem_##N##_swap(T *target, T value, int pe);                              \
+  T shmem_##N##_fetch(const T *target, int pe);                                \
+  void shmem_##N##_set(T *target, T value, int pe);
+#define SYMHEAP_SHMEM_DECL_OLD_AMO(T, N)                                       \
+  T shmem_##N##_cswap(T *target, T cond, T value, int pe);                     \
+  T shmem_##N##_fadd(T *target, T value, int pe);                              \
+  T shmem_##N##_finc(T *target, int pe);                                       \
+  void shmem_##N##_add(T *target, T value, int pe);                            \
+  void shmem_##N##_inc(T *target, int pe);
+SYMHEAP_SHMEM_OLD_AMO_EXT_TYPES(SYMHEAP_SHMEM_DECL_OLD_AMO_EXT)
+SYMHEAP_SHMEM_OLD_AMO_TYPES(SYMHEAP_SHMEM_DECL_OLD_AMO)
+
 /* Collectives on teams. */
 void shmem_barrier_all(void);
 void shmem_sync_all(void);

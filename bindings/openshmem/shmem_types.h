@@ -153,6 +153,17 @@
   SYMHEAP_SHMEM_TOALL_CMP_TYPES(X)                                             \
   SYMHEAP_SHMEM_COMPLEX_TYPES(X)
 
+/* The deprecated AMO names (shmem_int_fadd, ...) of OpenSHMEM 1.3: these
+ * types, and float/double for swap, fetch and set. */
+#define SYMHEAP_SHMEM_OLD_AMO_TYPES(X)                                         \
+  X(int, int)                                                                  \
+  X(long, long)                                                                \
+  X(long long, longlong)
+#define SYMHEAP_SHMEM_OLD_AMO_EXT_TYPES(X)                                     \
+  SYMHEAP_SHMEM_OLD_AMO_TYPES(X)                                               \
+  X(float, float)                                                              \
+  X(double, double)
+
 /* Sized RMA: X(BITS, a C type of that size). */
 #define SYMHEAP_SHMEM_SIZES(X)                                                 \
   X(8, uint8_t)                                                                \

@@ -167,6 +167,33 @@ static void test_generic(void) {
   shc_end();
 }
 
+/* The deprecated 1.3 names, on one word of PE 0. */
+static void test_deprecated(void) {
+  static long w;
+  static double d;
+  shc_begin("amo_deprecated_names");
+  w = 0;
+  d = 0;
+  shmem_barrier_all();
+  shmem_long_inc(&w, 0);
+  shmem_long_add(&w, 2, 0);
+  long f = shmem_long_finc(&w, 0);
+  SHC_CHECK(f >= 0 && f < 14L * npes, "finc fetched %ld", f);
+  shmem_long_fadd(&w, 10, 0);
+  shmem_barrier_all();
+  SHC_CHECK(shmem_long_fetch(&w, 0) == 14L * npes, "inc/add/finc/fadd total");
+  shmem_barrier_all();
+  if (me == 0) {
+    SHC_CHECK(shmem_long_cswap(&w, 14L * npes, 1, 0) == 14L * npes, "cswap");
+    SHC_CHECK(shmem_long_swap(&w, 5, 0) == 1, "swap");
+    shmem_double_set(&d, 0.5, npes - 1);
+    SHC_CHECK(shmem_double_fetch(&d, npes - 1) == 0.5, "set/fetch");
+    SHC_CHECK(shmem_double_swap(&d, 1.5, npes - 1) == 0.5, "double swap");
+  }
+  shmem_barrier_all();
+  shc_end();
+}
+
 int main(void) {
   shmem_init();
   me = shmem_my_pe();
@@ -179,6 +206,7 @@ int main(void) {
   SYMHEAP_SHMEM_AMO_EXT_TYPES(CALL_EXT)
   SYMHEAP_SHMEM_AMO_BIT_TYPES(CALL_BIT)
   test_generic();
+  test_deprecated();
   shmem_finalize();
   return shc_status();
 }
