@@ -21,6 +21,9 @@ struct shm_block {
   struct shm_block *next;
 };
 static struct shm_block *blocks;
+/* Set when the heap is a window over symheap_mem_alloc memory instead of a
+ * symheap_malloc allocation (the fallback in shm__heap_init). */
+static void *heap_mem;
 
 static int parse_size(const char *s, size_t *out) {
   char *end;
@@ -65,6 +68,20 @@ int shm__heap_init(void) {
   size += ctrl;
   symheap_result_t r = symheap_malloc(shm__s.comm, size, 0, &shm__s.heap_win);
   if (r != SYMHEAP_SUCCESS) {
+    /* symheap_malloc agrees on failure, so every PE comes here: try a
+     * window over memory of our own (symheap's heap may be smaller than
+     * SHMEM_SYMMETRIC_SIZE). */
+    void *mem = NULL;
+    r = symheap_mem_alloc(shm__s.comm, size, &mem);
+    if (r == SYMHEAP_SUCCESS) {
+      r = symheap_window_register(shm__s.comm, mem, size, 0, &shm__s.heap_win);
+      if (r != SYMHEAP_SUCCESS)
+        symheap_mem_free(shm__s.comm, mem);
+      else
+        heap_mem = mem;
+    }
+  }
+  if (r != SYMHEAP_SUCCESS) {
     fprintf(stderr,
             "symheap-shmem: shmem_init: symmetric heap of %zu bytes: %s (%s)\n",
             size, symheap_strerror(r), symheap_last_error());
@@ -96,8 +113,16 @@ int shm__heap_init(void) {
   return 0;
 }
 
-/* The block list goes with the heap (shmem_finalize). */
+/* The heap's window and block list go (shmem_finalize; collective). */
 void shm__heap_fini(void) {
+  if (shm__s.heap_win && heap_mem) {
+    symheap_window_deregister(shm__s.comm, shm__s.heap_win);
+    symheap_mem_free(shm__s.comm, heap_mem);
+  } else if (shm__s.heap_win) {
+    symheap_free(shm__s.comm, shm__s.heap_win);
+  }
+  shm__s.heap_win = NULL;
+  heap_mem = NULL;
   while (blocks) {
     struct shm_block *n = blocks->next;
     free(blocks);

@@ -185,9 +185,6 @@ void shmem_finalize(void) {
   shm__teams_fini();
   shm__data_segment_fini();
   shm__s.initialized = 0;
-  if (shm__s.heap_win)
-    symheap_free(shm__s.comm, shm__s.heap_win);
-  shm__s.heap_win = NULL;
   shm__heap_fini();
   shm__s.ctrl = NULL;
   free(shm__s.heap_peer);
