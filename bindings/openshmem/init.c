@@ -111,8 +111,29 @@ static int check_backend(void) {
   return 0;
 }
 
+/* Started by hand, with no launcher's variables: one PE, as other
+ * implementations do. */
+static int launched_alone(void) {
+  static const char *vars[] = {
+      "SYMHEAP_RANK", "SYMHEAP_NRANKS",       "SYMHEAP_UNIQUE_ID",
+      "SYMHEAP_CCL",  "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+      "PMIX_RANK"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+    if (getenv(vars[i]))
+      return 0;
+  return 1;
+}
+
+static symheap_result_t join(void) {
+  if (!launched_alone())
+    return symheap_comm_init_env(&shm__s.comm);
+  symheap_unique_id_t id;
+  symheap_result_t r = symheap_get_unique_id(&id);
+  return r != SYMHEAP_SUCCESS ? r : symheap_comm_init(&shm__s.comm, 1, &id, 0);
+}
+
 static int do_init(void) {
-  symheap_result_t r = symheap_comm_init_env(&shm__s.comm);
+  symheap_result_t r = join();
   if (r != SYMHEAP_SUCCESS)
     return init_fail("symheap_comm_init_env (run under symheap-run or mpirun)",
                      r);

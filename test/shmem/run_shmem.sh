@@ -10,6 +10,10 @@ for t in setup rma amo coll team p2p; do
     run " shmem $t procs x$n" build/bin/symheap-run -n $n build/test/shmem/test_shmem_$t
   done
 done
+# Started by hand, without a launcher: one PE.
+for t in setup rma amo coll team p2p; do
+  run " shmem $t one PE, no launcher" build/test/shmem/test_shmem_$t
+done
 if [ -e build/lib/libsymheap-ccl-mpi.so ]; then
   run " shmem coll (mpirun -n 4)" env OMPI_ALLOW_RUN_AS_ROOT=1 \
     OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm=isolated \
