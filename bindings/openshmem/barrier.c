@@ -65,6 +65,8 @@ void shmem_ctx_fence(shmem_ctx_t ctx) {
 
 int shmem_team_sync(shmem_team_t team) {
   shm__require_init("shmem_team_sync");
+  if (team == SHMEM_TEAM_INVALID)
+    return -1;
   struct shm_group g;
   shm__team_group(team, &g);
   if (g.me < 0)

@@ -2,10 +2,13 @@
  * active-set forms (with pSync), all over coll.c's group routines. */
 #include "shmem_internal.h"
 
-/* A team collective: the team's group, or -1 for a PE outside the team. */
+/* A team collective: the team's group, or -1 for SHMEM_TEAM_INVALID or a
+ * PE outside the team. */
 #define SHM_TEAM_GROUP(team, g, fn)                                            \
   struct shm_group g;                                                          \
   shm__require_init(fn);                                                       \
+  if (team == SHMEM_TEAM_INVALID)                                              \
+    return -1;                                                                 \
   shm__team_group(team, &g);                                                   \
   if (g.me < 0)                                                                \
     return -1;
