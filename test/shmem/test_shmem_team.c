@@ -24,6 +24,11 @@ static void test_predefined(void) {
   SHC_CHECK(
       shmem_team_translate_pe(SHMEM_TEAM_WORLD, npes, SHMEM_TEAM_SHARED) == -1,
       "translate out of range");
+  static int x, y;
+  SHC_CHECK(shmem_team_sync(SHMEM_TEAM_INVALID) != 0,
+            "sync on an invalid team");
+  SHC_CHECK(shmem_int_sum_reduce(SHMEM_TEAM_INVALID, &x, &y, 1) != 0,
+            "reduce on an invalid team");
   shc_end();
 }
 
