@@ -294,7 +294,7 @@ clean:
 # include/symheap-shmem/, the symheap-oshcc wrapper, and its tests.
 SHMEM_DIR := bindings/openshmem
 SHMEM_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard $(SHMEM_DIR)/*.c))
-SHMEM_PUB := shmem.h shmem_types.h shmem_generic.h
+SHMEM_PUB := shmem.h shmem_types.h shmem_generic.h shmem_fast.h
 SHMEM_HDRS := $(SHMEM_PUB:%=$(SHMEM_DIR)/%) $(SHMEM_DIR)/shmem_internal.h \
   include/symheap.h include/symheap_device.h
 SHMEM_INC := $(BUILD)/include/symheap-shmem
@@ -305,7 +305,8 @@ shmem: $(SHMEM_OUT)
 all: shmem
 $(BUILD)/obj/$(SHMEM_DIR)/%.o: $(SHMEM_DIR)/%.c $(SHMEM_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -fvisibility=default -fno-semantic-interposition -I$(SHMEM_DIR) -c $< -o $@
+	$(CC) $(CFLAGS_ALL) -fvisibility=default -fno-semantic-interposition \
+	  -DSYMHEAP_SHMEM_BUILDING -I$(SHMEM_DIR) -c $< -o $@
 $(BUILD)/lib/libsymheap-shmem.so: $(SHMEM_OBJS) $(SHMEM_DIR)/shmem.map $(BUILD)/lib/libsymheap.so
 	$(CC) -shared -o $@.0 $(SHMEM_OBJS) -Wl,--version-script=$(SHMEM_DIR)/shmem.map \
 	  -Wl,-soname,libsymheap-shmem.so.0 -Wl,-Bsymbolic-functions -Wl,--no-undefined -L$(BUILD)/lib -lsymheap \
@@ -327,7 +328,15 @@ $(BUILD)/test/shmem/%: test/shmem/%.c test/shmem/shmem_check.h $(SHMEM_OUT)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -I$(SHMEM_INC) -Itest/shmem -o $@ $< -L$(BUILD)/lib \
 	  -lsymheap-shmem -lsymheap -Wl,-rpath,'$$ORIGIN/../../lib' $(LDFLAGS_ALL)
-tests: $(SHMEM_TESTS)
+# The RMA and AMO tests again, calling the library's exported functions
+# instead of shmem_fast.h's inline paths.
+SHMEM_NOINLINE := $(BUILD)/test/shmem/test_shmem_rma_noinline \
+  $(BUILD)/test/shmem/test_shmem_amo_noinline
+$(BUILD)/test/shmem/%_noinline: test/shmem/%.c test/shmem/shmem_check.h $(SHMEM_OUT)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -DSYMHEAP_SHMEM_NO_INLINE -I$(SHMEM_INC) -Itest/shmem -o $@ $< \
+	  -L$(BUILD)/lib -lsymheap-shmem -lsymheap -Wl,-rpath,'$$ORIGIN/../../lib' $(LDFLAGS_ALL)
+tests: $(SHMEM_TESTS) $(SHMEM_NOINLINE)
 install: install-shmem
 .PHONY: install-shmem
 install-shmem: shmem

@@ -26,7 +26,7 @@ static void report(const char *op, size_t bytes, double v, const char *unit) {
   MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
   int n = npes > 1 ? npes / 2 : 1;
   if (me == 0) {
-    printf("mpi %s %zu %d %.3f %s\n", op, bytes, npes, sum / n, unit);
+    printf("mpi %s %zu %d %.4f %s\n", op, bytes, npes, sum / n, unit);
     fflush(stdout);
   }
 }

@@ -37,7 +37,7 @@ static void report(const char *op, size_t bytes, double v, const char *unit) {
     int n = npes > 1 ? npes / 2 : 1;
     for (int i = 0; i < n; i++)
       s += results[i];
-    printf("shmem %s %zu %d %.3f %s\n", op, bytes, npes, s / n, unit);
+    printf("shmem %s %zu %d %.4f %s\n", op, bytes, npes, s / n, unit);
     fflush(stdout);
   }
 }

@@ -132,6 +132,44 @@ static symheap_result_t join(void) {
   return r != SYMHEAP_SUCCESS ? r : symheap_comm_init(&shm__s.comm, 1, &id, 0);
 }
 
+struct symheap_shmem_fast symheap_shmem_fast;
+
+/* Publishes the offsets of the peers' copies for shmem_fast.h's inline
+ * paths; npes goes last, and first on the way out. */
+static int fast_init(void) {
+  intptr_t *h = calloc((size_t)shm__s.npes, sizeof *h);
+  intptr_t *d = calloc((size_t)shm__s.npes, sizeof *d);
+  if (!h || !d) {
+    free(h);
+    free(d);
+    return -1;
+  }
+  for (int p = 0; p < shm__s.npes; p++) {
+    if (p == shm__s.me)
+      continue;
+    h[p] = (intptr_t)(shm__s.heap_peer[p] - shm__s.heap_base);
+    if (shm__s.data_size)
+      d[p] = (intptr_t)(shm__s.data_peer[p] - shm__s.data_base);
+  }
+  struct symheap_shmem_fast *f = &symheap_shmem_fast;
+  f->heap_base = (uintptr_t)shm__s.heap_base;
+  f->heap_size = shm__s.heap_size;
+  f->heap_delta = h;
+  f->data_base = (uintptr_t)shm__s.data_base;
+  f->data_size = shm__s.data_size;
+  f->data_delta = d;
+  __atomic_store_n(&f->npes, shm__s.npes, __ATOMIC_RELEASE);
+  return 0;
+}
+
+static void fast_fini(void) {
+  struct symheap_shmem_fast *f = &symheap_shmem_fast;
+  __atomic_store_n(&f->npes, 0, __ATOMIC_RELEASE);
+  free((void *)f->heap_delta);
+  free((void *)f->data_delta);
+  *f = (struct symheap_shmem_fast){0};
+}
+
 static int do_init(void) {
   symheap_result_t r = join();
   if (r != SYMHEAP_SUCCESS)
@@ -140,7 +178,8 @@ static int do_init(void) {
   symheap_comm_rank(shm__s.comm, &shm__s.me);
   symheap_comm_size(shm__s.comm, &shm__s.npes);
   if (check_backend() != 0 || shm__heap_init() != 0 ||
-      shm__data_segment_init() != 0 || shm__teams_init() != 0)
+      shm__data_segment_init() != 0 || shm__teams_init() != 0 ||
+      fast_init() != 0)
     goto fail;
   __atomic_store_n(&shm__s.ctrl->pid, (int)getpid(), __ATOMIC_RELEASE);
   r = symheap_comm_barrier(shm__s.comm);
@@ -203,6 +242,7 @@ void shmem_finalize(void) {
   if (!shm__s.initialized)
     return;
   shmem_barrier_all();
+  fast_fini();
   shm__teams_fini();
   shm__data_segment_fini();
   shm__s.initialized = 0;

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "shmem_types.h"
 
@@ -156,18 +157,18 @@ int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t *ctx);
 void shmem_ctx_destroy(shmem_ctx_t ctx);
 int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team);
 
-/* RMA, typed, sized and bytewise, each with its context form. */
+/* Inline fast paths of the plain small RMA and AMO forms (shmem_fast.h). */
+#include "shmem_fast.h"
+
+/* RMA, typed, sized and bytewise, each with its context form; the plain
+ * put/get/p/g come from SYMHEAP_SHMEM_PLAIN_RMA (shmem_fast.h). */
 #define SYMHEAP_SHMEM_DECL_RMA(T, N)                                           \
-  void shmem_##N##_put(T *dest, const T *source, size_t nelems, int pe);       \
   void shmem_ctx_##N##_put(shmem_ctx_t ctx, T *dest, const T *source,          \
                            size_t nelems, int pe);                             \
-  void shmem_##N##_get(T *dest, const T *source, size_t nelems, int pe);       \
   void shmem_ctx_##N##_get(shmem_ctx_t ctx, T *dest, const T *source,          \
                            size_t nelems, int pe);                             \
-  void shmem_##N##_put_nbi(T *dest, const T *source, size_t nelems, int pe);   \
   void shmem_ctx_##N##_put_nbi(shmem_ctx_t ctx, T *dest, const T *source,      \
                                size_t nelems, int pe);                         \
-  void shmem_##N##_get_nbi(T *dest, const T *source, size_t nelems, int pe);   \
   void shmem_ctx_##N##_get_nbi(shmem_ctx_t ctx, T *dest, const T *source,      \
                                size_t nelems, int pe);                         \
   void shmem_##N##_iput(T *dest, const T *source, ptrdiff_t dst,               \
@@ -180,9 +181,7 @@ int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team);
   void shmem_ctx_##N##_iget(shmem_ctx_t ctx, T *dest, const T *source,         \
                             ptrdiff_t dst, ptrdiff_t sst, size_t nelems,       \
                             int pe);                                           \
-  void shmem_##N##_p(T *dest, T value, int pe);                                \
   void shmem_ctx_##N##_p(shmem_ctx_t ctx, T *dest, T value, int pe);           \
-  T shmem_##N##_g(const T *source, int pe);                                    \
   T shmem_ctx_##N##_g(shmem_ctx_t ctx, const T *source, int pe);               \
   void shmem_##N##_put_signal(T *dest, const T *source, size_t nelems,         \
                               uint64_t *sig_addr, uint64_t signal, int sig_op, \
@@ -197,6 +196,7 @@ int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team);
       shmem_ctx_t ctx, T *dest, const T *source, size_t nelems,                \
       uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 SYMHEAP_SHMEM_RMA_TYPES(SYMHEAP_SHMEM_DECL_RMA)
+SYMHEAP_SHMEM_RMA_TYPES(SYMHEAP_SHMEM_PLAIN_RMA)
 
 #define SYMHEAP_SHMEM_DECL_SIZED(B, NAME)                                      \
   void shmem_##NAME(void *dest, const void *source, size_t nelems, int pe);    \
@@ -223,10 +223,17 @@ SYMHEAP_SHMEM_RMA_TYPES(SYMHEAP_SHMEM_DECL_RMA)
   SYMHEAP_SHMEM_DECL_SIGSIZED(put##BITS##_signal)                              \
   SYMHEAP_SHMEM_DECL_SIGSIZED(put##BITS##_signal_nbi)
 SYMHEAP_SHMEM_SIZES(SYMHEAP_SHMEM_DECL_SIZE)
-SYMHEAP_SHMEM_DECL_SIZED(8, putmem)
-SYMHEAP_SHMEM_DECL_SIZED(8, getmem)
-SYMHEAP_SHMEM_DECL_SIZED(8, putmem_nbi)
-SYMHEAP_SHMEM_DECL_SIZED(8, getmem_nbi)
+#define SYMHEAP_SHMEM_DECL_CTX_MEM(NAME)                                       \
+  void shmem_ctx_##NAME(shmem_ctx_t ctx, void *dest, const void *source,       \
+                        size_t nelems, int pe);
+SYMHEAP_SHMEM_DECL_CTX_MEM(putmem)
+SYMHEAP_SHMEM_DECL_CTX_MEM(getmem)
+SYMHEAP_SHMEM_DECL_CTX_MEM(putmem_nbi)
+SYMHEAP_SHMEM_DECL_CTX_MEM(getmem_nbi)
+SYMHEAP_SHMEM_PLAIN_MEM(putmem, symheap_shmem_fast_put)
+SYMHEAP_SHMEM_PLAIN_MEM(getmem, symheap_shmem_fast_get)
+SYMHEAP_SHMEM_PLAIN_MEM(putmem_nbi, symheap_shmem_fast_put)
+SYMHEAP_SHMEM_PLAIN_MEM(getmem_nbi, symheap_shmem_fast_get)
 SYMHEAP_SHMEM_DECL_SIGSIZED(putmem_signal)
 SYMHEAP_SHMEM_DECL_SIGSIZED(putmem_signal_nbi)
 
@@ -241,36 +248,21 @@ void shmem_signal_set(uint64_t *sig_addr, uint64_t signal, int pe);
 void shmem_ctx_signal_set(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal,
                           int pe);
 
-/* AMOs.  Each declared with and without a context. */
+/* AMOs.  The non-blocking ones, declared with and without a context. */
 #define SYMHEAP_SHMEM_DECL_AMO2(RET, N, OP, ...)                               \
   RET shmem_##N##_atomic_##OP(__VA_ARGS__);                                    \
   RET shmem_ctx_##N##_atomic_##OP(shmem_ctx_t ctx, __VA_ARGS__);
 #define SYMHEAP_SHMEM_DECL_AMO_EXT(T, N)                                       \
-  SYMHEAP_SHMEM_DECL_AMO2(T, N, fetch, const T *source, int pe)                \
-  SYMHEAP_SHMEM_DECL_AMO2(void, N, set, T *dest, T value, int pe)              \
-  SYMHEAP_SHMEM_DECL_AMO2(T, N, swap, T *dest, T value, int pe)                \
   SYMHEAP_SHMEM_DECL_AMO2(void, N, fetch_nbi, T *fetch, const T *source,       \
                           int pe)                                              \
   SYMHEAP_SHMEM_DECL_AMO2(void, N, swap_nbi, T *fetch, T *dest, T value, int pe)
 #define SYMHEAP_SHMEM_DECL_AMO_STD(T, N)                                       \
-  SYMHEAP_SHMEM_DECL_AMO2(T, N, compare_swap, T *dest, T cond, T value,        \
-                          int pe)                                              \
-  SYMHEAP_SHMEM_DECL_AMO2(T, N, fetch_inc, T *dest, int pe)                    \
-  SYMHEAP_SHMEM_DECL_AMO2(void, N, inc, T *dest, int pe)                       \
-  SYMHEAP_SHMEM_DECL_AMO2(T, N, fetch_add, T *dest, T value, int pe)           \
-  SYMHEAP_SHMEM_DECL_AMO2(void, N, add, T *dest, T value, int pe)              \
   SYMHEAP_SHMEM_DECL_AMO2(void, N, compare_swap_nbi, T *fetch, T *dest,        \
                           T cond, T value, int pe)                             \
   SYMHEAP_SHMEM_DECL_AMO2(void, N, fetch_inc_nbi, T *fetch, T *dest, int pe)   \
   SYMHEAP_SHMEM_DECL_AMO2(void, N, fetch_add_nbi, T *fetch, T *dest, T value,  \
                           int pe)
 #define SYMHEAP_SHMEM_DECL_AMO_BIT(T, N)                                       \
-  SYMHEAP_SHMEM_DECL_AMO2(T, N, fetch_and, T *dest, T value, int pe)           \
-  SYMHEAP_SHMEM_DECL_AMO2(void, N, and, T *dest, T value, int pe)              \
-  SYMHEAP_SHMEM_DECL_AMO2(T, N, fetch_or, T *dest, T value, int pe)            \
-  SYMHEAP_SHMEM_DECL_AMO2(void, N, or, T * dest, T value, int pe)              \
-  SYMHEAP_SHMEM_DECL_AMO2(T, N, fetch_xor, T *dest, T value, int pe)           \
-  SYMHEAP_SHMEM_DECL_AMO2(void, N, xor, T *dest, T value, int pe)              \
   SYMHEAP_SHMEM_DECL_AMO2(void, N, fetch_and_nbi, T *fetch, T *dest, T value,  \
                           int pe)                                              \
   SYMHEAP_SHMEM_DECL_AMO2(void, N, fetch_or_nbi, T *fetch, T *dest, T value,   \
@@ -280,6 +272,10 @@ void shmem_ctx_signal_set(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal,
 SYMHEAP_SHMEM_AMO_EXT_TYPES(SYMHEAP_SHMEM_DECL_AMO_EXT)
 SYMHEAP_SHMEM_AMO_STD_TYPES(SYMHEAP_SHMEM_DECL_AMO_STD)
 SYMHEAP_SHMEM_AMO_BIT_TYPES(SYMHEAP_SHMEM_DECL_AMO_BIT)
+/* The blocking forms, with their inline fast paths (shmem_fast.h). */
+SYMHEAP_SHMEM_AMO_EXT_TYPES(SYMHEAP_SHMEM_FAST_AMO_EXT)
+SYMHEAP_SHMEM_AMO_STD_TYPES(SYMHEAP_SHMEM_FAST_AMO_STD)
+SYMHEAP_SHMEM_AMO_BIT_TYPES(SYMHEAP_SHMEM_FAST_AMO_BIT)
 
 /* Deprecated AMO names (OpenSHMEM 1.3), kept for older programs. */
 #define SYMHEAP_SHMEM_DECL_OLD_AMO_EXT(T, N)                                   \

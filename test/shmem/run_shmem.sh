@@ -10,6 +10,11 @@ for t in setup rma amo coll team p2p; do
     run " shmem $t procs x$n" build/bin/symheap-run -n $n build/test/shmem/test_shmem_$t
   done
 done
+# The RMA and AMO tests calling the exported functions (no inline paths).
+for t in rma amo; do
+  run " shmem $t without inline paths procs x4" build/bin/symheap-run -n 4 \
+    build/test/shmem/test_shmem_${t}_noinline
+done
 # Started by hand, without a launcher: one PE.
 for t in setup rma amo coll team p2p; do
   run " shmem $t one PE, no launcher" build/test/shmem/test_shmem_$t
