@@ -252,6 +252,7 @@ void shmem_finalize(void) {
   shm__s.heap_peer = NULL;
   shm__s.heap_base = NULL;
   shm__s.heap_size = 0;
+  shm__s.npes = 0;
   symheap_comm_destroy(shm__s.comm);
   shm__s.comm = NULL;
 }

@@ -79,8 +79,12 @@ void shm__require_init(const char *fn);
 /* Where `addr` (symmetric, in this PE's view) lives on world PE `pe`. */
 static inline char *shm__peer(const void *addr, int pe) {
   uintptr_t a = (uintptr_t)addr;
-  if ((unsigned)pe >= (unsigned)shm__s.npes)
+  if ((unsigned)pe >= (unsigned)shm__s.npes) {
+    if (!shm__s.initialized)
+      shm__fatal("an OpenSHMEM routine was called before shmem_init or "
+                 "after shmem_finalize");
     shm__fatal("PE %d is out of range (0..%d)", pe, shm__s.npes - 1);
+  }
   if (pe == shm__s.me)
     return (char *)addr;
   if (a - (uintptr_t)shm__s.heap_base < shm__s.heap_size)
