@@ -52,6 +52,10 @@ shmem_dead_pe() {
   shmem_exit_status 1 --pe-dies && grep -q 'has exited' "$LOGDIR/shmem-exit.out"
 }
 check " shmem a PE dies: the others end" shmem_dead_pe
+shmem_before_init() {
+  shmem_exit_status 1 --before-init && grep -q 'before shmem_init' "$LOGDIR/shmem-exit.out"
+}
+check " shmem a call before shmem_init is refused" shmem_before_init
 
 shmem_cxx() {
   build/bin/symheap-oshc++ -O2 -Wall -Wextra -Werror test/shmem/cxx_check.cpp \

@@ -5,6 +5,8 @@
  *   --pe-dies         the last PE exits without shmem_finalize while the
  *                     others wait in a barrier: they end with an error
  *                     instead of waiting for ever.
+ *   --before-init     an RMA call before shmem_init ends the program with
+ *                     status 1 and a message instead of crashing.
  * A PE that gets past the barrier prints "FAIL ..." (it should not). */
 #include <shmem.h>
 #include <stdio.h>
@@ -13,6 +15,12 @@
 #include <unistd.h>
 
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--before-init") == 0) {
+    static int x;
+    shmem_int_p(&x, 1, 0); /* must end the program with a message */
+    printf("FAIL exit shmem_int_p before shmem_init returned\n");
+    return 0;
+  }
   shmem_init();
   int me = shmem_my_pe(), npes = shmem_n_pes();
   if (argc > 2 && strcmp(argv[1], "--global-exit") == 0) {
