@@ -16,6 +16,7 @@
  * backend's memory must be a shared mapping (the host backend's memfd is).
  * SYMHEAP_SHMEM_DATA_SEGMENT=0 leaves the segment alone (statics are then
  * not symmetric). */
+#include <errno.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,9 +91,14 @@ int shm__data_segment_init(void) {
   raw_copy(mem, (void *)lo, len);
   void *at = mremap(mem, 0, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)lo);
   if (at == MAP_FAILED) {
+    char why[256];
+    snprintf(why, sizeof why,
+             "mremap of the backend's memory over the data segment: %s (it "
+             "must be a shared mapping; valgrind does not support this "
+             "mremap)",
+             strerror(errno));
     symheap_mem_free(shm__s.comm, mem);
-    return data_fail("mremap of the backend's memory over the data segment "
-                     "failed (is it a shared mapping?)");
+    return data_fail(why);
   }
   res = symheap_window_register(shm__s.comm, mem, len, 0, &shm__s.data_win);
   if (res != SYMHEAP_SUCCESS) {

@@ -19,6 +19,9 @@ struct symheap_shmem_ctx symheap_shmem_ctx_default = {
     .team = &symheap_shmem_team_world};
 
 static int *world_ranks;
+/* This PE's teams by slot, so that shmem_finalize frees those the program
+ * did not destroy. */
+static struct symheap_shmem_team *live[SHM_MAX_TEAMS];
 
 int shm__teams_init(void) {
   world_ranks = malloc((size_t)shm__s.npes * sizeof(int));
@@ -39,6 +42,13 @@ int shm__teams_init(void) {
 }
 
 void shm__teams_fini(void) {
+  for (int i = 2; i < SHM_MAX_TEAMS; i++) {
+    if (live[i]) {
+      free(live[i]->world);
+      free(live[i]);
+      live[i] = NULL;
+    }
+  }
   free(world_ranks);
   world_ranks = NULL;
   symheap_shmem_team_world.slot = symheap_shmem_team_shared.slot = -1;
@@ -158,6 +168,7 @@ static int split(shmem_team_t parent, int first, int stride, int size,
                                    .config_mask = mask};
   if (config && (mask & SHMEM_TEAM_NUM_CONTEXTS))
     t->config.num_contexts = config->num_contexts;
+  live[slot] = t;
   *out = t;
   return 0;
 }
@@ -219,6 +230,7 @@ void shmem_team_destroy(shmem_team_t team) {
   shm__barrier(&g);
   if (team->me == 0)
     give_slot(team->slot);
+  live[team->slot] = NULL;
   team->slot = -1;
   free(team->world);
   free(team);
