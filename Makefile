@@ -346,3 +346,65 @@ $(BUILD)/test/broken/broken%.so: test/conformance/broken_adaptor.c $(wildcard in
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -DBREAK=$* -shared -o $@ $< -Wl,--no-undefined $(LDFLAGS_ALL)
 tests: $(BROKEN_ADAPTORS)
+# OpenSHMEM 1.5 over symheap's public API (bindings/openshmem,
+# docs/openshmem.md): libsymheap-shmem, its headers under
+# include/symheap-shmem/, the symheap-oshcc wrapper, and its tests.
+SHMEM_DIR := bindings/openshmem
+SHMEM_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard $(SHMEM_DIR)/*.c))
+SHMEM_PUB := shmem.h shmem_types.h shmem_generic.h shmem_fast.h
+SHMEM_HDRS := $(SHMEM_PUB:%=$(SHMEM_DIR)/%) $(SHMEM_DIR)/shmem_internal.h \
+  include/symheap.h include/symheap_device.h
+SHMEM_INC := $(BUILD)/include/symheap-shmem
+SHMEM_OUT := $(BUILD)/lib/libsymheap-shmem.so $(BUILD)/lib/libsymheap-shmem.a \
+  $(SHMEM_PUB:%=$(SHMEM_INC)/%) $(BUILD)/bin/symheap-oshcc $(BUILD)/bin/symheap-oshc++
+.PHONY: shmem
+shmem: $(SHMEM_OUT)
+all: shmem
+$(BUILD)/obj/$(SHMEM_DIR)/%.o: $(SHMEM_DIR)/%.c $(SHMEM_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -fvisibility=default -fno-semantic-interposition \
+	  -DSYMHEAP_SHMEM_BUILDING -I$(SHMEM_DIR) -c $< -o $@
+$(BUILD)/lib/libsymheap-shmem.so: $(SHMEM_OBJS) $(SHMEM_DIR)/shmem.map $(BUILD)/lib/libsymheap.so
+	$(CC) -shared -o $@.0 $(SHMEM_OBJS) -Wl,--version-script=$(SHMEM_DIR)/shmem.map \
+	  -Wl,-soname,libsymheap-shmem.so.0 -Wl,-Bsymbolic-functions -Wl,--no-undefined -L$(BUILD)/lib -lsymheap \
+	  -Wl,-rpath,'$$ORIGIN' $(LDFLAGS_ALL)
+	ln -sf libsymheap-shmem.so.0 $@
+$(BUILD)/lib/libsymheap-shmem.a: $(SHMEM_OBJS)
+	rm -f $@ && ar rcs $@ $(SHMEM_OBJS)
+$(SHMEM_INC)/%.h: $(SHMEM_DIR)/%.h
+	@mkdir -p $(dir $@)
+	cp $< $@
+$(BUILD)/bin/symheap-oshcc: $(SHMEM_DIR)/symheap-oshcc
+	@mkdir -p $(dir $@)
+	cp $< $@ && chmod +x $@
+$(BUILD)/bin/symheap-oshc++: $(BUILD)/bin/symheap-oshcc
+	ln -sf symheap-oshcc $@
+# Tests (test/shmem): programs written like a user's, run under symheap-run.
+SHMEM_TESTS := $(patsubst test/shmem/%.c,$(BUILD)/test/shmem/%,$(wildcard test/shmem/test_*.c))
+$(BUILD)/test/shmem/%: test/shmem/%.c test/shmem/shmem_check.h $(SHMEM_OUT)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -I$(SHMEM_INC) -Itest/shmem -o $@ $< -L$(BUILD)/lib \
+	  -lsymheap-shmem -lsymheap -Wl,-rpath,'$$ORIGIN/../../lib' $(LDFLAGS_ALL)
+# The RMA and AMO tests again, calling the library's exported functions
+# instead of shmem_fast.h's inline paths.
+SHMEM_NOINLINE := $(BUILD)/test/shmem/test_shmem_rma_noinline \
+  $(BUILD)/test/shmem/test_shmem_amo_noinline
+$(BUILD)/test/shmem/%_noinline: test/shmem/%.c test/shmem/shmem_check.h $(SHMEM_OUT)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -DSYMHEAP_SHMEM_NO_INLINE -I$(SHMEM_INC) -Itest/shmem -o $@ $< \
+	  -L$(BUILD)/lib -lsymheap-shmem -lsymheap -Wl,-rpath,'$$ORIGIN/../../lib' $(LDFLAGS_ALL)
+tests: $(SHMEM_TESTS) $(SHMEM_NOINLINE)
+install: install-shmem
+.PHONY: install-shmem
+install-shmem: shmem
+	install -d $(DESTDIR)$(PREFIX)/include/symheap-shmem $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	  $(DESTDIR)$(PREFIX)/bin
+	install -m 644 $(SHMEM_PUB:%=$(SHMEM_DIR)/%) $(DESTDIR)$(PREFIX)/include/symheap-shmem/
+	install -m 755 $(BUILD)/lib/libsymheap-shmem.so.0 $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libsymheap-shmem.so.0 $(DESTDIR)$(PREFIX)/lib/libsymheap-shmem.so
+	install -m 644 $(BUILD)/lib/libsymheap-shmem.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(SHMEM_DIR)/symheap-oshcc $(DESTDIR)$(PREFIX)/bin/
+	ln -sf symheap-oshcc $(DESTDIR)$(PREFIX)/bin/symheap-oshc++
+	sed -e 's|@PREFIX@|$(PREFIX)|g' \
+	  -e 's|@VERSION@|$(shell sed -n 's/#define SYMHEAP_VERSION_\(MAJOR\|MINOR\|PATCH\) //p' include/symheap.h | paste -sd.)|' \
+	  $(SHMEM_DIR)/symheap-shmem.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/symheap-shmem.pc

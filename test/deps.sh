@@ -12,6 +12,7 @@ pkg-config pkg-config
 nm binutils
 mpicc openmpi-bin libopenmpi-dev
 py-numpy python3-numpy
+c++ g++
 LIST
 }
 

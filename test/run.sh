@@ -248,6 +248,7 @@ run " python (torch, cuda) procs x2" env PYTHONPATH="$PYPATH" SYMHEAP_DISABLE_MU
   NCCL_NVLS_ENABLE=0 build/bin/symheap-run -n 2 "${PY_TORCH:-${PY_NUMPY:-python3}}" \
   test/python/test_gpu.py
 . test/shell_checks.sh
+. test/shmem/run_shmem.sh
 
 if [ "${QUICK:-0}" != 1 ]; then
   echo "== ASan + UBSan"
@@ -257,6 +258,7 @@ if [ "${QUICK:-0}" != 1 ]; then
     SYMHEAP_TEST_UNDER_TOOL=asan ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=23 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       suite "asan" build/asan env
+    shmem_sanitized build/asan
   else
     failed=$((failed + 1)); failures+=("asan build: see $LOGDIR/build-asan.log")
   fi

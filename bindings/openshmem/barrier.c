@@ -1,0 +1,124 @@
+/* Barriers, ordering and locks.
+ *
+ * A group's barrier counts arrivals on its first PE (an atomic add on that
+ * PE's arrival word); the first PE waits for all of them, zeroes the count,
+ * and sets every other member's release flag, which each member zeroes as it
+ * leaves.  Every word is back to zero when the barrier ends, so the same
+ * words (a team's slot, or the caller's pSync) serve the next one, and pSync
+ * is handed back as it was given, as the specification asks. */
+#include <sched.h>
+
+#include "shmem_internal.h"
+
+void shm__barrier(const struct shm_group *g) {
+  if (g->me < 0)
+    shm__fatal("a collective called by a PE outside its team or active set");
+  if (g->size == 1)
+    return;
+  struct shm_spin spin = SHM_SPIN_INIT;
+  long *count = (long *)shm__peer(&g->sync[0], shm__group_pe(g, 0));
+  __atomic_fetch_add(count, 1, __ATOMIC_ACQ_REL);
+  if (g->me == 0) {
+    while (__atomic_load_n(count, __ATOMIC_ACQUIRE) != g->size)
+      shm__spin(&spin);
+    __atomic_store_n(count, 0, __ATOMIC_RELAXED);
+    for (int i = 1; i < g->size; i++)
+      __atomic_store_n((long *)shm__peer(&g->sync[1], shm__group_pe(g, i)), 1,
+                       __ATOMIC_RELEASE);
+  } else {
+    while (__atomic_load_n(&g->sync[1], __ATOMIC_ACQUIRE) == 0)
+      shm__spin(&spin);
+    __atomic_store_n(&g->sync[1], 0, __ATOMIC_RELAXED);
+  }
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+int shm__active_group(int start, int log_stride, int size, long *psync,
+                      struct shm_group *g) {
+  if (start < 0 || size < 1 || log_stride < 0 || log_stride > 30 ||
+      start + (long)(size - 1) * (1L << log_stride) >= shm__s.npes)
+    shm__fatal("active set (start %d, log stride %d, size %d) is out of "
+               "range for %d PEs",
+               start, log_stride, size, shm__s.npes);
+  int stride = 1 << log_stride;
+  int off = shm__s.me - start;
+  *g = (struct shm_group){
+      .start = start,
+      .stride = stride,
+      .size = size,
+      .me = off >= 0 && off % stride == 0 && off / stride < size ? off / stride
+                                                                 : -1,
+      .sync = psync};
+  return 0;
+}
+
+void shmem_quiet(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+void shmem_ctx_quiet(shmem_ctx_t ctx) {
+  (void)ctx;
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+void shmem_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+void shmem_ctx_fence(shmem_ctx_t ctx) {
+  (void)ctx;
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+int shmem_team_sync(shmem_team_t team) {
+  shm__require_init("shmem_team_sync");
+  if (team == SHMEM_TEAM_INVALID)
+    return -1;
+  struct shm_group g;
+  shm__team_group(team, &g);
+  if (g.me < 0)
+    return -1;
+  shm__barrier(&g);
+  return 0;
+}
+
+void shmem_sync_all(void) { shmem_team_sync(SHMEM_TEAM_WORLD); }
+
+void shmem_barrier_all(void) {
+  shmem_quiet();
+  shmem_team_sync(SHMEM_TEAM_WORLD);
+}
+
+void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync) {
+  shm__require_init("shmem_barrier");
+  struct shm_group g;
+  shm__active_group(PE_start, logPE_stride, PE_size, pSync, &g);
+  shmem_quiet();
+  shm__barrier(&g);
+}
+
+void symheap_shmem_sync_active(int PE_start, int logPE_stride, int PE_size,
+                               long *pSync) {
+  shm__require_init("shmem_sync");
+  struct shm_group g;
+  shm__active_group(PE_start, logPE_stride, PE_size, pSync, &g);
+  shm__barrier(&g);
+}
+
+/* Locks: the lock word on PE 0 holds 1 + the holder's PE, or 0. */
+int shmem_test_lock(long *lock) {
+  shm__require_init("shmem_test_lock");
+  long *l = (long *)shm__peer(lock, 0), zero = 0;
+  return __atomic_compare_exchange_n(l, &zero, (long)shm__s.me + 1, 0,
+                                     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)
+             ? 0
+             : 1;
+}
+
+void shmem_set_lock(long *lock) {
+  struct shm_spin spin = SHM_SPIN_INIT;
+  while (shmem_test_lock(lock) != 0)
+    shm__spin(&spin);
+}
+
+void shmem_clear_lock(long *lock) {
+  shm__require_init("shmem_clear_lock");
+  shmem_quiet();
+  long *l = (long *)shm__peer(lock, 0);
+  if (__atomic_load_n(l, __ATOMIC_RELAXED) != (long)shm__s.me + 1)
+    shm__fatal("shmem_clear_lock on a lock this PE does not hold");
+  __atomic_store_n(l, 0L, __ATOMIC_RELEASE);
+}

@@ -1,0 +1,281 @@
+/* The symmetric heap: one symheap_malloc window per PE (SHMEM_SYMMETRIC_SIZE
+ * bytes, default 128 MiB; the memory is committed as it is touched), carved
+ * by a first-fit allocator.  Every PE makes the same calls in the same order
+ * (the routines are collective), and the allocator is deterministic, so an
+ * object has the same offset on every PE: that offset is its symmetric
+ * address.  The first bytes hold the PE's control block (struct shm_ctrl). */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shmem_internal.h"
+
+#define SHM_HEAP_DEFAULT (128UL << 20)
+#define SHM_MIN_ALIGN 64
+
+/* A block of the heap, in offset order; free or used. */
+struct shm_block {
+  size_t off, size;
+  int used;
+  struct shm_block *next;
+};
+static struct shm_block *blocks;
+/* Set when the heap is a window over symheap_mem_alloc memory instead of a
+ * symheap_malloc allocation (the fallback in shm__heap_init). */
+static void *heap_mem;
+
+static int parse_size(const char *s, size_t *out) {
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (end == s)
+    return -1;
+  switch (toupper((unsigned char)*end)) {
+  case 'K':
+    v <<= 10;
+    end++;
+    break;
+  case 'M':
+    v <<= 20;
+    end++;
+    break;
+  case 'G':
+    v <<= 30;
+    end++;
+    break;
+  default:
+    break;
+  }
+  if (*end == 'B' || *end == 'b')
+    end++;
+  if (*end || v == 0)
+    return -1;
+  *out = (size_t)v;
+  return 0;
+}
+
+int shm__heap_init(void) {
+  size_t size = SHM_HEAP_DEFAULT;
+  const char *env = getenv("SHMEM_SYMMETRIC_SIZE");
+  if (env && parse_size(env, &size) != 0) {
+    fprintf(stderr,
+            "symheap-shmem: shmem_init: SHMEM_SYMMETRIC_SIZE=\"%s\" is not a "
+            "size (a number with an optional K, M or G)\n",
+            env);
+    return -1;
+  }
+  size_t ctrl = (sizeof(struct shm_ctrl) + 4095) & ~(size_t)4095;
+  size += ctrl;
+  symheap_result_t r = symheap_malloc(shm__s.comm, size, 0, &shm__s.heap_win);
+  if (r != SYMHEAP_SUCCESS) {
+    /* symheap_malloc agrees on failure, so every PE comes here: try a
+     * window over memory of our own (symheap's heap may be smaller than
+     * SHMEM_SYMMETRIC_SIZE). */
+    void *mem = NULL;
+    r = symheap_mem_alloc(shm__s.comm, size, &mem);
+    if (r == SYMHEAP_SUCCESS) {
+      r = symheap_window_register(shm__s.comm, mem, size, 0, &shm__s.heap_win);
+      if (r != SYMHEAP_SUCCESS)
+        symheap_mem_free(shm__s.comm, mem);
+      else
+        heap_mem = mem;
+    }
+  }
+  if (r != SYMHEAP_SUCCESS) {
+    fprintf(stderr,
+            "symheap-shmem: shmem_init: symmetric heap of %zu bytes: %s (%s)\n",
+            size, symheap_strerror(r), symheap_last_error());
+    return -1;
+  }
+  shm__s.heap_peer = calloc((size_t)shm__s.npes, sizeof(char *));
+  void *p = NULL;
+  symheap_window_local_ptr(shm__s.heap_win, &p);
+  shm__s.heap_base = p;
+  shm__s.heap_size = size;
+  for (int i = 0; i < shm__s.npes && shm__s.heap_peer; i++) {
+    if (symheap_window_peer_ptr(shm__s.heap_win, i, &p) != SYMHEAP_SUCCESS)
+      p = NULL;
+    shm__s.heap_peer[i] = p;
+  }
+  for (int i = 0; i < shm__s.npes && shm__s.heap_peer; i++)
+    if (!shm__s.heap_peer[i]) {
+      fprintf(stderr, "symheap-shmem: shmem_init: no mapping of PE %d (%s)\n",
+              i, symheap_last_error());
+      return -1;
+    }
+  shm__s.ctrl = (struct shm_ctrl *)shm__s.heap_base;
+  memset(shm__s.ctrl, 0, sizeof *shm__s.ctrl);
+  blocks = calloc(1, sizeof *blocks);
+  if (!shm__s.heap_peer || !blocks)
+    return -1;
+  blocks->off = ctrl;
+  blocks->size = size - ctrl;
+  return 0;
+}
+
+/* The heap's window and block list go (shmem_finalize; collective). */
+void shm__heap_fini(void) {
+  if (shm__s.heap_win && heap_mem) {
+    symheap_window_deregister(shm__s.comm, shm__s.heap_win);
+    symheap_mem_free(shm__s.comm, heap_mem);
+  } else if (shm__s.heap_win) {
+    symheap_free(shm__s.comm, shm__s.heap_win);
+  }
+  shm__s.heap_win = NULL;
+  heap_mem = NULL;
+  while (blocks) {
+    struct shm_block *n = blocks->next;
+    free(blocks);
+    blocks = n;
+  }
+}
+
+/* First fit, aligned: splits the free block it takes into up to three. */
+static void *heap_alloc(size_t size, size_t align) {
+  if (align < SHM_MIN_ALIGN)
+    align = SHM_MIN_ALIGN;
+  size = (size + SHM_MIN_ALIGN - 1) & ~(size_t)(SHM_MIN_ALIGN - 1);
+  if (size == 0)
+    size = SHM_MIN_ALIGN;
+  for (struct shm_block *b = blocks; b; b = b->next) {
+    if (b->used)
+      continue;
+    uintptr_t addr = (uintptr_t)shm__s.heap_base + b->off;
+    size_t pad = (align - addr % align) % align;
+    if (pad + size > b->size)
+      continue;
+    if (pad) { /* the front stays free */
+      struct shm_block *n = malloc(sizeof *n);
+      if (!n)
+        return NULL;
+      *n = (struct shm_block){b->off + pad, b->size - pad, 0, b->next};
+      b->size = pad;
+      b->next = n;
+      b = n;
+    }
+    if (b->size > size) { /* the tail stays free */
+      struct shm_block *n = malloc(sizeof *n);
+      if (!n)
+        return NULL;
+      *n = (struct shm_block){b->off + size, b->size - size, 0, b->next};
+      b->size = size;
+      b->next = n;
+    }
+    b->used = 1;
+    return shm__s.heap_base + b->off;
+  }
+  return NULL;
+}
+
+static struct shm_block *find_block(void *ptr, struct shm_block **prev) {
+  size_t off = (size_t)((char *)ptr - shm__s.heap_base);
+  struct shm_block *p = NULL;
+  for (struct shm_block *b = blocks; b; p = b, b = b->next)
+    if (b->used && b->off == off) {
+      if (prev)
+        *prev = p;
+      return b;
+    }
+  return NULL;
+}
+
+static void heap_release(void *ptr) {
+  struct shm_block *prev = NULL, *b = find_block(ptr, &prev);
+  if (!b)
+    shm__fatal("shmem_free: %p is not a live symmetric allocation", ptr);
+  b->used = 0;
+  struct shm_block *n = b->next;
+  if (n && !n->used) { /* merge with the next */
+    b->size += n->size;
+    b->next = n->next;
+    free(n);
+  }
+  if (prev && !prev->used) { /* and with the previous */
+    prev->size += b->size;
+    prev->next = b->next;
+    free(b);
+  }
+}
+
+/* Collective allocation: allocate (the same offset everywhere), then a
+ * barrier so that no PE writes to the object before every PE has it. */
+static void *alloc_collective(size_t size, size_t align) {
+  shm__require_init("shmem_malloc");
+  pthread_mutex_lock(&shm__s.lock);
+  void *p = size ? heap_alloc(size, align) : NULL;
+  pthread_mutex_unlock(&shm__s.lock);
+  shmem_barrier_all();
+  return p;
+}
+
+void *shmem_malloc(size_t size) { return alloc_collective(size, 0); }
+
+void *shmem_malloc_with_hints(size_t size, long hints) {
+  (void)hints; /* every object already takes remote atomics and signals */
+  return alloc_collective(size, 0);
+}
+
+void *shmem_calloc(size_t count, size_t size) {
+  if (size && count > SIZE_MAX / size)
+    return alloc_collective(0, 0);
+  shm__require_init("shmem_calloc");
+  pthread_mutex_lock(&shm__s.lock);
+  void *p = count && size ? heap_alloc(count * size, 0) : NULL;
+  pthread_mutex_unlock(&shm__s.lock);
+  if (p)
+    memset(p, 0, count * size);
+  shmem_barrier_all();
+  return p;
+}
+
+void *shmem_align(size_t alignment, size_t size) {
+  if (alignment == 0 || (alignment & (alignment - 1)))
+    return alloc_collective(0, 0);
+  return alloc_collective(size, alignment);
+}
+
+void shmem_free(void *ptr) {
+  shm__require_init("shmem_free");
+  shmem_barrier_all(); /* nobody still uses it */
+  if (!ptr)
+    return;
+  pthread_mutex_lock(&shm__s.lock);
+  heap_release(ptr);
+  pthread_mutex_unlock(&shm__s.lock);
+}
+
+/* Grows in place when the next block is free and big enough; otherwise a
+ * new block, a copy and a release.  Deterministic like the rest. */
+void *shmem_realloc(void *ptr, size_t size) {
+  if (!ptr)
+    return shmem_malloc(size);
+  if (!size) {
+    shmem_free(ptr);
+    return NULL;
+  }
+  shm__require_init("shmem_realloc");
+  shmem_barrier_all(); /* nobody still reads the old contents */
+  pthread_mutex_lock(&shm__s.lock);
+  struct shm_block *b = find_block(ptr, NULL);
+  if (!b) {
+    pthread_mutex_unlock(&shm__s.lock);
+    shm__fatal("shmem_realloc: %p is not a live symmetric allocation", ptr);
+  }
+  void *out = NULL;
+  size_t want = (size + SHM_MIN_ALIGN - 1) & ~(size_t)(SHM_MIN_ALIGN - 1);
+  if (want <= b->size) {
+    out = ptr;
+  } else {
+    out = heap_alloc(size, 0);
+    if (out) {
+      memcpy(out, ptr, b->size);
+      heap_release(ptr);
+    }
+  }
+  pthread_mutex_unlock(&shm__s.lock);
+  shmem_barrier_all();
+  return out;
+}
+
+void *shmalloc(size_t size) { return shmem_malloc(size); }
+void shfree(void *ptr) { shmem_free(ptr); }

@@ -1,0 +1,315 @@
+/* Library setup, exit and query: shmem_init joins a symheap comm (from the
+ * environment symheap-run or mpirun gives), refuses a backend the CPU cannot
+ * load from, and builds the symmetric heap, the symmetric data segment and
+ * the predefined teams. */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shmem_internal.h"
+
+struct shm_state shm__s = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+void shm__fatal(const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "symheap-shmem: PE %d: ", shm__s.me);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  shmem_global_exit(1);
+  exit(1); /* not reached: shmem_global_exit does not return */
+}
+
+void shm__require_init(const char *fn) {
+  if (!shm__s.initialized) {
+    fprintf(stderr, "symheap-shmem: %s called before shmem_init\n", fn);
+    exit(1);
+  }
+}
+
+static long long now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* A PE whose process is gone will never answer: end the job. */
+static void check_peers_alive(void) {
+  for (int p = 0; p < shm__s.npes; p++) {
+    struct shm_ctrl *c = (struct shm_ctrl *)shm__s.heap_peer[p];
+    int pid = __atomic_load_n(&c->pid, __ATOMIC_RELAXED);
+    if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
+      fprintf(stderr,
+              "symheap-shmem: PE %d: PE %d (pid %d) has exited; ending the "
+              "job instead of waiting for it\n",
+              shm__s.me, p, pid);
+      exit(1);
+    }
+  }
+}
+
+void shm__spin(struct shm_spin *s) {
+  int req = __atomic_load_n(&shm__s.ctrl->exit_req, __ATOMIC_ACQUIRE);
+  if (req) {
+    fflush(stdout);
+    exit(req - 1);
+  }
+  if (++s->n < shm__s.spin_before_yield) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    return;
+  }
+  sched_yield();
+  if ((s->n & 255) == 0) {
+    long long t = now_ns();
+    if (!s->next_check_ns) {
+      s->next_check_ns = t + 1000000000LL;
+    } else if (t >= s->next_check_ns) {
+      s->next_check_ns = t + 1000000000LL;
+      check_peers_alive();
+    }
+  }
+}
+
+static int init_fail(const char *what, symheap_result_t r) {
+  fprintf(stderr, "symheap-shmem: shmem_init: %s: %s (%s)\n", what,
+          symheap_strerror(r), symheap_last_error());
+  return -1;
+}
+
+/* Only backends whose memory the CPU loads and stores, with every PE on this
+ * host: RMA and atomics here are plain loads, stores and atomics through the
+ * peers' mappings. */
+static int check_backend(void) {
+  symheap_comm_info_t info = SYMHEAP_COMM_INFO_INIT;
+  symheap_result_t r = symheap_comm_get_info(shm__s.comm, &info);
+  if (r != SYMHEAP_SUCCESS)
+    return init_fail("symheap_comm_get_info", r);
+  if (!info.cpu_access) {
+    fprintf(stderr,
+            "symheap-shmem: shmem_init: the device adaptor \"%s\" (%s) gives "
+            "no CPU access to symmetric memory; this OpenSHMEM library moves "
+            "data with CPU loads and stores, so it needs a CPU-accessible "
+            "backend (SYMHEAP_DEVICE=host)\n",
+            info.device_adaptor, info.device);
+    return -1;
+  }
+  if (info.local_nranks != info.nranks) {
+    fprintf(stderr,
+            "symheap-shmem: shmem_init: the job spans %d hosts; only PEs on "
+            "one host are supported (they reach each other by load/store)\n",
+            info.nhosts);
+    return -1;
+  }
+  return 0;
+}
+
+/* Started by hand, with no launcher's variables: one PE, as other
+ * implementations do. */
+static int launched_alone(void) {
+  static const char *vars[] = {
+      "SYMHEAP_RANK", "SYMHEAP_NRANKS",       "SYMHEAP_UNIQUE_ID",
+      "SYMHEAP_CCL",  "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+      "PMIX_RANK"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+    if (getenv(vars[i]))
+      return 0;
+  return 1;
+}
+
+static symheap_result_t join(void) {
+  if (!launched_alone())
+    return symheap_comm_init_env(&shm__s.comm);
+  symheap_unique_id_t id;
+  symheap_result_t r = symheap_get_unique_id(&id);
+  return r != SYMHEAP_SUCCESS ? r : symheap_comm_init(&shm__s.comm, 1, &id, 0);
+}
+
+struct symheap_shmem_fast symheap_shmem_fast;
+
+/* Publishes the offsets of the peers' copies for shmem_fast.h's inline
+ * paths; npes goes last, and first on the way out. */
+static int fast_init(void) {
+  intptr_t *h = calloc((size_t)shm__s.npes, sizeof *h);
+  intptr_t *d = calloc((size_t)shm__s.npes, sizeof *d);
+  if (!h || !d) {
+    free(h);
+    free(d);
+    return -1;
+  }
+  for (int p = 0; p < shm__s.npes; p++) {
+    if (p == shm__s.me)
+      continue;
+    h[p] = (intptr_t)(shm__s.heap_peer[p] - shm__s.heap_base);
+    if (shm__s.data_size)
+      d[p] = (intptr_t)(shm__s.data_peer[p] - shm__s.data_base);
+  }
+  struct symheap_shmem_fast *f = &symheap_shmem_fast;
+  f->heap_base = (uintptr_t)shm__s.heap_base;
+  f->heap_size = shm__s.heap_size;
+  f->heap_delta = h;
+  f->data_base = (uintptr_t)shm__s.data_base;
+  f->data_size = shm__s.data_size;
+  f->data_delta = d;
+  __atomic_store_n(&f->npes, shm__s.npes, __ATOMIC_RELEASE);
+  return 0;
+}
+
+static void fast_fini(void) {
+  struct symheap_shmem_fast *f = &symheap_shmem_fast;
+  __atomic_store_n(&f->npes, 0, __ATOMIC_RELEASE);
+  free((void *)f->heap_delta);
+  free((void *)f->data_delta);
+  *f = (struct symheap_shmem_fast){0};
+}
+
+static int do_init(void) {
+  symheap_result_t r = join();
+  if (r != SYMHEAP_SUCCESS)
+    return init_fail("symheap_comm_init_env (run under symheap-run or mpirun)",
+                     r);
+  symheap_comm_rank(shm__s.comm, &shm__s.me);
+  symheap_comm_size(shm__s.comm, &shm__s.npes);
+  if (check_backend() != 0 || shm__heap_init() != 0 ||
+      shm__data_segment_init() != 0 || shm__teams_init() != 0 ||
+      fast_init() != 0)
+    goto fail;
+  __atomic_store_n(&shm__s.ctrl->pid, (int)getpid(), __ATOMIC_RELEASE);
+  r = symheap_comm_barrier(shm__s.comm);
+  if (r != SYMHEAP_SUCCESS) {
+    init_fail("symheap_comm_barrier", r);
+    goto fail;
+  }
+  shm__s.initialized = 1;
+  return 0;
+fail:
+  /* The comm's destroy is local once it has failed, collective otherwise:
+   * every PE fails the same checks, so all of them get here. */
+  symheap_comm_destroy(shm__s.comm);
+  shm__s.comm = NULL;
+  return -1;
+}
+
+int shmem_init_thread(int requested, int *provided) {
+  if (shm__s.initialized) {
+    if (provided)
+      *provided = shm__s.thread_level;
+    return 0;
+  }
+  if (requested < SHMEM_THREAD_SINGLE || requested > SHMEM_THREAD_MULTIPLE)
+    requested = SHMEM_THREAD_MULTIPLE;
+  /* Every routine is safe from several threads (RMA and AMOs are loads,
+   * stores and atomics; the allocator has a lock), so any level is given. */
+  shm__s.thread_level = requested;
+  /* Spin this many times (a pause each) before yielding: long enough that a
+   * peer that is running answers without a trip through the scheduler, short
+   * enough that a peer waiting for this core gets it soon (oversubscribed
+   * machines).  SYMHEAP_SHMEM_SPIN overrides it. */
+  shm__s.spin_before_yield = 64;
+  const char *spin = getenv("SYMHEAP_SHMEM_SPIN");
+  if (spin && *spin)
+    shm__s.spin_before_yield = (unsigned)strtoul(spin, NULL, 10);
+  if (do_init() != 0)
+    return -1;
+  if (provided)
+    *provided = shm__s.thread_level;
+  return 0;
+}
+
+void shmem_init(void) {
+  if (shmem_init_thread(SHMEM_THREAD_SINGLE, NULL) != 0)
+    exit(1);
+}
+
+void start_pes(int npes) {
+  (void)npes;
+  shmem_init();
+}
+
+void shmem_query_thread(int *provided) {
+  shm__require_init("shmem_query_thread");
+  *provided = shm__s.thread_level;
+}
+
+void shmem_finalize(void) {
+  if (!shm__s.initialized)
+    return;
+  shmem_barrier_all();
+  fast_fini();
+  shm__teams_fini();
+  shm__data_segment_fini();
+  shm__s.initialized = 0;
+  shm__heap_fini();
+  shm__s.ctrl = NULL;
+  free(shm__s.heap_peer);
+  shm__s.heap_peer = NULL;
+  shm__s.heap_base = NULL;
+  shm__s.heap_size = 0;
+  shm__s.npes = 0;
+  symheap_comm_destroy(shm__s.comm);
+  shm__s.comm = NULL;
+}
+
+/* Ask every PE to exit with `status` (they see it in their next wait, which
+ * includes every barrier), then exit. */
+void shmem_global_exit(int status) {
+  if (shm__s.ctrl) {
+    for (int p = 0; p < shm__s.npes; p++) {
+      struct shm_ctrl *c = (struct shm_ctrl *)shm__s.heap_peer[p];
+      int zero = 0;
+      __atomic_compare_exchange_n(&c->exit_req, &zero, status + 1, 0,
+                                  __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    }
+  }
+  fflush(stdout);
+  fflush(stderr);
+  exit(status);
+}
+
+int shmem_my_pe(void) { return shm__s.initialized ? shm__s.me : -1; }
+int shmem_n_pes(void) { return shm__s.initialized ? shm__s.npes : -1; }
+int _my_pe(void) { return shmem_my_pe(); }
+int _num_pes(void) { return shmem_n_pes(); }
+
+int shmem_pe_accessible(int pe) {
+  return shm__s.initialized && pe >= 0 && pe < shm__s.npes;
+}
+
+char *shm__peer_or_null(const void *addr, int pe) {
+  uintptr_t a = (uintptr_t)addr;
+  if (!shm__s.initialized || pe < 0 || pe >= shm__s.npes)
+    return NULL;
+  if (a - (uintptr_t)shm__s.heap_base < shm__s.heap_size)
+    return pe == shm__s.me
+               ? (char *)addr
+               : shm__s.heap_peer[pe] + (a - (uintptr_t)shm__s.heap_base);
+  if (a - (uintptr_t)shm__s.data_base < shm__s.data_size)
+    return pe == shm__s.me
+               ? (char *)addr
+               : shm__s.data_peer[pe] + (a - (uintptr_t)shm__s.data_base);
+  return NULL;
+}
+
+int shmem_addr_accessible(const void *addr, int pe) {
+  return shm__peer_or_null(addr, pe) != NULL;
+}
+
+void *shmem_ptr(const void *dest, int pe) {
+  return shm__peer_or_null(dest, pe);
+}
+
+void shmem_info_get_version(int *major, int *minor) {
+  *major = SHMEM_MAJOR_VERSION;
+  *minor = SHMEM_MINOR_VERSION;
+}
+
+void shmem_info_get_name(char *name) {
+  snprintf(name, SHMEM_MAX_NAME_LEN, "%s", SHMEM_VENDOR_STRING);
+}

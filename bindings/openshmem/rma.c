@@ -1,0 +1,208 @@
+/* RMA and signals: copies between this PE's memory and a peer's mapping.
+ * Every transfer has completed when the call returns, so the _nbi forms are
+ * the blocking ones, and quiet only orders (a fence). */
+#include <string.h>
+
+#include "shmem_internal.h"
+
+static inline void shm_put(shmem_ctx_t ctx, void *dest, const void *src,
+                           size_t bytes, int pe) {
+  memcpy(shm__peer(dest, shm__ctx_pe(ctx, pe)), src, bytes);
+}
+
+static inline void shm_get(shmem_ctx_t ctx, void *dest, const void *src,
+                           size_t bytes, int pe) {
+  memcpy(dest, shm__peer(src, shm__ctx_pe(ctx, pe)), bytes);
+}
+
+/* Strided: element k goes from src[k*sst] to dest[k*dst]. */
+static void shm_strided(char *d, ptrdiff_t dst, const char *s, ptrdiff_t sst,
+                        size_t n, size_t elem) {
+  for (size_t k = 0; k < n; k++)
+    memcpy(d + (ptrdiff_t)k * dst * (ptrdiff_t)elem,
+           s + (ptrdiff_t)k * sst * (ptrdiff_t)elem, elem);
+}
+
+static void shm_iput(shmem_ctx_t ctx, void *dest, const void *src,
+                     ptrdiff_t dst, ptrdiff_t sst, size_t n, size_t elem,
+                     int pe) {
+  shm_strided(shm__peer(dest, shm__ctx_pe(ctx, pe)), dst, src, sst, n, elem);
+}
+
+static void shm_iget(shmem_ctx_t ctx, void *dest, const void *src,
+                     ptrdiff_t dst, ptrdiff_t sst, size_t n, size_t elem,
+                     int pe) {
+  shm_strided(dest, dst, shm__peer(src, shm__ctx_pe(ctx, pe)), sst, n, elem);
+}
+
+/* The signal is updated after the data, with release order, so a PE that
+ * sees the signal sees the data. */
+static void shm_signal(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal,
+                       int sig_op, int pe) {
+  uint64_t *s = (uint64_t *)shm__peer(sig_addr, shm__ctx_pe(ctx, pe));
+  if (sig_op == SHMEM_SIGNAL_ADD)
+    __atomic_fetch_add(s, signal, __ATOMIC_RELEASE);
+  else if (sig_op == SHMEM_SIGNAL_SET)
+    __atomic_store_n(s, signal, __ATOMIC_RELEASE);
+  else
+    shm__fatal("unknown signal operator %d", sig_op);
+}
+
+static void shm_put_signal(shmem_ctx_t ctx, void *dest, const void *src,
+                           size_t bytes, uint64_t *sig_addr, uint64_t signal,
+                           int sig_op, int pe) {
+  shm_put(ctx, dest, src, bytes, pe);
+  shm_signal(ctx, sig_addr, signal, sig_op, pe);
+}
+
+#define D SHMEM_CTX_DEFAULT
+#define SHM_DEF_RMA(T, N)                                                      \
+  void shmem_ctx_##N##_put(shmem_ctx_t ctx, T *dest, const T *source,          \
+                           size_t nelems, int pe) {                            \
+    shm_put(ctx, dest, source, nelems * sizeof(T), pe);                        \
+  }                                                                            \
+  void shmem_##N##_put(T *dest, const T *source, size_t nelems, int pe) {      \
+    shm_put(D, dest, source, nelems * sizeof(T), pe);                          \
+  }                                                                            \
+  void shmem_ctx_##N##_put_nbi(shmem_ctx_t ctx, T *dest, const T *source,      \
+                               size_t nelems, int pe) {                        \
+    shm_put(ctx, dest, source, nelems * sizeof(T), pe);                        \
+  }                                                                            \
+  void shmem_##N##_put_nbi(T *dest, const T *source, size_t nelems, int pe) {  \
+    shm_put(D, dest, source, nelems * sizeof(T), pe);                          \
+  }                                                                            \
+  void shmem_ctx_##N##_get(shmem_ctx_t ctx, T *dest, const T *source,          \
+                           size_t nelems, int pe) {                            \
+    shm_get(ctx, dest, source, nelems * sizeof(T), pe);                        \
+  }                                                                            \
+  void shmem_##N##_get(T *dest, const T *source, size_t nelems, int pe) {      \
+    shm_get(D, dest, source, nelems * sizeof(T), pe);                          \
+  }                                                                            \
+  void shmem_ctx_##N##_get_nbi(shmem_ctx_t ctx, T *dest, const T *source,      \
+                               size_t nelems, int pe) {                        \
+    shm_get(ctx, dest, source, nelems * sizeof(T), pe);                        \
+  }                                                                            \
+  void shmem_##N##_get_nbi(T *dest, const T *source, size_t nelems, int pe) {  \
+    shm_get(D, dest, source, nelems * sizeof(T), pe);                          \
+  }                                                                            \
+  void shmem_ctx_##N##_iput(shmem_ctx_t ctx, T *dest, const T *source,         \
+                            ptrdiff_t dst, ptrdiff_t sst, size_t nelems,       \
+                            int pe) {                                          \
+    shm_iput(ctx, dest, source, dst, sst, nelems, sizeof(T), pe);              \
+  }                                                                            \
+  void shmem_##N##_iput(T *dest, const T *source, ptrdiff_t dst,               \
+                        ptrdiff_t sst, size_t nelems, int pe) {                \
+    shm_iput(D, dest, source, dst, sst, nelems, sizeof(T), pe);                \
+  }                                                                            \
+  void shmem_ctx_##N##_iget(shmem_ctx_t ctx, T *dest, const T *source,         \
+                            ptrdiff_t dst, ptrdiff_t sst, size_t nelems,       \
+                            int pe) {                                          \
+    shm_iget(ctx, dest, source, dst, sst, nelems, sizeof(T), pe);              \
+  }                                                                            \
+  void shmem_##N##_iget(T *dest, const T *source, ptrdiff_t dst,               \
+                        ptrdiff_t sst, size_t nelems, int pe) {                \
+    shm_iget(D, dest, source, dst, sst, nelems, sizeof(T), pe);                \
+  }                                                                            \
+  void shmem_ctx_##N##_p(shmem_ctx_t ctx, T *dest, T value, int pe) {          \
+    *(volatile T *)shm__peer(dest, shm__ctx_pe(ctx, pe)) = value;              \
+  }                                                                            \
+  void shmem_##N##_p(T *dest, T value, int pe) {                               \
+    *(volatile T *)shm__peer(dest, pe) = value;                                \
+  }                                                                            \
+  T shmem_ctx_##N##_g(shmem_ctx_t ctx, const T *source, int pe) {              \
+    return *(volatile const T *)shm__peer(source, shm__ctx_pe(ctx, pe));       \
+  }                                                                            \
+  T shmem_##N##_g(const T *source, int pe) {                                   \
+    return *(volatile const T *)shm__peer(source, pe);                         \
+  }                                                                            \
+  void shmem_ctx_##N##_put_signal(shmem_ctx_t ctx, T *dest, const T *source,   \
+                                  size_t nelems, uint64_t *sig_addr,           \
+                                  uint64_t signal, int sig_op, int pe) {       \
+    shm_put_signal(ctx, dest, source, nelems * sizeof(T), sig_addr, signal,    \
+                   sig_op, pe);                                                \
+  }                                                                            \
+  void shmem_##N##_put_signal(T *dest, const T *source, size_t nelems,         \
+                              uint64_t *sig_addr, uint64_t signal, int sig_op, \
+                              int pe) {                                        \
+    shm_put_signal(D, dest, source, nelems * sizeof(T), sig_addr, signal,      \
+                   sig_op, pe);                                                \
+  }                                                                            \
+  void shmem_ctx_##N##_put_signal_nbi(                                         \
+      shmem_ctx_t ctx, T *dest, const T *source, size_t nelems,                \
+      uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) {               \
+    shm_put_signal(ctx, dest, source, nelems * sizeof(T), sig_addr, signal,    \
+                   sig_op, pe);                                                \
+  }                                                                            \
+  void shmem_##N##_put_signal_nbi(T *dest, const T *source, size_t nelems,     \
+                                  uint64_t *sig_addr, uint64_t signal,         \
+                                  int sig_op, int pe) {                        \
+    shm_put_signal(D, dest, source, nelems * sizeof(T), sig_addr, signal,      \
+                   sig_op, pe);                                                \
+  }
+SYMHEAP_SHMEM_RMA_TYPES(SHM_DEF_RMA)
+
+/* Sized and bytewise forms: NAME, element size, and the operation. */
+#define SHM_DEF_SIZED(NAME, ELEM, OP)                                          \
+  void shmem_ctx_##NAME(shmem_ctx_t ctx, void *dest, const void *source,       \
+                        size_t nelems, int pe) {                               \
+    OP(ctx, dest, source, nelems *(ELEM), pe);                                 \
+  }                                                                            \
+  void shmem_##NAME(void *dest, const void *source, size_t nelems, int pe) {   \
+    OP(D, dest, source, nelems *(ELEM), pe);                                   \
+  }
+#define SHM_DEF_ISIZED(NAME, ELEM, OP)                                         \
+  void shmem_ctx_##NAME(shmem_ctx_t ctx, void *dest, const void *source,       \
+                        ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { \
+    OP(ctx, dest, source, dst, sst, nelems, ELEM, pe);                         \
+  }                                                                            \
+  void shmem_##NAME(void *dest, const void *source, ptrdiff_t dst,             \
+                    ptrdiff_t sst, size_t nelems, int pe) {                    \
+    OP(D, dest, source, dst, sst, nelems, ELEM, pe);                           \
+  }
+#define SHM_DEF_SIGSIZED(NAME, ELEM)                                           \
+  void shmem_ctx_##NAME(shmem_ctx_t ctx, void *dest, const void *source,       \
+                        size_t nelems, uint64_t *sig_addr, uint64_t signal,    \
+                        int sig_op, int pe) {                                  \
+    shm_put_signal(ctx, dest, source, nelems *(ELEM), sig_addr, signal,        \
+                   sig_op, pe);                                                \
+  }                                                                            \
+  void shmem_##NAME(void *dest, const void *source, size_t nelems,             \
+                    uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { \
+    shm_put_signal(D, dest, source, nelems *(ELEM), sig_addr, signal, sig_op,  \
+                   pe);                                                        \
+  }
+#define SHM_DEF_SIZE(BITS, T)                                                  \
+  SHM_DEF_SIZED(put##BITS, sizeof(T), shm_put)                                 \
+  SHM_DEF_SIZED(get##BITS, sizeof(T), shm_get)                                 \
+  SHM_DEF_SIZED(put##BITS##_nbi, sizeof(T), shm_put)                           \
+  SHM_DEF_SIZED(get##BITS##_nbi, sizeof(T), shm_get)                           \
+  SHM_DEF_ISIZED(iput##BITS, sizeof(T), shm_iput)                              \
+  SHM_DEF_ISIZED(iget##BITS, sizeof(T), shm_iget)                              \
+  SHM_DEF_SIGSIZED(put##BITS##_signal, sizeof(T))                              \
+  SHM_DEF_SIGSIZED(put##BITS##_signal_nbi, sizeof(T))
+SYMHEAP_SHMEM_SIZES(SHM_DEF_SIZE)
+SHM_DEF_SIZED(putmem, 1, shm_put)
+SHM_DEF_SIZED(getmem, 1, shm_get)
+SHM_DEF_SIZED(putmem_nbi, 1, shm_put)
+SHM_DEF_SIZED(getmem_nbi, 1, shm_get)
+SHM_DEF_SIGSIZED(putmem_signal, 1)
+SHM_DEF_SIGSIZED(putmem_signal_nbi, 1)
+
+uint64_t shmem_signal_fetch(const uint64_t *sig_addr) {
+  return __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
+}
+
+void shmem_ctx_signal_add(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal,
+                          int pe) {
+  shm_signal(ctx, sig_addr, signal, SHMEM_SIGNAL_ADD, pe);
+}
+void shmem_signal_add(uint64_t *sig_addr, uint64_t signal, int pe) {
+  shm_signal(D, sig_addr, signal, SHMEM_SIGNAL_ADD, pe);
+}
+void shmem_ctx_signal_set(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal,
+                          int pe) {
+  shm_signal(ctx, sig_addr, signal, SHMEM_SIGNAL_SET, pe);
+}
+void shmem_signal_set(uint64_t *sig_addr, uint64_t signal, int pe) {
+  shm_signal(D, sig_addr, signal, SHMEM_SIGNAL_SET, pe);
+}

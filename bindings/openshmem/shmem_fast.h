@@ -1,0 +1,203 @@
+/* symheap-shmem: inline fast paths of the small RMA and AMO routines.
+ *
+ * Included by shmem.h.  A symmetric address on PE p is this PE's address
+ * plus p's offset (its heap or data-segment copy minus this PE's); the
+ * library publishes those offsets in symheap_shmem_fast at shmem_init.  In a
+ * program, the plain (context-less) put/get/p/g/putmem/getmem and the
+ * non-blocking-free AMOs are static inline functions that translate and
+ * copy or apply the atomic directly, and fall back to the library's context
+ * form (SHMEM_CTX_DEFAULT) for anything else (an address that is not
+ * symmetric, a PE out of range, a call before shmem_init), which reports
+ * the error.  That saves the call into the library, which costs as much as
+ * an 8-byte store.  Define SYMHEAP_SHMEM_NO_INLINE before including shmem.h
+ * to call the library's exported functions instead (same behaviour). */
+#ifndef SYMHEAP_SHMEM_FAST_H
+#define SYMHEAP_SHMEM_FAST_H
+
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Written by shmem_init, cleared by shmem_finalize (npes 0: every call takes
+ * the library's path). */
+struct symheap_shmem_fast {
+  uintptr_t heap_base;
+  size_t heap_size;
+  const intptr_t *heap_delta; /* per PE: its heap copy minus ours */
+  uintptr_t data_base;
+  size_t data_size;
+  const intptr_t *data_delta;
+  int npes;
+};
+extern struct symheap_shmem_fast symheap_shmem_fast;
+
+/* Where addr lives on PE pe, or NULL when the library must decide. */
+static inline void *symheap_shmem_fast_addr(const void *addr, int pe) {
+  const struct symheap_shmem_fast *f = &symheap_shmem_fast;
+  uintptr_t a = (uintptr_t)addr;
+  if ((unsigned)pe >= (unsigned)f->npes)
+    return NULL;
+  if (a - f->heap_base < f->heap_size)
+    return (void *)(a + (uintptr_t)f->heap_delta[pe]);
+  if (a - f->data_base < f->data_size)
+    return (void *)(a + (uintptr_t)f->data_delta[pe]);
+  return NULL;
+}
+
+void shmem_ctx_putmem(shmem_ctx_t ctx, void *dest, const void *source,
+                      size_t nelems, int pe);
+void shmem_ctx_getmem(shmem_ctx_t ctx, void *dest, const void *source,
+                      size_t nelems, int pe);
+
+#define SYMHEAP_SHMEM_UNPAREN(...) __VA_ARGS__
+
+#if !defined(SYMHEAP_SHMEM_BUILDING) && !defined(SYMHEAP_SHMEM_NO_INLINE)
+
+static inline void symheap_shmem_fast_put(void *dest, const void *source,
+                                          size_t bytes, int pe) {
+  void *q_ = symheap_shmem_fast_addr(dest, pe);
+  if (q_)
+    memcpy(q_, source, bytes);
+  else
+    shmem_ctx_putmem(SHMEM_CTX_DEFAULT, dest, source, bytes, pe);
+}
+
+static inline void symheap_shmem_fast_get(void *dest, const void *source,
+                                          size_t bytes, int pe) {
+  const void *q_ = symheap_shmem_fast_addr(source, pe);
+  if (q_)
+    memcpy(dest, q_, bytes);
+  else
+    shmem_ctx_getmem(SHMEM_CTX_DEFAULT, dest, source, bytes, pe);
+}
+
+/* The plain RMA forms of one type (the context forms are functions). */
+#define SYMHEAP_SHMEM_PLAIN_RMA(T, N)                                          \
+  static inline void shmem_##N##_put(T *dest, const T *source, size_t nelems,  \
+                                     int pe) {                                 \
+    symheap_shmem_fast_put(dest, source, nelems * sizeof(T), pe);              \
+  }                                                                            \
+  static inline void shmem_##N##_put_nbi(T *dest, const T *source,             \
+                                         size_t nelems, int pe) {              \
+    symheap_shmem_fast_put(dest, source, nelems * sizeof(T), pe);              \
+  }                                                                            \
+  static inline void shmem_##N##_get(T *dest, const T *source, size_t nelems,  \
+                                     int pe) {                                 \
+    symheap_shmem_fast_get(dest, source, nelems * sizeof(T), pe);              \
+  }                                                                            \
+  static inline void shmem_##N##_get_nbi(T *dest, const T *source,             \
+                                         size_t nelems, int pe) {              \
+    symheap_shmem_fast_get(dest, source, nelems * sizeof(T), pe);              \
+  }                                                                            \
+  static inline void shmem_##N##_p(T *dest, T value, int pe) {                 \
+    T *q_ = (T *)symheap_shmem_fast_addr(dest, pe);                            \
+    if (q_)                                                                    \
+      *(volatile T *)q_ = value;                                               \
+    else                                                                       \
+      shmem_ctx_##N##_p(SHMEM_CTX_DEFAULT, dest, value, pe);                   \
+  }                                                                            \
+  static inline T shmem_##N##_g(const T *source, int pe) {                     \
+    const T *q_ = (const T *)symheap_shmem_fast_addr(source, pe);              \
+    if (q_)                                                                    \
+      return *(const volatile T *)q_;                                          \
+    return shmem_ctx_##N##_g(SHMEM_CTX_DEFAULT, source, pe);                   \
+  }
+#define SYMHEAP_SHMEM_PLAIN_MEM(NAME, OP)                                      \
+  static inline void shmem_##NAME(void *dest, const void *source,              \
+                                  size_t nelems, int pe) {                     \
+    OP(dest, source, nelems, pe);                                              \
+  }
+
+/* An AMO: the context form is a function; the plain one applies EXPR to
+ * q_, the translated ADDR, or calls the context form. */
+#define SYMHEAP_SHMEM_AMO(RET, T, N, OP, ADDR, PARAMS, ARGS, EXPR)             \
+  RET shmem_ctx_##N##_atomic_##OP(shmem_ctx_t ctx,                             \
+                                  SYMHEAP_SHMEM_UNPAREN PARAMS);               \
+  static inline RET shmem_##N##_atomic_##OP PARAMS {                           \
+    T *q_ = (T *)symheap_shmem_fast_addr(ADDR, pe);                            \
+    if (q_) {                                                                  \
+      EXPR                                                                     \
+    }                                                                          \
+    return shmem_ctx_##N##_atomic_##OP(SHMEM_CTX_DEFAULT,                      \
+                                       SYMHEAP_SHMEM_UNPAREN ARGS);            \
+  }
+#define SYMHEAP_SHMEM_AMO_V(T, N, OP, ADDR, PARAMS, ARGS, EXPR)                \
+  void shmem_ctx_##N##_atomic_##OP(shmem_ctx_t ctx,                            \
+                                   SYMHEAP_SHMEM_UNPAREN PARAMS);              \
+  static inline void shmem_##N##_atomic_##OP PARAMS {                          \
+    T *q_ = (T *)symheap_shmem_fast_addr(ADDR, pe);                            \
+    if (q_) {                                                                  \
+      EXPR return;                                                             \
+    }                                                                          \
+    shmem_ctx_##N##_atomic_##OP(SHMEM_CTX_DEFAULT,                             \
+                                SYMHEAP_SHMEM_UNPAREN ARGS);                   \
+  }
+
+#else /* the library itself, or SYMHEAP_SHMEM_NO_INLINE: declarations */
+
+#define SYMHEAP_SHMEM_PLAIN_RMA(T, N)                                          \
+  void shmem_##N##_put(T *dest, const T *source, size_t nelems, int pe);       \
+  void shmem_##N##_put_nbi(T *dest, const T *source, size_t nelems, int pe);   \
+  void shmem_##N##_get(T *dest, const T *source, size_t nelems, int pe);       \
+  void shmem_##N##_get_nbi(T *dest, const T *source, size_t nelems, int pe);   \
+  void shmem_##N##_p(T *dest, T value, int pe);                                \
+  T shmem_##N##_g(const T *source, int pe);
+#define SYMHEAP_SHMEM_PLAIN_MEM(NAME, OP)                                      \
+  void shmem_##NAME(void *dest, const void *source, size_t nelems, int pe);
+#define SYMHEAP_SHMEM_AMO(RET, T, N, OP, ADDR, PARAMS, ARGS, EXPR)             \
+  RET shmem_ctx_##N##_atomic_##OP(shmem_ctx_t ctx,                             \
+                                  SYMHEAP_SHMEM_UNPAREN PARAMS);               \
+  RET shmem_##N##_atomic_##OP PARAMS;
+#define SYMHEAP_SHMEM_AMO_V(T, N, OP, ADDR, PARAMS, ARGS, EXPR)                \
+  SYMHEAP_SHMEM_AMO(void, T, N, OP, ADDR, PARAMS, ARGS, EXPR)
+
+#endif
+
+/* The blocking AMOs of each table, through the macros above. */
+#define SYMHEAP_SHMEM_SEQ __ATOMIC_SEQ_CST
+#define SYMHEAP_SHMEM_FAST_AMO_EXT(T, N)                                       \
+  SYMHEAP_SHMEM_AMO(T, T, N, fetch, source, (const T *source, int pe),         \
+                    (source, pe), T r_;                                        \
+                    __atomic_load(q_, &r_, SYMHEAP_SHMEM_SEQ); return r_;)     \
+  SYMHEAP_SHMEM_AMO_V(T, N, set, dest, (T * dest, T value, int pe),            \
+                      (dest, value, pe),                                       \
+                      __atomic_store(q_, &value, SYMHEAP_SHMEM_SEQ);)          \
+  SYMHEAP_SHMEM_AMO(T, T, N, swap, dest, (T * dest, T value, int pe),          \
+                    (dest, value, pe), T r_;                                   \
+                    __atomic_exchange(q_, &value, &r_, SYMHEAP_SHMEM_SEQ);     \
+                    return r_;)
+#define SYMHEAP_SHMEM_FAST_AMO_STD(T, N)                                       \
+  SYMHEAP_SHMEM_AMO(                                                           \
+      T, T, N, compare_swap, dest, (T * dest, T cond, T value, int pe),        \
+      (dest, cond, value, pe),                                                 \
+      __atomic_compare_exchange_n(q_, &cond, value, 0, SYMHEAP_SHMEM_SEQ,      \
+                                  SYMHEAP_SHMEM_SEQ);                          \
+      return cond;)                                                            \
+  SYMHEAP_SHMEM_AMO(T, T, N, fetch_inc, dest, (T * dest, int pe), (dest, pe),  \
+                    return __atomic_fetch_add(q_, (T)1, SYMHEAP_SHMEM_SEQ);)   \
+  SYMHEAP_SHMEM_AMO_V(T, N, inc, dest, (T * dest, int pe), (dest, pe),         \
+                      __atomic_fetch_add(q_, (T)1, SYMHEAP_SHMEM_SEQ);)        \
+  SYMHEAP_SHMEM_AMO(T, T, N, fetch_add, dest, (T * dest, T value, int pe),     \
+                    (dest, value, pe),                                         \
+                    return __atomic_fetch_add(q_, value, SYMHEAP_SHMEM_SEQ);)  \
+  SYMHEAP_SHMEM_AMO_V(T, N, add, dest, (T * dest, T value, int pe),            \
+                      (dest, value, pe),                                       \
+                      __atomic_fetch_add(q_, value, SYMHEAP_SHMEM_SEQ);)
+#define SYMHEAP_SHMEM_FAST_AMO_BITOP(T, N, OP)                                 \
+  SYMHEAP_SHMEM_AMO(T, T, N, fetch_##OP, dest, (T * dest, T value, int pe),    \
+                    (dest, value, pe),                                         \
+                    return __atomic_fetch_##OP(q_, value, SYMHEAP_SHMEM_SEQ);) \
+  SYMHEAP_SHMEM_AMO_V(T, N, OP, dest, (T * dest, T value, int pe),             \
+                      (dest, value, pe),                                       \
+                      __atomic_fetch_##OP(q_, value, SYMHEAP_SHMEM_SEQ);)
+#define SYMHEAP_SHMEM_FAST_AMO_BIT(T, N)                                       \
+  SYMHEAP_SHMEM_FAST_AMO_BITOP(T, N, and)                                      \
+  SYMHEAP_SHMEM_FAST_AMO_BITOP(T, N, or)                                       \
+  SYMHEAP_SHMEM_FAST_AMO_BITOP(T, N, xor)
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SYMHEAP_SHMEM_FAST_H */

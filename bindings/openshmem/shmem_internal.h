@@ -1,0 +1,156 @@
+/* symheap-shmem internals: the state of one PE, address translation, the
+ * bounded spin-wait and the group (team or active set) collectives build on.
+ * Not installed.  Internal names start with shm__ and are not exported (the
+ * version script exports shmem_* and symheap_shmem_* only). */
+#ifndef SYMHEAP_SHMEM_INTERNAL_H
+#define SYMHEAP_SHMEM_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shmem.h"
+#include "symheap.h"
+
+#define SHM_MAX_TEAMS 64
+/* Words of a group's synchronisation area (a team's slot, or pSync):
+ * [0] arrivals (counted at the group's first PE), [1] release flag,
+ * [2] a scratch word (collect sizes, a new team's slot). */
+#define SHM_SYNC_WORDS 4
+
+/* Lives at the start of every PE's symmetric heap, so peers reach it. */
+struct shm_ctrl {
+  int exit_req;        /* 1 + status once a PE called shmem_global_exit */
+  int pid;             /* this PE's process, for the liveness check */
+  uint64_t team_slots; /* on PE 0: which team slots are taken */
+  long team_sync[SHM_MAX_TEAMS][SHM_SYNC_WORDS];
+};
+
+struct symheap_shmem_team {
+  int slot;       /* index into shm_ctrl.team_sync; -1 for a dead team */
+  int size;       /* number of PEs */
+  int me;         /* this PE's number in the team, -1 if not a member */
+  int *world;     /* team PE -> world PE */
+  int heap_owned; /* world is malloc'd (not the world team's) */
+  shmem_team_config_t config;
+  long config_mask;
+  int nctx; /* contexts made on it and not destroyed */
+};
+
+struct symheap_shmem_ctx {
+  shmem_team_t team;
+  long options;
+};
+
+struct shm_state {
+  int initialized;
+  int me, npes;
+  int thread_level;
+  symheap_comm_t comm;
+  symheap_window_t heap_win;
+  char *heap_base;
+  size_t heap_size;
+  char **heap_peer; /* npes entries */
+  symheap_window_t data_win;
+  void *data_mem;   /* symheap_mem_alloc'd backing of the data segment */
+  char *data_base;  /* the program's own data+bss, page-aligned */
+  size_t data_size; /* 0: the data segment is not symmetric */
+  char **data_peer;
+  struct shm_ctrl *ctrl;      /* this PE's */
+  pthread_mutex_t lock;       /* the heap allocator and team slots */
+  unsigned spin_before_yield; /* SYMHEAP_SHMEM_SPIN: pause-spins, then yield */
+};
+extern struct shm_state shm__s;
+
+/* A set of PEs that runs a collective: a team, or a deprecated active set
+ * (start, stride, size), with the symmetric words it synchronises on. */
+struct shm_group {
+  const int *world; /* team PE -> world PE, or NULL for start + i*stride */
+  int start, stride, size;
+  int me;     /* this PE's index, -1 if not a member */
+  long *sync; /* SHM_SYNC_WORDS symmetric longs */
+};
+
+/* Errors that the specification leaves undefined end the job, saying why. */
+void shm__fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
+__attribute__((noreturn));
+void shm__require_init(const char *fn);
+
+/* Where `addr` (symmetric, in this PE's view) lives on world PE `pe`. */
+static inline char *shm__peer(const void *addr, int pe) {
+  uintptr_t a = (uintptr_t)addr;
+  if ((unsigned)pe >= (unsigned)shm__s.npes) {
+    if (!shm__s.initialized)
+      shm__fatal("an OpenSHMEM routine was called before shmem_init or "
+                 "after shmem_finalize");
+    shm__fatal("PE %d is out of range (0..%d)", pe, shm__s.npes - 1);
+  }
+  if (pe == shm__s.me)
+    return (char *)addr;
+  if (a - (uintptr_t)shm__s.heap_base < shm__s.heap_size)
+    return shm__s.heap_peer[pe] + (a - (uintptr_t)shm__s.heap_base);
+  if (a - (uintptr_t)shm__s.data_base < shm__s.data_size)
+    return shm__s.data_peer[pe] + (a - (uintptr_t)shm__s.data_base);
+  shm__fatal("address %p is not symmetric (neither in the symmetric heap "
+             "nor in the program's data or bss)",
+             addr);
+}
+/* NULL instead of failing, for shmem_ptr and shmem_addr_accessible. */
+char *shm__peer_or_null(const void *addr, int pe);
+
+/* A context's PE number, in the world. */
+static inline int shm__ctx_pe(shmem_ctx_t ctx, int pe) {
+  if (ctx == SHMEM_CTX_DEFAULT)
+    return pe;
+  if (ctx == SHMEM_CTX_INVALID)
+    shm__fatal("operation on SHMEM_CTX_INVALID");
+  if (ctx->team == SHMEM_TEAM_WORLD)
+    return pe;
+  if ((unsigned)pe >= (unsigned)ctx->team->size)
+    shm__fatal("PE %d is out of range of the context's team (0..%d)", pe,
+               ctx->team->size - 1);
+  return ctx->team->world[pe];
+}
+
+/* One turn of a wait loop: spin briefly, then yield (the machine may have
+ * fewer cores than PEs); ends the job when a PE called shmem_global_exit or
+ * a PE's process is gone. */
+struct shm_spin {
+  unsigned n;
+  long long next_check_ns;
+};
+#define SHM_SPIN_INIT                                                          \
+  { 0, 0 }
+void shm__spin(struct shm_spin *s);
+
+int shm__compare(int cmp, const void *a, const void *b, int is_signed,
+                 int is_float, size_t size);
+
+/* Groups. */
+void shm__team_group(shmem_team_t team, struct shm_group *g);
+int shm__active_group(int start, int log_stride, int size, long *psync,
+                      struct shm_group *g);
+static inline int shm__group_pe(const struct shm_group *g, int i) {
+  return g->world ? g->world[i] : g->start + i * g->stride;
+}
+void shm__barrier(const struct shm_group *g);
+/* Combines n elements of `in` into `acc`. */
+typedef void (*shm_combine_fn)(void *acc, const void *in, size_t n);
+void shm__reduce(const struct shm_group *g, void *dest, const void *source,
+                 size_t n, size_t elem, shm_combine_fn combine);
+void shm__broadcast(const struct shm_group *g, void *dest, const void *source,
+                    size_t bytes, int root, int root_too);
+void shm__collect(const struct shm_group *g, void *dest, const void *source,
+                  size_t bytes, int fixed);
+void shm__alltoalls(const struct shm_group *g, void *dest, const void *source,
+                    ptrdiff_t dst, ptrdiff_t sst, size_t n, size_t elem);
+
+/* Heap (heap.c) and teams (team.c) set-up. */
+int shm__heap_init(void);
+void shm__heap_fini(void);
+int shm__teams_init(void);
+void shm__teams_fini(void);
+int shm__data_segment_init(void);
+void shm__data_segment_fini(void);
+
+#endif /* SYMHEAP_SHMEM_INTERNAL_H */

@@ -1,0 +1,276 @@
+/* Teams and contexts.
+ *
+ * A team is a list of world PEs and a slot: the index of the team's
+ * synchronisation words in every PE's control block.  Slots are taken from a
+ * bitmap on world PE 0 by the new team's first PE (an atomic compare-and-swap)
+ * and handed to the other members through the parent team's scratch word, so
+ * every member of a team agrees on its slot even when teams are made and
+ * destroyed by different subsets of PEs.  Contexts are a team and options:
+ * every operation completes before it returns, so a context holds no
+ * pending work of its own. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "shmem_internal.h"
+
+struct symheap_shmem_team symheap_shmem_team_world = {.slot = -1};
+struct symheap_shmem_team symheap_shmem_team_shared = {.slot = -1};
+struct symheap_shmem_ctx symheap_shmem_ctx_default = {
+    .team = &symheap_shmem_team_world};
+
+static int *world_ranks;
+/* This PE's teams by slot, so that shmem_finalize frees those the program
+ * did not destroy. */
+static struct symheap_shmem_team *live[SHM_MAX_TEAMS];
+
+int shm__teams_init(void) {
+  world_ranks = malloc((size_t)shm__s.npes * sizeof(int));
+  if (!world_ranks)
+    return -1;
+  for (int i = 0; i < shm__s.npes; i++)
+    world_ranks[i] = i;
+  /* Every PE is on this host (shmem_init checks), so SHMEM_TEAM_SHARED has
+   * the world's PEs; it is its own team with its own slot. */
+  struct symheap_shmem_team *t[2] = {&symheap_shmem_team_world,
+                                     &symheap_shmem_team_shared};
+  for (int i = 0; i < 2; i++) {
+    *t[i] = (struct symheap_shmem_team){
+        .slot = i, .size = shm__s.npes, .me = shm__s.me, .world = world_ranks};
+  }
+  shm__s.ctrl->team_slots = 3; /* on PE 0 it is the bitmap */
+  return 0;
+}
+
+void shm__teams_fini(void) {
+  for (int i = 2; i < SHM_MAX_TEAMS; i++) {
+    if (live[i]) {
+      free(live[i]->world);
+      free(live[i]);
+      live[i] = NULL;
+    }
+  }
+  free(world_ranks);
+  world_ranks = NULL;
+  symheap_shmem_team_world.slot = symheap_shmem_team_shared.slot = -1;
+}
+
+void shm__team_group(shmem_team_t team, struct shm_group *g) {
+  if (team == SHMEM_TEAM_INVALID || team->slot < 0)
+    shm__fatal("collective on an invalid or destroyed team");
+  *g = (struct shm_group){.world = team->world,
+                          .size = team->size,
+                          .me = team->me,
+                          .sync = shm__s.ctrl->team_sync[team->slot]};
+}
+
+int shmem_team_my_pe(shmem_team_t team) {
+  return team == SHMEM_TEAM_INVALID || team->slot < 0 ? -1 : team->me;
+}
+
+int shmem_team_n_pes(shmem_team_t team) {
+  return team == SHMEM_TEAM_INVALID || team->slot < 0 ? -1 : team->size;
+}
+
+int shmem_team_get_config(shmem_team_t team, long config_mask,
+                          shmem_team_config_t *config) {
+  if (team == SHMEM_TEAM_INVALID || !config)
+    return -1;
+  if (config_mask & SHMEM_TEAM_NUM_CONTEXTS)
+    config->num_contexts = team->config.num_contexts;
+  return 0;
+}
+
+int shmem_team_translate_pe(shmem_team_t src_team, int src_pe,
+                            shmem_team_t dest_team) {
+  if (src_team == SHMEM_TEAM_INVALID || dest_team == SHMEM_TEAM_INVALID ||
+      src_pe < 0 || src_pe >= src_team->size)
+    return -1;
+  int w = src_team->world[src_pe];
+  for (int i = 0; i < dest_team->size; i++)
+    if (dest_team->world[i] == w)
+      return i;
+  return -1;
+}
+
+void *shmem_team_ptr(shmem_team_t team, const void *dest, int pe) {
+  if (team == SHMEM_TEAM_INVALID || pe < 0 || pe >= team->size)
+    return NULL;
+  return shmem_ptr(dest, team->world[pe]);
+}
+
+/* Takes a free slot on world PE 0's bitmap; -1 if all are taken. */
+static long take_slot(void) {
+  uint64_t *bits = (uint64_t *)shm__peer(&shm__s.ctrl->team_slots, 0);
+  uint64_t old = __atomic_load_n(bits, __ATOMIC_ACQUIRE);
+  for (;;) {
+    if (old == ~(uint64_t)0)
+      return -1;
+    int s = __builtin_ctzll(~old);
+    if (__atomic_compare_exchange_n(bits, &old, old | (1ULL << s), 0,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      return s;
+  }
+}
+
+static void give_slot(int s) {
+  uint64_t *bits = (uint64_t *)shm__peer(&shm__s.ctrl->team_slots, 0);
+  __atomic_fetch_and(bits, ~(1ULL << s), __ATOMIC_ACQ_REL);
+}
+
+/* Collective over parent: the PEs parent->world[first + i*stride], i < size,
+ * form a team.  The new team's first PE takes a slot and writes it into
+ * every parent PE's scratch word (-2 if none was free); a barrier before and
+ * after keeps the word from being overwritten while someone reads it. */
+static int split(shmem_team_t parent, int first, int stride, int size,
+                 const shmem_team_config_t *config, long mask,
+                 shmem_team_t *out) {
+  struct shm_group g;
+  shm__team_group(parent, &g);
+  int ok = size > 0 && first >= 0 && first < parent->size &&
+           first + (long)(size - 1) * stride >= 0 &&
+           first + (long)(size - 1) * stride < parent->size &&
+           (stride != 0 || size == 1);
+  shm__barrier(&g);
+  if (ok && parent->me == first) {
+    long slot = take_slot();
+    for (int i = 0; i < parent->size; i++)
+      __atomic_store_n((long *)shm__peer(&g.sync[2], parent->world[i]),
+                       slot < 0 ? -2 : slot, __ATOMIC_RELEASE);
+  }
+  shm__barrier(&g);
+  long slot = ok ? __atomic_load_n(&g.sync[2], __ATOMIC_ACQUIRE) : -2;
+  *out = SHMEM_TEAM_INVALID;
+  if (slot < 0)
+    return -1;
+  int me = -1;
+  if (stride != 0 && (parent->me - first) % stride == 0 &&
+      (parent->me - first) / stride >= 0 &&
+      (parent->me - first) / stride < size)
+    me = (parent->me - first) / stride;
+  if (stride == 0 && parent->me == first)
+    me = 0;
+  if (me < 0)
+    return 0;
+  struct symheap_shmem_team *t = calloc(1, sizeof *t);
+  int *w = malloc((size_t)size * sizeof(int));
+  if (!t || !w) {
+    free(t);
+    free(w);
+    return -1;
+  }
+  for (int i = 0; i < size; i++)
+    w[i] = parent->world[first + i * stride];
+  *t = (struct symheap_shmem_team){.slot = (int)slot,
+                                   .size = size,
+                                   .me = me,
+                                   .world = w,
+                                   .heap_owned = 1,
+                                   .config_mask = mask};
+  if (config && (mask & SHMEM_TEAM_NUM_CONTEXTS))
+    t->config.num_contexts = config->num_contexts;
+  live[slot] = t;
+  *out = t;
+  return 0;
+}
+
+int shmem_team_split_strided(shmem_team_t parent_team, int start, int stride,
+                             int size, const shmem_team_config_t *config,
+                             long config_mask, shmem_team_t *new_team) {
+  shm__require_init("shmem_team_split_strided");
+  if (parent_team == SHMEM_TEAM_INVALID) {
+    *new_team = SHMEM_TEAM_INVALID;
+    return -1;
+  }
+  return split(parent_team, start, stride, size, config, config_mask, new_team);
+}
+
+/* The parent as a grid of xrange columns: x teams are rows, y teams are
+ * columns.  Every parent PE takes part in every split (collective), each
+ * joining only its own row and column. */
+int shmem_team_split_2d(shmem_team_t parent, int xrange,
+                        const shmem_team_config_t *xaxis_config,
+                        long xaxis_mask, shmem_team_t *xaxis_team,
+                        const shmem_team_config_t *yaxis_config,
+                        long yaxis_mask, shmem_team_t *yaxis_team) {
+  shm__require_init("shmem_team_split_2d");
+  *xaxis_team = *yaxis_team = SHMEM_TEAM_INVALID;
+  if (parent == SHMEM_TEAM_INVALID || xrange <= 0)
+    return -1;
+  int n = parent->size;
+  if (xrange > n)
+    xrange = n;
+  int rows = (n + xrange - 1) / xrange;
+  int rc = 0;
+  for (int r = 0; r < rows; r++) {
+    int len = r == rows - 1 ? n - r * xrange : xrange;
+    shmem_team_t t;
+    rc |= split(parent, r * xrange, 1, len, xaxis_config, xaxis_mask, &t);
+    if (t != SHMEM_TEAM_INVALID)
+      *xaxis_team = t;
+  }
+  for (int c = 0; c < xrange; c++) {
+    int len = (n - c + xrange - 1) / xrange;
+    shmem_team_t t;
+    rc |= split(parent, c, xrange, len, yaxis_config, yaxis_mask, &t);
+    if (t != SHMEM_TEAM_INVALID)
+      *yaxis_team = t;
+  }
+  return rc ? -1 : 0;
+}
+
+/* Collective over the team: a barrier, so that nobody still uses the slot,
+ * then its first PE gives the slot back (its words are zero again: every
+ * barrier leaves them so). */
+void shmem_team_destroy(shmem_team_t team) {
+  if (team == SHMEM_TEAM_INVALID || team == SHMEM_TEAM_WORLD ||
+      team == SHMEM_TEAM_SHARED || team->slot < 0)
+    return;
+  struct shm_group g;
+  shm__team_group(team, &g);
+  shm__barrier(&g);
+  if (team->me == 0)
+    give_slot(team->slot);
+  live[team->slot] = NULL;
+  team->slot = -1;
+  free(team->world);
+  free(team);
+}
+
+int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t *ctx) {
+  if (!ctx)
+    return -1;
+  *ctx = SHMEM_CTX_INVALID;
+  if (team == SHMEM_TEAM_INVALID || team->slot < 0)
+    return -1;
+  struct symheap_shmem_ctx *c = malloc(sizeof *c);
+  if (!c)
+    return -1;
+  c->team = team;
+  c->options = options;
+  __atomic_fetch_add(&team->nctx, 1, __ATOMIC_RELAXED);
+  *ctx = c;
+  return 0;
+}
+
+int shmem_ctx_create(long options, shmem_ctx_t *ctx) {
+  return shmem_team_create_ctx(SHMEM_TEAM_WORLD, options, ctx);
+}
+
+void shmem_ctx_destroy(shmem_ctx_t ctx) {
+  if (ctx == SHMEM_CTX_INVALID || ctx == SHMEM_CTX_DEFAULT)
+    return;
+  __atomic_thread_fence(__ATOMIC_SEQ_CST); /* its operations are complete */
+  __atomic_fetch_sub(&ctx->team->nctx, 1, __ATOMIC_RELAXED);
+  free(ctx);
+}
+
+int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team) {
+  if (!team)
+    return -1;
+  if (ctx == SHMEM_CTX_INVALID) {
+    *team = SHMEM_TEAM_INVALID;
+    return -1;
+  }
+  *team = ctx->team;
+  return 0;
+}

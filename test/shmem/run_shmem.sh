@@ -1,0 +1,101 @@
+# OpenSHMEM over symheap (bindings/openshmem; docs/openshmem.md).  Sourced by
+# test/run.sh after the build, with its run/check helpers.  The tests per
+# feature area at 2, 4 and 8 PEs, one under mpirun, ending a job, refusal
+# without host access, the header from C++, and the specification's example
+# programs (../shared/openshmem, someone else's code: built from there with
+# symheap-oshcc, never copied here) at 2 and 4 PEs, where that is present.
+echo "== OpenSHMEM (symheap-shmem)"
+for t in setup rma amo coll team p2p; do
+  for n in 2 4 8; do
+    run " shmem $t procs x$n" build/bin/symheap-run -n $n build/test/shmem/test_shmem_$t
+  done
+done
+# The RMA and AMO tests calling the exported functions (no inline paths).
+for t in rma amo; do
+  run " shmem $t without inline paths procs x4" build/bin/symheap-run -n 4 \
+    build/test/shmem/test_shmem_${t}_noinline
+done
+# Started by hand, without a launcher: one PE.
+for t in setup rma amo coll team p2p; do
+  run " shmem $t one PE, no launcher" build/test/shmem/test_shmem_$t
+done
+if [ -e build/lib/libsymheap-ccl-mpi.so ]; then
+  run " shmem coll (mpirun -n 4)" env OMPI_ALLOW_RUN_AS_ROOT=1 \
+    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm=isolated \
+    mpirun --oversubscribe --bind-to none -n 4 build/test/shmem/test_shmem_coll
+fi
+# The example plugin's device: another CPU-accessible backend.
+for t in setup coll; do
+  run " shmem $t example plugin procs x2" env SYMHEAP_PLUGIN_PATH="$PWD/build/lib" \
+    SYMHEAP_PLUGIN=example SYMHEAP_DEVICE=example \
+    build/bin/symheap-run -n 2 build/test/shmem/test_shmem_$t
+done
+run " shmem init refused without host access" env SYMHEAP_DEVICE=cuda \
+  SYMHEAP_CUDA_LIBRARY="$PWD/build/fake_cuda/libcuda.so.1" \
+  build/bin/symheap-run -n 2 build/test/shmem/test_shmem_setup --expect-refusal
+
+# shmem_exit_status WANT ARGS...: the job ends with status WANT within 60 s,
+# no PE gets past the barrier, and (for a dead PE) the survivors say why.
+shmem_exit_status() {
+  local want=$1
+  shift
+  timeout 60 build/bin/symheap-run -n 4 build/test/shmem/test_shmem_exit "$@" \
+    >"$LOGDIR/shmem-exit.out" 2>&1
+  local rc=$?
+  cat "$LOGDIR/shmem-exit.out"
+  [ "$rc" -eq "$want" ] || { echo "status $rc, want $want"; return 1; }
+  ! grep -q '^FAIL' "$LOGDIR/shmem-exit.out"
+}
+check " shmem global_exit(0) during a barrier" shmem_exit_status 0 --global-exit 0
+check " shmem global_exit(7) during a barrier" shmem_exit_status 7 --global-exit 7
+shmem_dead_pe() {
+  shmem_exit_status 1 --pe-dies && grep -q 'has exited' "$LOGDIR/shmem-exit.out"
+}
+check " shmem a PE dies: the others end" shmem_dead_pe
+shmem_before_init() {
+  shmem_exit_status 1 --before-init && grep -q 'before shmem_init' "$LOGDIR/shmem-exit.out"
+}
+check " shmem a call before shmem_init is refused" shmem_before_init
+
+shmem_cxx() {
+  build/bin/symheap-oshc++ -O2 -Wall -Wextra -Werror test/shmem/cxx_check.cpp \
+    -o build/test/shmem/cxx_check && build/bin/symheap-run -n 2 build/test/shmem/cxx_check
+}
+if command -v "${CXX:-c++}" >/dev/null; then
+  check " shmem header from C++ (symheap-oshc++)" shmem_cxx
+else
+  skip_pass "shmem header from C++" "no C++ compiler (apt-get install g++)"
+fi
+
+SHMEM_SPEC=../shared/openshmem/spec-examples
+if [ -d "$SHMEM_SPEC" ]; then
+  mkdir -p build/shmem-spec
+  for src in "$SHMEM_SPEC"/*.c; do
+    name=$(basename "$src" .c)
+    if ! build/bin/symheap-oshcc -O2 "$src" -o "build/shmem-spec/$name" \
+        >"$LOGDIR/shmem-spec-$name.build.log" 2>&1; then
+      failed=$((failed + 1))
+      failures+=("shmem spec example $name: build failed, see $LOGDIR/shmem-spec-$name.build.log")
+      continue
+    fi
+    for n in 2 4; do
+      check " shmem spec example $name x$n" timeout 120 \
+        build/bin/symheap-run -n $n "build/shmem-spec/$name"
+    done
+  done
+else
+  echo " shmem spec examples: skipped ($SHMEM_SPEC is not there)"
+fi
+
+# shmem_sanitized BUILD: the feature tests built with ASan + UBSan (run.sh's
+# sanitizer pass calls it once BUILD's tests are built), at 2 and 4 PEs.
+shmem_sanitized() {
+  local b=$1 t n
+  for t in setup rma amo coll team p2p; do
+    for n in 2 4; do
+      run "asan shmem $t procs x$n" env ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=23 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        build/bin/symheap-run -n $n "$b/test/shmem/test_shmem_$t"
+    done
+  done
+}

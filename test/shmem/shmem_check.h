@@ -1,0 +1,38 @@
+/* Checks for the OpenSHMEM tests: each PE prints "PASS <case>" or
+ * "FAIL <case> <why>" (test/run.sh merges the PEs' lines by case), and the
+ * program's exit status says whether every case passed on this PE. */
+#ifndef SHMEM_CHECK_H
+#define SHMEM_CHECK_H
+
+#include <shmem.h>
+#include <stdio.h>
+
+static const char *shc_case;
+static int shc_bad, shc_failures;
+
+static inline void shc_begin(const char *name) {
+  shc_case = name;
+  shc_bad = 0;
+}
+
+#define SHC_CHECK(cond, ...)                                                   \
+  do {                                                                         \
+    if (!(cond) && !shc_bad) {                                                 \
+      shc_bad = 1;                                                             \
+      shc_failures++;                                                          \
+      printf("FAIL %s PE %d: ", shc_case, shmem_my_pe());                      \
+      printf(__VA_ARGS__);                                                     \
+      printf(" (%s:%d)\n", __FILE__, __LINE__);                                \
+      fflush(stdout);                                                          \
+    }                                                                          \
+  } while (0)
+
+static inline void shc_end(void) {
+  if (!shc_bad)
+    printf("PASS %s\n", shc_case);
+  fflush(stdout);
+}
+
+static inline int shc_status(void) { return shc_failures ? 1 : 0; }
+
+#endif
