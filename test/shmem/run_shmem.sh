@@ -84,7 +84,7 @@ if [ -d "$SHMEM_SPEC" ]; then
     done
   done
 else
-  echo " shmem spec examples: skipped ($SHMEM_SPEC is not there)"
+  skip_pass "shmem spec examples" "$SHMEM_SPEC is not there (../shared beside the checkout)"
 fi
 
 # shmem_sanitized BUILD: the feature tests built with ASan + UBSan (run.sh's
