@@ -4,11 +4,13 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "minicoll.h"
@@ -50,22 +52,53 @@ static minicoll_t *alloc_mc(int rank, int n) {
 }
 
 
-static int io_all(int fd, void *buf, size_t len, int sending, int ms) {
-  struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-  setsockopt(fd, SOL_SOCKET, sending ? SO_SNDTIMEO : SO_RCVTIMEO, &tv,
-             sizeof tv);
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* All of buf, or -1 with errno ETIMEDOUT (the deadline passed: the whole
+ * call's, not each system call's) or another errno (the peer is gone). */
+static int io_all(int fd, void *buf, size_t len, int sending,
+                  int64_t deadline) {
   char *p = buf;
   while (len) {
-    ssize_t k = sending ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
+    int64_t left = deadline - now_ms();
+    struct pollfd pf = {fd, sending ? POLLOUT : POLLIN, 0};
+    int w = left > 0 ? poll(&pf, 1, (int)left) : 0;
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w == 0) {
+      errno = ETIMEDOUT;
+      return -1;
+    }
+    ssize_t k = w < 0                ? -1
+                : sending            ? send(fd, p, len, MSG_NOSIGNAL)
+                                     : recv(fd, p, len, 0);
     if (k <= 0) {
       if (k < 0 && errno == EINTR)
         continue;
+      if (k == 0)
+        errno = ECONNRESET;
       return -1;
     }
     p += k;
     len -= (size_t)k;
   }
   return 0;
+}
+
+/* A failed exchange with rank r as symheap's error: the timeout is
+ * SYMHEAP_ERR_TIMEOUT, as the ccl contract says; a lost peer REMOTE. */
+static symheap_result_t peer_failed(int r, int timeout_ms) {
+  const symheap_host_services_t *svc = symheap_host_services();
+  if (errno == ETIMEDOUT)
+    return svc->error(SYMHEAP_ERR_TIMEOUT,
+                      "minicoll: rank %d did not answer within %d ms", r,
+                      timeout_ms);
+  return svc->error(SYMHEAP_ERR_REMOTE, "minicoll: lost rank %d (%s)", r,
+                    strerror(errno));
 }
 
 /* --- the ccl that symheap rides on ------------------------------------- */
@@ -77,21 +110,21 @@ static int mc_size(void *ctx) { return ((minicoll_t *)ctx)->n; }
 static symheap_result_t mc_allgather(void *ctx, const void *in, void *out,
                                      size_t bytes, int timeout_ms) {
   minicoll_t *mc = ctx;
-  const symheap_host_services_t *svc = symheap_host_services();
   char *o = out;
+  int64_t deadline = now_ms() + timeout_ms; /* one for the whole call */
   if (mc->rank == 0) {
     memcpy(o, in, bytes);
     for (int r = 1; r < mc->n; r++)
-      if (io_all(mc->fd[r], o + (size_t)r * bytes, bytes, 0, timeout_ms))
-        return svc->error(SYMHEAP_ERR_REMOTE, "minicoll: lost rank %d", r);
+      if (io_all(mc->fd[r], o + (size_t)r * bytes, bytes, 0, deadline))
+        return peer_failed(r, timeout_ms);
     for (int r = 1; r < mc->n; r++)
-      if (io_all(mc->fd[r], o, bytes * (size_t)mc->n, 1, timeout_ms))
-        return svc->error(SYMHEAP_ERR_REMOTE, "minicoll: lost rank %d", r);
+      if (io_all(mc->fd[r], o, bytes * (size_t)mc->n, 1, deadline))
+        return peer_failed(r, timeout_ms);
     return SYMHEAP_SUCCESS;
   }
-  if (io_all(mc->fd[0], (void *)in, bytes, 1, timeout_ms) ||
-      io_all(mc->fd[0], o, bytes * (size_t)mc->n, 0, timeout_ms))
-    return svc->error(SYMHEAP_ERR_REMOTE, "minicoll: lost rank 0");
+  if (io_all(mc->fd[0], (void *)in, bytes, 1, deadline) ||
+      io_all(mc->fd[0], o, bytes * (size_t)mc->n, 0, deadline))
+    return peer_failed(0, timeout_ms);
   return SYMHEAP_SUCCESS;
 }
 
@@ -135,7 +168,8 @@ static int accept_all(minicoll_t *mc, int l) {
       snprintf(err, sizeof err, "minicoll: accept: %s", strerror(errno));
       return -1;
     }
-    if (io_all(s, &who, sizeof who, 0, 10000) || who <= 0 || who >= mc->n ||
+    if (io_all(s, &who, sizeof who, 0, now_ms() + 10000) || who <= 0 ||
+        who >= mc->n ||
         mc->fd[who] >= 0) {
       close(s);
       k--; /* not one of ours */
@@ -160,7 +194,7 @@ static int connect_to(minicoll_t *mc, int port) {
       int32_t me = mc->rank;
       setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       mc->fd[0] = s;
-      return io_all(s, &me, sizeof me, 1, 10000);
+      return io_all(s, &me, sizeof me, 1, now_ms() + 10000);
     }
     if (s >= 0)
       close(s);

@@ -3,11 +3,13 @@
  * (the window grows in between), every element checked exactly.  Then
  * symheap_comm_init_ccl's refusals. */
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "minicoll.h"
@@ -98,6 +100,55 @@ static int rank_main(int rank, int n, int port) {
   return bad;
 }
 
+static int64_t ms_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* minicoll keeps the ccl contract on timeouts: rank 3 stalls (SIGSTOP for
+ * 4 s) and the others' all-reduce fails with SYMHEAP_ERR_TIMEOUT within the
+ * timeout plus a second, once per call rather than once per system call. */
+static int rank_stall(int rank, int n, int port) {
+  minicoll_t *mc;
+  setenv("SYMHEAP_TIMEOUT_MS", "1500", 1);
+  if (minicoll_init(&mc, rank, n, port) != 0) {
+    printf("FAIL embed/stall [rank %d] init: %s\n", rank, minicoll_error());
+    return 1;
+  }
+  float d[16] = {0};
+  int bad = minicoll_allreduce_f32(mc, d, 16) != 0;
+  if (rank == 3) {
+    pid_t me = getpid();
+    if (fork() == 0) {
+      usleep(4000 * 1000);
+      kill(me, SIGCONT);
+      _exit(0);
+    }
+    raise(SIGSTOP);
+    minicoll_finalize(mc);
+    return 0; /* the stalled rank's own outcome is the bootstrap's concern */
+  }
+  int64_t t0 = ms_now();
+  int failed = minicoll_allreduce_f32(mc, d, 16) != 0;
+  int64_t ms = ms_now() - t0;
+  /* Rank 0 times out on rank 3; the others time out too, or see rank 0 go
+   * once it gave up: either way, within one timeout, saying which. */
+  const char *e = minicoll_error();
+  int said = rank == 0 ? strstr(e, "rank 3 did not answer within") != NULL
+                       : strstr(e, "did not answer within") ||
+                             strstr(e, "lost rank 0");
+  if (!failed || !said || ms > 2500) {
+    printf("FAIL embed/stall [rank %d] all-reduce with a stalled peer: %s "
+           "after %lld ms (%s)\n",
+           rank, failed ? "failed" : "succeeded", (long long)ms,
+           minicoll_error());
+    bad = 1;
+  }
+  minicoll_finalize(mc);
+  return bad;
+}
+
 static int one(void *c) {
   (void)c;
   return 1;
@@ -135,6 +186,24 @@ int main(void) {
     failed |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
   }
   printf("%s embed/allreduce_and_split_over_symheap_on_own_bootstrap\n",
+         failed ? "FAIL" : "PASS");
+  port = free_port();
+  failed = 0;
+  fflush(stdout);
+  for (int r = 0; r < n; r++)
+    if ((pids[r] = fork()) == 0) {
+      setenv("SYMHEAP_DEVICE", "host", 1);
+      setenv("SYMHEAP_DEBUG", "NONE", 1);
+      int rc = rank_stall(r, n, port);
+      fflush(stdout);
+      _exit(rc);
+    }
+  for (int r = 0; r < n; r++) {
+    int st;
+    waitpid(pids[r], &st, 0);
+    failed |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+  }
+  printf("%s embed/timeout_is_a_timeout_bounded_per_call\n",
          failed ? "FAIL" : "PASS");
 
   /* The table is checked before anything happens. */
