@@ -8,6 +8,7 @@
 #include "../adaptors/ccl/local.h"
 #include "comm.h"
 #include "config.h"
+#include "heap.h"
 #include "plugin.h"
 
 symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn) {
@@ -180,6 +181,7 @@ static void release_all(symheap_comm_t c) {
   }
   if (c->pad)
     (void)symheap__window_teardown(c, c->pad, 0);
+  symheap__heap_destroy(c);
   symheap__cache_clear(c);
   while (c->allocs) {
     SYMHEAP_WARN("comm destroy: allocation %p (%zu bytes) was never freed",

@@ -102,6 +102,10 @@ struct symheap_window {
    * then describe the vendor's flat range, which symheap did not map. */
   int vendor;
   void *vendor_handle;
+  /* A heap window (heap.c): [head, head + heap_len) of the comm's heap,
+   * reserve and stride being the heap's. */
+  int heap;
+  uint64_t heap_len;
 };
 
 struct symheap_comm {
@@ -149,6 +153,12 @@ struct symheap_comm {
   struct symheap__ibv *net;        /* RDMA registration, or NULL (net_why) */
   symheap__winpath_t winpath;      /* name NULL: symheap's own flat VA */
   char net_why[256];
+  /* The symmetric heap (heap.c), made at the first symheap_malloc that
+   * wants it.  heap_state: 0 variables not read yet, 1 on, -1 off
+   * (SYMHEAP_HEAP=0, or the reservation failed on some rank). */
+  struct symheap__heap *heap;
+  int heap_state;
+  uint64_t heap_reserve, heap_chunk, heap_threshold;
 };
 
 /* comm.c */
@@ -248,6 +258,11 @@ int symheap__slot_take(symheap_comm_t c);
 void symheap__slot_release(symheap_comm_t c, struct symheap_window *w);
 
 /* window.c */
+/* Collective: symheap_malloc without the heap (symheap_mem_alloc +
+ * registration), for the comm's pad. */
+symheap_result_t symheap__malloc_registered(symheap_comm_t c, size_t size,
+                                            unsigned flags,
+                                            symheap_window_t *win);
 /* Local.  may_cache: keep the flat mapping for a later registration of the
  * same memory (deregistration); 0 unmaps it (free, comm destroy). */
 symheap_result_t symheap__window_teardown(symheap_comm_t c,

@@ -1,14 +1,12 @@
 /* Windows: collective registration over the flat VA (or per-peer IPC
  * mappings, window_ipc.c), reuse of kept mappings (mapcache.c), and
  * deregistration.  Accessors are in window_access.c. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "exchange.h"
+#include "heap.h"
+#include "mapping.h"
 #include "window.h"
 
 /* What each rank registers, compared across ranks. */
@@ -23,28 +21,9 @@ typedef struct {
                             UINT64_MAX */
   uint32_t flags;
   uint32_t flat; /* 1: VMM memory, flat VA; 0: per-peer IPC */
+  uint32_t heap; /* 1: memory of the comm's heap (a view, no mapping) */
+  uint32_t pad;
 } reg_args_t;
-
-symheap_result_t symheap__unmap_flat(symheap_comm_t c, char *reserve,
-                                     size_t stride, int mapped) {
-  const symheap_device_ops *ops = &c->dev.ops;
-  symheap_result_t first = SYMHEAP_SUCCESS, r;
-  for (int p = 0; p < mapped; p++) {
-    if (!c->reach[p]) /* another host's place: reserved, never mapped */
-      continue;
-    r = ops->unmap(c->dev_ctx, reserve + (size_t)p * stride, stride);
-    if (r != SYMHEAP_SUCCESS && first == SYMHEAP_SUCCESS)
-      first = r;
-    c->stats.bytes_mapped -= stride;
-    c->mapped_from[p] -= stride;
-  }
-  size_t total = stride * (size_t)c->nranks;
-  r = ops->va_free(c->dev_ctx, reserve, total);
-  if (r != SYMHEAP_SUCCESS && first == SYMHEAP_SUCCESS)
-    first = r;
-  c->stats.va_reserved -= total;
-  return first;
-}
 
 static symheap_result_t unmap_flat(symheap_comm_t c, struct symheap_window *w,
                                    int mapped) {
@@ -53,135 +32,18 @@ static symheap_result_t unmap_flat(symheap_comm_t c, struct symheap_window *w,
   return r;
 }
 
-/* Export the window's memory.  A descriptor of a symheap allocation is
- * exported once and kept (closed when the memory is freed); each
- * registration sends a duplicate. */
-static symheap_result_t export_local(symheap_comm_t c, struct symheap_window *w,
-                                     symheap_mem_handle_t local, uint32_t kind,
-                                     symheap_shareable_t *out) {
-  symheap__alloc_t *a = w->alloc;
-  if (!a || kind != SYMHEAP_HANDLE_FD)
-    return c->dev.ops.mem_export(c->dev_ctx, local, kind, out);
-  if (a->export_fd < 0) {
-    symheap_shareable_t first;
-    symheap_result_t r = c->dev.ops.mem_export(c->dev_ctx, local, kind, &first);
-    if (r != SYMHEAP_SUCCESS)
-      return r;
-    a->export_fd = first.fd;
-    c->stats.descriptors_held++;
-  }
-  int fd = fcntl(a->export_fd, F_DUPFD_CLOEXEC, 0);
-  if (fd < 0)
-    return symheap__error(SYMHEAP_ERR_SYSTEM,
-                          "dup of an exported descriptor: %s", strerror(errno));
-  memset(out, 0, sizeof *out);
-  out->kind = SYMHEAP_HANDLE_FD;
-  out->fd = fd;
-  return SYMHEAP_SUCCESS;
-}
-
-static symheap_result_t map_flat(symheap_comm_t c, struct symheap_window *w,
-                                 symheap_mem_handle_t local, size_t map_off) {
-  const symheap_device_ops *ops = &c->dev.ops;
-  uint32_t kind = (c->caps.handle_kinds & (1u << SYMHEAP_HANDLE_FD))
-                      ? SYMHEAP_HANDLE_FD
-                      : SYMHEAP_HANDLE_BYTES;
-  symheap_shareable_t mine;
-  memset(&mine, 0, sizeof mine);
-  mine.fd = -1;
-  symheap_shareable_t *all = calloc((size_t)c->nranks, sizeof *all);
-  symheap_mem_handle_t *imp = calloc((size_t)c->nranks, sizeof *imp);
-  /* Step times, for SYMHEAP_DEBUG=TRACE: where registration time goes. */
-  uint64_t t[8];
-  t[0] = symheap__now_ns();
-  symheap_result_t r = (all && imp) ? export_local(c, w, local, kind, &mine)
-                                    : symheap__error(SYMHEAP_ERR_NO_MEMORY,
-                                                     "register: no memory");
-  if (!all || !imp) { /* still take part in the exchange, failing */
-    r = symheap__exchange_handles(c, r, &mine, kind, 0, c->scratch_sh);
-    free(all);
-    free(imp);
-    return r;
-  }
-  t[1] = symheap__now_ns();
-  r = symheap__exchange_handles(c, r, &mine, kind, 0, all);
-  t[2] = symheap__now_ns();
-  if (r != SYMHEAP_SUCCESS)
-    goto out;
-  /* Import every peer's memory, then map every rank's at base + p*stride. */
-  for (int p = 0; p < c->nranks; p++) {
-    if (p == c->rank || !c->reach[p])
-      continue;
-    symheap_result_t ri = ops->mem_import(c->dev_ctx, &all[p], &imp[p]);
-    all[p].fd = -1; /* the adaptor owns it now, imported or not */
-    if (ri != SYMHEAP_SUCCESS && r == SYMHEAP_SUCCESS)
-      r = symheap__error_context(ri, "importing rank %d's memory", p);
-  }
-  int mapped = 0;
-  size_t total = w->stride * (size_t)c->nranks;
-  void *va = NULL;
-  t[3] = symheap__now_ns();
-  if (r == SYMHEAP_SUCCESS) {
-    r = ops->va_reserve(c->dev_ctx, total, c->caps.granularity, &va);
-    if (r == SYMHEAP_SUCCESS) {
-      w->reserve = va;
-      c->stats.va_reserved += total;
-    }
-  }
-  for (int p = 0; p < c->nranks && r == SYMHEAP_SUCCESS; p++) {
-    if (!c->reach[p]) {
-      mapped++; /* "done": another host's place stays a hole */
-      continue;
-    }
-    r = ops->map(c->dev_ctx, w->reserve + (size_t)p * w->stride, w->stride,
-                 p == c->rank ? local : imp[p], map_off);
-    if (r == SYMHEAP_SUCCESS) {
-      mapped++;
-      c->stats.bytes_mapped += w->stride;
-      c->mapped_from[p] += w->stride;
-    } else {
-      r = symheap__error_context(r, "mapping rank %d's memory", p);
-    }
-  }
-  t[4] = symheap__now_ns();
-  if (r == SYMHEAP_SUCCESS && c->local_nranks == c->nranks)
-    r = ops->set_access(c->dev_ctx, w->reserve, total);
-  /* Holes must stay inaccessible (a stray access faults rather than reading
-   * nothing), so access goes on the team's places one by one. */
-  for (int p = 0;
-       p < c->nranks && r == SYMHEAP_SUCCESS && c->local_nranks != c->nranks;
-       p++)
-    if (c->reach[p])
-      r = ops->set_access(c->dev_ctx, w->reserve + (size_t)p * w->stride,
-                          w->stride);
-  t[5] = symheap__now_ns();
-  /* The mappings keep the memory alive; the imported handles can go. */
-  for (int p = 0; p < c->nranks; p++)
-    if (imp[p])
-      (void)ops->mem_release(c->dev_ctx, imp[p]);
-  t[6] = symheap__now_ns();
-  r = symheap__agree(c, r, 0, NULL, 0, NULL);
-  t[7] = symheap__now_ns();
-  SYMHEAP_TRACE("register %zu bytes: export %.3f, exchange %.3f, import %.3f, "
-                "reserve+map %.3f, set_access %.3f, release %.3f, agree %.3f "
-                "ms",
-                w->size, (t[1] - t[0]) / 1e6, (t[2] - t[1]) / 1e6,
-                (t[3] - t[2]) / 1e6, (t[4] - t[3]) / 1e6, (t[5] - t[4]) / 1e6,
-                (t[6] - t[5]) / 1e6, (t[7] - t[6]) / 1e6);
-  if (r != SYMHEAP_SUCCESS && w->reserve)
-    SYMHEAP__KEEP_ERROR((void)unmap_flat(c, w, mapped));
-out:
-  free(all);
-  free(imp);
-  return r;
-}
-
 /* Find the memory behind ptr: ours, the adaptor's (VMM), or IPC-only. */
 static symheap_result_t locate(symheap_comm_t c, struct symheap_window *w,
                                reg_args_t *a) {
   char *ptr = w->user_ptr;
   symheap__alloc_t *al = symheap__alloc_find(c, ptr);
-  if (al) {
+  size_t heap_off;
+  if (symheap__heap_locate(c, ptr, &heap_off, &a->alloc_size)) {
+    w->heap = 1; /* already mapped everywhere: the window is a view */
+    a->heap = 1;
+    a->offset = heap_off;
+    a->flat = 1;
+  } else if (al) {
     w->alloc = al;
     a->alloc_id = al->id;
     a->offset = (uint64_t)(ptr - al->ptr);
@@ -239,6 +101,12 @@ static symheap_result_t check_args(symheap_comm_t c, const reg_args_t *all) {
                             "flags 0x%x, rank %d %llu bytes with flags 0x%x",
                             (unsigned long long)x->size, x->flags, p,
                             (unsigned long long)y->size, y->flags);
+    if (x->heap != y->heap)
+      return symheap__error(SYMHEAP_ERR_MISMATCH,
+                            "ranks disagree: rank %d's memory is %s the "
+                            "comm's heap and rank 0's is %s",
+                            p, y->heap ? "in" : "not in",
+                            x->heap ? "in it" : "not");
     if (x->flat != y->flat)
       return symheap__error(SYMHEAP_ERR_MISMATCH,
                             "ranks disagree: rank %d's memory is %s and rank "
@@ -466,6 +334,12 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
   free(all);
   if (r != SYMHEAP_SUCCESS)
     goto fail;
+  if (w->heap) {
+    if ((r = symheap__heap_view(c, w, (size_t)a.offset)) != SYMHEAP_SUCCESS)
+      goto fail;
+    *out = w;
+    return SYMHEAP_SUCCESS;
+  }
   w->flat = (int)a.flat;
   symheap_mem_handle_t local = w->alloc ? w->alloc->handle : w->local;
   if (reuse) {
@@ -480,7 +354,8 @@ static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
       r = symheap__winpath_register(c, w);
       w->flat = 1;
     } else {
-      r = w->flat ? map_flat(c, w, local, map_off) : symheap__map_ipc(c, w);
+      r = w->flat ? symheap__map_flat(c, w, local, map_off)
+                  : symheap__map_ipc(c, w);
     }
     if (r != SYMHEAP_SUCCESS)
       goto fail;
@@ -552,24 +427,30 @@ symheap_window_register(symheap_comm_t c, void *ptr, size_t size,
              : symheap__error_context(r, "symheap_window_register");
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_malloc(symheap_comm_t c, size_t size,
-                                                unsigned flags,
-                                                symheap_window_t *win) {
-  symheap_result_t r = symheap__comm_enter(c, "symheap_malloc");
-  if (r != SYMHEAP_SUCCESS)
-    return r;
-  void *ptr = NULL;
+/* symheap_malloc's checks, carried into the first agreement. */
+static symheap_result_t malloc_args(symheap_comm_t c, size_t size,
+                                    unsigned flags, symheap_window_t *win) {
   if (!win)
-    r = symheap__error(SYMHEAP_ERR_INVALID_ARG, "win is NULL");
-  else if (size == 0)
-    r = symheap__error(SYMHEAP_ERR_INVALID_ARG, "size is zero");
-  else if (flags & ~SYMHEAP_WINDOW_FLAGS_ALL)
-    r = symheap__error(SYMHEAP_ERR_INVALID_ARG, "unknown flags 0x%x",
-                       flags & ~SYMHEAP_WINDOW_FLAGS_ALL);
-  else if ((flags & SYMHEAP_WINDOW_MULTICAST) &&
-           (r = symheap__mc_check(c)) != SYMHEAP_SUCCESS)
-    ;
-  else {
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "win is NULL");
+  if (size == 0)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "size is zero");
+  if (flags & ~SYMHEAP_WINDOW_FLAGS_ALL)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "unknown flags 0x%x",
+                          flags & ~SYMHEAP_WINDOW_FLAGS_ALL);
+  if (flags & SYMHEAP_WINDOW_MULTICAST)
+    return symheap__mc_check(c);
+  return SYMHEAP_SUCCESS;
+}
+
+/* Collective: an allocation of its own, registered (`pre`: this rank's
+ * failure so far). */
+static symheap_result_t malloc_registered(symheap_comm_t c,
+                                          symheap_result_t pre, size_t size,
+                                          unsigned flags,
+                                          symheap_window_t *win) {
+  void *ptr = NULL;
+  symheap_result_t r = pre;
+  if (r == SYMHEAP_SUCCESS) {
     /* Multicast binds whole multicast-granularity units. */
     size_t alloc = size;
     if ((flags & SYMHEAP_WINDOW_MULTICAST) &&
@@ -580,6 +461,28 @@ SYMHEAP__EXPORT symheap_result_t symheap_malloc(symheap_comm_t c, size_t size,
   r = register_impl(c, ptr, size, flags, r, 1, win);
   if (r != SYMHEAP_SUCCESS && ptr)
     SYMHEAP__KEEP_ERROR((void)symheap_mem_free(c, ptr));
+  return r;
+}
+
+symheap_result_t symheap__malloc_registered(symheap_comm_t c, size_t size,
+                                            unsigned flags,
+                                            symheap_window_t *win) {
+  return malloc_registered(c, malloc_args(c, size, flags, win), size, flags,
+                           win);
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_malloc(symheap_comm_t c, size_t size,
+                                                unsigned flags,
+                                                symheap_window_t *win) {
+  symheap_result_t r = symheap__comm_enter(c, "symheap_malloc");
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  r = malloc_args(c, size, flags, win);
+  /* The heap first: every rank agrees whether it serves this call. */
+  int done = 0;
+  r = symheap__heap_malloc(c, r, size, flags, win, &done);
+  if (!done && r == SYMHEAP_SUCCESS)
+    r = malloc_registered(c, r, size, flags, win);
   return r == SYMHEAP_SUCCESS ? r : symheap__error_context(r, "symheap_malloc");
 }
 
@@ -607,6 +510,15 @@ symheap_result_t symheap__window_teardown(symheap_comm_t c,
     return SYMHEAP_SUCCESS;
   }
   symheap__rdma_deregister(c, w); /* before the memory can go */
+  if (w->heap) { /* the block goes back; the heap's mapping stays */
+    symheap__heap_release(c, w);
+    if (!w->released) { /* else counted out when its handle went */
+      c->stats.windows_live--;
+      c->stats.bytes_registered -= w->size;
+    }
+    window_free(w);
+    return SYMHEAP_SUCCESS;
+  }
   symheap_result_t first = symheap__mc_teardown(c, w), r;
   /* w->ids is set only for windows of symheap allocations on every rank and
    * without multicast: the mappings a later registration can reuse. */
@@ -672,6 +584,8 @@ static symheap_result_t release_impl(symheap_comm_t c, symheap_window_t w,
                        "%s: the window was registered over caller memory; "
                        "use symheap_window_deregister",
                        fn);
+  else if (p->heap) /* no device call: allowed during capture */
+    r = symheap__heap_prepare_free(c);
   else
     r = symheap__capture_check(c, fn);
   int differ;
