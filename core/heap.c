@@ -115,17 +115,24 @@ symheap_result_t symheap__heap_commit(symheap_comm_t c, uint32_t first,
     (void)symheap__arena_commit(&h->arena, i); /* room made beforehand */
   }
   /* Every rank saw the same agreements: all undo, or none. */
-  for (uint32_t i = first; i < first + count; i++) {
-    if (h->fresh[i] && r != SYMHEAP_SUCCESS)
-      SYMHEAP__KEEP_ERROR((void)chunk_release(c, i));
-    h->fresh[i] = 0;
-  }
+  if (r != SYMHEAP_SUCCESS)
+    symheap__heap_commit_end(c, first, count, 0);
   if (r == SYMHEAP_SUCCESS && made)
     SYMHEAP_INFO("heap: grew by %u chunk%s of %zu bytes in %.3f ms (%u "
                  "committed)",
                  made, made == 1 ? "" : "s", ch,
                  (symheap__now_ns() - t0) / 1e6, h->arena.ncommitted);
   return r;
+}
+
+void symheap__heap_commit_end(symheap_comm_t c, uint32_t first,
+                              uint32_t count, int keep) {
+  symheap__heap_t *h = c->heap;
+  for (uint32_t i = first; i < first + count; i++) {
+    if (h->fresh[i] && !keep)
+      SYMHEAP__KEEP_ERROR((void)chunk_release(c, i));
+    h->fresh[i] = 0;
+  }
 }
 
 symheap_result_t symheap__heap_trim_local(symheap_comm_t c) {
@@ -376,9 +383,11 @@ symheap_result_t symheap__heap_malloc(symheap_comm_t c, symheap_result_t pre,
     r = symheap__heap_state(c);
   uint64_t len = symheap__arena_round(size);
   struct symheap_window *w = NULL;
+  int created = 0;
   if (r == SYMHEAP_SUCCESS && c->heap_state > 0 && flags == 0 && len &&
       size <= c->heap_threshold) {
     me.route = SYMHEAP__ROUTE_HEAP;
+    created = !c->heap;
     if (!c->heap && symheap__heap_create(c) != SYMHEAP_SUCCESS) {
       SYMHEAP_INFO("no heap: %s; symheap_malloc registers each allocation",
                    symheap_last_error());
@@ -401,16 +410,30 @@ symheap_result_t symheap__heap_malloc(symheap_comm_t c, symheap_result_t pre,
   }
   if (r == SYMHEAP_SUCCESS && route == SYMHEAP__ROUTE_HEAP && me.count)
     r = symheap__heap_commit(c, (uint32_t)me.first, (uint32_t)me.count);
-  if (r == SYMHEAP_SUCCESS && route == SYMHEAP__ROUTE_HEAP)
+  if (r == SYMHEAP_SUCCESS && route == SYMHEAP__ROUTE_HEAP) {
     r = window_make(c, w, size, me.off, len);
+    /* A failure after growing gives the new chunks back, on every rank:
+     * window_make's last step was an agreement. */
+    if (me.count)
+      symheap__heap_commit_end(c, (uint32_t)me.first, (uint32_t)me.count,
+                               r == SYMHEAP_SUCCESS);
+  }
   if (r != SYMHEAP_SUCCESS || route != SYMHEAP__ROUTE_HEAP) {
     if (w)
       free(w->peer);
     free(w);
+    symheap__heap_undo_create(c, created && r != SYMHEAP_SUCCESS);
     return r;
   }
   *out = w;
   return SYMHEAP_SUCCESS;
+}
+
+void symheap__heap_undo_create(symheap_comm_t c, int created) {
+  /* A failed call changes nothing: not even the reservation it made. */
+  if (created && c->heap && c->heap->arena.allocations == 0 &&
+      c->heap->arena.ncommitted == 0)
+    symheap__heap_destroy(c);
 }
 
 symheap_result_t symheap__heap_prepare_free(symheap_comm_t c) {

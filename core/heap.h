@@ -48,9 +48,17 @@ symheap_result_t symheap__heap_agree(symheap_comm_t c, symheap_result_t r,
                                      const char *fn, symheap__heap_rec_t *me,
                                      const symheap__heap_rec_t **all);
 /* Collective, after an agreement: commit the uncommitted chunks of
- * [first, first + count); on failure none of them stays on any rank. */
+ * [first, first + count); on failure none of them stays on any rank.  On
+ * success the caller ends the growth with heap_commit_end. */
 symheap_result_t symheap__heap_commit(symheap_comm_t c, uint32_t first,
                                       uint32_t count);
+/* Local (decided by an agreement): keep the chunks a growth committed, or
+ * (keep 0) release them again. */
+void symheap__heap_commit_end(symheap_comm_t c, uint32_t first,
+                              uint32_t count, int keep);
+/* Local, when a call that made the reservation fails (created): it goes
+ * again, so that the failed call changed nothing. */
+void symheap__heap_undo_create(symheap_comm_t c, int created);
 /* Local, after an agreement: release every chunk holding no allocation. */
 symheap_result_t symheap__heap_trim_local(symheap_comm_t c);
 

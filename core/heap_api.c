@@ -53,6 +53,7 @@ SYMHEAP__EXPORT symheap_result_t symheap_heap_reserve(symheap_comm_t c,
   me.size = bytes;
   me.route = SYMHEAP__ROUTE_HEAP;
   uint64_t len = symheap__arena_round(bytes ? bytes : 1);
+  int created = !c->heap;
   r = heap_ready(c, fn);
   if (r == SYMHEAP_SUCCESS && !len)
     r = symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s: %zu bytes is too large",
@@ -74,10 +75,14 @@ SYMHEAP__EXPORT symheap_result_t symheap_heap_reserve(symheap_comm_t c,
   me.count = count;
   const symheap__heap_rec_t *all;
   r = symheap__heap_agree(c, r, fn, &me, &all);
-  if (r == SYMHEAP_SUCCESS && count)
+  if (r == SYMHEAP_SUCCESS && count) {
     r = symheap__heap_commit(c, first, count);
+    if (r == SYMHEAP_SUCCESS)
+      symheap__heap_commit_end(c, first, count, 1);
+  }
   if (r == SYMHEAP_SUCCESS)
     h->seq++;
+  symheap__heap_undo_create(c, created && r != SYMHEAP_SUCCESS);
   return r == SYMHEAP_SUCCESS ? r : symheap__error_context(r, "%s", fn);
 }
 
