@@ -288,3 +288,12 @@ format:
 
 clean:
 	rm -rf build
+
+# test_heap: the symmetric heap's multi-rank suite (test/test_heap.c) and
+# its recording-adaptor cases (test/test_heap_record.c, --record).
+$(BUILD)/test/test_heap: test/test_heap.c test/test_heap_record.c $(TEST_COMMON) \
+    test/harness.h $(BUILD)/lib/libsymheap.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Icore -o $@ test/test_heap.c test/test_heap_record.c \
+	  $(TEST_COMMON) $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
+tests: $(BUILD)/test/test_heap
