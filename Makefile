@@ -69,6 +69,13 @@ $(BUILD)/test/test_mpi: test/test_mpi.c $(MPI_CCL) $(BUILD)/obj/test/harness.o \
 	  -Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_ALL)
 lib: $(MPI_CCL)
 tests: $(BUILD)/test/test_mpi
+# The peer's symmetric allocation (bench/mpi_win_alloc.c), beside
+# symheap-bench --heap: docs/perf/heap.md.
+.PHONY: mpi-win-bench
+mpi-win-bench: $(BUILD)/bin/mpi-win-bench
+$(BUILD)/bin/mpi-win-bench: bench/mpi_win_alloc.c
+	@mkdir -p $(dir $@)
+	OMPI_CC=$(CC) MPICH_CC=$(CC) $(MPICC) $(CFLAGS_ALL) -o $@ $< $(LDFLAGS_ALL)
 endif
 
 # examples/embed: a collective library embedding symheap (its own

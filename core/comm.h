@@ -9,6 +9,9 @@
 #define SYMHEAP__HOST_ID_MAX 96
 /* The size of one agreement record (agree.c). */
 #define SYMHEAP__AGREE_REC (256 + SYMHEAP__AGREE_MAX)
+/* Bytes after the pad's public layout for agreements over shared memory
+ * (agree_shm.c): two slots per rank. */
+#define SYMHEAP__AGREE_SHM_BYTES 2048
 
 typedef struct symheap__alloc {
   struct symheap__alloc *next;
@@ -158,6 +161,10 @@ struct symheap_comm {
    * (SYMHEAP_HEAP=0, or the reservation failed on some rank). */
   struct symheap__heap *heap;
   int heap_state;
+  /* Agreements over shared memory (agree_shm.c): this rank's area in the
+   * pad, or NULL where the ccl carries them. */
+  char *agree_shm;
+  uint64_t agree_shm_seq;
   uint64_t heap_reserve, heap_chunk, heap_threshold;
 };
 
@@ -199,6 +206,22 @@ symheap_result_t symheap__comm_init_mpi_world(symheap_comm_t *comm,
 symheap_result_t symheap__agree(symheap_comm_t c, symheap_result_t local,
                                 int caused_by_peer, const void *payload,
                                 size_t len, void *all);
+
+/* symheap__agree over shared memory where the comm can (agree_shm.c),
+ * else the ccl: for the heap's fast path.  Every rank must choose the same
+ * channel, so callers use it for every call of one kind. */
+symheap_result_t symheap__agree_fast(symheap_comm_t c, symheap_result_t local,
+                                     const void *payload, size_t len,
+                                     void *all);
+symheap_result_t symheap__agree_equal_fast(symheap_comm_t c,
+                                           symheap_result_t local,
+                                           uint64_t value, int *differ,
+                                           uint64_t *v0, uint64_t *vp);
+/* agree_shm.c: at comm init after the pad (the same answer on every rank). */
+void symheap__agree_shm_setup(symheap_comm_t c);
+symheap_result_t symheap__agree_shm_allgather(symheap_comm_t c,
+                                              const void *in, void *out,
+                                              size_t bytes);
 
 /* symheap__agree, and whether every rank passed the same value: if not,
  * *differ is the first rank whose value (*vp) differs from rank 0's (*v0),

@@ -272,7 +272,7 @@ symheap_result_t symheap__heap_agree(symheap_comm_t c, symheap_result_t r,
   me->seq = c->heap ? c->heap->seq : 0;
   me->reserve = c->heap_reserve;
   me->chunk = c->heap_chunk;
-  r = symheap__agree(c, r, 0, me, sizeof *me, all);
+  r = symheap__agree_fast(c, r, me, sizeof *me, all);
   if (r == SYMHEAP_SUCCESS)
     r = compare(c, fn, all);
   *allp = all;
