@@ -304,3 +304,14 @@ $(BUILD)/test/test_heap: test/test_heap.c test/test_heap_record.c $(TEST_COMMON)
 	$(CC) $(CFLAGS_ALL) -Icore -o $@ test/test_heap.c test/test_heap_record.c \
 	  $(TEST_COMMON) $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
 tests: $(BUILD)/test/test_heap
+# The heap on a GPU (test/gpu/test_heap_gpu.cu): kernels and collectives on
+# heap windows, symheap_malloc inside cudaStreamBeginCapture.
+ifneq ($(NVCC),)
+$(BUILD)/test/test_heap_gpu: test/gpu/test_heap_gpu.cu $(BUILD)/obj/test/harness.o \
+    $(CUDA_LIB) $(KERNEL_DEPS)
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -Itest -o $@ $< \
+	  $(BUILD)/obj/test/harness.o -L$(BUILD)/lib -lsymheap_cuda -lsymheap \
+	  -Xlinker -rpath,'$$ORIGIN/../lib' -ldl -lpthread
+gpu-tests: $(BUILD)/test/test_heap_gpu
+endif

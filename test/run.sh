@@ -184,6 +184,10 @@ if [ -x build/test/test_gpu ]; then
     run " gpu collectives procs x2" build/bin/symheap-run -n 2 build/test/test_coll
     run " gpu collectives threads x2" build/test/test_coll --threads 2
   fi
+  if [ -x build/test/test_heap_gpu ]; then
+    run " gpu heap procs x2" build/bin/symheap-run -n 2 build/test/test_heap_gpu
+    run " gpu heap threads x2" build/test/test_heap_gpu --threads 2
+  fi
   unset SYMHEAP_DISABLE_MULTICAST NCCL_NVLS_ENABLE
 fi
 # The MPI ccl adaptor: the multi-rank suite joined through
