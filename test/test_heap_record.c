@@ -2,9 +2,12 @@
  * adaptor, ranks as threads): the calls of the first allocation, none at
  * all on the fast path, a fault injected at every step of a growth rolled
  * back on every rank, a reservation that fails, and the heap's variables. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "heap.h"
@@ -193,7 +196,64 @@ static void bad_variable(th_ctx_t *c, void *arg) {
   th_end();
 }
 
+/* A rank's process dies while the others wait in a heap agreement over
+ * shared memory: they fail at once (REMOTE, naming the rank; the mesh socket
+ * hangs up), well before SYMHEAP_TIMEOUT_MS, and hold nothing after
+ * destroying the comm.  Processes, before this one has threads. */
+static void peer_death(void) {
+  enum { N = 3, VICTIM = 1 };
+  th_begin("heap_record", "peer_death_in_agreement", 0);
+  symheap_unique_id_t id;
+  CHECK_OK(symheap_get_unique_id(&id));
+  fflush(stdout);
+  pid_t pids[N];
+  for (int r = 0; r < N; r++) {
+    pids[r] = fork();
+    if (pids[r] != 0)
+      continue;
+    int fds0 = th_count_fds(), maps0 = th_count_symheap_maps();
+    symheap_comm_t c;
+    symheap_window_t w;
+    if (symheap_comm_init(&c, N, &id, r) != SYMHEAP_SUCCESS ||
+        symheap_malloc(c, 4096, 0, &w) != SYMHEAP_SUCCESS ||
+        symheap_free(c, w) != SYMHEAP_SUCCESS ||
+        symheap_comm_barrier(c) != SYMHEAP_SUCCESS)
+      _exit(10);
+    if (!c->agree_shm)
+      _exit(11); /* the case is about the shared-memory channel */
+    if (r == VICTIM)
+      raise(SIGKILL);
+    int64_t t0 = symheap__now_ms();
+    symheap_result_t rc = symheap_malloc(c, 4096, 0, &w);
+    int64_t ms = symheap__now_ms() - t0;
+    int named = strstr(symheap_last_error(), "rank 1") != NULL;
+    symheap_comm_destroy(c);
+    int clean = th_count_fds() == fds0 && th_count_symheap_maps() == maps0;
+    _exit(rc == SYMHEAP_ERR_REMOTE && named && ms < 5000 ? (clean ? 0 : 13)
+                                                          : 12);
+  }
+  for (int r = 0; r < N; r++) {
+    int st = 0;
+    waitpid(pids[r], &st, 0);
+    if (r == VICTIM)
+      CHECK(WIFSIGNALED(st), "the victim was not killed (status %#x)", st);
+    else
+      CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+            "survivor %d: exit %d (10 setup, 11 no shared-memory channel, 12 "
+            "not REMOTE naming rank 1 within 5 s, 13 left descriptors or "
+            "mappings)",
+            r, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+  }
+  th_end();
+}
+
 void test_heap_record(void) {
+  int own_timeout = getenv("SYMHEAP_TIMEOUT_MS") == NULL;
+  if (own_timeout)
+    setenv("SYMHEAP_TIMEOUT_MS", "20000", 1); /* seen long before that */
+  peer_death();
+  if (own_timeout)
+    unsetenv("SYMHEAP_TIMEOUT_MS");
   if (symheap_register_device_adaptor(&th_record_ops) != SYMHEAP_SUCCESS) {
     printf("FAIL heap_record/register_adaptor: %s\n", symheap_last_error());
     return;
