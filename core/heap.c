@@ -21,7 +21,16 @@ symheap_result_t symheap__heap_state(symheap_comm_t c) {
   symheap_result_t r = symheap__heap_config(c->caps.granularity, &cfg);
   if (r != SYMHEAP_SUCCESS)
     return r;
-  c->heap_state = cfg.on ? 1 : -1;
+  /* Chunks are physical memory mapped into a reservation (VMM), by symheap
+   * itself: not on a per-peer IPC adaptor, and not where a vendor window
+   * path maps windows (its windows must be the vendor's).  The same on
+   * every rank: all were agreed at comm init. */
+  int usable = (c->caps.caps & SYMHEAP_CAP_VMM) && !c->winpath.name;
+  if (cfg.on && !usable)
+    SYMHEAP_INFO("heap: off (%s); symheap_malloc registers each allocation",
+                 c->winpath.name ? "a vendor window path maps windows"
+                                 : "the device adaptor has no VMM");
+  c->heap_state = cfg.on && usable ? 1 : -1;
   c->heap_reserve = cfg.reserve;
   c->heap_chunk = cfg.chunk;
   c->heap_threshold = cfg.threshold;

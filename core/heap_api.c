@@ -34,8 +34,9 @@ static symheap_result_t heap_ready(symheap_comm_t c, const char *fn) {
   symheap_result_t r = symheap__heap_state(c);
   if (r == SYMHEAP_SUCCESS && c->heap_state < 0)
     r = symheap__error(SYMHEAP_ERR_UNSUPPORTED,
-                       "%s: the comm has no heap (SYMHEAP_HEAP=0, or its "
-                       "reservation failed)",
+                       "%s: the comm has no heap (SYMHEAP_HEAP=0, a device "
+                       "adaptor without VMM, a vendor window path, or a "
+                       "reservation that failed)",
                        fn);
   if (r == SYMHEAP_SUCCESS && !c->heap)
     r = symheap__heap_create(c);
