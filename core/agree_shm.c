@@ -1,16 +1,20 @@
-/* Agreements over shared memory: when every rank of the comm is on this host
- * and the CPU reaches window memory (the host backend), the heap's fast path
- * exchanges its agreement records through a private area after the comm
- * pad's public layout instead of the ccl's sockets.  Each rank writes its
- * record into one of two slots (by parity) of its own area and publishes the
- * agreement's number; the others read it through the flat VA.  A rank
+/* Agreements over shared memory: when every rank of the comm is on this
+ * host, the heap's fast path (malloc, free, reserve, trim) exchanges its
+ * agreement records through a little host memory every rank maps (a memfd
+ * per rank, exchanged over the descriptor mesh at comm init) instead of the
+ * ccl's sockets; whatever the device is, since these are host records.
+ * Each rank writes its record into one of two slots (by parity) of its own
+ * area and publishes the agreement's number; the others read it.  A rank
  * writes slot k % 2 again only after agreement k + 1 completed, which every
  * rank reached after reading agreement k: no record is overwritten while a
  * peer may still read it.  Waits are bounded (SYMHEAP_TIMEOUT_MS); a peer
- * process that died is seen at once (its descriptor-mesh socket hangs up). */
+ * process that died is seen at once (its mesh socket hangs up). */
 #include <poll.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "comm.h"
 
@@ -22,19 +26,75 @@ typedef struct {
 _Static_assert(2 * sizeof(shm_slot_t) <= SYMHEAP__AGREE_SHM_BYTES,
                "agreement area size");
 
-void symheap__agree_shm_setup(symheap_comm_t c) {
+static void unmap_all(symheap_comm_t c, char **area) {
+  for (int p = 0; area && p < c->nranks; p++)
+    if (area[p])
+      munmap(area[p], SYMHEAP__AGREE_SHM_BYTES);
+  free(area);
+}
+
+void symheap__agree_shm_close(symheap_comm_t c) {
+  unmap_all(c, c->agree_shm);
   c->agree_shm = NULL;
-  if (!c->pad_ready || !c->pad->flat || c->local_nranks != c->nranks ||
-      !(c->caps.caps & SYMHEAP_CAP_HOST_ACCESS) ||
-      c->pad->size < SYMHEAP_PAD_BYTES + SYMHEAP__AGREE_SHM_BYTES)
-    return;
-  c->agree_shm = c->pad->reserve + c->pad->head + SYMHEAP_PAD_BYTES;
+}
+
+static char *map_fd(int fd) {
+  void *m = mmap(NULL, SYMHEAP__AGREE_SHM_BYTES, PROT_READ | PROT_WRITE,
+                 MAP_SHARED, fd, 0);
+  return m == MAP_FAILED ? NULL : m;
+}
+
+symheap_result_t symheap__agree_shm_setup(symheap_comm_t c) {
+  c->agree_shm = NULL;
   c->agree_shm_seq = 0;
+  /* The same answer on every rank: both are facts of the whole comm. */
+  if (c->local_nranks != c->nranks || !c->peer_fd || c->nranks < 2)
+    return SYMHEAP_SUCCESS;
+  char **area = calloc((size_t)c->nranks, sizeof *area);
+  int fd = area ? memfd_create("symheap-agree", MFD_CLOEXEC) : -1;
+  int ok = fd >= 0 && ftruncate(fd, SYMHEAP__AGREE_SHM_BYTES) == 0 &&
+           (area[c->rank] = map_fd(fd)) != NULL;
+  int *fds = c->scratch_fds;
+  symheap_result_t r = symheap__fdx_allgather(c, ok ? fd : -1, fds);
+  if (fd >= 0)
+    close(fd);
+  if (r != SYMHEAP_SUCCESS && r != SYMHEAP_ERR_SYSTEM) {
+    /* The mesh failed: as any exchange, agree first, then the comm is
+     * broken (the caller fails the init). */
+    unmap_all(c, area);
+    symheap_result_t a = symheap__agree(c, r, 1, NULL, 0, NULL);
+    return a != SYMHEAP_SUCCESS ? a : r;
+  }
+  if (r != SYMHEAP_SUCCESS) /* out of descriptors: no channel, in step */
+    ok = 0;
+  for (int p = 0; p < c->nranks; p++) {
+    if (p == c->rank)
+      continue;
+    if (r == SYMHEAP_SUCCESS && fds[p] >= 0 && area)
+      area[p] = map_fd(fds[p]);
+    if (fds[p] >= 0)
+      close(fds[p]);
+    ok = ok && area && area[p];
+  }
+  int32_t mine = ok;
+  /* Every rank's answer: the channel is used only if all have it. */
+  int32_t *every = (int32_t *)(void *)c->scratch_sh;
+  r = symheap__agree(c, SYMHEAP_SUCCESS, 0, &mine, sizeof mine, every);
+  for (int p = 0; p < c->nranks && r == SYMHEAP_SUCCESS; p++)
+    ok = ok && every[p];
+  if (r != SYMHEAP_SUCCESS || !ok) {
+    unmap_all(c, area);
+    if (r == SYMHEAP_SUCCESS)
+      SYMHEAP_INFO("agreements of the heap go over the ccl: shared memory "
+                   "for them could not be had on every rank");
+    return r;
+  }
+  c->agree_shm = area; /* fresh memfds: every slot reads agreement 0 */
+  return SYMHEAP_SUCCESS;
 }
 
 static shm_slot_t *slot_of(symheap_comm_t c, int p, uint64_t k) {
-  return (shm_slot_t *)(void *)(c->agree_shm + (size_t)p * c->pad->stride) +
-         (k & 1);
+  return (shm_slot_t *)(void *)c->agree_shm[p] + (k & 1);
 }
 
 /* Whether peer p's process is gone (its mesh socket hung up). */

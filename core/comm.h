@@ -9,9 +9,9 @@
 #define SYMHEAP__HOST_ID_MAX 96
 /* The size of one agreement record (agree.c). */
 #define SYMHEAP__AGREE_REC (256 + SYMHEAP__AGREE_MAX)
-/* Bytes after the pad's public layout for agreements over shared memory
- * (agree_shm.c): two slots per rank. */
-#define SYMHEAP__AGREE_SHM_BYTES 2048
+/* Bytes of host memory per rank for agreements over shared memory
+ * (agree_shm.c): two slots. */
+#define SYMHEAP__AGREE_SHM_BYTES 4096
 
 typedef struct symheap__alloc {
   struct symheap__alloc *next;
@@ -161,9 +161,9 @@ struct symheap_comm {
    * (SYMHEAP_HEAP=0, or the reservation failed on some rank). */
   struct symheap__heap *heap;
   int heap_state;
-  /* Agreements over shared memory (agree_shm.c): this rank's area in the
-   * pad, or NULL where the ccl carries them. */
-  char *agree_shm;
+  /* Agreements over shared memory (agree_shm.c): every rank's area
+   * (nranks pointers), or NULL where the ccl carries them. */
+  char **agree_shm;
   uint64_t agree_shm_seq;
   uint64_t heap_reserve, heap_chunk, heap_threshold;
 };
@@ -217,8 +217,11 @@ symheap_result_t symheap__agree_equal_fast(symheap_comm_t c,
                                            symheap_result_t local,
                                            uint64_t value, int *differ,
                                            uint64_t *v0, uint64_t *vp);
-/* agree_shm.c: at comm init after the pad (the same answer on every rank). */
-void symheap__agree_shm_setup(symheap_comm_t c);
+/* agree_shm.c: collective, at comm init after the descriptor mesh: shared
+ * memory for agreements where every rank is on this host and the mesh
+ * exists; off on every rank if any rank cannot have it (not a failure). */
+symheap_result_t symheap__agree_shm_setup(symheap_comm_t c);
+void symheap__agree_shm_close(symheap_comm_t c);
 symheap_result_t symheap__agree_shm_allgather(symheap_comm_t c,
                                               const void *in, void *out,
                                               size_t bytes);

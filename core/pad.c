@@ -7,10 +7,7 @@ symheap_result_t symheap__pad_create(symheap_comm_t c) {
   /* Its own registration, not the heap: a comm that never calls
    * symheap_malloc commits no heap memory. */
   symheap_result_t r = symheap__malloc_registered(
-      c,
-      symheap__round_up(SYMHEAP_PAD_BYTES + SYMHEAP__AGREE_SHM_BYTES,
-                        c->caps.granularity),
-      0, &w);
+      c, symheap__round_up(SYMHEAP_PAD_BYTES, c->caps.granularity), 0, &w);
   if (r != SYMHEAP_SUCCESS)
     return symheap__error_context(r, "creating the comm's pad");
   /* Not a user window: out of the window lists and window counts; its
@@ -33,7 +30,6 @@ symheap_result_t symheap__pad_create(symheap_comm_t c) {
   /* Nobody signals a peer whose pad is not clear yet. */
   r = symheap__agree(c, r, 0, NULL, 0, NULL);
   c->pad_ready = r == SYMHEAP_SUCCESS;
-  symheap__agree_shm_setup(c);
   return r;
 }
 

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm.h"
 #include "harness.h"
 #include "uid.h"
 
@@ -903,8 +902,7 @@ static void case_info(th_ctx_t *c) {
         (unsigned long long)s.descriptors_held);
   /* The comm's own pad: SYMHEAP_PAD_BYTES per rank in whole granules,
    * mapped flat, no window. */
-  uint64_t pad =
-      (SYMHEAP_PAD_BYTES + SYMHEAP__AGREE_SHM_BYTES + g - 1) / g * g;
+  uint64_t pad = (SYMHEAP_PAD_BYTES + g - 1) / g * g;
   CHECK(s0.windows_live == 0 && s0.allocations_live == 1 &&
             s0.bytes_allocated == pad && s0.bytes_mapped == pad * (c->n + 1u),
         "the comm's pad: windows %llu allocations %llu bytes %llu mapped %llu",
