@@ -237,6 +237,8 @@ if [ "${QUICK:-0}" != 1 ]; then
       "$PWD/build/fake_cuda/libcuda.so.1"
     run "valgrind rdma(fake ibverbs) threads" $VG build/test/test_rdma \
       "$PWD/build/fake_ibverbs/libibverbs.so.1"
+    run "valgrind heap threads x2" $VG build/test/test_heap --threads 2
+    run "valgrind heap procs x2" build/bin/symheap-run -n 2 $VG build/test/test_heap
     unset SYMHEAP_TEST_UNDER_TOOL
   else
     failed=$((failed + 1)); failures+=("valgrind is not installed")
