@@ -106,9 +106,13 @@ struct symheap_window {
   int vendor;
   void *vendor_handle;
   /* A heap window (heap.c): [head, head + heap_len) of the comm's heap,
-   * reserve and stride being the heap's. */
+   * reserve and stride being the heap's.  A window registered over part of
+   * a heap block is a view (heap_len 0): `block` is that block, which
+   * counts its `views` and stays allocated until the last goes. */
   int heap;
   uint64_t heap_len;
+  struct symheap_window *block;
+  int views;
 };
 
 struct symheap_comm {

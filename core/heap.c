@@ -342,16 +342,35 @@ static void window_link(symheap_comm_t c, struct symheap_window *w) {
   c->stats.bytes_registered += w->size;
 }
 
+/* The live block holding [off, off + size), or NULL. */
+static struct symheap_window *block_of(symheap_comm_t c, size_t off,
+                                       size_t size) {
+  for (struct symheap_window *x = c->windows; x; x = x->next)
+    if (x->heap && x->heap_len && off >= x->head &&
+        off + size <= x->head + x->heap_len)
+      return x;
+  return NULL;
+}
+
 symheap_result_t symheap__heap_view(symheap_comm_t c, struct symheap_window *w,
                                     size_t off) {
+  /* The blocks are the same on every rank (agreed), so every rank takes
+   * the same branch. */
+  struct symheap_window *b = block_of(c, off, w->size);
   symheap_result_t r =
       w->flags ? symheap__error(SYMHEAP_ERR_UNSUPPORTED,
                                 "multicast windows over heap memory are not "
                                 "offered: symheap_malloc with "
                                 "SYMHEAP_WINDOW_MULTICAST makes its own")
-               : view_of(c, w, off);
+      : !b ? symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                            "[%p, +%zu) is heap memory but not inside one "
+                            "live heap allocation",
+                            (void *)w->user_ptr, w->size)
+           : view_of(c, w, off);
   if (r != SYMHEAP_SUCCESS)
     return r;
+  w->block = b;
+  b->views++;
   window_link(c, w);
   SYMHEAP_TRACE("window %llu: a view of %zu bytes at heap offset %zu",
                 (unsigned long long)w->id, w->size, off);

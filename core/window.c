@@ -119,11 +119,13 @@ symheap_result_t symheap__window_teardown(symheap_comm_t c,
     c->stats.windows_live--;
     c->stats.bytes_registered -= w->size;
     symheap__window_free(w);
-    if (--o->sharers == 0 && o->released)
+    if (--o->sharers == 0 && o->views == 0 && o->released)
       return symheap__window_teardown(c, o, may_cache);
     return SYMHEAP_SUCCESS;
   }
-  if (w->sharers > 0) { /* the owner's handle goes; sharers keep the rest */
+  /* The owner's handle goes; sharers (and views of a heap block) keep the
+   * rest until the last of them goes. */
+  if (w->sharers > 0 || w->views > 0) {
     if (!w->released) {
       w->released = 1;
       c->stats.windows_live--;
@@ -133,12 +135,15 @@ symheap_result_t symheap__window_teardown(symheap_comm_t c,
   }
   symheap__rdma_deregister(c, w); /* before the memory can go */
   if (w->heap) { /* the block goes back; the heap's mapping stays */
+    struct symheap_window *b = w->block; /* a view: the block it is in */
     symheap__heap_release(c, w);
     if (!w->released) { /* else counted out when its handle went */
       c->stats.windows_live--;
       c->stats.bytes_registered -= w->size;
     }
     symheap__window_free(w);
+    if (b && --b->views == 0 && b->sharers == 0 && b->released)
+      return symheap__window_teardown(c, b, may_cache);
     return SYMHEAP_SUCCESS;
   }
   symheap_result_t first = symheap__mc_teardown(c, w), r;

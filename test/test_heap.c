@@ -184,9 +184,30 @@ static void case_window(th_ctx_t *c) {
             (void *)pp, (void *)(bp + 512));
     }
     CHECK_ERR(symheap_free(c->comm, part), SYMHEAP_ERR_INVALID_ARG);
-    CHECK_OK(symheap_window_deregister(c->comm, part));
     verify(c, &big);
+    /* The block freed first stays allocated while the view lives. */
+    uint64_t n0 = info(c).allocations;
     CHECK_OK(symheap_free(c->comm, big.w));
+    CHECK(info(c).allocations == n0, "a block with a live view was freed");
+    barrier(c);
+    if (cpu_access(c)) {
+      unsigned char *v0 = NULL;
+      CHECK_OK(symheap_window_peer_ptr(part, (c->rank + 1) % c->n,
+                                       (void **)&v0));
+      CHECK(v0 && v0[0] == pat((c->rank + 1) % c->n, 2, 512),
+            "a view lost its data when its block was freed");
+    }
+    barrier(c);
+    CHECK_OK(symheap_window_deregister(c->comm, part));
+    CHECK(info(c).allocations == n0 - 1, "the last view did not free the "
+                                         "block");
+  }
+  /* Heap memory outside any live block: refused on every rank. */
+  {
+    symheap_window_t stray;
+    unsigned char *end = b.mine + 256 * 64; /* past block b, free */
+    CHECK_ERR(symheap_window_register(c->comm, end, 256, 0, &stray),
+              SYMHEAP_ERR_INVALID_ARG);
   }
   CHECK_OK(symheap_free(c->comm, b.w));
   CHECK_ERR(symheap_free(c->comm, b.w), SYMHEAP_ERR_INVALID_ARG);
