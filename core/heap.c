@@ -59,6 +59,13 @@ symheap_result_t symheap__heap_create(symheap_comm_t c) {
     heap_free_struct(h);
     return symheap__error(SYMHEAP_ERR_NO_MEMORY, "heap: no memory");
   }
+  if (c->heap_reserve > SIZE_MAX / (size_t)c->nranks) {
+    heap_free_struct(h);
+    return symheap__error(SYMHEAP_ERR_NO_MEMORY,
+                          "%d x SYMHEAP_HEAP_RESERVE (%llu) does not fit in "
+                          "the address space",
+                          c->nranks, (unsigned long long)c->heap_reserve);
+  }
   size_t total = (size_t)c->heap_reserve * (size_t)c->nranks;
   void *va = NULL;
   symheap_result_t r = c->dev.ops.va_reserve(c->dev_ctx, total,
