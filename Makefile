@@ -82,6 +82,13 @@ $(BUILD)/test/test_mpi: test/test_mpi.c $(MPI_CCL) $(BUILD)/obj/test/harness.o \
 	  -Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_ALL)
 lib: $(MPI_CCL)
 tests: $(BUILD)/test/test_mpi
+# The peer's symmetric allocation (bench/mpi_win_alloc.c), beside
+# symheap-bench --heap: docs/perf/heap.md.
+.PHONY: mpi-win-bench
+mpi-win-bench: $(BUILD)/bin/mpi-win-bench
+$(BUILD)/bin/mpi-win-bench: bench/mpi_win_alloc.c
+	@mkdir -p $(dir $@)
+	OMPI_CC=$(CC) MPICH_CC=$(CC) $(MPICC) $(CFLAGS_ALL) -o $@ $< $(LDFLAGS_ALL)
 endif
 
 # examples/embed: a collective library embedding symheap (its own
@@ -408,3 +415,22 @@ install-shmem: shmem
 	sed -e 's|@PREFIX@|$(PREFIX)|g' \
 	  -e 's|@VERSION@|$(shell sed -n 's/#define SYMHEAP_VERSION_\(MAJOR\|MINOR\|PATCH\) //p' include/symheap.h | paste -sd.)|' \
 	  $(SHMEM_DIR)/symheap-shmem.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/symheap-shmem.pc
+# test_heap: the symmetric heap's multi-rank suite (test/test_heap.c) and
+# its recording-adaptor cases (test/test_heap_record.c, --record).
+$(BUILD)/test/test_heap: test/test_heap.c test/test_heap_record.c $(TEST_COMMON) \
+    test/harness.h $(BUILD)/lib/libsymheap.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Icore -o $@ test/test_heap.c test/test_heap_record.c \
+	  $(TEST_COMMON) $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
+tests: $(BUILD)/test/test_heap
+# The heap on a GPU (test/gpu/test_heap_gpu.cu): kernels and collectives on
+# heap windows, symheap_malloc inside cudaStreamBeginCapture.
+ifneq ($(NVCC),)
+$(BUILD)/test/test_heap_gpu: test/gpu/test_heap_gpu.cu $(BUILD)/obj/test/harness.o \
+    $(CUDA_LIB) $(KERNEL_DEPS)
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -Itest -o $@ $< \
+	  $(BUILD)/obj/test/harness.o -L$(BUILD)/lib -lsymheap_cuda -lsymheap \
+	  -Xlinker -rpath,'$$ORIGIN/../lib' -ldl -lpthread
+gpu-tests: $(BUILD)/test/test_heap_gpu
+endif

@@ -49,7 +49,11 @@ step "GPU tests"
 build/bin/symheap-run -n 2 build/test/test_gpu 2>&1 | tee "$OUTDIR/gpu_procs.txt"
 build/test/test_gpu --threads 2 2>&1 | tee "$OUTDIR/gpu_threads.txt"
 
-step "symheap-bench, cuda adaptor, 2 ranks"
+step "heap: GPU tests (kernels and collectives on heap windows, malloc in capture)"
+build/bin/symheap-run -n 2 build/test/test_heap_gpu 2>&1 | tee "$OUTDIR/gpu_heap_procs.txt"
+build/test/test_heap_gpu --threads 2 2>&1 | tee "$OUTDIR/gpu_heap_threads.txt"
+
+step "symheap-bench, cuda adaptor, 2 ranks (its heap table: docs/perf/heap.md)"
 SYMHEAP_DEVICE=cuda build/bin/symheap-run -n 2 build/bin/symheap-bench \
   --iters 21 2>&1 | tee "$OUTDIR/bench.txt"
 

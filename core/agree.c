@@ -17,9 +17,25 @@ typedef struct {
 _Static_assert(sizeof(status_rec_t) + SYMHEAP__AGREE_MAX == SYMHEAP__AGREE_REC,
                "agreement record size");
 
+static symheap_result_t agree_via(symheap_comm_t c, int shm,
+                                  symheap_result_t local, int caused_by_peer,
+                                  const void *payload, size_t len, void *all);
+
 symheap_result_t symheap__agree(symheap_comm_t c, symheap_result_t local,
                                 int caused_by_peer, const void *payload,
                                 size_t len, void *all) {
+  return agree_via(c, 0, local, caused_by_peer, payload, len, all);
+}
+
+symheap_result_t symheap__agree_fast(symheap_comm_t c, symheap_result_t local,
+                                     const void *payload, size_t len,
+                                     void *all) {
+  return agree_via(c, c->agree_shm != NULL, local, 0, payload, len, all);
+}
+
+static symheap_result_t agree_via(symheap_comm_t c, int shm,
+                                  symheap_result_t local, int caused_by_peer,
+                                  const void *payload, size_t len, void *all) {
   size_t rec = sizeof(status_rec_t) + len;
   if (len > SYMHEAP__AGREE_MAX)
     return symheap__error(SYMHEAP_ERR_INTERNAL,
@@ -42,7 +58,8 @@ symheap_result_t symheap__agree(symheap_comm_t c, symheap_result_t local,
     else
       memset(mine + sizeof st, 0, len);
   }
-  symheap_result_t r = symheap__comm_allgather(c, mine, buf, rec);
+  symheap_result_t r = shm ? symheap__agree_shm_allgather(c, mine, buf, rec)
+                          : symheap__comm_allgather(c, mine, buf, rec);
   if (r != SYMHEAP_SUCCESS)
     return r;
   /* The culprit: the lowest rank whose failure was its own; failing that, the
@@ -73,12 +90,31 @@ symheap_result_t symheap__agree(symheap_comm_t c, symheap_result_t local,
   return symheap__error(code, "rank %d: %s", culprit, s.msg);
 }
 
+static symheap_result_t agree_equal(symheap_comm_t c, int fast,
+                                    symheap_result_t local, uint64_t value,
+                                    int *differ, uint64_t *v0, uint64_t *vp);
+
 symheap_result_t symheap__agree_equal(symheap_comm_t c, symheap_result_t local,
                                       uint64_t value, int *differ, uint64_t *v0,
                                       uint64_t *vp) {
+  return agree_equal(c, 0, local, value, differ, v0, vp);
+}
+
+symheap_result_t symheap__agree_equal_fast(symheap_comm_t c,
+                                           symheap_result_t local,
+                                           uint64_t value, int *differ,
+                                           uint64_t *v0, uint64_t *vp) {
+  return agree_equal(c, 1, local, value, differ, v0, vp);
+}
+
+static symheap_result_t agree_equal(symheap_comm_t c, int fast,
+                                    symheap_result_t local, uint64_t value,
+                                    int *differ, uint64_t *v0, uint64_t *vp) {
   /* Every rank's value, in the comm's scratch (nranks descriptors' room). */
   uint64_t *all = (uint64_t *)(void *)c->scratch_sh;
-  symheap_result_t r = symheap__agree(c, local, 0, &value, sizeof value, all);
+  symheap_result_t r =
+      fast ? symheap__agree_fast(c, local, &value, sizeof value, all)
+           : symheap__agree(c, local, 0, &value, sizeof value, all);
   *differ = -1;
   for (int p = 1; p < c->nranks && r == SYMHEAP_SUCCESS && *differ < 0; p++)
     if (all[p] != all[0]) {

@@ -8,6 +8,7 @@
 #include "bootstrap.h"
 #include "comm.h"
 #include "config.h"
+#include "heap.h"
 #include "plugin.h"
 
 /* A forked child shares its parent's sockets: a call of its own would
@@ -208,6 +209,7 @@ static void release_all(symheap_comm_t c) {
   }
   if (c->pad)
     (void)symheap__window_teardown(c, c->pad, 0);
+  symheap__heap_destroy(c);
   symheap__cache_clear(c);
   while (c->allocs) {
     SYMHEAP_WARN("comm destroy: allocation %p (%zu bytes) was never freed",
@@ -218,6 +220,7 @@ static void release_all(symheap_comm_t c) {
 }
 
 static void comm_free(symheap_comm_t c) {
+  symheap__agree_shm_close(c);
   symheap__fdx_close(c);
   symheap__rdma_close(c);    /* its memory regions went with the windows */
   symheap__winpath_close(c); /* likewise its windows; before the device */
@@ -313,6 +316,8 @@ symheap_result_t symheap__comm_setup(symheap_comm_t *out,
   }
   if (r == SYMHEAP_SUCCESS)
     r = symheap__pad_create(c);
+  if (r == SYMHEAP_SUCCESS) /* the heap's fast agreements (agree_shm.c) */
+    r = symheap__agree_shm_setup(c);
   /* After the pad, which is always symheap's own window and never
    * registered for RDMA. */
   if (r == SYMHEAP_SUCCESS)

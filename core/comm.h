@@ -11,6 +11,9 @@
 #define SYMHEAP__HOST_ID_MAX 96
 /* The size of one agreement record (agree.c). */
 #define SYMHEAP__AGREE_REC (256 + SYMHEAP__AGREE_MAX)
+/* Bytes of host memory per rank for agreements over shared memory
+ * (agree_shm.c): two slots. */
+#define SYMHEAP__AGREE_SHM_BYTES 4096
 
 typedef struct symheap__alloc {
   struct symheap__alloc *next;
@@ -104,6 +107,14 @@ struct symheap_window {
    * then describe the vendor's flat range, which symheap did not map. */
   int vendor;
   void *vendor_handle;
+  /* A heap window (heap.c): [head, head + heap_len) of the comm's heap,
+   * reserve and stride being the heap's.  A window registered over part of
+   * a heap block is a view (heap_len 0): `block` is that block, which
+   * counts its `views` and stays allocated until the last goes. */
+  int heap;
+  uint64_t heap_len;
+  struct symheap_window *block;
+  int views;
 };
 
 struct symheap_comm {
@@ -156,6 +167,16 @@ struct symheap_comm {
   struct symheap__ibv *net;        /* RDMA registration, or NULL (net_why) */
   symheap__winpath_t winpath;      /* name NULL: symheap's own flat VA */
   char net_why[256];
+  /* The symmetric heap (heap.c), made at the first symheap_malloc that
+   * wants it.  heap_state: 0 variables not read yet, 1 on, -1 off
+   * (SYMHEAP_HEAP=0, or the reservation failed on some rank). */
+  struct symheap__heap *heap;
+  int heap_state;
+  /* Agreements over shared memory (agree_shm.c): every rank's area
+   * (nranks pointers), or NULL where the ccl carries them. */
+  char **agree_shm;
+  uint64_t agree_shm_seq;
+  uint64_t heap_reserve, heap_chunk, heap_threshold;
 };
 
 /* comm.c */
@@ -213,6 +234,25 @@ symheap_result_t symheap__comm_init_mpi_world(symheap_comm_t *comm,
 symheap_result_t symheap__agree(symheap_comm_t c, symheap_result_t local,
                                 int caused_by_peer, const void *payload,
                                 size_t len, void *all);
+
+/* symheap__agree over shared memory where the comm can (agree_shm.c),
+ * else the ccl: for the heap's fast path.  Every rank must choose the same
+ * channel, so callers use it for every call of one kind. */
+symheap_result_t symheap__agree_fast(symheap_comm_t c, symheap_result_t local,
+                                     const void *payload, size_t len,
+                                     void *all);
+symheap_result_t symheap__agree_equal_fast(symheap_comm_t c,
+                                           symheap_result_t local,
+                                           uint64_t value, int *differ,
+                                           uint64_t *v0, uint64_t *vp);
+/* agree_shm.c: collective, at comm init after the descriptor mesh: shared
+ * memory for agreements where every rank is on this host and the mesh
+ * exists; off on every rank if any rank cannot have it (not a failure). */
+symheap_result_t symheap__agree_shm_setup(symheap_comm_t c);
+void symheap__agree_shm_close(symheap_comm_t c);
+symheap_result_t symheap__agree_shm_allgather(symheap_comm_t c,
+                                              const void *in, void *out,
+                                              size_t bytes);
 
 /* symheap__agree, and whether every rank passed the same value: if not,
  * *differ is the first rank whose value (*vp) differs from rank 0's (*v0),
@@ -272,6 +312,11 @@ int symheap__slot_take(symheap_comm_t c);
 void symheap__slot_release(symheap_comm_t c, struct symheap_window *w);
 
 /* window.c */
+/* Collective: symheap_malloc without the heap (symheap_mem_alloc +
+ * registration), for the comm's pad. */
+symheap_result_t symheap__malloc_registered(symheap_comm_t c, size_t size,
+                                            unsigned flags,
+                                            symheap_window_t *win);
 /* Local.  may_cache: keep the flat mapping for a later registration of the
  * same memory (deregistration); 0 unmaps it (free, comm destroy). */
 symheap_result_t symheap__window_teardown(symheap_comm_t c,

@@ -91,6 +91,20 @@ static const symheap__cfg_var_t cfg_vars[] = {
     {"SYMHEAP_UNIQUE_ID", SYMHEAP_CFG_STRING, NULL, 0, 0, NULL,
      "the job's unique id as 256 hex digits, for symheap_comm_init_env (set by "
      "symheap-run)"},
+    {"SYMHEAP_HEAP", SYMHEAP_CFG_BOOL, "1", 0, 0, NULL,
+     "1: symheap_malloc carves windows from the comm's symmetric heap "
+     "(docs/heap.md); 0: every symheap_malloc is its own registration. Must "
+     "be the same on every rank"},
+    {"SYMHEAP_HEAP_RESERVE", SYMHEAP_CFG_STRING, "64G", 0, 0, NULL,
+     "address space per rank reserved for the heap (bytes, or with a K, M, G "
+     "or T suffix); it costs address space only: memory is committed in "
+     "chunks as allocations need it"},
+    {"SYMHEAP_HEAP_CHUNK", SYMHEAP_CFG_STRING, "64M", 0, 0, NULL,
+     "bytes of memory per rank the heap commits (and symheap_heap_trim "
+     "releases) at a time, rounded up to the device's granularity"},
+    {"SYMHEAP_HEAP_THRESHOLD", SYMHEAP_CFG_STRING, "1G", 0, 0, NULL,
+     "symheap_malloc of more bytes than this is its own registration instead "
+     "of a heap allocation"},
 };
 
 const symheap__cfg_var_t *symheap__cfg_table(size_t *count) {

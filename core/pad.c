@@ -4,7 +4,9 @@
 
 symheap_result_t symheap__pad_create(symheap_comm_t c) {
   symheap_window_t w;
-  symheap_result_t r = symheap_malloc(
+  /* Its own registration, not the heap: a comm that never calls
+   * symheap_malloc commits no heap memory. */
+  symheap_result_t r = symheap__malloc_registered(
       c, symheap__round_up(SYMHEAP_PAD_BYTES, c->caps.granularity), 0, &w);
   if (r != SYMHEAP_SUCCESS)
     return symheap__error_context(r, "creating the comm's pad");

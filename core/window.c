@@ -1,50 +1,13 @@
-/* Windows: collective registration over the flat VA (or per-peer IPC
- * mappings, window_ipc.c), reuse of kept mappings (mapcache.c), and
- * deregistration.  Accessors are in window_access.c. */
-#include <errno.h>
-#include <fcntl.h>
+/* Windows: the public calls that make and release them, and teardown.
+ * Registration's phases are in register.c, flat mappings in mapping.c, the
+ * heap's windows in heap.c, accessors in window_access.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "exchange.h"
+#include "heap.h"
+#include "mapping.h"
 #include "window.h"
-
-/* What each rank registers, compared across ranks. */
-typedef struct {
-  uint64_t size;
-  uint64_t offset;     /* of ptr inside its allocation */
-  uint64_t alloc_size; /* bytes of the allocation */
-  uint64_t granularity;
-  uint64_t alloc_id;     /* symheap allocation id, 0 for other memory */
-  uint64_t cached_epoch; /* epoch of a kept mapping offered, or UINT64_MAX */
-  uint64_t share_id;     /* id of a live window of the same range, or
-                            UINT64_MAX */
-  uint32_t flags;
-  uint32_t flat; /* 1: VMM memory, flat VA; 0: per-peer IPC */
-} reg_args_t;
-
-symheap_result_t symheap__unmap_flat(symheap_comm_t c, char *reserve,
-                                     size_t stride, int mapped) {
-  const symheap_device_ops *ops = &c->dev.ops;
-  symheap_result_t first = SYMHEAP_SUCCESS, r;
-  for (int p = 0; p < mapped; p++) {
-    if (!c->reach[p]) /* another host's place: reserved, never mapped */
-      continue;
-    r = ops->unmap(c->dev_ctx, reserve + (size_t)p * stride, stride);
-    if (r != SYMHEAP_SUCCESS && first == SYMHEAP_SUCCESS)
-      first = r;
-    c->stats.bytes_mapped -= stride;
-    c->mapped_from[p] -= stride;
-  }
-  size_t total = stride * (size_t)c->nranks;
-  r = ops->va_free(c->dev_ctx, reserve, total);
-  if (r != SYMHEAP_SUCCESS && first == SYMHEAP_SUCCESS)
-    first = r;
-  c->stats.va_reserved -= total;
-  return first;
-}
 
 static symheap_result_t unmap_flat(symheap_comm_t c, struct symheap_window *w,
                                    int mapped) {
@@ -53,211 +16,8 @@ static symheap_result_t unmap_flat(symheap_comm_t c, struct symheap_window *w,
   return r;
 }
 
-/* Export the window's memory.  A descriptor of a symheap allocation is
- * exported once and kept (closed when the memory is freed); each
- * registration sends a duplicate. */
-static symheap_result_t export_local(symheap_comm_t c, struct symheap_window *w,
-                                     symheap_mem_handle_t local, uint32_t kind,
-                                     symheap_shareable_t *out) {
-  symheap__alloc_t *a = w->alloc;
-  if (!a || kind != SYMHEAP_HANDLE_FD)
-    return c->dev.ops.mem_export(c->dev_ctx, local, kind, out);
-  if (a->export_fd < 0) {
-    symheap_shareable_t first;
-    symheap_result_t r = c->dev.ops.mem_export(c->dev_ctx, local, kind, &first);
-    if (r != SYMHEAP_SUCCESS)
-      return r;
-    a->export_fd = first.fd;
-    c->stats.descriptors_held++;
-  }
-  int fd = fcntl(a->export_fd, F_DUPFD_CLOEXEC, 0);
-  if (fd < 0)
-    return symheap__error(SYMHEAP_ERR_SYSTEM,
-                          "dup of an exported descriptor: %s", strerror(errno));
-  memset(out, 0, sizeof *out);
-  out->kind = SYMHEAP_HANDLE_FD;
-  out->fd = fd;
-  return SYMHEAP_SUCCESS;
-}
-
-static symheap_result_t map_flat(symheap_comm_t c, struct symheap_window *w,
-                                 symheap_mem_handle_t local, size_t map_off) {
-  const symheap_device_ops *ops = &c->dev.ops;
-  uint32_t kind = (c->caps.handle_kinds & (1u << SYMHEAP_HANDLE_FD))
-                      ? SYMHEAP_HANDLE_FD
-                      : SYMHEAP_HANDLE_BYTES;
-  symheap_shareable_t mine;
-  memset(&mine, 0, sizeof mine);
-  mine.fd = -1;
-  symheap_shareable_t *all = calloc((size_t)c->nranks, sizeof *all);
-  symheap_mem_handle_t *imp = calloc((size_t)c->nranks, sizeof *imp);
-  /* Step times, for SYMHEAP_DEBUG=TRACE: where registration time goes. */
-  uint64_t t[8];
-  t[0] = symheap__now_ns();
-  symheap_result_t r = (all && imp) ? export_local(c, w, local, kind, &mine)
-                                    : symheap__error(SYMHEAP_ERR_NO_MEMORY,
-                                                     "register: no memory");
-  if (!all || !imp) { /* still take part in the exchange, failing */
-    r = symheap__exchange_handles(c, r, &mine, kind, 0, c->scratch_sh);
-    free(all);
-    free(imp);
-    return r;
-  }
-  t[1] = symheap__now_ns();
-  r = symheap__exchange_handles(c, r, &mine, kind, 0, all);
-  t[2] = symheap__now_ns();
-  if (r != SYMHEAP_SUCCESS)
-    goto out;
-  /* Import every peer's memory, then map every rank's at base + p*stride. */
-  for (int p = 0; p < c->nranks; p++) {
-    if (p == c->rank || !c->reach[p])
-      continue;
-    symheap_result_t ri = ops->mem_import(c->dev_ctx, &all[p], &imp[p]);
-    all[p].fd = -1; /* the adaptor owns it now, imported or not */
-    if (ri != SYMHEAP_SUCCESS && r == SYMHEAP_SUCCESS)
-      r = symheap__error_context(ri, "importing rank %d's memory", p);
-  }
-  int mapped = 0;
-  size_t total = w->stride * (size_t)c->nranks;
-  void *va = NULL;
-  t[3] = symheap__now_ns();
-  if (r == SYMHEAP_SUCCESS) {
-    r = symheap__va_reserve(ops, c->dev_ctx, total, c->caps.granularity, &va);
-    if (r == SYMHEAP_SUCCESS) {
-      w->reserve = va;
-      c->stats.va_reserved += total;
-    }
-  }
-  for (int p = 0; p < c->nranks && r == SYMHEAP_SUCCESS; p++) {
-    if (!c->reach[p]) {
-      mapped++; /* "done": another host's place stays a hole */
-      continue;
-    }
-    r = ops->map(c->dev_ctx, w->reserve + (size_t)p * w->stride, w->stride,
-                 p == c->rank ? local : imp[p], map_off);
-    if (r == SYMHEAP_SUCCESS) {
-      mapped++;
-      c->stats.bytes_mapped += w->stride;
-      c->mapped_from[p] += w->stride;
-    } else {
-      r = symheap__error_context(r, "mapping rank %d's memory", p);
-    }
-  }
-  t[4] = symheap__now_ns();
-  if (r == SYMHEAP_SUCCESS && c->local_nranks == c->nranks)
-    r = ops->set_access(c->dev_ctx, w->reserve, total);
-  /* Holes must stay inaccessible (a stray access faults rather than reading
-   * nothing), so access goes on the team's places one by one. */
-  for (int p = 0;
-       p < c->nranks && r == SYMHEAP_SUCCESS && c->local_nranks != c->nranks;
-       p++)
-    if (c->reach[p])
-      r = ops->set_access(c->dev_ctx, w->reserve + (size_t)p * w->stride,
-                          w->stride);
-  t[5] = symheap__now_ns();
-  /* The mappings keep the memory alive; the imported handles can go. */
-  for (int p = 0; p < c->nranks; p++)
-    if (imp[p])
-      (void)ops->mem_release(c->dev_ctx, imp[p]);
-  t[6] = symheap__now_ns();
-  r = symheap__agree(c, r, 0, NULL, 0, NULL);
-  t[7] = symheap__now_ns();
-  SYMHEAP_TRACE("register %zu bytes: export %.3f, exchange %.3f, import %.3f, "
-                "reserve+map %.3f, set_access %.3f, release %.3f, agree %.3f "
-                "ms",
-                w->size, (t[1] - t[0]) / 1e6, (t[2] - t[1]) / 1e6,
-                (t[3] - t[2]) / 1e6, (t[4] - t[3]) / 1e6, (t[5] - t[4]) / 1e6,
-                (t[6] - t[5]) / 1e6, (t[7] - t[6]) / 1e6);
-  if (r != SYMHEAP_SUCCESS && w->reserve)
-    SYMHEAP__KEEP_ERROR((void)unmap_flat(c, w, mapped));
-out:
-  free(all);
-  free(imp);
-  return r;
-}
-
-/* Find the memory behind ptr: ours, the adaptor's (VMM), or IPC-only. */
-static symheap_result_t locate(symheap_comm_t c, struct symheap_window *w,
-                               reg_args_t *a) {
-  char *ptr = w->user_ptr;
-  symheap__alloc_t *al = symheap__alloc_find(c, ptr);
-  if (al) {
-    w->alloc = al;
-    a->alloc_id = al->id;
-    a->offset = (uint64_t)(ptr - al->ptr);
-    a->alloc_size = al->size;
-    a->flat = 1;
-  } else {
-    void *base = NULL;
-    size_t asz = 0;
-    symheap_result_t r =
-        c->dev.has_mem_retain
-            ? c->dev.ops.mem_retain(c->dev_ctx, ptr, &w->local, &base, &asz)
-            : SYMHEAP_ERR_UNSUPPORTED;
-    if (r == SYMHEAP_SUCCESS) {
-      c->stats.descriptors_held++;
-      a->offset = (uint64_t)(ptr - (char *)base);
-      a->alloc_size = asz;
-      a->flat = 1;
-    } else if (c->winpath.name) {
-      /* The vendor decides what it can register. */
-      a->offset = 0;
-      a->alloc_size = w->size;
-      a->flat = 1;
-    } else if (c->dev.has_ipc) {
-      a->offset = 0;
-      a->alloc_size = w->size;
-      a->flat = 0;
-      if (c->nranks > SYMHEAP_DEVICE_MAX_PEERS)
-        return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
-                              "%p is not VMM memory and the per-peer fallback "
-                              "is limited to %d ranks",
-                              (void *)ptr, SYMHEAP_DEVICE_MAX_PEERS);
-    } else {
-      return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                            "%p is not memory this comm can register: allocate "
-                            "it with symheap_mem_alloc (device adaptor '%s')",
-                            (void *)ptr, c->dev.ops.name);
-    }
-  }
-  if (a->offset + w->size > a->alloc_size || a->offset + w->size < a->offset)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "[%p, +%zu) extends past the end of its allocation "
-                          "(%llu bytes from offset %llu)",
-                          (void *)ptr, w->size,
-                          (unsigned long long)(a->alloc_size - a->offset),
-                          (unsigned long long)a->offset);
-  return SYMHEAP_SUCCESS;
-}
-
-static symheap_result_t check_args(symheap_comm_t c, const reg_args_t *all) {
-  for (int p = 1; p < c->nranks; p++) {
-    const reg_args_t *x = &all[0], *y = &all[p];
-    if (x->size != y->size || x->flags != y->flags)
-      return symheap__error(SYMHEAP_ERR_MISMATCH,
-                            "ranks disagree: rank 0 registers %llu bytes with "
-                            "flags 0x%x, rank %d %llu bytes with flags 0x%x",
-                            (unsigned long long)x->size, x->flags, p,
-                            (unsigned long long)y->size, y->flags);
-    if (x->flat != y->flat)
-      return symheap__error(SYMHEAP_ERR_MISMATCH,
-                            "ranks disagree: rank %d's memory is %s and rank "
-                            "0's is %s; every rank must register the same kind "
-                            "of memory",
-                            p, y->flat ? "VMM" : "not VMM",
-                            x->flat ? "VMM" : "not VMM");
-    if (x->offset != y->offset)
-      return symheap__error(SYMHEAP_ERR_MISMATCH,
-                            "ranks disagree: the window starts %llu bytes into "
-                            "rank 0's allocation and %llu bytes into rank %d's",
-                            (unsigned long long)x->offset,
-                            (unsigned long long)y->offset, p);
-  }
-  return SYMHEAP_SUCCESS;
-}
-
 /* Close the peers' IPC mappings of a per-peer window. */
-static symheap_result_t close_ipc(symheap_comm_t c, struct symheap_window *w) {
+symheap_result_t symheap__close_ipc(symheap_comm_t c, struct symheap_window *w) {
   symheap_result_t first = SYMHEAP_SUCCESS;
   for (int p = 0; p < c->nranks; p++)
     if (p != c->rank && w->peer[p]) {
@@ -269,275 +29,12 @@ static symheap_result_t close_ipc(symheap_comm_t c, struct symheap_window *w) {
   return first;
 }
 
-static void window_free(struct symheap_window *w) {
+void symheap__window_free(struct symheap_window *w) {
   if (w) {
     free(w->peer);
     free(w->ids);
   }
   free(w);
-}
-
-/* After the argument exchange: may this registration reuse a kept mapping?
- * Only if every rank offers one from the same earlier registration. */
-static symheap__mapping_t *cache_match(symheap_comm_t c, const reg_args_t *all,
-                                       symheap__mapping_t *offered) {
-  int hit = offered != NULL;
-  for (int p = 0; p < c->nranks && hit; p++)
-    hit = all[p].cached_epoch == all[0].cached_epoch &&
-          all[p].cached_epoch != UINT64_MAX;
-  if (hit)
-    return offered;
-  if (offered) { /* stale on some rank: it cannot serve this registration */
-    symheap__cache_take(c, offered);
-    symheap__cache_destroy(c, offered);
-  }
-  return NULL;
-}
-
-/* A live window (not a sharer) over exactly [ptr, ptr+size) without
- * multicast: registering the range again can share its mapping. */
-static struct symheap_window *share_candidate(symheap_comm_t c, void *ptr,
-                                              size_t size) {
-  for (struct symheap_window *x = c->windows; x; x = x->next) {
-    struct symheap_window *o = x->share ? x->share : x;
-    if (o->user_ptr == ptr && o->size == size && o->flags == 0)
-      return o;
-  }
-  return NULL;
-}
-
-/* Every rank offered the same live window: a new handle over its mapping. */
-static symheap_result_t share_register(symheap_comm_t c,
-                                       struct symheap_window *w,
-                                       struct symheap_window *owner,
-                                       symheap_window_t *out) {
-  if (w->local) { /* locate() retained a handle the owner already holds */
-    (void)c->dev.ops.mem_release(c->dev_ctx, w->local);
-    c->stats.descriptors_held--;
-    w->local = 0;
-  }
-  w->flat = owner->flat;
-  w->reserve = owner->reserve;
-  w->stride = owner->stride;
-  w->head = owner->head;
-  w->epoch = owner->epoch;
-  w->alloc = owner->alloc;
-  memcpy(w->peer, owner->peer, (size_t)c->nranks * sizeof *w->peer);
-  w->share = owner;
-  owner->sharers++;
-  w->id = c->next_window_id++;
-  w->slot = symheap__slot_take(c);
-  if (w->alloc)
-    w->alloc->windows++;
-  w->next = c->windows;
-  c->windows = w;
-  symheap__live_add(w);
-  c->stats.windows_live++;
-  c->stats.bytes_registered += w->size;
-  SYMHEAP_TRACE("registered window %llu: %zu bytes at %p, sharing window "
-                "%llu's mapping (%d sharers)",
-                (unsigned long long)w->id, w->size, (void *)w->user_ptr,
-                (unsigned long long)owner->id, owner->sharers);
-  *out = w;
-  return SYMHEAP_SUCCESS;
-}
-
-/* Collective.  `pre` is a failure the caller already had on this rank; it is
- * still carried into the first agreement so that every rank fails alike. */
-static symheap_result_t register_impl(symheap_comm_t c, void *ptr, size_t size,
-                                      unsigned flags, symheap_result_t pre,
-                                      int owns_alloc, symheap_window_t *out) {
-  struct symheap_window *w = calloc(1, sizeof *w);
-  if (w)
-    w->slot = -1;
-  reg_args_t a, *all = calloc((size_t)c->nranks, sizeof *all);
-  memset(&a, 0, sizeof a);
-  symheap_result_t r = pre;
-  if (r == SYMHEAP_SUCCESS) {
-    if (!out)
-      r = symheap__error(SYMHEAP_ERR_INVALID_ARG, "win is NULL");
-    else if (!ptr)
-      r = symheap__error(SYMHEAP_ERR_INVALID_ARG, "ptr is NULL");
-    else if (size == 0)
-      r = symheap__error(SYMHEAP_ERR_INVALID_ARG, "size is zero");
-    else if (flags & ~SYMHEAP_WINDOW_FLAGS_ALL)
-      r = symheap__error(SYMHEAP_ERR_INVALID_ARG, "unknown flags 0x%x",
-                         flags & ~SYMHEAP_WINDOW_FLAGS_ALL);
-    else if (!w || !all ||
-             !(w->peer = calloc((size_t)c->nranks, sizeof(void *))))
-      r = symheap__error(SYMHEAP_ERR_NO_MEMORY, "register: no memory");
-    else if ((flags & SYMHEAP_WINDOW_MULTICAST) &&
-             (r = symheap__mc_check(c)) != SYMHEAP_SUCCESS)
-      ;
-    else if ((flags & SYMHEAP_WINDOW_MULTICAST) && c->winpath.name)
-      r = symheap__error(SYMHEAP_ERR_UNSUPPORTED,
-                         "multicast windows are not offered on the window "
-                         "path '%s' (SYMHEAP_WINDOW_PATH)",
-                         c->winpath.name);
-    else if ((r = symheap__capture_check(c, "register")) != SYMHEAP_SUCCESS)
-      ;
-    else {
-      w->comm = c;
-      w->user_ptr = ptr;
-      w->size = size;
-      w->flags = flags;
-      r = locate(c, w, &a);
-    }
-  }
-  a.share_id = UINT64_MAX;
-  struct symheap_window *owner = NULL;
-  if (r == SYMHEAP_SUCCESS && flags == 0 &&
-      (owner = share_candidate(c, ptr, size)))
-    a.share_id = owner->id;
-  a.size = size;
-  a.flags = flags;
-  a.granularity = c->caps.granularity;
-  a.cached_epoch = UINT64_MAX;
-  symheap__mapping_t *offered = NULL;
-  if (r == SYMHEAP_SUCCESS && w && w->alloc && flags == 0 && c->cache_max > 0 &&
-      !c->winpath.name) {
-    symheap__fdx_drain(c); /* peers' frees first: fewer stale offers */
-    offered = symheap__cache_find(c, w->alloc, a.offset, size);
-    if (offered)
-      a.cached_epoch = offered->epoch;
-  }
-  r = symheap__agree(c, r, 0, &a, sizeof a, all);
-  if (r == SYMHEAP_SUCCESS)
-    r = check_args(c, all);
-  if (r == SYMHEAP_SUCCESS && owner) {
-    int same = 1;
-    for (int p = 0; p < c->nranks && same; p++)
-      same = all[p].share_id == a.share_id;
-    if (same) {
-      free(all);
-      return share_register(c, w, owner, out);
-    }
-  }
-  size_t map_off = 0;
-  /* A vendor window path maps by itself: no stride of ours to fit. */
-  if (r == SYMHEAP_SUCCESS && a.flat && !c->winpath.name) {
-    /* Every rank maps the same window of every allocation, so one stride
-     * serves all; it must fit in everyone's allocation. */
-    size_t gran = 0;
-    for (int p = 0; p < c->nranks; p++)
-      if (all[p].granularity > gran)
-        gran = all[p].granularity;
-    if (c->caps.caps & SYMHEAP_CAP_MAP_PARTIAL) {
-      map_off = a.offset & ~(gran - 1);
-      w->head = a.offset - map_off;
-      w->stride = symheap__round_up(w->head + size, gran);
-    } else {
-      /* The adaptor maps whole allocations only: map all of each, and the
-       * window sits inside; one stride must then fit every rank's. */
-      map_off = 0;
-      w->head = a.offset;
-      w->stride = symheap__round_up(a.alloc_size, gran);
-      for (int p = 1; p < c->nranks && r == SYMHEAP_SUCCESS; p++)
-        if (all[p].alloc_size != all[0].alloc_size)
-          r = symheap__error(SYMHEAP_ERR_MISMATCH,
-                             "ranks disagree: rank 0's memory is an "
-                             "allocation of %llu bytes and rank %d's of %llu; "
-                             "device adaptor '%s' maps whole allocations only, "
-                             "so they must be the same size",
-                             (unsigned long long)all[0].alloc_size, p,
-                             (unsigned long long)all[p].alloc_size,
-                             c->dev.ops.name);
-    }
-    for (int p = 0; p < c->nranks && r == SYMHEAP_SUCCESS; p++)
-      if (map_off + w->stride > all[p].alloc_size)
-        r = symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                           "the window's mapping [%zu, %zu) does not fit in "
-                           "rank %d's allocation of %llu bytes",
-                           map_off, map_off + w->stride, p,
-                           (unsigned long long)all[p].alloc_size);
-  }
-  symheap__mapping_t *reuse = NULL;
-  if (r == SYMHEAP_SUCCESS && a.flat) {
-    /* A vendor's mappings are the vendor's: never kept. */
-    int cacheable = flags == 0 && !c->winpath.name;
-    for (int p = 0; p < c->nranks && cacheable; p++)
-      cacheable = all[p].alloc_id != 0;
-    if (cacheable && (w->ids = calloc((unsigned)c->nranks, sizeof *w->ids)))
-      for (int p = 0; p < c->nranks; p++)
-        w->ids[p] = all[p].alloc_id;
-    reuse = cache_match(c, all, offered);
-  }
-  /* On failure a kept mapping stays kept: nothing about it changed. */
-  free(all);
-  if (r != SYMHEAP_SUCCESS)
-    goto fail;
-  w->flat = (int)a.flat;
-  symheap_mem_handle_t local = w->alloc ? w->alloc->handle : w->local;
-  if (reuse) {
-    /* Every rank holds the mapping this registration would build. */
-    symheap__cache_take(c, reuse);
-    w->reserve = reuse->reserve;
-    w->epoch = reuse->epoch;
-    free(reuse->ids);
-    free(reuse);
-  } else {
-    if (c->winpath.name) {
-      r = symheap__winpath_register(c, w);
-      w->flat = 1;
-    } else {
-      r = w->flat ? map_flat(c, w, local, map_off) : symheap__map_ipc(c, w);
-    }
-    if (r != SYMHEAP_SUCCESS)
-      goto fail;
-    w->epoch = c->next_window_id;
-    if (w->alloc)
-      w->alloc->exported = 1;
-  }
-  if (w->flat)
-    for (int p = 0; p < c->nranks; p++)
-      w->peer[p] =
-          c->reach[p] ? w->reserve + (size_t)p * w->stride + w->head : NULL;
-  if (flags & SYMHEAP_WINDOW_MULTICAST) {
-    r = w->flat ? symheap__mc_setup(c, w, local, map_off,
-                                    (size_t)a.alloc_size - map_off)
-                : symheap__error(SYMHEAP_ERR_UNSUPPORTED,
-                                 "multicast needs VMM memory, not the per-peer "
-                                 "IPC fallback");
-    if (!w->flat)
-      r = symheap__agree(c, r, 0, NULL, 0, NULL);
-    if (r != SYMHEAP_SUCCESS) {
-      SYMHEAP__KEEP_ERROR((void)unmap_flat(c, w, c->nranks));
-      goto fail;
-    }
-  }
-  r = symheap__rdma_register(c, w);
-  if (r != SYMHEAP_SUCCESS) {
-    SYMHEAP__KEEP_ERROR((void)symheap__mc_teardown(c, w));
-    if (w->vendor)
-      SYMHEAP__KEEP_ERROR((void)symheap__winpath_deregister(c, w));
-    else if (w->flat)
-      SYMHEAP__KEEP_ERROR((void)unmap_flat(c, w, c->nranks));
-    else
-      SYMHEAP__KEEP_ERROR(close_ipc(c, w));
-    goto fail;
-  }
-  w->id = c->next_window_id++;
-  w->owns_alloc = owns_alloc;
-  w->slot = symheap__slot_take(c);
-  if (w->alloc)
-    w->alloc->windows++;
-  w->next = c->windows;
-  c->windows = w;
-  symheap__live_add(w);
-  c->stats.windows_live++;
-  c->stats.bytes_registered += size;
-  SYMHEAP_TRACE("registered window %llu: %zu bytes at %p, %s, stride %zu",
-                (unsigned long long)w->id, size, ptr,
-                w->flat ? "flat VA" : "per-peer IPC", w->stride);
-  *out = w;
-  return SYMHEAP_SUCCESS;
-fail:
-  if (w && w->local) {
-    (void)c->dev.ops.mem_release(c->dev_ctx, w->local);
-    c->stats.descriptors_held--;
-  }
-  window_free(w);
-  return r;
 }
 
 SYMHEAP__EXPORT symheap_result_t
@@ -546,10 +43,54 @@ symheap_window_register(symheap_comm_t c, void *ptr, size_t size,
   symheap_result_t r = symheap__comm_enter(c, "symheap_window_register");
   if (r != SYMHEAP_SUCCESS)
     return r;
-  r = register_impl(c, ptr, size, flags, SYMHEAP_SUCCESS, 0, win);
+  r = symheap__register(c, ptr, size, flags, SYMHEAP_SUCCESS, 0, win);
   return r == SYMHEAP_SUCCESS
              ? r
              : symheap__error_context(r, "symheap_window_register");
+}
+
+/* symheap_malloc's checks, carried into the first agreement. */
+static symheap_result_t malloc_args(symheap_comm_t c, size_t size,
+                                    unsigned flags, symheap_window_t *win) {
+  if (!win)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "win is NULL");
+  if (size == 0)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "size is zero");
+  if (flags & ~SYMHEAP_WINDOW_FLAGS_ALL)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "unknown flags 0x%x",
+                          flags & ~SYMHEAP_WINDOW_FLAGS_ALL);
+  if (flags & SYMHEAP_WINDOW_MULTICAST)
+    return symheap__mc_check(c);
+  return SYMHEAP_SUCCESS;
+}
+
+/* Collective: an allocation of its own, registered (`pre`: this rank's
+ * failure so far). */
+static symheap_result_t malloc_registered(symheap_comm_t c,
+                                          symheap_result_t pre, size_t size,
+                                          unsigned flags,
+                                          symheap_window_t *win) {
+  void *ptr = NULL;
+  symheap_result_t r = pre;
+  if (r == SYMHEAP_SUCCESS) {
+    /* Multicast binds whole multicast-granularity units. */
+    size_t alloc = size;
+    if ((flags & SYMHEAP_WINDOW_MULTICAST) &&
+        size <= SIZE_MAX - c->caps.multicast_granularity)
+      alloc = symheap__round_up(size, c->caps.multicast_granularity);
+    r = symheap_mem_alloc(c, alloc, &ptr);
+  }
+  r = symheap__register(c, ptr, size, flags, r, 1, win);
+  if (r != SYMHEAP_SUCCESS && ptr)
+    SYMHEAP__KEEP_ERROR((void)symheap_mem_free(c, ptr));
+  return r;
+}
+
+symheap_result_t symheap__malloc_registered(symheap_comm_t c, size_t size,
+                                            unsigned flags,
+                                            symheap_window_t *win) {
+  return malloc_registered(c, malloc_args(c, size, flags, win), size, flags,
+                           win);
 }
 
 SYMHEAP__EXPORT symheap_result_t symheap_malloc(symheap_comm_t c, size_t size,
@@ -558,28 +99,12 @@ SYMHEAP__EXPORT symheap_result_t symheap_malloc(symheap_comm_t c, size_t size,
   symheap_result_t r = symheap__comm_enter(c, "symheap_malloc");
   if (r != SYMHEAP_SUCCESS)
     return r;
-  void *ptr = NULL;
-  if (!win)
-    r = symheap__error(SYMHEAP_ERR_INVALID_ARG, "win is NULL");
-  else if (size == 0)
-    r = symheap__error(SYMHEAP_ERR_INVALID_ARG, "size is zero");
-  else if (flags & ~SYMHEAP_WINDOW_FLAGS_ALL)
-    r = symheap__error(SYMHEAP_ERR_INVALID_ARG, "unknown flags 0x%x",
-                       flags & ~SYMHEAP_WINDOW_FLAGS_ALL);
-  else if ((flags & SYMHEAP_WINDOW_MULTICAST) &&
-           (r = symheap__mc_check(c)) != SYMHEAP_SUCCESS)
-    ;
-  else {
-    /* Multicast binds whole multicast-granularity units. */
-    size_t alloc = size;
-    if ((flags & SYMHEAP_WINDOW_MULTICAST) &&
-        size <= SIZE_MAX - c->caps.multicast_granularity)
-      alloc = symheap__round_up(size, c->caps.multicast_granularity);
-    r = symheap_mem_alloc(c, alloc, &ptr);
-  }
-  r = register_impl(c, ptr, size, flags, r, 1, win);
-  if (r != SYMHEAP_SUCCESS && ptr)
-    SYMHEAP__KEEP_ERROR((void)symheap_mem_free(c, ptr));
+  r = malloc_args(c, size, flags, win);
+  /* The heap first: every rank agrees whether it serves this call. */
+  int done = 0;
+  r = symheap__heap_malloc(c, r, size, flags, win, &done);
+  if (!done && r == SYMHEAP_SUCCESS)
+    r = malloc_registered(c, r, size, flags, win);
   return r == SYMHEAP_SUCCESS ? r : symheap__error_context(r, "symheap_malloc");
 }
 
@@ -593,12 +118,14 @@ symheap_result_t symheap__window_teardown(symheap_comm_t c,
       w->alloc->windows--;
     c->stats.windows_live--;
     c->stats.bytes_registered -= w->size;
-    window_free(w);
-    if (--o->sharers == 0 && o->released)
+    symheap__window_free(w);
+    if (--o->sharers == 0 && o->views == 0 && o->released)
       return symheap__window_teardown(c, o, may_cache);
     return SYMHEAP_SUCCESS;
   }
-  if (w->sharers > 0) { /* the owner's handle goes; sharers keep the rest */
+  /* The owner's handle goes; sharers (and views of a heap block) keep the
+   * rest until the last of them goes. */
+  if (w->sharers > 0 || w->views > 0) {
     if (!w->released) {
       w->released = 1;
       c->stats.windows_live--;
@@ -607,6 +134,18 @@ symheap_result_t symheap__window_teardown(symheap_comm_t c,
     return SYMHEAP_SUCCESS;
   }
   symheap__rdma_deregister(c, w); /* before the memory can go */
+  if (w->heap) { /* the block goes back; the heap's mapping stays */
+    struct symheap_window *b = w->block; /* a view: the block it is in */
+    symheap__heap_release(c, w);
+    if (!w->released) { /* else counted out when its handle went */
+      c->stats.windows_live--;
+      c->stats.bytes_registered -= w->size;
+    }
+    symheap__window_free(w);
+    if (b && --b->views == 0 && b->sharers == 0 && b->released)
+      return symheap__window_teardown(c, b, may_cache);
+    return SYMHEAP_SUCCESS;
+  }
   symheap_result_t first = symheap__mc_teardown(c, w), r;
   /* w->ids is set only for windows of symheap allocations on every rank and
    * without multicast: the mappings a later registration can reuse. */
@@ -621,7 +160,7 @@ symheap_result_t symheap__window_teardown(symheap_comm_t c,
     if (first == SYMHEAP_SUCCESS)
       first = r;
   } else if (!w->flat) {
-    r = close_ipc(c, w);
+    r = symheap__close_ipc(c, w);
     if (first == SYMHEAP_SUCCESS)
       first = r;
   }
@@ -643,7 +182,7 @@ symheap_result_t symheap__window_teardown(symheap_comm_t c,
     c->stats.bytes_registered += w->size;
     c->pad = NULL;
   }
-  window_free(w);
+  symheap__window_free(w);
   if (alloc) {
     r = symheap__alloc_free(c, alloc);
     if (r != SYMHEAP_SUCCESS && first == SYMHEAP_SUCCESS)
@@ -672,12 +211,15 @@ static symheap_result_t release_impl(symheap_comm_t c, symheap_window_t w,
                        "%s: the window was registered over caller memory; "
                        "use symheap_window_deregister",
                        fn);
+  else if (p->heap) /* no device call: allowed during capture */
+    r = symheap__heap_prepare_free(c);
   else
     r = symheap__capture_check(c, fn);
   int differ;
   uint64_t id0, idp;
-  r = symheap__agree_equal(c, r, r == SYMHEAP_SUCCESS ? p->id : UINT64_MAX,
-                           &differ, &id0, &idp);
+  /* The heap's fast path: every release agrees over one channel. */
+  r = symheap__agree_equal_fast(c, r, r == SYMHEAP_SUCCESS ? p->id : UINT64_MAX,
+                                &differ, &id0, &idp);
   if (r == SYMHEAP_SUCCESS && differ >= 0)
     r = symheap__error(SYMHEAP_ERR_MISMATCH,
                        "%s: ranks disagree: rank 0 releases window %llu, "

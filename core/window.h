@@ -15,4 +15,14 @@ symheap_result_t symheap__mc_teardown(symheap_comm_t c,
 /* Why multicast cannot be had for this comm (NULL if it can). */
 symheap_result_t symheap__mc_check(symheap_comm_t c);
 
+/* register.c: collective.  `pre` is a failure the caller already had on this
+ * rank; it is still carried into the first agreement so that every rank
+ * fails alike.  owns_alloc: the window was made by symheap_malloc. */
+symheap_result_t symheap__register(symheap_comm_t c, void *ptr, size_t size,
+                                   unsigned flags, symheap_result_t pre,
+                                   int owns_alloc, symheap_window_t *out);
+/* window.c */
+symheap_result_t symheap__close_ipc(symheap_comm_t c, struct symheap_window *w);
+void symheap__window_free(struct symheap_window *w);
+
 #endif

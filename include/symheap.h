@@ -192,9 +192,16 @@ typedef struct {
   uint64_t multicast_objects;
   uint64_t mappings_cached; /* flat mappings kept after deregistration
                                (SYMHEAP_WINDOW_CACHE); in bytes_mapped too */
+  /* The symmetric heap (docs/heap.md), per rank; its reservation, chunks
+   * and chunk handles are in va_reserved, bytes_mapped and
+   * descriptors_held too, and its windows in windows_live. */
+  uint64_t heap_reserved;    /* address space reserved for this rank */
+  uint64_t heap_committed;   /* memory committed (chunks x chunk size) */
+  uint64_t heap_used;        /* bytes in live heap allocations, rounded */
+  uint64_t heap_allocations; /* live heap allocations */
 } symheap_comm_stats_t;
 #define SYMHEAP_COMM_STATS_INIT                                                \
-  { sizeof(symheap_comm_stats_t), 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+  { sizeof(symheap_comm_stats_t), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 symheap_result_t symheap_comm_get_stats(symheap_comm_t comm,
                                         symheap_comm_stats_t *stats);
 /* Bytes of rank p's memory mapped in this process, into bytes[p] for every
@@ -202,6 +209,38 @@ symheap_result_t symheap_comm_get_stats(symheap_comm_t comm,
  * at its own rank (the allocation and its place in every flat range). */
 symheap_result_t symheap_comm_get_mapped_per_peer(symheap_comm_t comm,
                                                   uint64_t *bytes, int nranks);
+
+/* The comm's symmetric heap (docs/heap.md).  symheap_malloc carves windows
+ * from it: an allocation that fits in committed memory costs one agreement
+ * among the ranks and no device call (so it is allowed during CUDA-graph
+ * capture); one that does not fit commits chunks first (collective, refused
+ * during capture).  Caller-sized: set struct_size (SYMHEAP_HEAP_INFO_INIT).
+ * All values are per rank and the same on every rank. */
+typedef struct {
+  uint32_t struct_size;  /* caller's sizeof; SYMHEAP_HEAP_INFO_INIT sets it */
+  uint64_t reserved;     /* address space per rank reserved for the heap */
+  uint64_t committed;    /* memory per rank backing the heap */
+  uint64_t used;         /* bytes per rank in live heap allocations (rounded) */
+  uint64_t largest_free; /* largest allocation that fits without growing */
+  uint64_t allocations;  /* live heap allocations */
+  uint64_t chunks;       /* physical chunks mapped */
+  uint64_t chunk_size;   /* bytes per chunk (SYMHEAP_HEAP_CHUNK, rounded) */
+  uint64_t threshold;    /* larger symheap_malloc calls bypass the heap */
+  int32_t enabled;       /* 0: SYMHEAP_HEAP=0, or the heap could not be had */
+} symheap_heap_info_t;
+#define SYMHEAP_HEAP_INFO_INIT                                                 \
+  { sizeof(symheap_heap_info_t), 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+/* Local.  Before the comm's first symheap_malloc nothing is reserved yet
+ * (reserved 0) and enabled tells whether the heap will be used. */
+symheap_result_t symheap_heap_get_info(symheap_comm_t comm,
+                                       symheap_heap_info_t *info);
+/* Collective: commit chunks until an allocation of `bytes` fits without
+ * growing (e.g. before a CUDA-graph capture).  Every rank passes the same
+ * bytes, else SYMHEAP_ERR_MISMATCH and nothing changes. */
+symheap_result_t symheap_heap_reserve(symheap_comm_t comm, size_t bytes);
+/* Collective: release every chunk that holds no live allocation.  Live
+ * allocations never move.  Refused during graph capture. */
+symheap_result_t symheap_heap_trim(symheap_comm_t comm);
 
 /* Local: device memory that can later be registered in a window. */
 symheap_result_t symheap_mem_alloc(symheap_comm_t comm, size_t size,
@@ -226,7 +265,12 @@ symheap_result_t symheap_window_register(symheap_comm_t comm, void *ptr,
 symheap_result_t
 symheap_window_deregister(symheap_comm_t comm,
                           symheap_window_t win); /* collective */
-/* Collective: symheap_mem_alloc + symheap_window_register. */
+/* Collective: a window of `size` bytes on every rank, from the comm's
+ * symmetric heap (docs/heap.md) unless SYMHEAP_HEAP=0, the size is above
+ * SYMHEAP_HEAP_THRESHOLD, flags ask what the heap cannot serve (multicast)
+ * or the heap is full: then symheap_mem_alloc + symheap_window_register.
+ * Heap windows start on 256-byte boundaries.  symheap_window_deregister of a
+ * heap window frees it like symheap_free. */
 symheap_result_t symheap_malloc(symheap_comm_t comm, size_t size,
                                 unsigned flags, symheap_window_t *win);
 symheap_result_t symheap_free(symheap_comm_t comm,

@@ -80,6 +80,24 @@ suite() { # suite PREFIX BUILD WRAPPER...
   run "$prefix kill at each stage" "$@" "$b/test/test_kill"
   run "$prefix stall (SIGSTOP) at each stage" "$@" "$b/test/test_stall"
   run "$prefix exhaustion, concurrency" "$@" "$b/test/test_exhaust"
+  # The symmetric heap: processes, threads, mixed; the recording adaptor's
+  # cases (calls, faults in growth, variables); fake CUDA, fake HIP, the
+  # example plugin.
+  run "$prefix heap procs x4" build/bin/symheap-run -n 4 "$@" "$b/test/test_heap"
+  run "$prefix heap threads x2" "$@" "$b/test/test_heap" --threads 2
+  run "$prefix heap threads x8" "$@" "$b/test/test_heap" --threads 8
+  run "$prefix heap procs x2 threads x2" build/bin/symheap-run -n 2 "$@" \
+    "$b/test/test_heap" --mixed 2
+  run "$prefix heap recording adaptor" "$@" "$b/test/test_heap" --record
+  run "$prefix heap cuda(fake) threads x2" env SYMHEAP_DEVICE=cuda \
+    SYMHEAP_CUDA_LIBRARY="$PWD/$b/fake_cuda/libcuda.so.1" \
+    SYMHEAP_DISABLE_MULTICAST=1 "$@" "$b/test/test_heap" --threads 2
+  run "$prefix heap hip(fake) procs x2" env SYMHEAP_DEVICE=hip \
+    SYMHEAP_HIP_LIBRARY="$PWD/$b/fake_hip/libamdhip64.so" \
+    build/bin/symheap-run -n 2 "$@" "$b/test/test_heap"
+  run "$prefix heap example plugin procs x3" env SYMHEAP_PLUGIN_PATH="$PWD/$b/lib" \
+    SYMHEAP_PLUGIN=example SYMHEAP_DEVICE=example \
+    build/bin/symheap-run -n 3 "$@" "$b/test/test_heap"
   # The cuda adaptor over the fake driver: the same multi-rank suite (multicast
   # off, as on the shared GPU machines), then its own fault and fallback tests.
   local fake="$PWD/$b/fake_cuda/libcuda.so.1"
@@ -191,6 +209,10 @@ if [ -x build/test/test_gpu ]; then
     run " gpu reduce-scatter, all-to-all, broadcast procs x2" timeout 300 build/bin/symheap-run -n 2 build/test/test_coll_xfer
     run " gpu reduce-scatter, all-to-all, broadcast threads x2" timeout 300 build/test/test_coll_xfer --threads 2
   fi
+  if [ -x build/test/test_heap_gpu ]; then
+    run " gpu heap procs x2" build/bin/symheap-run -n 2 build/test/test_heap_gpu
+    run " gpu heap threads x2" build/test/test_heap_gpu --threads 2
+  fi
   unset SYMHEAP_DISABLE_MULTICAST NCCL_NVLS_ENABLE
 fi
 # The MPI ccl adaptor: the multi-rank suite joined through
@@ -281,6 +303,8 @@ if [ "${QUICK:-0}" != 1 ]; then
       "$PWD/build/fake_cuda/libcuda.so.1"
     run "valgrind rdma(fake ibverbs) threads" $VG build/test/test_rdma \
       "$PWD/build/fake_ibverbs/libibverbs.so.1"
+    run "valgrind heap threads x2" $VG build/test/test_heap --threads 2
+    run "valgrind heap procs x2" build/bin/symheap-run -n 2 $VG build/test/test_heap
     unset SYMHEAP_TEST_UNDER_TOOL
   else
     skip_pass "valgrind passes" "valgrind is not installed (apt-get install valgrind)"

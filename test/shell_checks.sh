@@ -150,8 +150,11 @@ info_stats() {
   local out
   out=$(build/bin/symheap-info --stats 65536) || return 1
   echo "$out"
-  grep -Eq '^windows_live +0 +1 +0$' <<<"$out" &&
-    grep -Eq '^bytes_registered +0 +65536 +0$' <<<"$out"
+  # columns: fresh comm, with the window, window freed, heap trimmed
+  grep -Eq '^windows_live +0 +1 +0 +0$' <<<"$out" &&
+    grep -Eq '^bytes_registered +0 +65536 +0 +0$' <<<"$out" &&
+    grep -Eq '^heap_(allocations +0 +1 +0 +0|reserved +0 +0 +0 +0)$' <<<"$out" &&
+    grep -Eq '^heap_committed +0 +[1-9][0-9]* +[1-9][0-9]* +0$|^heap_committed +0 +0 +0 +0$' <<<"$out"
 }
 check "symheap-info --stats" info_stats
 

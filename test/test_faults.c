@@ -288,6 +288,8 @@ int main(void) {
   peer_death(3, 0, DIE_AFTER_JOIN, "rank0_death_during_register");
 
   setenv("SYMHEAP_DEVICE", "record", 1);
+  /* The registration path's steps (test_heap sweeps the heap's growth). */
+  setenv("SYMHEAP_HEAP", "0", 1);
   th_record_reset(1);
   sweep_t a = {"faults2", 0, 0}, b = {"faults3", 0, 0},
           m = {"faults2_multicast", SYMHEAP_WINDOW_MULTICAST, 0};
@@ -305,6 +307,7 @@ int main(void) {
   rc |= th_run_threads(2, multicast_refused, "NCCL_NVLS_ENABLE=0");
   unsetenv("NCCL_NVLS_ENABLE");
   unsetenv("SYMHEAP_DEVICE");
+  unsetenv("SYMHEAP_HEAP");
 
   char dir[] = "/tmp/symheap-test-XXXXXX";
   if (mkdtemp(dir)) {

@@ -27,6 +27,8 @@ typedef struct {
 
 static const point_t points[] = {
     {"barrier", 0},
+    {"heap", 0}, /* a malloc the heap serves from memory it has: one
+                    agreement over host shared memory, no device call */
     {"mem_export", 1}, /* just before the descriptor exchange */
     {"set_access", 2}, /* after the peers' memory is mapped */
 };
@@ -47,15 +49,22 @@ static void rank_main(const symheap_unique_id_t *id, int rank, int victim,
   symheap_window_t w = NULL;
   symheap_result_t r = symheap_comm_init(&c, NRANKS, id, rank);
   int barrier = strcmp(p->where, "barrier") == 0;
-  if (r == SYMHEAP_SUCCESS && rank == victim && !barrier)
+  int heap = strcmp(p->where, "heap") == 0;
+  if (r == SYMHEAP_SUCCESS && heap) { /* the heap has room from here on */
+    r = symheap_malloc(c, 1 << 20, 0, &w);
+    if (r == SYMHEAP_SUCCESS)
+      r = symheap_free(c, w);
+    w = NULL;
+  }
+  if (r == SYMHEAP_SUCCESS && rank == victim && !barrier && !heap)
     th_record_fault(p->where, rank, th_record_count(p->where, rank) + p->nth,
                     TH_RECORD_STOP);
   int64_t t0 = symheap__now_ms();
-  if (r == SYMHEAP_SUCCESS && barrier) {
+  if (r == SYMHEAP_SUCCESS && (barrier || heap)) {
     if (rank == victim)
       th_stop_self(TH_RECORD_STOP_MS);
     t0 = symheap__now_ms();
-    r = symheap_comm_barrier(c);
+    r = barrier ? symheap_comm_barrier(c) : symheap_malloc(c, 1 << 20, 0, &w);
   } else if (r == SYMHEAP_SUCCESS) {
     r = symheap_malloc(c, 1 << 20, 0, &w);
   }
@@ -99,7 +108,7 @@ static void run_case(const point_t *p, int victim) {
   }
   report_t rep;
   int reports = 0, worst = 0, victim_ms = 0;
-  char victim_code[32] = "?";
+  char victim_code[64] = "?";
   while (read(pfd[0], &rep, sizeof rep) == (ssize_t)sizeof rep) {
     reports++;
     if (rep.rank == victim) {

@@ -78,7 +78,8 @@ static void bench_register(size_t max_size, int iters, int cpu) {
     printf("\nmilliseconds, slowest rank, median of iters.  first reg: the "
            "buffer's first\nregistration; register/deregister: the same buffer "
            "again (a kept mapping\nserves it unless SYMHEAP_WINDOW_CACHE=0); "
-           "malloc/free: symheap_malloc and\nsymheap_free (allocation + "
+           "malloc/free: symheap_malloc and\nsymheap_free (from the heap: "
+           "see its own table below; SYMHEAP_HEAP=0 for\nallocation + "
            "registration, never from the cache)\n");
   if (g_rank == 0)
     printf("\n%-10s %12s %12s %12s %12s %12s %6s\n", "window", "first reg",
@@ -142,6 +143,76 @@ static void bench_register(size_t max_size, int iters, int cpu) {
     if (size > SIZE_MAX / 4)
       break;
   }
+}
+
+/* The symmetric heap (docs/heap.md): symheap_malloc + symheap_free of
+ * blocks that fit in committed memory (reserved ahead, so no growth is
+ * timed), and what growth costs per chunk. */
+static void bench_heap(size_t max_size, int iters) {
+  symheap_heap_info_t hi = SYMHEAP_HEAP_INFO_INIT;
+  CHECK(symheap_heap_get_info(g_comm, &hi));
+  if (!hi.enabled) {
+    if (g_rank == 0)
+      printf("\n(heap: off, SYMHEAP_HEAP=0)\n");
+    return;
+  }
+  if (max_size > hi.threshold)
+    max_size = (size_t)hi.threshold;
+  if (g_rank == 0)
+    printf("\nheap: microseconds, slowest rank, median of iters; malloc and "
+           "free of a block\nthat fits (reserved ahead: no device call), "
+           "and their sum per pair\n\n%-10s %12s %12s %12s %6s\n",
+           "block", "malloc", "free", "pair", "iters");
+  int n = iters < 5 ? 5 : iters;
+  double *mal = calloc((size_t)n, sizeof *mal);
+  double *fre = calloc((size_t)n, sizeof *fre);
+  double *pair = calloc((size_t)n, sizeof *pair);
+  if (!mal || !fre || !pair) {
+    fprintf(stderr, "symheap-bench: out of memory\n");
+    exit(1);
+  }
+  for (size_t size = 4096; size <= max_size; size *= 4) {
+    CHECK(symheap_heap_reserve(g_comm, size));
+    for (int i = 0; i < n; i++) {
+      symheap_window_t w;
+      CHECK(symheap_comm_barrier(g_comm));
+      double t0 = now_s();
+      CHECK(symheap_malloc(g_comm, size, 0, &w));
+      double t1 = now_s();
+      CHECK(symheap_free(g_comm, w));
+      double t2 = now_s();
+      mal[i] = max_over_ranks(t1 - t0);
+      fre[i] = max_over_ranks(t2 - t1);
+      pair[i] = max_over_ranks(t2 - t0);
+    }
+    char label[32];
+    fmt_size(size, label, sizeof label);
+    if (g_rank == 0)
+      printf("%-10s %12.1f %12.1f %12.1f %6d\n", label, median(mal, n) * 1e6,
+             median(fre, n) * 1e6, median(pair, n) * 1e6, n);
+    if (size > SIZE_MAX / 4)
+      break;
+  }
+  /* Growth: from an empty heap, commit k chunks (collective create,
+   * export, exchange, import, map, set access per chunk). */
+  for (int k = 1; k <= 4; k *= 4) {
+    for (int i = 0; i < n; i++) {
+      CHECK(symheap_heap_trim(g_comm));
+      CHECK(symheap_comm_barrier(g_comm));
+      double t0 = now_s();
+      CHECK(symheap_heap_reserve(g_comm, (size_t)hi.chunk_size * (size_t)k));
+      mal[i] = max_over_ranks(now_s() - t0);
+    }
+    if (g_rank == 0)
+      printf("growth by %d chunk%s of %llu MiB: %.3f ms (%.3f ms per chunk)\n",
+             k, k == 1 ? "" : "s",
+             (unsigned long long)(hi.chunk_size >> 20), median(mal, n) * 1e3,
+             median(mal, n) * 1e3 / k);
+  }
+  CHECK(symheap_heap_trim(g_comm));
+  free(mal);
+  free(fre);
+  free(pair);
 }
 
 /* Best-of-reps memcpy bandwidth in GB/s. */
@@ -341,9 +412,11 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--collectives") == 0)
     return exec_collectives(argv, argc);
   size_t max_size = 1u << 30, bw_bytes = 64u << 20, count = 4u << 20;
-  int iters = 21;
+  int iters = 21, heap_only = 0;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--max-size") == 0 && i + 1 < argc)
+    if (strcmp(argv[i], "--heap") == 0)
+      heap_only = 1;
+    else if (strcmp(argv[i], "--max-size") == 0 && i + 1 < argc)
       max_size = parse_size(argv[++i]);
     else if (strcmp(argv[i], "--bw-size") == 0 && i + 1 < argc)
       bw_bytes = parse_size(argv[++i]);
@@ -353,7 +426,7 @@ int main(int argc, char **argv) {
       iters = atoi(argv[++i]);
     else {
       fprintf(stderr,
-              "usage: symheap-run -n N symheap-bench [--max-size BYTES] "
+              "usage: symheap-run -n N symheap-bench [--heap] [--max-size BYTES] "
               "[--bw-size BYTES] [--count FLOATS] [--iters N]\n"
               "       symheap-run -n N symheap-bench --collectives "
               "[see symheap-bench-cuda --help]\n");
@@ -382,7 +455,13 @@ int main(int argc, char **argv) {
            g_n, info.device_adaptor, info.device, info.ccl_adaptor,
            info.window_path, info.nhosts, info.nhosts == 1 ? "" : "s", date);
   }
+  if (heap_only) { /* the heap's table alone */
+    bench_heap(max_size, iters);
+    CHECK(symheap_comm_destroy(g_comm));
+    return 0;
+  }
   bench_register(max_size, iters, info.cpu_access);
+  bench_heap(max_size, iters);
   if (info.cpu_access) {
     bench_bandwidth(bw_bytes, 5);
     bench_allreduce(count, iters);

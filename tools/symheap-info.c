@@ -4,7 +4,8 @@
  *   symheap-info -e --markdown   the same as the table in docs/env.md
  *   symheap-info --stats [BYTES]  the accounting of a one-rank comm on the
  *                     selected adaptor: fresh, with a window of BYTES
- *                     (default 1 MiB), and after freeing it */
+ *                     (default 1 MiB), after freeing it, and after trimming
+ *                     the heap it came from */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,14 +30,17 @@ static int print_stats(size_t bytes) {
             symheap_last_error());
     return 1;
   }
-  symheap_comm_stats_t s[3];
+  symheap_comm_stats_t s[4];
   symheap_window_t w;
   symheap_comm_info_t info = SYMHEAP_COMM_INFO_INIT;
+  symheap_heap_info_t hi = SYMHEAP_HEAP_INFO_INIT;
   int ok = symheap_comm_get_info(c, &info) == SYMHEAP_SUCCESS &&
            stats_at(c, &s[0]) &&
            symheap_malloc(c, bytes, 0, &w) == SYMHEAP_SUCCESS &&
-           stats_at(c, &s[1]) && symheap_free(c, w) == SYMHEAP_SUCCESS &&
-           stats_at(c, &s[2]);
+           stats_at(c, &s[1]) &&
+           symheap_heap_get_info(c, &hi) == SYMHEAP_SUCCESS &&
+           symheap_free(c, w) == SYMHEAP_SUCCESS && stats_at(c, &s[2]) &&
+           symheap_heap_trim(c) == SYMHEAP_SUCCESS && stats_at(c, &s[3]);
   if (!ok) {
     fprintf(stderr, "symheap-info: %s\n", symheap_last_error());
     symheap_comm_destroy(c);
@@ -44,11 +48,12 @@ static int print_stats(size_t bytes) {
   }
   printf("accounting of a one-rank comm on '%s' (%s), window of %zu bytes\n",
          info.device_adaptor, info.device, bytes);
-  printf("%-18s %14s %14s %14s\n", "", "fresh comm", "with window",
-         "window freed");
+  printf("%-18s %14s %14s %14s %14s\n", "", "fresh comm", "with window",
+         "window freed", "heap trimmed");
 #define ROW(f)                                                                 \
-  printf("%-18s %14llu %14llu %14llu\n", #f, (unsigned long long)s[0].f,       \
-         (unsigned long long)s[1].f, (unsigned long long)s[2].f)
+  printf("%-18s %14llu %14llu %14llu %14llu\n", #f,                           \
+         (unsigned long long)s[0].f, (unsigned long long)s[1].f,               \
+         (unsigned long long)s[2].f, (unsigned long long)s[3].f)
   ROW(windows_live);
   ROW(allocations_live);
   ROW(bytes_allocated);
@@ -58,9 +63,23 @@ static int print_stats(size_t bytes) {
   ROW(descriptors_held);
   ROW(multicast_objects);
   ROW(mappings_cached);
+  ROW(heap_reserved);
+  ROW(heap_committed);
+  ROW(heap_used);
+  ROW(heap_allocations);
 #undef ROW
   printf("(the fresh comm's memory is its pad: signals and collectives' "
          "state)\n");
+  if (hi.enabled)
+    printf("heap with the window: %llu chunk(s) of %llu bytes, largest free "
+           "block %llu; symheap_malloc above %llu bytes bypasses the heap "
+           "(docs/heap.md)\n",
+           (unsigned long long)hi.chunks, (unsigned long long)hi.chunk_size,
+           (unsigned long long)hi.largest_free,
+           (unsigned long long)hi.threshold);
+  else
+    printf("heap: off (SYMHEAP_HEAP=0): the window was its own "
+           "registration\n");
   return symheap_comm_destroy(c) == SYMHEAP_SUCCESS ? 0 : 1;
 }
 

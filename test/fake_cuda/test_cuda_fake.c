@@ -160,16 +160,29 @@ static int count_calls(const char *log, const char *fn, int dev) {
 typedef struct {
   unsigned flags;
   int injected;
+  int heap; /* sweep the heap's growth (trimmed between tries) */
 } sweep_t;
+
+/* With the heap: release its chunks, so that the next malloc grows it. */
+static void trim(th_ctx_t *c, const sweep_t *sw) {
+  if (sw->heap)
+    CHECK_OK(symheap_heap_trim(c->comm));
+}
 
 static void sweep(th_ctx_t *c, void *arg) {
   sweep_t *sw = arg;
   th_begin("cuda",
-           sw->flags ? "fault_at_every_driver_call_multicast"
-                     : "fault_at_every_driver_call",
+           sw->heap    ? "fault_at_every_driver_call_heap_growth"
+           : sw->flags ? "fault_at_every_driver_call_multicast"
+                       : "fault_at_every_driver_call",
            c->rank);
   static int calls[2][NCALLS];
   symheap_window_t w;
+  if (sw->heap) { /* the reservation first: the sweep is of growth alone */
+    CHECK_OK(symheap_malloc(c->comm, 4096, 0, &w));
+    CHECK_OK(symheap_free(c->comm, w));
+    trim(c, sw);
+  }
   CHECK_OK(symheap_comm_barrier(c->comm));
   if (c->rank == 0)
     log_reset();
@@ -181,6 +194,7 @@ static void sweep(th_ctx_t *c, void *arg) {
       for (size_t i = 0; i < NCALLS; i++)
         calls[d][i] = count_calls(call_log(), reg_calls[i], d);
   CHECK_OK(symheap_free(c->comm, w));
+  trim(c, sw);
   CHECK_OK(symheap_comm_barrier(c->comm));
   fake_cuda_live_t base, now;
   int fds0 = 0;
@@ -208,6 +222,8 @@ static void sweep(th_ctx_t *c, void *arg) {
               symheap_strerror(r), symheap_last_error());
         if (r == SYMHEAP_SUCCESS)
           CHECK_OK(symheap_free(c->comm, w));
+        if (r == SYMHEAP_SUCCESS)
+          trim(c, sw);
         CHECK_OK(symheap_comm_get_stats(c->comm, &s1));
         CHECK(memcmp(&s0, &s1, sizeof s0) == 0,
               "%s #%d on device %d: accounting moved", reg_calls[i], nth, d);
@@ -521,6 +537,71 @@ static void capture_refused(th_ctx_t *c, void *arg) {
   th_end();
 }
 
+/* The heap under graph capture: an allocation that fits succeeds (no driver
+ * call at all), one that would grow is refused on every rank with a message
+ * naming symheap_heap_reserve and changes nothing; reserved ahead, it fits. */
+static void capture_heap(th_ctx_t *c, void *arg) {
+  (void)arg;
+  th_begin("cuda", "graph_capture_heap", c->rank);
+  symheap_window_t w, x = NULL, big = NULL;
+  CHECK_OK(symheap_malloc(c->comm, 1 << 20, 0, &w));
+  symheap_heap_info_t h0 = SYMHEAP_HEAP_INFO_INIT, h1 = h0;
+  CHECK_OK(symheap_heap_get_info(c->comm, &h0));
+  CHECK(h0.enabled && h0.chunks >= 1, "heap: enabled %d chunks %llu",
+        h0.enabled, (unsigned long long)h0.chunks);
+  const size_t beyond = (size_t)h0.committed + (1u << 20); /* must grow */
+  for (int mode = 1; mode <= 2; mode++) {
+    int dev = mode == 1 ? 0 : 1; /* only that rank captures */
+    CHECK_OK(symheap_comm_barrier(c->comm));
+    if (c->rank == 0) {
+      log_reset();
+      set_capturing(dev, mode);
+    }
+    CHECK_OK(symheap_comm_barrier(c->comm));
+    CHECK_OK(symheap_malloc(c->comm, 1 << 20, 0, &x));
+    unsigned char *p = NULL;
+    CHECK_OK(symheap_window_peer_ptr(x, 1 - c->rank, (void **)&p));
+    CHECK_OK(symheap_free(c->comm, x));
+    symheap_result_t r = symheap_malloc(c->comm, beyond, 0, &big);
+    CHECK(r == SYMHEAP_ERR_UNSUPPORTED &&
+              strstr(symheap_last_error(), "symheap_heap_reserve"),
+          "growth while device %d captures: %s (%s)", dev,
+          symheap_strerror(r), symheap_last_error());
+    CHECK_ERR(symheap_heap_reserve(c->comm, beyond), SYMHEAP_ERR_UNSUPPORTED);
+    CHECK_OK(symheap_heap_get_info(c->comm, &h1));
+    CHECK(memcmp(&h0, &h1, sizeof h0) == 0, "a refused growth moved the heap");
+    CHECK_OK(symheap_comm_barrier(c->comm));
+    if (c->rank == 0) {
+      CHECK(count_calls(call_log(), "cuMemCreate", dev) == 0 &&
+                count_calls(call_log(), "cuMemMap", dev) == 0 &&
+                count_calls(call_log(), "cuMemSetAccess", dev) == 0,
+            "driver calls during capture: %s", call_log());
+      set_capturing(dev, 0);
+    }
+    CHECK_OK(symheap_comm_barrier(c->comm));
+  }
+  /* Reserved before capture, the same allocation fits during it. */
+  CHECK_OK(symheap_heap_reserve(c->comm, beyond));
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  if (c->rank == 0)
+    set_capturing(0, 1);
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  CHECK_OK(symheap_malloc(c->comm, beyond, 0, &big));
+  CHECK_OK(symheap_free(c->comm, big));
+  CHECK_ERR(symheap_heap_trim(c->comm), SYMHEAP_ERR_UNSUPPORTED);
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  if (c->rank == 0)
+    set_capturing(0, 0);
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  CHECK_OK(symheap_free(c->comm, w));
+  CHECK_OK(symheap_heap_trim(c->comm));
+  CHECK_OK(symheap_heap_get_info(c->comm, &h1));
+  CHECK(h1.chunks == 0 && h1.allocations == 0 && h1.used == 0,
+        "after trim: chunks %llu allocations %llu",
+        (unsigned long long)h1.chunks, (unsigned long long)h1.allocations);
+  th_end();
+}
+
 /* SYMHEAP_WINDOW_PATH=nccl refuses, saying why, where it cannot work: no
  * NCCL library, a device adaptor other than cuda.  (The path itself runs on
  * GPUs: test/gpu/test_gpu.cu under bench/gpu_run.sh.) */
@@ -599,10 +680,15 @@ int main(int argc, char **argv) {
   /* Processes first, before this process has threads. */
   asym_processes();
   test_device_choice();
-  sweep_t plain = {0, 0}, mc = {SYMHEAP_WINDOW_MULTICAST, 0};
+  sweep_t plain = {0, 0, 0}, mc = {SYMHEAP_WINDOW_MULTICAST, 0, 0},
+          heap = {0, 0, 1};
+  th_run_threads(2, sweep, &heap);
+  setenv("SYMHEAP_HEAP", "0", 1); /* the registration path */
   th_run_threads(2, sweep, &plain);
   th_run_threads(2, sweep, &mc);
-  printf("# injected %d and %d driver faults\n", plain.injected, mc.injected);
+  unsetenv("SYMHEAP_HEAP");
+  printf("# injected %d, %d and %d (heap growth) driver faults\n",
+         plain.injected, mc.injected, heap.injected);
   th_run_threads(2, mc_sequence, NULL);
   setenv("SYMHEAP_DISABLE_MULTICAST", "1", 1);
   th_run_threads(2, mc_refused, NULL);
@@ -612,7 +698,10 @@ int main(int argc, char **argv) {
   unsetenv("NCCL_NVLS_ENABLE");
   th_run_threads(2, asym_threads, NULL);
   th_run_threads(2, foreign_vmm, NULL);
+  setenv("SYMHEAP_HEAP", "0", 1); /* registrations are refused */
   th_run_threads(2, capture_refused, NULL);
+  unsetenv("SYMHEAP_HEAP");
+  th_run_threads(2, capture_heap, NULL);
   nccl_path_refusals();
   return th_total_failures() ? 1 : 0;
 }

@@ -282,8 +282,13 @@ static void rollback(int procs) {
   }
   setenv("SYMHEAP_DEVICE", name, 1);
   setenv("SYMHEAP_DEBUG", "NONE", 1); /* the injected failures' warnings */
+  /* Every symheap_malloc a registration of its own, so that each one runs
+   * the adaptor's whole create/export/import/map sequence (the heap would
+   * serve most from memory it committed once). */
+  setenv("SYMHEAP_HEAP", "0", 1);
   kit_stage("%d ranks: injected failures", K.ranks);
   run_ranks(procs, rollback_body);
+  unsetenv("SYMHEAP_HEAP");
   if (S->bad)
     kit_fail("%s", S->why);
   else if (!S->injected)

@@ -1,0 +1,191 @@
+/* Agreements over shared memory: when every rank of the comm is on this
+ * host, the heap's fast path (malloc, free, reserve, trim) exchanges its
+ * agreement records through a little host memory every rank maps (a memfd
+ * per rank, exchanged over the descriptor mesh at comm init) instead of the
+ * ccl's sockets; whatever the device is, since these are host records.
+ * Each rank writes its record into one of two slots (by parity) of its own
+ * area and publishes the agreement's number; the others read it.  A rank
+ * writes slot k % 2 again only after agreement k + 1 completed, which every
+ * rank reached after reading agreement k: no record is overwritten while a
+ * peer may still read it.  Waits are bounded (SYMHEAP_TIMEOUT_MS); a peer
+ * process that died is seen at once (its mesh socket hangs up). */
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "comm.h"
+
+typedef struct {
+  uint64_t seq; /* the agreement whose record this slot holds */
+  uint64_t pad[7];
+  char rec[SYMHEAP__AGREE_REC];
+} shm_slot_t;
+/* After the two slots: whether this rank gave up on an agreement (timed
+ * out, or saw a peer die), and why.  A rank that was late (stopped, say)
+ * reads it and fails that agreement too, instead of completing what its
+ * peers abandoned. */
+typedef struct {
+  uint64_t gave_up; /* the agreement it abandoned; 0: none */
+  char why[248];
+} shm_poison_t;
+_Static_assert(2 * sizeof(shm_slot_t) + sizeof(shm_poison_t) <=
+                   SYMHEAP__AGREE_SHM_BYTES,
+               "agreement area size");
+
+static void unmap_all(symheap_comm_t c, char **area) {
+  for (int p = 0; area && p < c->nranks; p++)
+    if (area[p])
+      munmap(area[p], SYMHEAP__AGREE_SHM_BYTES);
+  free(area);
+}
+
+void symheap__agree_shm_close(symheap_comm_t c) {
+  unmap_all(c, c->agree_shm);
+  c->agree_shm = NULL;
+}
+
+static char *map_fd(int fd) {
+  void *m = mmap(NULL, SYMHEAP__AGREE_SHM_BYTES, PROT_READ | PROT_WRITE,
+                 MAP_SHARED, fd, 0);
+  return m == MAP_FAILED ? NULL : m;
+}
+
+symheap_result_t symheap__agree_shm_setup(symheap_comm_t c) {
+  c->agree_shm = NULL;
+  c->agree_shm_seq = 0;
+  /* The same answer on every rank: both are facts of the whole comm. */
+  if (c->local_nranks != c->nranks || !c->peer_fd || c->nranks < 2)
+    return SYMHEAP_SUCCESS;
+  char **area = calloc((size_t)c->nranks, sizeof *area);
+  int fd = area ? memfd_create("symheap-agree", MFD_CLOEXEC) : -1;
+  int ok = fd >= 0 && ftruncate(fd, SYMHEAP__AGREE_SHM_BYTES) == 0 &&
+           (area[c->rank] = map_fd(fd)) != NULL;
+  int *fds = c->scratch_fds;
+  symheap_result_t r = symheap__fdx_allgather(c, ok ? fd : -1, fds);
+  if (fd >= 0)
+    close(fd);
+  if (r != SYMHEAP_SUCCESS && r != SYMHEAP_ERR_SYSTEM) {
+    /* The mesh failed: as any exchange, agree first, then the comm is
+     * broken (the caller fails the init). */
+    unmap_all(c, area);
+    symheap_result_t a = symheap__agree(c, r, 1, NULL, 0, NULL);
+    return a != SYMHEAP_SUCCESS ? a : r;
+  }
+  if (r != SYMHEAP_SUCCESS) /* out of descriptors: no channel, in step */
+    ok = 0;
+  for (int p = 0; p < c->nranks; p++) {
+    if (p == c->rank)
+      continue;
+    if (r == SYMHEAP_SUCCESS && fds[p] >= 0 && area)
+      area[p] = map_fd(fds[p]);
+    if (fds[p] >= 0)
+      close(fds[p]);
+    ok = ok && area && area[p];
+  }
+  int32_t mine = ok;
+  /* Every rank's answer: the channel is used only if all have it. */
+  int32_t *every = (int32_t *)(void *)c->scratch_sh;
+  r = symheap__agree(c, SYMHEAP_SUCCESS, 0, &mine, sizeof mine, every);
+  for (int p = 0; p < c->nranks && r == SYMHEAP_SUCCESS; p++)
+    ok = ok && every[p];
+  if (r != SYMHEAP_SUCCESS || !ok) {
+    unmap_all(c, area);
+    if (r == SYMHEAP_SUCCESS)
+      SYMHEAP_INFO("agreements of the heap go over the ccl: shared memory "
+                   "for them could not be had on every rank");
+    return r;
+  }
+  c->agree_shm = area; /* fresh memfds: every slot reads agreement 0 */
+  return SYMHEAP_SUCCESS;
+}
+
+static shm_slot_t *slot_of(symheap_comm_t c, int p, uint64_t k) {
+  return (shm_slot_t *)(void *)c->agree_shm[p] + (k & 1);
+}
+
+/* Whether peer p's process is gone (its mesh socket hung up). */
+static int peer_gone(symheap_comm_t c, int p) {
+  if (!c->peer_fd || c->peer_fd[p] < 0)
+    return 0;
+  struct pollfd pf = {c->peer_fd[p], POLLRDHUP, 0};
+  return poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+static shm_poison_t *poison_of(symheap_comm_t c, int p) {
+  return (shm_poison_t *)(void *)(c->agree_shm[p] + 2 * sizeof(shm_slot_t));
+}
+
+/* A peer that gave up on agreement k or later: this rank cannot complete
+ * it (or anything after it) either. */
+static symheap_result_t peers_gave_up(symheap_comm_t c, uint64_t k) {
+  for (int p = 0; p < c->nranks; p++) {
+    shm_poison_t *x = poison_of(c, p);
+    uint64_t g = p == c->rank ? 0 : __atomic_load_n(&x->gave_up, __ATOMIC_ACQUIRE);
+    if (g && g <= k) {
+      char why[sizeof x->why];
+      memcpy(why, x->why, sizeof why);
+      why[sizeof why - 1] = '\0';
+      return symheap__error(SYMHEAP_ERR_REMOTE,
+                            "rank %d gave up on agreement #%llu (this rank "
+                            "arrived late, or was stopped): %s",
+                            p, (unsigned long long)g, why);
+    }
+  }
+  return SYMHEAP_SUCCESS;
+}
+
+static symheap_result_t broken(symheap_comm_t c, symheap_result_t r) {
+  /* Say so where a late peer will look, before anything else. */
+  shm_poison_t *mine = poison_of(c, c->rank);
+  if (!__atomic_load_n(&mine->gave_up, __ATOMIC_RELAXED)) {
+    snprintf(mine->why, sizeof mine->why, "%s", symheap__error_peek());
+    __atomic_store_n(&mine->gave_up, c->agree_shm_seq, __ATOMIC_RELEASE);
+  }
+  c->broken = r;
+  snprintf(c->broken_why, sizeof c->broken_why, "%s", symheap__error_peek());
+  SYMHEAP_WARN("comm broken: %s", c->broken_why);
+  return r;
+}
+
+symheap_result_t symheap__agree_shm_allgather(symheap_comm_t c,
+                                              const void *in, void *out,
+                                              size_t bytes) {
+  if (c->broken != SYMHEAP_SUCCESS)
+    return symheap__error(c->broken, "the comm failed earlier: %s",
+                          c->broken_why);
+  uint64_t k = ++c->agree_shm_seq;
+  symheap_result_t late = peers_gave_up(c, k);
+  if (late != SYMHEAP_SUCCESS)
+    return broken(c, late);
+  shm_slot_t *mine = slot_of(c, c->rank, k);
+  memcpy(mine->rec, in, bytes);
+  __atomic_store_n(&mine->seq, k, __ATOMIC_RELEASE);
+  int64_t deadline = symheap__call_deadline(c);
+  for (int p = 0; p < c->nranks; p++) {
+    shm_slot_t *s = slot_of(c, p, k);
+    for (unsigned spin = 0; __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) < k;
+         spin++) {
+      if (spin < 64)
+        continue;
+      sched_yield(); /* ranks may outnumber cores */
+      if (spin % 256 == 0 && peer_gone(c, p))
+        return broken(c, symheap__error(SYMHEAP_ERR_REMOTE,
+                                        "rank %d is gone (its process "
+                                        "exited during an agreement)",
+                                        p));
+      if (spin % 64 == 0 && symheap__now_ms() > deadline)
+        return broken(c, symheap__error(SYMHEAP_ERR_TIMEOUT,
+                                        "rank %d did not reach the agreement "
+                                        "within %d ms (SYMHEAP_TIMEOUT_MS)",
+                                        p, c->timeout_ms));
+    }
+    memcpy((char *)out + bytes * (size_t)p, s->rec, bytes);
+  }
+  /* Everyone published; a peer that gave up since (it timed out while
+   * this rank was away) still fails this rank's agreement. */
+  late = peers_gave_up(c, k);
+  return late == SYMHEAP_SUCCESS ? late : broken(c, late);
+}
