@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Every GPU suite on the device machine, each under a timeout (a hang shows
+# as rc 124), two ranks on one GPU as processes and as threads: the adaptor
+# (test_gpu), the collectives (test_coll, test_coll_xfer), the heap
+# (test_heap_gpu), the Python package on torch, the conformance kit on the
+# real CUDA driver, and the cuda adaptor copied out of the tree, built as a
+# plugin from the installed headers and put through the kit (the vendor
+# contract on a real GPU).  Correctness only: nothing here is timed.
+#   bench/gpu_verify.sh [OUTDIR]
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
+  NVSHMEM_DISABLE_NVLS=1 SYMHEAP_DISABLE_MULTICAST=1
+set -u
+cd "$(dirname "$0")/.."
+OUTDIR=${1:-${OUT:-build/gpu-out}}
+mkdir -p "$OUTDIR"
+nvidia-smi -L
+make -s -j"$(nproc)" all tests gpu-tests >"$OUTDIR/build.txt" 2>&1 ||
+  { tail -30 "$OUTDIR/build.txt"; exit 1; }
+rows=()
+suite() { # name timeout command...
+  local name=$1 t=$2
+  shift 2
+  local t0=$SECONDS
+  timeout -k 5 "$t" "$@" >"$OUTDIR/$name.txt" 2>&1
+  local rc=$?
+  rows+=("$(printf '%-30s rc %-4s %3ss  pass %3s fail %3s skip %3s' "$name" \
+    "$rc" $((SECONDS - t0)) "$(grep -c '^PASS' "$OUTDIR/$name.txt")" \
+    "$(grep -c '^FAIL' "$OUTDIR/$name.txt")" \
+    "$(grep -c '^SKIP' "$OUTDIR/$name.txt")")")
+}
+run2="build/bin/symheap-run -n 2"
+suite gpu.procs2 120 $run2 build/test/test_gpu
+suite gpu.threads2 120 build/test/test_gpu --threads 2
+suite coll.procs2 150 $run2 build/test/test_coll
+suite coll.threads2 150 build/test/test_coll --threads 2
+suite xfer.procs2 180 $run2 build/test/test_coll_xfer
+suite xfer.threads2 120 build/test/test_coll_xfer --threads 2
+suite heap.procs2 120 $run2 build/test/test_heap_gpu
+suite heap.threads2 120 build/test/test_heap_gpu --threads 2
+suite python_torch.procs2 150 env PYTHONPATH="$PWD/build/lib/python3/site-packages" \
+  $run2 python3 test/python/test_gpu.py
+suite kit.cuda 200 build/bin/symheap-conformance --device cuda
+# The cuda adaptor as a vendor would ship it: out of the tree, renamed,
+# public headers only.
+P=$(mktemp -d)
+make -s install PREFIX="$P/prefix" >/dev/null 2>&1
+mkdir "$P/src" && cp adaptors/device/cuda.c adaptors/device/cuda_api.h \
+  adaptors/device/cuda_driver.[ch] adaptors/device/ipc_table.[ch] "$P/src/"
+sed -i 's/"cuda"/"cudacopy"/g' "$P/src/cuda.c"
+(cd "$P/src" && cc -shared -fPIC -fvisibility=hidden -DSYMHEAP_PLUGIN_BUILD \
+  -I"$P/prefix/include" cuda.c cuda_driver.c ipc_table.c -o libcudacopy.so -ldl) \
+  >"$OUTDIR/cudacopy-build.txt" 2>&1
+suite kit.cudacopy 200 env SYMHEAP_PLUGIN="$P/src/libcudacopy.so" \
+  build/bin/symheap-conformance --device cudacopy
+suite gpu.cudacopy.procs2 120 env SYMHEAP_PLUGIN="$P/src/libcudacopy.so" \
+  SYMHEAP_DEVICE=cudacopy $run2 build/test/test_gpu
+for f in "$OUTDIR"/*.txt; do grep -H '^FAIL' "$f" | head -3; done
+printf '%s\n' "${rows[@]}"
