@@ -33,6 +33,7 @@ suite gpu.procs2 120 $run2 build/test/test_gpu
 suite gpu.threads2 120 build/test/test_gpu --threads 2
 suite coll.procs2 150 $run2 build/test/test_coll
 suite coll.threads2 150 build/test/test_coll --threads 2
+suite coll.threads2.noheap 150 env SYMHEAP_HEAP=0 build/test/test_coll --threads 2
 suite xfer.procs2 180 $run2 build/test/test_coll_xfer
 suite xfer.threads2 120 build/test/test_coll_xfer --threads 2
 suite heap.procs2 120 $run2 build/test/test_heap_gpu
@@ -55,4 +56,6 @@ suite kit.cudacopy 200 env SYMHEAP_PLUGIN="$P/src/libcudacopy.so" \
 suite gpu.cudacopy.procs2 120 env SYMHEAP_PLUGIN="$P/src/libcudacopy.so" \
   SYMHEAP_DEVICE=cudacopy $run2 build/test/test_gpu
 for f in "$OUTDIR"/*.txt; do grep -H '^FAIL' "$f" | head -3; done
+tar czf "$OUTDIR/all-logs.tgz" -C "$OUTDIR" $(cd "$OUTDIR" && ls *.txt) 2>/dev/null &&
+  rm -f "$OUTDIR"/*.txt
 printf '%s\n' "${rows[@]}"

@@ -396,11 +396,17 @@ static void case_device_api(th_ctx_t *c) {
   CUDA_OK(cudaFree(p));
 }
 
-// Registration, deregistration and allocation while rank 0 captures a graph
-// on a blocking stream: refused on every rank, saying why, nothing changed.
+// While rank 0 captures a graph on a blocking stream: an allocation the heap
+// has room for succeeds (no device call), and so does freeing it; what would
+// map or unmap (registering memory, deregistering a registered window) is
+// refused on every rank, saying why, with nothing changed.
 static void case_capture_refused(th_ctx_t *c) {
-  symheap_window_t w, x;
-  CHECK_OK(symheap_malloc(c->comm, 1u << 20, 0, &w));
+  symheap_window_t w, x, y;
+  void *m = NULL, *m2 = NULL;
+  CHECK_OK(symheap_malloc(c->comm, 1u << 20, 0, &w)); // the heap has room now
+  CHECK_OK(symheap_mem_alloc(c->comm, 2u << 20, &m));
+  CHECK_OK(symheap_mem_alloc(c->comm, 2u << 20, &m2));
+  CHECK_OK(symheap_window_register(c->comm, m, 2u << 20, 0, &y));
   symheap_comm_stats_t s0 = SYMHEAP_COMM_STATS_INIT, s1 = s0;
   CHECK_OK(symheap_comm_get_stats(c->comm, &s0));
   cudaStream_t s;
@@ -411,22 +417,27 @@ static void case_capture_refused(th_ctx_t *c) {
     CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     CUDA_OK(cudaMemsetAsync(dummy, 0, 8, s));
   }
-  symheap_result_t r = symheap_malloc(c->comm, 1u << 20, 0, &x);
+  CHECK_OK(symheap_malloc(c->comm, 1u << 20, 0, &x));
+  CHECK_OK(symheap_free(c->comm, x));
+  symheap_result_t r = symheap_window_register(c->comm, m2, 2u << 20, 0, &x);
   CHECK(r == SYMHEAP_ERR_UNSUPPORTED &&
             strstr(symheap_last_error(), "capturing a CUDA graph"),
-        "malloc during rank 0's capture: %s (%s)", symheap_strerror(r),
+        "registration during rank 0's capture: %s (%s)", symheap_strerror(r),
         symheap_last_error());
-  CHECK_ERR(symheap_window_deregister(c->comm, w), SYMHEAP_ERR_UNSUPPORTED);
+  CHECK_ERR(symheap_window_deregister(c->comm, y), SYMHEAP_ERR_UNSUPPORTED);
   CHECK_OK(symheap_comm_get_stats(c->comm, &s1));
   CHECK(memcmp(&s0, &s1, sizeof s0) == 0,
-        "a refused call changed the accounting");
+        "a refused call (or a heap malloc + free) changed the accounting");
   if (c->rank == 0) {
     cudaGraph_t g;
     CUDA_OK(cudaStreamEndCapture(s, &g));
     CUDA_OK(cudaGraphDestroy(g));
   }
   CHECK_OK(symheap_comm_barrier(c->comm));
-  CHECK_OK(symheap_free(c->comm, w)); // and afterwards it works
+  CHECK_OK(symheap_window_deregister(c->comm, y)); // afterwards it works
+  CHECK_OK(symheap_free(c->comm, w));
+  CHECK_OK(symheap_mem_free(c->comm, m));
+  CHECK_OK(symheap_mem_free(c->comm, m2));
   CUDA_OK(cudaFree(dummy));
   CUDA_OK(cudaStreamDestroy(s));
 }

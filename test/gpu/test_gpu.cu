@@ -212,6 +212,8 @@ static void case_cycles(th_ctx_t *c) {
     }
     CHECK_OK(symheap_free(c->comm, w));
   }
+  // The heap keeps committed chunks for the next allocation: give them back.
+  CHECK_OK(symheap_heap_trim(c->comm));
   CHECK_OK(symheap_comm_barrier(c->comm));
   CUDA_OK(cudaMemGetInfo(&free1, &total));
   if (!g_threads || c->rank == 0) {

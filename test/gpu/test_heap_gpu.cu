@@ -91,9 +91,16 @@ static void case_collectives(th_ctx_t *c) {
                      cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemset(gp + 1024 * (size_t)c->rank, c->rank + 1, 1024));
   sync_all(c);
+  // Not the legacy stream: ranks sharing a GPU are refused it (thread-ranks
+  // would queue behind each other there).
+  cudaStream_t st;
+  CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  symheap_stream_t ss = (symheap_stream_t)st;
   CHECK_OK(symheap_cuda_all_reduce(a, 0, a, 0, count, SYMHEAP_FLOAT32,
-                                   SYMHEAP_OP_SUM, SYMHEAP_ALGO_AUTO, 0));
-  CHECK_OK(symheap_cuda_all_gather(g, 1024 * (size_t)c->rank, g, 0, 1024, 0));
+                                   SYMHEAP_OP_SUM, SYMHEAP_ALGO_AUTO, ss));
+  CHECK_OK(symheap_cuda_all_gather(g, 1024 * (size_t)c->rank, g, 0, 1024, ss));
+  CUDA_OK(cudaStreamSynchronize(st));
+  CUDA_OK(cudaStreamDestroy(st));
   sync_all(c);
   std::vector<float> out(count);
   CUDA_OK(cudaMemcpy(out.data(), ap, count * sizeof(float),

@@ -252,6 +252,10 @@ def main():
     dist.init_process_group("gloo", init_method="file://" + path, rank=RANK,
                             world_size=int(os.environ["SYMHEAP_NRANKS"]))
     comm = symheap.init_torch()
+    # A stream of our own: with both ranks on one GPU, the collectives refuse
+    # the legacy default stream (thread-ranks would queue behind each other
+    # on it), and torch's current stream is that one by default.
+    torch.cuda.set_stream(torch.cuda.Stream())
     t = Cases(comm, comm.rank)
     t.run("python-gpu-init-torch", lambda: check(
         (comm.rank, comm.size) == (dist.get_rank(), dist.get_world_size())

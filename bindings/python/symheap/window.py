@@ -181,7 +181,14 @@ class Window:
 
     def __exit__(self, *exc):
         if self._h is not None:
-            self.free()
+            try:
+                self.free()
+            except errors.Error:
+                # An exception is on its way out of the block: that one is
+                # the cause (the free may fail because of it, e.g. a tensor
+                # still alive in the failed code), so it is the one raised.
+                if exc[0] is None:
+                    raise
         return False
 
     def __repr__(self):
