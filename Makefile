@@ -52,7 +52,7 @@ $(BUILD)/boundary.ok: $(foreach d,$(BOUNDARY_DIRS),$(wildcard $(d)/*.[ch])) $(wi
 	  mkdir -p $(BUILD)/boundary/$$d; cp $$d/*.[ch] $(BUILD)/boundary/$$d/ 2>/dev/null || cp $$d/*.c $(BUILD)/boundary/$$d/; \
 	  for f in $(BUILD)/boundary/$$d/*.c; do \
 	    $(CC) $(filter-out -I%,$(CFLAGS_ALL)) -I$(CURDIR)/include -DBAD=1 -DBREAK=0 -c $$f -o $$f.o \
-	      || { echo "boundary: $$d/$$(basename $$f) needs more than include/ (see docs/architecture.md)"; exit 1; }; \
+	      || { echo "boundary: $$d/$$(basename $$f) does not compile with include/ alone (see above; docs/architecture.md)"; exit 1; }; \
 	  done; done
 	@touch $@
 
