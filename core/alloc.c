@@ -16,9 +16,8 @@ symheap__alloc_t *symheap__alloc_find(symheap_comm_t c, const void *ptr) {
 SYMHEAP__EXPORT symheap_result_t symheap_mem_alloc(symheap_comm_t c,
                                                    size_t size, void **ptr) {
   /* Local: a comm whose collectives failed can still allocate. */
-  if (!c)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "symheap_mem_alloc: comm is NULL");
+  if (symheap__comm_check(c, "symheap_mem_alloc") != SYMHEAP_SUCCESS)
+    return SYMHEAP_ERR_INVALID_ARG;
   symheap__log_set_rank(c->rank);
   symheap_result_t r;
   if (!ptr || size == 0)
@@ -104,9 +103,8 @@ symheap_result_t symheap__alloc_free(symheap_comm_t c, symheap__alloc_t *a) {
 }
 
 SYMHEAP__EXPORT symheap_result_t symheap_mem_free(symheap_comm_t c, void *ptr) {
-  if (!c)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "symheap_mem_free: comm is NULL");
+  if (symheap__comm_check(c, "symheap_mem_free") != SYMHEAP_SUCCESS)
+    return SYMHEAP_ERR_INVALID_ARG;
   symheap__log_set_rank(c->rank);
   symheap__fdx_drain(c);
   symheap__alloc_t *a = ptr ? symheap__alloc_find(c, ptr) : NULL;

@@ -1,4 +1,5 @@
 /* Communicators: joining, the agreement on backend and host, teardown. */
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,8 +35,9 @@ int symheap__call_remaining_ms(symheap_comm_t c) {
 }
 
 symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn) {
-  if (!c)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s: comm is NULL", fn);
+  symheap_result_t live = symheap__comm_check(c, fn);
+  if (live != SYMHEAP_SUCCESS)
+    return live;
   if (c->pid != getpid())
     return forked(c, fn);
   c->call_deadline_ms = symheap__now_ms() + c->timeout_ms;
@@ -219,6 +221,32 @@ static void release_all(symheap_comm_t c) {
   }
 }
 
+/* A destroyed comm's struct is never given back to the allocator, so no
+ * later allocation can sit at its address: a stale handle finds it dead.
+ * (What it pointed to is freed; the struct itself is a few kilobytes.) */
+static pthread_mutex_t retired_lock = PTHREAD_MUTEX_INITIALIZER;
+static symheap_comm_t retired;
+
+static void retire(symheap_comm_t c) {
+  c->magic = SYMHEAP__COMM_DEAD;
+  pthread_mutex_lock(&retired_lock);
+  c->retired_next = retired;
+  retired = c;
+  pthread_mutex_unlock(&retired_lock);
+}
+
+symheap_result_t symheap__comm_check(symheap_comm_t c, const char *fn) {
+  if (!c)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s: comm is NULL", fn);
+  if (c->magic == SYMHEAP__COMM_DEAD)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "%s: comm %p was destroyed", fn, (void *)c);
+  if (c->magic != SYMHEAP__COMM_LIVE)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s: %p is not a comm", fn,
+                          (void *)c);
+  return SYMHEAP_SUCCESS;
+}
+
 static void comm_free(symheap_comm_t c) {
   symheap__agree_shm_close(c);
   symheap__fdx_close(c);
@@ -234,7 +262,7 @@ static void comm_free(symheap_comm_t c) {
   free(c->agree_buf);
   free(c->scratch_fds);
   free(c->scratch_sh);
-  free(c);
+  retire(c);
 }
 
 /* Everything after the ccl exists: shared by every way of making a comm. */
@@ -248,6 +276,7 @@ symheap_result_t symheap__comm_setup(symheap_comm_t *out,
       ops->fini(ctx);
     return symheap__error(SYMHEAP_ERR_NO_MEMORY, "comm: out of memory");
   }
+  c->magic = SYMHEAP__COMM_LIVE;
   c->ccl = *ops;
   c->ccl_ctx = ctx;
   c->ccl_owned = owned;
@@ -482,9 +511,8 @@ static symheap_result_t destroy_in_child(symheap_comm_t c) {
 }
 
 SYMHEAP__EXPORT symheap_result_t symheap_comm_destroy(symheap_comm_t c) {
-  if (!c)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "symheap_comm_destroy: comm is NULL");
+  if (symheap__comm_check(c, "symheap_comm_destroy") != SYMHEAP_SUCCESS)
+    return SYMHEAP_ERR_INVALID_ARG;
   if (c->pid != getpid())
     return destroy_in_child(c);
   symheap__log_set_rank(c->rank);
@@ -512,7 +540,9 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_destroy(symheap_comm_t c) {
 
 SYMHEAP__EXPORT symheap_result_t symheap_comm_rank(symheap_comm_t c,
                                                    int *rank) {
-  if (!c || !rank)
+  if (symheap__comm_check(c, "symheap_comm_rank") != SYMHEAP_SUCCESS)
+    return SYMHEAP_ERR_INVALID_ARG;
+  if (!rank)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_comm_rank: NULL argument");
   *rank = c->rank;
@@ -521,7 +551,9 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_rank(symheap_comm_t c,
 
 SYMHEAP__EXPORT symheap_result_t symheap_comm_size(symheap_comm_t c,
                                                    int *nranks) {
-  if (!c || !nranks)
+  if (symheap__comm_check(c, "symheap_comm_size") != SYMHEAP_SUCCESS)
+    return SYMHEAP_ERR_INVALID_ARG;
+  if (!nranks)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_comm_size: NULL argument");
   *nranks = c->nranks;
@@ -620,7 +652,9 @@ symheap_result_t symheap__copy_sized(void *dst, const void *src, size_t ours,
 
 SYMHEAP__EXPORT symheap_result_t
 symheap_comm_get_info(symheap_comm_t c, symheap_comm_info_t *info) {
-  if (!c || !info)
+  if (symheap__comm_check(c, "symheap_comm_get_info") != SYMHEAP_SUCCESS)
+    return SYMHEAP_ERR_INVALID_ARG;
+  if (!info)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_comm_get_info: NULL argument");
   symheap_comm_info_t i;
@@ -646,7 +680,9 @@ symheap_comm_get_info(symheap_comm_t c, symheap_comm_info_t *info) {
 
 SYMHEAP__EXPORT symheap_result_t symheap_comm_get_mapped_per_peer(
     symheap_comm_t c, uint64_t *bytes, int nranks) {
-  if (!c || !bytes)
+  if (symheap__comm_check(c, "symheap_comm_get_mapped_per_peer") != SYMHEAP_SUCCESS)
+    return SYMHEAP_ERR_INVALID_ARG;
+  if (!bytes)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_comm_get_mapped_per_peer: NULL argument");
   if (nranks != c->nranks)
@@ -661,7 +697,9 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_get_mapped_per_peer(
 SYMHEAP__EXPORT symheap_result_t symheap_comm_world_rank(symheap_comm_t c,
                                                          int rank,
                                                          int *world_rank) {
-  if (!c || !world_rank)
+  if (symheap__comm_check(c, "symheap_comm_world_rank") != SYMHEAP_SUCCESS)
+    return SYMHEAP_ERR_INVALID_ARG;
+  if (!world_rank)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_comm_world_rank: NULL argument");
   if (rank < 0 || rank >= c->nranks)
@@ -676,7 +714,9 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_world_rank(symheap_comm_t c,
 SYMHEAP__EXPORT symheap_result_t symheap_comm_local_ranks(symheap_comm_t c,
                                                           int *ranks, int max,
                                                           int *count) {
-  if (!c || !count || (max > 0 && !ranks) || max < 0)
+  if (symheap__comm_check(c, "symheap_comm_local_ranks") != SYMHEAP_SUCCESS)
+    return SYMHEAP_ERR_INVALID_ARG;
+  if (!count || (max > 0 && !ranks) || max < 0)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_comm_local_ranks: %s",
                           max < 0 ? "max is negative" : "NULL argument");
@@ -693,7 +733,9 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_local_ranks(symheap_comm_t c,
 
 SYMHEAP__EXPORT symheap_result_t
 symheap_comm_get_stats(symheap_comm_t c, symheap_comm_stats_t *s) {
-  if (!c || !s)
+  if (symheap__comm_check(c, "symheap_comm_get_stats") != SYMHEAP_SUCCESS)
+    return SYMHEAP_ERR_INVALID_ARG;
+  if (!s)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_comm_get_stats: NULL argument");
   return symheap__copy_sized(s, &c->stats, sizeof c->stats,

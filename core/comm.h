@@ -68,8 +68,8 @@ typedef struct {
 } symheap__rdma_key_t;
 
 struct symheap_window {
-  struct symheap_window *next;  /* in the comm */
-  struct symheap_window *gnext; /* in the process-wide live list */
+  struct symheap_window *next, *prev; /* in the comm's list */
+  symheap_window_t handle;             /* what the caller holds (handles.c) */
   symheap_comm_t comm;
   uint64_t id; /* same on every rank: registrations are collective */
   char *user_ptr;
@@ -117,7 +117,14 @@ struct symheap_window {
   int views;
 };
 
+/* A live comm's magic; a destroyed one's struct is kept (never reused) with
+ * SYMHEAP__COMM_DEAD, so a stale handle is an error, not a use of freed
+ * memory. */
+#define SYMHEAP__COMM_LIVE 0x53484d43u
+#define SYMHEAP__COMM_DEAD 0x44454144u
 struct symheap_comm {
+  uint32_t magic;
+  struct symheap_comm *retired_next; /* once destroyed (comm.c) */
   int rank, nranks;
   /* The node-local team: ranks with this rank's host identity.  Only they
    * map each other's memory (reach[p] is 1 for them, this rank included);
@@ -197,6 +204,8 @@ symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn);
 symheap_result_t symheap__copy_sized(void *dst, const void *src, size_t ours,
                                      const char *what);
 /* The ccl allgather; a failure breaks the comm for good. */
+/* A live comm, or INVALID_ARG naming fn (NULL, destroyed, or not a comm). */
+symheap_result_t symheap__comm_check(symheap_comm_t c, const char *fn);
 /* Milliseconds left of the current call's deadline (at least 1). */
 int symheap__call_remaining_ms(symheap_comm_t c);
 /* The current call's deadline as an absolute symheap__now_ms() time. */
@@ -357,8 +366,13 @@ symheap_result_t symheap__winpath_deregister(symheap_comm_t c,
 
 /* window_access.c: the process-wide list of live windows. */
 /* SUCCESS for a live window handle; else INVALID_ARG naming fn. */
-symheap_result_t symheap__window_check(symheap_window_t w, const char *fn);
-void symheap__live_add(struct symheap_window *w);
+/* The live window a caller's handle names, or NULL with INVALID_ARG naming
+ * `fn` (a released handle stays invalid whatever memory is reused). */
+struct symheap_window *symheap__window_get(symheap_window_t h, const char *fn);
+/* Room for one more window handle (a local check, before agreeing). */
+symheap_result_t symheap__handles_room(void);
+/* Into the comm's list, and a handle for the caller (w->handle). */
+void symheap__live_add(symheap_comm_t c, struct symheap_window *w);
 /* Out of the comm's list and the live list. */
 void symheap__window_unlink(symheap_comm_t c, struct symheap_window *w);
 

@@ -342,9 +342,7 @@ static symheap_result_t view_of(symheap_comm_t c, struct symheap_window *w,
 static void window_link(symheap_comm_t c, struct symheap_window *w) {
   w->id = c->next_window_id++;
   w->slot = symheap__slot_take(c);
-  w->next = c->windows;
-  c->windows = w;
-  symheap__live_add(w);
+  symheap__live_add(c, w);
   c->stats.windows_live++;
   c->stats.bytes_registered += w->size;
 }
@@ -460,7 +458,7 @@ symheap_result_t symheap__heap_malloc(symheap_comm_t c, symheap_result_t pre,
     symheap__heap_undo_create(c, created && r != SYMHEAP_SUCCESS);
     return r;
   }
-  *out = w;
+  *out = w->handle;
   return SYMHEAP_SUCCESS;
 }
 

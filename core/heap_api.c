@@ -5,7 +5,9 @@
 
 SYMHEAP__EXPORT symheap_result_t
 symheap_heap_get_info(symheap_comm_t c, symheap_heap_info_t *info) {
-  if (!c || !info)
+  if (symheap__comm_check(c, "symheap_heap_get_info") != SYMHEAP_SUCCESS)
+    return SYMHEAP_ERR_INVALID_ARG;
+  if (!info)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_heap_get_info: NULL argument");
   symheap_result_t r = symheap__heap_state(c);

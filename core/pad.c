@@ -3,13 +3,14 @@
 #include "comm.h"
 
 symheap_result_t symheap__pad_create(symheap_comm_t c) {
-  symheap_window_t w;
+  symheap_window_t h;
   /* Its own registration, not the heap: a comm that never calls
    * symheap_malloc commits no heap memory. */
   symheap_result_t r = symheap__malloc_registered(
-      c, symheap__round_up(SYMHEAP_PAD_BYTES, c->caps.granularity), 0, &w);
+      c, symheap__round_up(SYMHEAP_PAD_BYTES, c->caps.granularity), 0, &h);
   if (r != SYMHEAP_SUCCESS)
     return symheap__error_context(r, "creating the comm's pad");
+  struct symheap_window *w = symheap__window_get(h, "the comm's pad");
   /* Not a user window: out of the window lists and window counts; its
    * memory and mappings stay in the accounting. */
   symheap__window_unlink(c, w);

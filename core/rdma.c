@@ -151,14 +151,14 @@ static symheap_result_t no_rdma(const struct symheap_window *w,
                                             : "registered before RDMA was on");
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_window_rdma_key(symheap_window_t w,
+SYMHEAP__EXPORT symheap_result_t symheap_window_rdma_key(symheap_window_t h,
                                                          int peer,
                                                          uint64_t *addr,
                                                          uint32_t *rkey) {
   const char *fn = "symheap_window_rdma_key";
-  symheap_result_t r = symheap__window_check(w, fn);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
+  const struct symheap_window *w = symheap__window_get(h, fn);
+  if (!w)
+    return SYMHEAP_ERR_INVALID_ARG;
   if (!addr || !rkey || peer < 0 || peer >= w->comm->nranks)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s: %s", fn,
                           !addr || !rkey ? "NULL output pointer"
@@ -171,12 +171,12 @@ SYMHEAP__EXPORT symheap_result_t symheap_window_rdma_key(symheap_window_t w,
   return SYMHEAP_SUCCESS;
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_window_rdma_lkey(symheap_window_t w,
+SYMHEAP__EXPORT symheap_result_t symheap_window_rdma_lkey(symheap_window_t h,
                                                           uint32_t *lkey) {
   const char *fn = "symheap_window_rdma_lkey";
-  symheap_result_t r = symheap__window_check(w, fn);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
+  const struct symheap_window *w = symheap__window_get(h, fn);
+  if (!w)
+    return SYMHEAP_ERR_INVALID_ARG;
   if (!lkey)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s: lkey is NULL", fn);
   const struct symheap_window *o = owner(w);
@@ -188,7 +188,9 @@ SYMHEAP__EXPORT symheap_result_t symheap_window_rdma_lkey(symheap_window_t w,
 
 SYMHEAP__EXPORT symheap_result_t
 symheap_comm_rdma_info(symheap_comm_t c, symheap_rdma_info_t *info) {
-  if (!c || !info)
+  if (symheap__comm_check(c, "symheap_comm_rdma_info") != SYMHEAP_SUCCESS)
+    return SYMHEAP_ERR_INVALID_ARG;
+  if (!info)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_comm_rdma_info: NULL argument");
   symheap_rdma_info_t i;

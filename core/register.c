@@ -172,16 +172,14 @@ static symheap_result_t share_register(symheap_comm_t c,
   w->slot = symheap__slot_take(c);
   if (w->alloc)
     w->alloc->windows++;
-  w->next = c->windows;
-  c->windows = w;
-  symheap__live_add(w);
+  symheap__live_add(c, w);
   c->stats.windows_live++;
   c->stats.bytes_registered += w->size;
   SYMHEAP_TRACE("registered window %llu: %zu bytes at %p, sharing window "
                 "%llu's mapping (%d sharers)",
                 (unsigned long long)w->id, w->size, (void *)w->user_ptr,
                 (unsigned long long)owner->id, owner->sharers);
-  *out = w;
+  *out = w->handle;
   return SYMHEAP_SUCCESS;
 }
 
@@ -203,6 +201,9 @@ static symheap_result_t reg_check(symheap_comm_t c, reg_t *g, void *ptr,
   struct symheap_window *w = g->w;
   if (!out)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG, "win is NULL");
+  symheap_result_t room = symheap__handles_room();
+  if (room != SYMHEAP_SUCCESS)
+    return room;
   if (!ptr)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG, "ptr is NULL");
   if (size == 0)
@@ -401,9 +402,7 @@ static void reg_link(symheap_comm_t c, struct symheap_window *w,
   w->slot = symheap__slot_take(c);
   if (w->alloc)
     w->alloc->windows++;
-  w->next = c->windows;
-  c->windows = w;
-  symheap__live_add(w);
+  symheap__live_add(c, w);
   c->stats.windows_live++;
   c->stats.bytes_registered += w->size;
   SYMHEAP_TRACE("registered window %llu: %zu bytes at %p, %s, stride %zu",
@@ -450,7 +449,7 @@ symheap_result_t symheap__register(symheap_comm_t c, void *ptr, size_t size,
       reg_link(c, w, owns_alloc);
   }
   if (r == SYMHEAP_SUCCESS) {
-    *out = w;
+    *out = w->handle;
     return SYMHEAP_SUCCESS;
   }
   if (w && w->local) {

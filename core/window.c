@@ -54,6 +54,9 @@ static symheap_result_t malloc_args(symheap_comm_t c, size_t size,
                                     unsigned flags, symheap_window_t *win) {
   if (!win)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG, "win is NULL");
+  symheap_result_t room = symheap__handles_room();
+  if (room != SYMHEAP_SUCCESS)
+    return room;
   if (size == 0)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG, "size is zero");
   if (flags & ~SYMHEAP_WINDOW_FLAGS_ALL)
@@ -192,20 +195,21 @@ symheap_result_t symheap__window_teardown(symheap_comm_t c,
 }
 
 /* Collective.  `freeing`: symheap_free, which also frees the memory. */
-static symheap_result_t release_impl(symheap_comm_t c, symheap_window_t w,
+static symheap_result_t release_impl(symheap_comm_t c, symheap_window_t h,
                                      int freeing, const char *fn) {
   symheap_result_t r = symheap__comm_enter(c, fn);
   if (r != SYMHEAP_SUCCESS)
     return r;
   symheap__fdx_drain(c);
-  struct symheap_window *p = c->windows;
-  while (p && p != w)
-    p = p->next;
+  /* The handle names a live window, of this comm: O(1), and a released
+   * handle is refused even where its window's memory was reused. */
+  struct symheap_window *p = symheap__window_get(h, fn);
   if (!p)
+    r = SYMHEAP_ERR_INVALID_ARG; /* the message is the lookup's */
+  else if (p->comm != c)
     r = symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                       "%s: unknown window %p (already released, or of "
-                       "another comm)",
-                       fn, (void *)w);
+                       "%s: window %p belongs to another comm", fn,
+                       (void *)h);
   else if (freeing && !p->owns_alloc)
     r = symheap__error(SYMHEAP_ERR_INVALID_ARG,
                        "%s: the window was registered over caller memory; "

@@ -3,65 +3,116 @@
  * local accessors. */
 #include <pthread.h>
 #include <string.h>
+#include <stdint.h>
 
 #include "comm.h"
 
-/* Every live window of the process, so accessors can tell a live handle from
- * a stale one without touching freed memory. */
-static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct symheap_window *live;
+/* Window handles.  What a caller holds is not the window's address but a
+ * handle: a slot of a process-wide table and the slot's generation, which
+ * moves on when the window goes.  So a released handle is refused whatever
+ * the allocator does with the memory, and every lookup is O(1) however many
+ * windows are live.  The table is static (bss): its pages are touched only as
+ * it fills, and it is there from the start, so it never shows up as a new
+ * mapping. */
+#define HANDLE_SLOTS (1u << 20)
+typedef struct {
+  struct symheap_window *w;
+  uint32_t gen;
+  uint32_t next_free; /* index + 1 of the next free slot; 0: none */
+} slot_t;
 
-static struct symheap_window *live_find(symheap_window_t w) {
-  pthread_mutex_lock(&live_lock);
-  struct symheap_window *p = live;
-  while (p && p != w)
-    p = p->gnext;
-  pthread_mutex_unlock(&live_lock);
-  return p;
+static pthread_mutex_t handle_lock = PTHREAD_MUTEX_INITIALIZER;
+static slot_t slots[HANDLE_SLOTS];
+static uint32_t slots_used, free_head, handles_live;
+
+symheap_result_t symheap__handles_room(void) {
+  if (__atomic_load_n(&handles_live, __ATOMIC_RELAXED) >
+      HANDLE_SLOTS - 65536)
+    return symheap__error(SYMHEAP_ERR_NO_MEMORY,
+                          "%u windows are live in this process, the most "
+                          "symheap keeps handles for",
+                          HANDLE_SLOTS - 65536);
+  return SYMHEAP_SUCCESS;
 }
 
-symheap_result_t symheap__window_check(symheap_window_t w, const char *fn) {
-  if (live_find(w))
-    return SYMHEAP_SUCCESS;
-  return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                        "%s: unknown window %p (never registered or already "
-                        "released)",
-                        fn, (void *)w);
+static symheap_window_t handle_of(uint32_t index, uint32_t gen) {
+  return (symheap_window_t)(uintptr_t)(((uint64_t)gen << 32) | (index + 1));
 }
 
-void symheap__live_add(struct symheap_window *w) {
-  pthread_mutex_lock(&live_lock);
-  w->gnext = live;
-  live = w;
-  pthread_mutex_unlock(&live_lock);
+static symheap_window_t handle_publish(struct symheap_window *w) {
+  pthread_mutex_lock(&handle_lock);
+  uint32_t i = free_head ? free_head - 1 : slots_used++;
+  if (free_head)
+    free_head = slots[i].next_free;
+  slots[i].w = w;
+  handles_live++;
+  symheap_window_t h = handle_of(i, slots[i].gen);
+  pthread_mutex_unlock(&handle_lock);
+  return h;
+}
+
+static void handle_drop(symheap_window_t h) {
+  uint64_t v = (uint64_t)(uintptr_t)h;
+  uint32_t i = (uint32_t)v - 1;
+  pthread_mutex_lock(&handle_lock);
+  slots[i].w = NULL;
+  slots[i].gen++;
+  slots[i].next_free = free_head;
+  free_head = i + 1;
+  handles_live--;
+  pthread_mutex_unlock(&handle_lock);
+}
+
+struct symheap_window *symheap__window_get(symheap_window_t h, const char *fn) {
+  uint64_t v = (uint64_t)(uintptr_t)h;
+  uint32_t i = (uint32_t)v - 1, gen = (uint32_t)(v >> 32);
+  struct symheap_window *w = NULL;
+  if ((uint32_t)v != 0) {
+    pthread_mutex_lock(&handle_lock);
+    if (i < slots_used && slots[i].gen == gen)
+      w = slots[i].w;
+    pthread_mutex_unlock(&handle_lock);
+  }
+  if (!w)
+    symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                   "%s: unknown window %p (never registered, or already "
+                   "released)",
+                   fn, (void *)h);
+  return w;
+}
+
+void symheap__live_add(symheap_comm_t c, struct symheap_window *w) {
+  w->prev = NULL;
+  w->next = c->windows;
+  if (c->windows)
+    c->windows->prev = w;
+  c->windows = w;
+  w->handle = handle_publish(w);
 }
 
 void symheap__window_unlink(symheap_comm_t c, struct symheap_window *w) {
-  for (struct symheap_window **pp = &c->windows; *pp; pp = &(*pp)->next)
-    if (*pp == w) {
-      *pp = w->next;
-      break;
-    }
-  pthread_mutex_lock(&live_lock);
-  for (struct symheap_window **pp = &live; *pp; pp = &(*pp)->gnext)
-    if (*pp == w) {
-      *pp = w->gnext;
-      break;
-    }
-  pthread_mutex_unlock(&live_lock);
+  if (w->prev)
+    w->prev->next = w->next;
+  else if (c->windows == w)
+    c->windows = w->next;
+  if (w->next)
+    w->next->prev = w->prev;
+  w->next = w->prev = NULL;
+  if (w->handle) {
+    handle_drop(w->handle);
+    w->handle = NULL;
+  }
 }
 
 /* Accessors: local, and safe on a stale handle. */
-#define LIVE_OR_FAIL(w, fn)                                                    \
-  do {                                                                         \
-    symheap_result_t live_r_ = symheap__window_check(w, fn);                   \
-    if (live_r_ != SYMHEAP_SUCCESS)                                            \
-      return live_r_;                                                          \
-  } while (0)
+#define LIVE_OR_FAIL(h, fn)                                                    \
+  struct symheap_window *w = symheap__window_get(h, fn);                       \
+  if (!w)                                                                      \
+  return SYMHEAP_ERR_INVALID_ARG
 
-SYMHEAP__EXPORT symheap_result_t symheap_window_local_ptr(symheap_window_t w,
+SYMHEAP__EXPORT symheap_result_t symheap_window_local_ptr(symheap_window_t h,
                                                           void **ptr) {
-  LIVE_OR_FAIL(w, "symheap_window_local_ptr");
+  LIVE_OR_FAIL(h, "symheap_window_local_ptr");
   if (!ptr)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_window_local_ptr: ptr is NULL");
@@ -69,9 +120,9 @@ SYMHEAP__EXPORT symheap_result_t symheap_window_local_ptr(symheap_window_t w,
   return SYMHEAP_SUCCESS;
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_window_peer_ptr(symheap_window_t w,
+SYMHEAP__EXPORT symheap_result_t symheap_window_peer_ptr(symheap_window_t h,
                                                          int peer, void **ptr) {
-  LIVE_OR_FAIL(w, "symheap_window_peer_ptr");
+  LIVE_OR_FAIL(h, "symheap_window_peer_ptr");
   if (!ptr || peer < 0 || peer >= w->comm->nranks)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_window_peer_ptr: %s",
@@ -87,10 +138,10 @@ SYMHEAP__EXPORT symheap_result_t symheap_window_peer_ptr(symheap_window_t w,
   return SYMHEAP_SUCCESS;
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_window_flat_base(symheap_window_t w,
+SYMHEAP__EXPORT symheap_result_t symheap_window_flat_base(symheap_window_t h,
                                                           void **base,
                                                           size_t *stride) {
-  LIVE_OR_FAIL(w, "symheap_window_flat_base");
+  LIVE_OR_FAIL(h, "symheap_window_flat_base");
   if (!base || !stride)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_window_flat_base: NULL output pointer");
@@ -105,8 +156,8 @@ SYMHEAP__EXPORT symheap_result_t symheap_window_flat_base(symheap_window_t w,
 }
 
 SYMHEAP__EXPORT symheap_result_t
-symheap_window_multicast_ptr(symheap_window_t w, void **ptr) {
-  LIVE_OR_FAIL(w, "symheap_window_multicast_ptr");
+symheap_window_multicast_ptr(symheap_window_t h, void **ptr) {
+  LIVE_OR_FAIL(h, "symheap_window_multicast_ptr");
   if (!ptr)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_window_multicast_ptr: ptr is NULL");
@@ -119,9 +170,9 @@ symheap_window_multicast_ptr(symheap_window_t w, void **ptr) {
   return SYMHEAP_SUCCESS;
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_window_size(symheap_window_t w,
+SYMHEAP__EXPORT symheap_result_t symheap_window_size(symheap_window_t h,
                                                      size_t *size) {
-  LIVE_OR_FAIL(w, "symheap_window_size");
+  LIVE_OR_FAIL(h, "symheap_window_size");
   if (!size)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_window_size: size is NULL");
@@ -130,8 +181,8 @@ SYMHEAP__EXPORT symheap_result_t symheap_window_size(symheap_window_t w,
 }
 
 SYMHEAP__EXPORT symheap_result_t
-symheap_window_device_view(symheap_window_t w, symheap_device_window_t *v) {
-  LIVE_OR_FAIL(w, "symheap_window_device_view");
+symheap_window_device_view(symheap_window_t h, symheap_device_window_t *v) {
+  LIVE_OR_FAIL(h, "symheap_window_device_view");
   if (!v)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_window_device_view: view is NULL");

@@ -1018,6 +1018,43 @@ static void case_window_cache(th_ctx_t *c) {
         (unsigned long long)s.bytes_mapped, (unsigned long long)s.va_reserved);
 }
 
+/* Handles are checked, not trusted: a released window's handle is refused
+ * even when a new window's struct reuses its memory (it once released the
+ * live window), and a destroyed comm's handle is refused too. */
+static void case_stale_handles(th_ctx_t *c) {
+  symheap_window_t a = NULL, b = NULL;
+  CHECK_OK(symheap_malloc(c->comm, 4096, 0, &a));
+  CHECK_OK(symheap_free(c->comm, a));
+  CHECK_OK(symheap_malloc(c->comm, 4096, 0, &b)); /* may reuse a's memory */
+  int *pb = NULL, *pa = NULL;
+  CHECK_OK(symheap_window_local_ptr(b, (void **)&pb));
+  if (pb)
+    *pb = 4242;
+  CHECK(a != b, "a released handle came back for a new window");
+  CHECK_ERR(symheap_window_local_ptr(a, (void **)&pa), SYMHEAP_ERR_INVALID_ARG);
+  CHECK_ERR(symheap_free(c->comm, a), SYMHEAP_ERR_INVALID_ARG);
+  CHECK_ERR(symheap_window_deregister(c->comm, a), SYMHEAP_ERR_INVALID_ARG);
+  /* The live window is untouched. */
+  int *again = NULL;
+  CHECK_OK(symheap_window_local_ptr(b, (void **)&again));
+  CHECK(again == pb && again && *again == 4242, "the live window changed");
+  CHECK_OK(symheap_free(c->comm, b));
+  /* A destroyed comm: every call on its handle refused, saying so. */
+  symheap_comm_t sub = NULL;
+  CHECK_OK(symheap_comm_split(c->comm, 0, c->rank, &sub));
+  if (sub) {
+    CHECK_OK(symheap_comm_destroy(sub));
+    int r = -1;
+    symheap_window_t w;
+    CHECK_ERR(symheap_comm_rank(sub, &r), SYMHEAP_ERR_INVALID_ARG);
+    CHECK(strstr(symheap_last_error(), "destroyed") != NULL, "%s",
+          symheap_last_error());
+    CHECK_ERR(symheap_comm_barrier(sub), SYMHEAP_ERR_INVALID_ARG);
+    CHECK_ERR(symheap_malloc(sub, 4096, 0, &w), SYMHEAP_ERR_INVALID_ARG);
+    CHECK_ERR(symheap_comm_destroy(sub), SYMHEAP_ERR_INVALID_ARG);
+  }
+}
+
 /* A forked child cannot use its parent's comm: every collective fails,
  * saying so, destroy releases only the child's part, and the parent's job
  * goes on (before, the child's calls used the parent's sockets and
@@ -1081,6 +1118,7 @@ static const case_t cases[] = {
     {"reregister_1GiB_many", case_reregister_many},
     {"cycles_2000", case_cycles},
     {"fork_child_refused", case_fork},
+    {"stale_handles_refused", case_stale_handles},
 };
 
 static void run_cases(th_ctx_t *c, void *arg) {
