@@ -246,6 +246,11 @@ coll-sweep: $(BUILD)/bin/coll-sweep
 $(BUILD)/bin/coll-sweep: bench/coll_sweep.cu $(KERNEL_OBJS) $(BUILD)/lib/libsymheap.so
 	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -o $@ $< \
 	  $(KERNEL_OBJS) -L$(BUILD)/lib -lsymheap -Xlinker -rpath,'$$ORIGIN/../lib'
+# Accessor and release cost against the number of live windows.
+.PHONY: window-lookup
+window-lookup: $(BUILD)/bin/window-lookup
+$(BUILD)/bin/window-lookup: bench/window_lookup.c $(BUILD)/lib/libsymheap.so
+	$(CC) $(CFLAGS_ALL) -o $@ $< -L$(BUILD)/lib -lsymheap -Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_ALL)
 # Probe of the host's cost per eager collective call (bench/launch_cost.cu).
 .PHONY: launch-cost
 launch-cost: $(BUILD)/bin/launch-cost
