@@ -247,6 +247,29 @@ symheap_result_t symheap__comm_check(symheap_comm_t c, const char *fn) {
   return SYMHEAP_SUCCESS;
 }
 
+symheap_result_t symheap__comm_claim(symheap_comm_t c, const char *fn) {
+  symheap_result_t r = symheap__comm_check(c, fn);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  int idle = 0;
+  if (!__atomic_compare_exchange_n(&c->busy, &idle, 1, 0, __ATOMIC_ACQUIRE,
+                                   __ATOMIC_RELAXED)) {
+    const char *other = __atomic_load_n(&c->busy_fn, __ATOMIC_RELAXED);
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "%s: another thread is in %s on this comm right "
+                          "now; a comm belongs to one thread at a time (give "
+                          "each thread a comm of its own, or serialise the "
+                          "calls)",
+                          fn, other ? other : "a call");
+  }
+  __atomic_store_n(&c->busy_fn, fn, __ATOMIC_RELAXED);
+  return SYMHEAP_SUCCESS;
+}
+
+void symheap__comm_unclaim(symheap_comm_t c) {
+  __atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
+}
+
 static void comm_free(symheap_comm_t c) {
   symheap__agree_shm_close(c);
   symheap__fdx_close(c);
@@ -510,14 +533,16 @@ static symheap_result_t destroy_in_child(symheap_comm_t c) {
   return SYMHEAP_SUCCESS;
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_comm_destroy(symheap_comm_t c) {
+static symheap_result_t comm_barrier_one(symheap_comm_t c);
+
+static symheap_result_t comm_destroy_one(symheap_comm_t c) {
   if (symheap__comm_check(c, "symheap_comm_destroy") != SYMHEAP_SUCCESS)
     return SYMHEAP_ERR_INVALID_ARG;
   if (c->pid != getpid())
     return destroy_in_child(c);
   symheap__log_set_rank(c->rank);
   if (c->broken == SYMHEAP_SUCCESS &&
-      symheap_comm_barrier(c) != SYMHEAP_SUCCESS)
+      comm_barrier_one(c) != SYMHEAP_SUCCESS)
     SYMHEAP_WARN("comm destroy: final barrier failed (%s); tearing down anyway",
                  symheap_last_error());
   release_all(c);
@@ -536,6 +561,15 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_destroy(symheap_comm_t c) {
   comm_free(c);
   symheap__error_clear();
   return SYMHEAP_SUCCESS;
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_comm_destroy(symheap_comm_t c) {
+  symheap_result_t r = symheap__comm_claim(c, "symheap_comm_destroy");
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  r = comm_destroy_one(c);
+  symheap__comm_unclaim(c);
+  return r;
 }
 
 SYMHEAP__EXPORT symheap_result_t symheap_comm_rank(symheap_comm_t c,
@@ -560,7 +594,7 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_size(symheap_comm_t c,
   return SYMHEAP_SUCCESS;
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_comm_barrier(symheap_comm_t c) {
+static symheap_result_t comm_barrier_one(symheap_comm_t c) {
   symheap_result_t r = symheap__comm_enter(c, "symheap_comm_barrier");
   if (r != SYMHEAP_SUCCESS)
     return r;
@@ -579,6 +613,15 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_barrier(symheap_comm_t c) {
   return symheap__comm_allgather(c, &one, c->agree_buf, 1);
 }
 
+SYMHEAP__EXPORT symheap_result_t symheap_comm_barrier(symheap_comm_t c) {
+  symheap_result_t r = symheap__comm_claim(c, "symheap_comm_barrier");
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  r = comm_barrier_one(c);
+  symheap__comm_unclaim(c);
+  return r;
+}
+
 /* Bytes per rank one round of symheap_comm_allgather carries: small enough
  * for every ccl's message (the bootstrap's is 16 MiB in all), large enough
  * that 1 MiB per rank takes a few rounds. */
@@ -588,7 +631,7 @@ static size_t allgather_chunk(symheap_comm_t c) {
   return chunk ? chunk : 1;
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_comm_allgather(symheap_comm_t c,
+static symheap_result_t comm_allgather_one(symheap_comm_t c,
                                                         const void *in,
                                                         void *out,
                                                         size_t bytes) {
@@ -633,6 +676,18 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_allgather(symheap_comm_t c,
              len);
   }
   free(tmp);
+  return r;
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_comm_allgather(symheap_comm_t c,
+                                                        const void *in,
+                                                        void *out,
+                                                        size_t bytes) {
+  symheap_result_t r = symheap__comm_claim(c, "symheap_comm_allgather");
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  r = comm_allgather_one(c, in, out, bytes);
+  symheap__comm_unclaim(c);
   return r;
 }
 

@@ -124,6 +124,8 @@ struct symheap_window {
 #define SYMHEAP__COMM_DEAD 0x44454144u
 struct symheap_comm {
   uint32_t magic;
+  int busy;            /* a public call is in progress (comm.c, claim) */
+  const char *busy_fn; /* which one, for the other thread's message */
   struct symheap_comm *retired_next; /* once destroyed (comm.c) */
   int rank, nranks;
   /* The node-local team: ranks with this rank's host identity.  Only they
@@ -204,6 +206,11 @@ symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn);
 symheap_result_t symheap__copy_sized(void *dst, const void *src, size_t ours,
                                      const char *what);
 /* The ccl allgather; a failure breaks the comm for good. */
+/* Every public call that uses the comm's channels runs as the one call in
+ * progress on it: a second thread's call fails at once, saying what the
+ * caller did, instead of interleaving messages and blaming a peer. */
+symheap_result_t symheap__comm_claim(symheap_comm_t c, const char *fn);
+void symheap__comm_unclaim(symheap_comm_t c);
 /* A live comm, or INVALID_ARG naming fn (NULL, destroyed, or not a comm). */
 symheap_result_t symheap__comm_check(symheap_comm_t c, const char *fn);
 /* Milliseconds left of the current call's deadline (at least 1). */

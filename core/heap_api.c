@@ -45,7 +45,7 @@ static symheap_result_t heap_ready(symheap_comm_t c, const char *fn) {
   return r;
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_heap_reserve(symheap_comm_t c,
+static symheap_result_t heap_reserve_one(symheap_comm_t c,
                                                       size_t bytes) {
   const char *fn = "symheap_heap_reserve";
   symheap_result_t r = symheap__comm_enter(c, fn);
@@ -89,7 +89,17 @@ SYMHEAP__EXPORT symheap_result_t symheap_heap_reserve(symheap_comm_t c,
   return r == SYMHEAP_SUCCESS ? r : symheap__error_context(r, "%s", fn);
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_heap_trim(symheap_comm_t c) {
+SYMHEAP__EXPORT symheap_result_t symheap_heap_reserve(symheap_comm_t c,
+                                                      size_t bytes) {
+  symheap_result_t r = symheap__comm_claim(c, "symheap_heap_reserve");
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  r = heap_reserve_one(c, bytes);
+  symheap__comm_unclaim(c);
+  return r;
+}
+
+static symheap_result_t heap_trim_one(symheap_comm_t c) {
   const char *fn = "symheap_heap_trim";
   symheap_result_t r = symheap__comm_enter(c, fn);
   if (r != SYMHEAP_SUCCESS)
@@ -120,4 +130,13 @@ SYMHEAP__EXPORT symheap_result_t symheap_heap_trim(symheap_comm_t c) {
                  (unsigned long long)me.count);
   r = symheap__heap_trim_local(c);
   return r == SYMHEAP_SUCCESS ? r : symheap__error_context(r, "%s", fn);
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_heap_trim(symheap_comm_t c) {
+  symheap_result_t r = symheap__comm_claim(c, "symheap_heap_trim");
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  r = heap_trim_one(c);
+  symheap__comm_unclaim(c);
+  return r;
 }

@@ -146,16 +146,26 @@ static symheap_result_t split(symheap_comm_t c, int color, int key,
   return SYMHEAP_SUCCESS;
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_comm_split(symheap_comm_t c, int color,
+static symheap_result_t comm_split_one(symheap_comm_t c, int color,
                                                     int key,
                                                     symheap_comm_t *newcomm) {
   return split(c, color, key, newcomm, "symheap_comm_split");
 }
 
+SYMHEAP__EXPORT symheap_result_t symheap_comm_split(symheap_comm_t c, int color,
+                                                    int key,
+                                                    symheap_comm_t *newcomm) {
+  symheap_result_t r = symheap__comm_claim(c, "symheap_comm_split");
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  r = comm_split_one(c, color, key, newcomm);
+  symheap__comm_unclaim(c);
+  return r;
+}
+
 /* Ranks with the same host identity: the color is the index of the first
  * rank that reported this rank's identity. */
-SYMHEAP__EXPORT symheap_result_t
-symheap_comm_split_local(symheap_comm_t c, symheap_comm_t *newcomm) {
+static symheap_result_t comm_split_local_one(symheap_comm_t c, symheap_comm_t *newcomm) {
   const char *fn = "symheap_comm_split_local";
   symheap_result_t r = symheap__comm_enter(c, fn);
   if (r != SYMHEAP_SUCCESS)
@@ -175,4 +185,13 @@ symheap_comm_split_local(symheap_comm_t c, symheap_comm_t *newcomm) {
     color++;
   free(all);
   return split(c, color, c->rank, newcomm, fn);
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_comm_split_local(symheap_comm_t c, symheap_comm_t *newcomm) {
+  symheap_result_t r = symheap__comm_claim(c, "symheap_comm_split_local");
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  r = comm_split_local_one(c, newcomm);
+  symheap__comm_unclaim(c);
+  return r;
 }

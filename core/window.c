@@ -37,8 +37,7 @@ void symheap__window_free(struct symheap_window *w) {
   free(w);
 }
 
-SYMHEAP__EXPORT symheap_result_t
-symheap_window_register(symheap_comm_t c, void *ptr, size_t size,
+static symheap_result_t window_register_one(symheap_comm_t c, void *ptr, size_t size,
                         unsigned flags, symheap_window_t *win) {
   symheap_result_t r = symheap__comm_enter(c, "symheap_window_register");
   if (r != SYMHEAP_SUCCESS)
@@ -47,6 +46,16 @@ symheap_window_register(symheap_comm_t c, void *ptr, size_t size,
   return r == SYMHEAP_SUCCESS
              ? r
              : symheap__error_context(r, "symheap_window_register");
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_window_register(symheap_comm_t c, void *ptr, size_t size,
+                        unsigned flags, symheap_window_t *win) {
+  symheap_result_t r = symheap__comm_claim(c, "symheap_window_register");
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  r = window_register_one(c, ptr, size, flags, win);
+  symheap__comm_unclaim(c);
+  return r;
 }
 
 /* symheap_malloc's checks, carried into the first agreement. */
@@ -96,7 +105,7 @@ symheap_result_t symheap__malloc_registered(symheap_comm_t c, size_t size,
                            win);
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_malloc(symheap_comm_t c, size_t size,
+static symheap_result_t malloc_one(symheap_comm_t c, size_t size,
                                                 unsigned flags,
                                                 symheap_window_t *win) {
   symheap_result_t r = symheap__comm_enter(c, "symheap_malloc");
@@ -109,6 +118,17 @@ SYMHEAP__EXPORT symheap_result_t symheap_malloc(symheap_comm_t c, size_t size,
   if (!done && r == SYMHEAP_SUCCESS)
     r = malloc_registered(c, r, size, flags, win);
   return r == SYMHEAP_SUCCESS ? r : symheap__error_context(r, "symheap_malloc");
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_malloc(symheap_comm_t c, size_t size,
+                                                unsigned flags,
+                                                symheap_window_t *win) {
+  symheap_result_t r = symheap__comm_claim(c, "symheap_malloc");
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  r = malloc_one(c, size, flags, win);
+  symheap__comm_unclaim(c);
+  return r;
 }
 
 symheap_result_t symheap__window_teardown(symheap_comm_t c,
@@ -240,12 +260,32 @@ static symheap_result_t release_impl(symheap_comm_t c, symheap_window_t h,
   return r == SYMHEAP_SUCCESS ? r : symheap__error_context(r, "%s", fn);
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_window_deregister(symheap_comm_t c,
+static symheap_result_t window_deregister_one(symheap_comm_t c,
                                                            symheap_window_t w) {
   return release_impl(c, w, 0, "symheap_window_deregister");
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_free(symheap_comm_t c,
+SYMHEAP__EXPORT symheap_result_t symheap_window_deregister(symheap_comm_t c,
+                                                           symheap_window_t w) {
+  symheap_result_t r = symheap__comm_claim(c, "symheap_window_deregister");
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  r = window_deregister_one(c, w);
+  symheap__comm_unclaim(c);
+  return r;
+}
+
+static symheap_result_t free_one(symheap_comm_t c,
                                               symheap_window_t w) {
   return release_impl(c, w, 1, "symheap_free");
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_free(symheap_comm_t c,
+                                              symheap_window_t w) {
+  symheap_result_t r = symheap__comm_claim(c, "symheap_free");
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  r = free_one(c, w);
+  symheap__comm_unclaim(c);
+  return r;
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -225,6 +226,59 @@ static void allgather_sizes_body(th_ctx_t *c, void *arg) {
   th_end();
 }
 
+/* Two threads on one comm (not allowed): the second thread's call fails at
+ * once, saying what the caller did, and leaves nothing behind; the first
+ * call completes, and the comm goes on (it once failed with "rank 1 is out
+ * of step", blaming a peer, and left an allocation behind). */
+typedef struct {
+  symheap_comm_t comm;
+  symheap_result_t r;
+  char msg[512];
+  symheap_comm_stats_t before, after;
+} intruder_t;
+
+static void *intruder(void *arg) {
+  intruder_t *x = arg;
+  symheap_window_t w = NULL;
+  usleep(100 * 1000); /* its owner is in a barrier by now (300 ms long) */
+  symheap_comm_get_stats(x->comm, &x->before);
+  x->r = symheap_malloc(x->comm, 4096, 0, &w);
+  snprintf(x->msg, sizeof x->msg, "%s", symheap_last_error());
+  symheap_comm_get_stats(x->comm, &x->after);
+  return NULL;
+}
+
+static void two_threads_body(th_ctx_t *c, void *arg) {
+  (void)arg;
+  th_begin("exhaust", "two_threads_on_one_comm_refused", c->rank);
+  for (int round = 0; round < 3; round++) {
+    if (c->rank == 1) {
+      usleep(300 * 1000); /* rank 0 waits in its barrier meanwhile */
+      CHECK_OK(symheap_comm_barrier(c->comm));
+    } else {
+      intruder_t x;
+      memset(&x, 0, sizeof x);
+      x.comm = c->comm;
+      x.before.struct_size = x.after.struct_size = sizeof x.before;
+      pthread_t t;
+      pthread_create(&t, NULL, intruder, &x);
+      CHECK_OK(symheap_comm_barrier(c->comm)); /* the intruder comes in */
+      pthread_join(t, NULL);
+      CHECK(x.r == SYMHEAP_ERR_INVALID_ARG &&
+                strstr(x.msg, "another thread is in symheap_comm_barrier"),
+            "the second thread's malloc: %s (%s)", symheap_strerror(x.r),
+            x.msg);
+      CHECK(memcmp(&x.before, &x.after, sizeof x.before) == 0,
+            "the refused call changed the comm's accounting");
+    }
+  }
+  /* The comm goes on. */
+  symheap_window_t w;
+  CHECK_OK(symheap_malloc(c->comm, 4096, 0, &w));
+  CHECK_OK(symheap_free(c->comm, w));
+  th_end();
+}
+
 /* --- descriptors ---------------------------------------------------------- */
 static pthread_barrier_t fd_bar;
 static void emfile_body(th_ctx_t *c, void *arg) {
@@ -385,6 +439,7 @@ int main(int argc, char **argv) {
   if (!only_threads) {
     rc |= th_run_threads(2, oom_body, NULL);
     rc |= th_run_threads(2, no_skip_body, NULL);
+    rc |= th_run_threads(2, two_threads_body, NULL);
     rc |= th_run_threads(17, allgather_sizes_body, NULL);
     pthread_barrier_init(&fd_bar, NULL, 2);
     rc |= th_run_threads(2, emfile_body, NULL);
