@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -279,6 +280,53 @@ static void two_threads_body(th_ctx_t *c, void *arg) {
   th_end();
 }
 
+/* Limits name themselves: with the process at vm.max_map_count, a new
+ * allocation fails saying so (it once said "mmap: Cannot allocate memory").
+ * Not under valgrind or the sanitizers, which need mappings of their own. */
+static void map_limit(void) {
+  const char *tool = getenv("SYMHEAP_TEST_UNDER_TOOL");
+  if (tool) {
+    printf("SKIP exhaust/max_map_count_named: under %s, which maps memory "
+           "of its own (runs in the plain pass)\n",
+           tool);
+    return;
+  }
+  th_begin("exhaust", "max_map_count_named", 0);
+  symheap_unique_id_t id;
+  symheap_comm_t c = NULL;
+  CHECK_OK(symheap_get_unique_id(&id));
+  CHECK_OK(symheap_comm_init(&c, 1, &id, 0));
+  /* Fill the process's mappings: one-page holes between them, so that none
+   * merges with its neighbour. */
+  enum { MAX = 1 << 20 };
+  static void *maps[MAX];
+  int n = 0;
+  char *base = mmap(NULL, (size_t)2 * MAX * 4096, PROT_NONE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  CHECK(base != MAP_FAILED, "no address space for the test");
+  if (base != MAP_FAILED && c) {
+    munmap(base, (size_t)2 * MAX * 4096);
+    while (n < MAX && (maps[n] = mmap(base + (size_t)2 * n * 4096, 4096,
+                                      PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS |
+                                                     MAP_FIXED_NOREPLACE,
+                                      -1, 0)) != MAP_FAILED)
+      n++;
+    void *p = NULL;
+    symheap_result_t r = symheap_mem_alloc(c, 1 << 20, &p);
+    CHECK(r == SYMHEAP_ERR_NO_MEMORY &&
+              strstr(symheap_last_error(), "vm.max_map_count"),
+          "with %d mappings made: %s (%s)", n, symheap_strerror(r),
+          symheap_last_error());
+    if (r == SYMHEAP_SUCCESS)
+      symheap_mem_free(c, p);
+    for (int i = 0; i < n; i++)
+      munmap(maps[i], 4096);
+  }
+  if (c)
+    CHECK_OK(symheap_comm_destroy(c));
+  th_end();
+}
+
 /* --- descriptors ---------------------------------------------------------- */
 static pthread_barrier_t fd_bar;
 static void emfile_body(th_ctx_t *c, void *arg) {
@@ -440,6 +488,7 @@ int main(int argc, char **argv) {
     rc |= th_run_threads(2, oom_body, NULL);
     rc |= th_run_threads(2, no_skip_body, NULL);
     rc |= th_run_threads(2, two_threads_body, NULL);
+    map_limit();
     rc |= th_run_threads(17, allgather_sizes_body, NULL);
     pthread_barrier_init(&fd_bar, NULL, 2);
     rc |= th_run_threads(2, emfile_body, NULL);

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,6 +34,35 @@ typedef struct {
 
 /* Handles are fd + 1, so that 0 is never a valid handle. */
 static int handle_fd(symheap_mem_handle_t h) { return (int)h - 1; }
+
+/* An mmap that failed with ENOMEM is often the kernel's limit on mappings
+ * per process (vm.max_map_count), not memory: say which, with the numbers,
+ * since each window costs a mapping per node-local rank. */
+static symheap_result_t mmap_failed(host_t *h, int err, const char *what) {
+  long limit = 0, count = 0;
+  FILE *f = err == ENOMEM ? fopen("/proc/sys/vm/max_map_count", "r") : NULL;
+  if (f) {
+    if (fscanf(f, "%ld", &limit) != 1)
+      limit = 0;
+    fclose(f);
+  }
+  f = limit > 0 ? fopen("/proc/self/maps", "r") : NULL;
+  for (int ch; f && (ch = fgetc(f)) != EOF;)
+    count += ch == '\n';
+  if (f)
+    fclose(f);
+  if (limit > 0 && count >= limit - 16)
+    return h->svc->error(
+        SYMHEAP_ERR_NO_MEMORY,
+        "%s: this process has %ld memory mappings and the kernel allows "
+        "%ld (vm.max_map_count); every window maps each node-local rank's "
+        "memory, one mapping each: raise the limit (sysctl -w "
+        "vm.max_map_count=%ld) or keep fewer windows",
+        what, count, limit, limit * 4);
+  return h->svc->error(err == ENOMEM ? SYMHEAP_ERR_NO_MEMORY
+                                     : SYMHEAP_ERR_DEVICE,
+                       "%s: %s", what, strerror(err));
+}
 
 static int host_available(const symheap_host_services_t *svc, char *why,
                           size_t len) {
@@ -74,6 +104,15 @@ static symheap_result_t host_mem_create(void *ctx, size_t size,
                                         symheap_mem_handle_t *out) {
   host_t *h = ctx;
   int fd = memfd_create("symheap", MFD_CLOEXEC);
+  struct rlimit rl;
+  if (fd < 0 && errno == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0)
+    return h->svc->error(
+        SYMHEAP_ERR_SYSTEM,
+        "memfd_create: out of file descriptors: this process may have %llu "
+        "open (RLIMIT_NOFILE); each allocation holds one while it lives, and "
+        "a registration one per node-local rank while it runs: raise the "
+        "limit (ulimit -n)",
+        (unsigned long long)rl.rlim_cur);
   if (fd < 0)
     return h->svc->error(errno == EMFILE || errno == ENFILE
                              ? SYMHEAP_ERR_SYSTEM
@@ -142,10 +181,12 @@ static symheap_result_t host_va_reserve(void *ctx, size_t size, size_t align,
   size_t span = size + align - h->page;
   char *p = mmap(NULL, span, PROT_NONE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED)
-    return h->svc->error(SYMHEAP_ERR_NO_MEMORY,
-                         "cannot reserve %zu bytes of address space: %s", size,
-                         strerror(errno));
+  if (p == MAP_FAILED) {
+    char what[96];
+    snprintf(what, sizeof what, "cannot reserve %zu bytes of address space",
+             size);
+    return mmap_failed(h, errno, what);
+  }
   /* Trim to the alignment: give back the head and the tail. */
   uintptr_t start = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
   size_t head = start - (uintptr_t)p;
@@ -183,10 +224,11 @@ static symheap_result_t host_map(void *ctx, void *va, size_t size,
   /* Inaccessible until set_access, as the ABI says. */
   void *p = mmap(va, size, PROT_NONE, MAP_SHARED | MAP_FIXED, fd,
                  (off_t)offset);
-  if (p == MAP_FAILED)
-    return h->svc->error(
-        errno == ENOMEM ? SYMHEAP_ERR_NO_MEMORY : SYMHEAP_ERR_DEVICE,
-        "mmap(memfd at %p, %zu): %s", va, size, strerror(errno));
+  if (p == MAP_FAILED) {
+    char what[96];
+    snprintf(what, sizeof what, "mmap(memfd at %p, %zu)", va, size);
+    return mmap_failed(h, errno, what);
+  }
   return SYMHEAP_SUCCESS;
 }
 
