@@ -59,7 +59,7 @@ static symheap_result_t agree_via(symheap_comm_t c, int shm,
       memset(mine + sizeof st, 0, len);
   }
   symheap_result_t r = shm ? symheap__agree_shm_allgather(c, mine, buf, rec)
-                          : symheap__comm_allgather(c, mine, buf, rec);
+                           : symheap__comm_allgather(c, mine, buf, rec);
   if (r != SYMHEAP_SUCCESS)
     return r;
   /* The culprit: the lowest rank whose failure was its own; failing that, the

@@ -123,7 +123,8 @@ static shm_poison_t *poison_of(symheap_comm_t c, int p) {
 static symheap_result_t peers_gave_up(symheap_comm_t c, uint64_t k) {
   for (int p = 0; p < c->nranks; p++) {
     shm_poison_t *x = poison_of(c, p);
-    uint64_t g = p == c->rank ? 0 : __atomic_load_n(&x->gave_up, __ATOMIC_ACQUIRE);
+    uint64_t g =
+        p == c->rank ? 0 : __atomic_load_n(&x->gave_up, __ATOMIC_ACQUIRE);
     if (g && g <= k) {
       char why[sizeof x->why];
       memcpy(why, x->why, sizeof why);
@@ -150,9 +151,8 @@ static symheap_result_t broken(symheap_comm_t c, symheap_result_t r) {
   return r;
 }
 
-symheap_result_t symheap__agree_shm_allgather(symheap_comm_t c,
-                                              const void *in, void *out,
-                                              size_t bytes) {
+symheap_result_t symheap__agree_shm_allgather(symheap_comm_t c, const void *in,
+                                              void *out, size_t bytes) {
   if (c->broken != SYMHEAP_SUCCESS)
     return symheap__error(c->broken, "the comm failed earlier: %s",
                           c->broken_why);

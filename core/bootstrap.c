@@ -134,8 +134,8 @@ static void tell_late_joiners(int lfd, int missing) {
   int64_t until = symheap__now_ms() + LATE_MS;
   char saved[SYMHEAP_ERROR_MAX];
   snprintf(saved, sizeof saved, "%s", symheap__error_peek());
-  for (int fd; missing > 0 &&
-               symheap__sock_accept(lfd, until, &fd) == SYMHEAP_SUCCESS;
+  for (int fd;
+       missing > 0 && symheap__sock_accept(lfd, until, &fd) == SYMHEAP_SUCCESS;
        missing--) {
     answer_with_abort(fd, &a, until);
     close(fd);
@@ -166,11 +166,13 @@ static symheap_result_t root_join(local_t *l, const symheap__uid_t *uid,
       /* A timeout is the missing ranks'; anything else is rank 0's own
        * failure (out of descriptors, say), and says so. */
       if (r == SYMHEAP_ERR_TIMEOUT)
-        symheap__error(r, "%d of %d ranks joined before the timeout; missing: %s",
+        symheap__error(r,
+                       "%d of %d ranks joined before the timeout; missing: %s",
                        joined, l->nranks, missing);
       else
-        symheap__error_context(r, "rank 0 could not take in the ranks (%d of "
-                                  "%d joined)",
+        symheap__error_context(r,
+                               "rank 0 could not take in the ranks (%d of "
+                               "%d joined)",
                                joined, l->nranks);
       int first = 1;
       while (first < l->nranks && l->fds[first] >= 0)
@@ -303,8 +305,8 @@ static void peer_give_up(local_t *l) {
   a.rank = l->rank;
   a.code = SYMHEAP_ERR_REMOTE;
   snprintf(a.msg, sizeof a.msg, "%s", symheap__error_peek());
-  SYMHEAP__KEEP_ERROR((void)send_msg(l->fds[0], MSG_ABORT, l->seq, &a,
-                                     sizeof a, symheap__now_ms() + 100, 0));
+  SYMHEAP__KEEP_ERROR((void)send_msg(l->fds[0], MSG_ABORT, l->seq, &a, sizeof a,
+                                     symheap__now_ms() + 100, 0));
 }
 
 /* Rank 0 read an ABORT where a peer's message should be: that peer gave up
@@ -313,18 +315,17 @@ static symheap_result_t peer_gave_up(local_t *l, int r, const msg_hdr_t *h,
                                      int64_t deadline) {
   abort_t a;
   memset(&a, 0, sizeof a);
-  if (h->len != sizeof a ||
-      symheap__sock_recv(l->fds[r], &a, sizeof a, NULL, deadline, r) !=
-          SYMHEAP_SUCCESS)
-    return symheap__error(SYMHEAP_ERR_REMOTE, "rank %d gave up on collective "
-                                              "#%u and said nothing more",
+  if (h->len != sizeof a || symheap__sock_recv(l->fds[r], &a, sizeof a, NULL,
+                                               deadline, r) != SYMHEAP_SUCCESS)
+    return symheap__error(SYMHEAP_ERR_REMOTE,
+                          "rank %d gave up on collective "
+                          "#%u and said nothing more",
                           r, h->seq);
   a.msg[sizeof a.msg - 1] = '\0';
   return symheap__error(SYMHEAP_ERR_REMOTE,
                         "rank %d gave up on collective #%u%s (this rank "
                         "arrived late, or was stopped): %s",
-                        r, h->seq, h->seq == l->seq ? ", this one" : "",
-                        a.msg);
+                        r, h->seq, h->seq == l->seq ? ", this one" : "", a.msg);
 }
 
 /* After every peer's part arrived and before the result goes out: a peer

@@ -18,7 +18,6 @@ typedef symheap_result_t (*open_world_fn)(const symheap_host_services_t *svc,
                                           const symheap_ccl_ops **ops,
                                           void **ctx);
 
-
 /* Set by mpirun/mpiexec of Open MPI, MPICH/Hydra, Slurm and PMIx. */
 static const char *mpi_launcher(void) {
   static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"};
@@ -82,8 +81,7 @@ symheap_result_t symheap__comm_init_plugin_ccl(symheap_comm_t *comm,
   if (r == SYMHEAP_SUCCESS &&
       (r = ops->open(&symheap__host_services, (int)timeout, &ctx)) !=
           SYMHEAP_SUCCESS)
-    r = symheap__error_context(r, "SYMHEAP_CCL=%s: joining the job",
-                               ops->name);
+    r = symheap__error_context(r, "SYMHEAP_CCL=%s: joining the job", ops->name);
   if (r != SYMHEAP_SUCCESS)
     return r;
   /* From here the comm owns the context: fini releases it, also when the

@@ -57,9 +57,8 @@ symheap_result_t symheap__comm_allgather(symheap_comm_t c, const void *in,
   if (c->broken != SYMHEAP_SUCCESS)
     return symheap__error(c->broken, "the comm failed earlier: %s",
                           c->broken_why);
-  symheap_result_t r =
-      c->ccl.allgather(c->ccl_ctx, in, out, bytes,
-                       symheap__call_remaining_ms(c));
+  symheap_result_t r = c->ccl.allgather(c->ccl_ctx, in, out, bytes,
+                                        symheap__call_remaining_ms(c));
   if (r != SYMHEAP_SUCCESS) {
     /* A collective that failed part way leaves the ranks out of step. */
     c->broken = r;
@@ -239,8 +238,8 @@ symheap_result_t symheap__comm_check(symheap_comm_t c, const char *fn) {
   if (!c)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s: comm is NULL", fn);
   if (c->magic == SYMHEAP__COMM_DEAD)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "%s: comm %p was destroyed", fn, (void *)c);
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s: comm %p was destroyed",
+                          fn, (void *)c);
   if (c->magic != SYMHEAP__COMM_LIVE)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s: %p is not a comm", fn,
                           (void *)c);
@@ -414,8 +413,7 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_init(
    * waiting for it: join with the default, and the join's agreement fails
    * every rank at once, naming the variable. */
   long timeout = SYMHEAP__DEFAULT_TIMEOUT_MS;
-  SYMHEAP__KEEP_ERROR(
-      (void)symheap__cfg_int("SYMHEAP_TIMEOUT_MS", &timeout));
+  SYMHEAP__KEEP_ERROR((void)symheap__cfg_int("SYMHEAP_TIMEOUT_MS", &timeout));
   void *ctx;
   r = symheap__local_ccl_create(&uid, nranks, rank, (int)timeout, &ctx);
   if (r != SYMHEAP_SUCCESS)
@@ -528,8 +526,7 @@ static symheap_result_t destroy_in_child(symheap_comm_t c) {
     c->ccl.fini(c->ccl_ctx);
   c->ccl_owned = 0;
   c->broken = SYMHEAP_ERR_INVALID_ARG;
-  snprintf(c->broken_why, sizeof c->broken_why,
-           "destroyed in a forked child");
+  snprintf(c->broken_why, sizeof c->broken_why, "destroyed in a forked child");
   return SYMHEAP_SUCCESS;
 }
 
@@ -541,8 +538,7 @@ static symheap_result_t comm_destroy_one(symheap_comm_t c) {
   if (c->pid != getpid())
     return destroy_in_child(c);
   symheap__log_set_rank(c->rank);
-  if (c->broken == SYMHEAP_SUCCESS &&
-      comm_barrier_one(c) != SYMHEAP_SUCCESS)
+  if (c->broken == SYMHEAP_SUCCESS && comm_barrier_one(c) != SYMHEAP_SUCCESS)
     SYMHEAP_WARN("comm destroy: final barrier failed (%s); tearing down anyway",
                  symheap_last_error());
   release_all(c);
@@ -631,10 +627,8 @@ static size_t allgather_chunk(symheap_comm_t c) {
   return chunk ? chunk : 1;
 }
 
-static symheap_result_t comm_allgather_one(symheap_comm_t c,
-                                                        const void *in,
-                                                        void *out,
-                                                        size_t bytes) {
+static symheap_result_t comm_allgather_one(symheap_comm_t c, const void *in,
+                                           void *out, size_t bytes) {
   symheap_result_t r = symheap__comm_enter(c, "symheap_comm_allgather");
   if (r != SYMHEAP_SUCCESS)
     return r;
@@ -650,8 +644,7 @@ static symheap_result_t comm_allgather_one(symheap_comm_t c,
                        "symheap_comm_allgather: %zu bytes per rank is more "
                        "than the %u this bootstrap exchange is for",
                        bytes, SYMHEAP_ALLGATHER_MAX);
-  else if (bytes > chunk &&
-           !(tmp = malloc(chunk * (size_t)c->nranks)))
+  else if (bytes > chunk && !(tmp = malloc(chunk * (size_t)c->nranks)))
     r = symheap__error(SYMHEAP_ERR_NO_MEMORY,
                        "symheap_comm_allgather: no memory for %zu bytes",
                        chunk * (size_t)c->nranks);
@@ -672,8 +665,7 @@ static symheap_result_t comm_allgather_one(symheap_comm_t c,
     size_t len = bytes - off < chunk ? bytes - off : chunk;
     r = symheap__comm_allgather(c, (const char *)in + off, tmp, len);
     for (int p = 0; r == SYMHEAP_SUCCESS && p < c->nranks; p++)
-      memcpy((char *)out + (size_t)p * bytes + off, tmp + (size_t)p * len,
-             len);
+      memcpy((char *)out + (size_t)p * bytes + off, tmp + (size_t)p * len, len);
   }
   free(tmp);
   return r;
@@ -735,7 +727,8 @@ symheap_comm_get_info(symheap_comm_t c, symheap_comm_info_t *info) {
 
 SYMHEAP__EXPORT symheap_result_t symheap_comm_get_mapped_per_peer(
     symheap_comm_t c, uint64_t *bytes, int nranks) {
-  if (symheap__comm_check(c, "symheap_comm_get_mapped_per_peer") != SYMHEAP_SUCCESS)
+  if (symheap__comm_check(c, "symheap_comm_get_mapped_per_peer") !=
+      SYMHEAP_SUCCESS)
     return SYMHEAP_ERR_INVALID_ARG;
   if (!bytes)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,

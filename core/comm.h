@@ -69,7 +69,7 @@ typedef struct {
 
 struct symheap_window {
   struct symheap_window *next, *prev; /* in the comm's list */
-  symheap_window_t handle;             /* what the caller holds (handles.c) */
+  symheap_window_t handle;            /* what the caller holds (handles.c) */
   symheap_comm_t comm;
   uint64_t id; /* same on every rank: registrations are collective */
   char *user_ptr;
@@ -151,7 +151,7 @@ struct symheap_comm {
   const char *mc_disabled_by; /* NULL when multicast may be used */
   symheap_result_t broken;    /* SYMHEAP_SUCCESS while healthy */
   char broken_why[512];
-  pid_t pid;                  /* the process that made it (fork detection) */
+  pid_t pid; /* the process that made it (fork detection) */
   struct symheap_window *windows;
   symheap__alloc_t *allocs;
   uint64_t next_window_id;
@@ -266,9 +266,8 @@ symheap_result_t symheap__agree_equal_fast(symheap_comm_t c,
  * exists; off on every rank if any rank cannot have it (not a failure). */
 symheap_result_t symheap__agree_shm_setup(symheap_comm_t c);
 void symheap__agree_shm_close(symheap_comm_t c);
-symheap_result_t symheap__agree_shm_allgather(symheap_comm_t c,
-                                              const void *in, void *out,
-                                              size_t bytes);
+symheap_result_t symheap__agree_shm_allgather(symheap_comm_t c, const void *in,
+                                              void *out, size_t bytes);
 
 /* symheap__agree, and whether every rank passed the same value: if not,
  * *differ is the first rank whose value (*vp) differs from rank 0's (*v0),

@@ -1,8 +1,8 @@
 /* The one table of environment variables, and their validated readers. */
 #include <errno.h>
 #include <pthread.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
@@ -314,8 +314,7 @@ static const char *declaration_fault(const symheap_param_t *p) {
 
 static int same_declaration(const symheap__cfg_var_t *v,
                             const symheap_param_t *p) {
-  return (int)v->kind == (int)p->type && v->min == p->min &&
-         v->max == p->max &&
+  return (int)v->kind == (int)p->type && v->min == p->min && v->max == p->max &&
          strcmp(v->choices ? v->choices : "", p->choices ? p->choices : "") ==
              0;
 }
@@ -385,8 +384,8 @@ symheap_result_t symheap__cfg_declare(const char *owner,
     if (fail)
       r = symheap__error(SYMHEAP_ERR_NO_MEMORY, "param_define: no memory");
     else if ((r = check_default(&d->var)) != SYMHEAP_SUCCESS)
-      r = symheap__error_context(r, "param_define of %s by %s refused",
-                                 p->name, owner);
+      r = symheap__error_context(r, "param_define of %s by %s refused", p->name,
+                                 owner);
     if (r != SYMHEAP_SUCCESS) {
       free((char *)d->var.name);
       free((char *)d->var.def);

@@ -68,12 +68,11 @@ symheap_result_t symheap__heap_create(symheap_comm_t c) {
   }
   size_t total = (size_t)c->heap_reserve * (size_t)c->nranks;
   void *va = NULL;
-  symheap_result_t r = symheap__va_reserve(
-      &c->dev.ops, c->dev_ctx, total, c->caps.granularity, &va);
+  symheap_result_t r = symheap__va_reserve(&c->dev.ops, c->dev_ctx, total,
+                                           c->caps.granularity, &va);
   if (r != SYMHEAP_SUCCESS) {
     heap_free_struct(h);
-    return symheap__error_context(r, "reserving %zu bytes for the heap",
-                                  total);
+    return symheap__error_context(r, "reserving %zu bytes for the heap", total);
   }
   h->base = va;
   h->threshold = c->heap_threshold;
@@ -90,9 +89,8 @@ symheap_result_t symheap__heap_create(symheap_comm_t c) {
 static symheap_result_t chunk_release(symheap_comm_t c, uint32_t i) {
   symheap__heap_t *h = c->heap;
   size_t ch = (size_t)h->arena.chunk;
-  symheap_result_t r = symheap__unmap_peers(c, h->base + (size_t)i * ch,
-                                            (size_t)h->arena.size, ch,
-                                            c->nranks);
+  symheap_result_t r = symheap__unmap_peers(
+      c, h->base + (size_t)i * ch, (size_t)h->arena.size, ch, c->nranks);
   symheap_result_t r2 = c->dev.ops.mem_release(c->dev_ctx, h->handle[i]);
   h->handle[i] = 0;
   c->stats.descriptors_held--;
@@ -136,13 +134,13 @@ symheap_result_t symheap__heap_commit(symheap_comm_t c, uint32_t first,
   if (r == SYMHEAP_SUCCESS && made)
     SYMHEAP_INFO("heap: grew by %u chunk%s of %zu bytes in %.3f ms (%u "
                  "committed)",
-                 made, made == 1 ? "" : "s", ch,
-                 (symheap__now_ns() - t0) / 1e6, h->arena.ncommitted);
+                 made, made == 1 ? "" : "s", ch, (symheap__now_ns() - t0) / 1e6,
+                 h->arena.ncommitted);
   return r;
 }
 
-void symheap__heap_commit_end(symheap_comm_t c, uint32_t first,
-                              uint32_t count, int keep) {
+void symheap__heap_commit_end(symheap_comm_t c, uint32_t first, uint32_t count,
+                              int keep) {
   symheap__heap_t *h = c->heap;
   for (uint32_t i = first; i < first + count; i++) {
     if (h->fresh[i] && !keep)
@@ -228,29 +226,28 @@ static symheap_result_t compare(symheap_comm_t c, const char *fn,
   for (int p = 1; p < c->nranks; p++) {
     const symheap__heap_rec_t *x = &all[0], *y = &all[p];
     if (x->size != y->size || x->flags != y->flags)
-      return symheap__error(SYMHEAP_ERR_MISMATCH,
-                            "%s: ranks disagree: rank 0 asks for %llu bytes "
-                            "with flags 0x%llx, rank %d for %llu bytes with "
-                            "flags 0x%llx",
-                            fn, (unsigned long long)x->size,
-                            (unsigned long long)x->flags, p,
-                            (unsigned long long)y->size,
-                            (unsigned long long)y->flags);
-    if ((x->route == SYMHEAP__ROUTE_REGISTER) != (y->route == SYMHEAP__ROUTE_REGISTER) ||
+      return symheap__error(
+          SYMHEAP_ERR_MISMATCH,
+          "%s: ranks disagree: rank 0 asks for %llu bytes "
+          "with flags 0x%llx, rank %d for %llu bytes with "
+          "flags 0x%llx",
+          fn, (unsigned long long)x->size, (unsigned long long)x->flags, p,
+          (unsigned long long)y->size, (unsigned long long)y->flags);
+    if ((x->route == SYMHEAP__ROUTE_REGISTER) !=
+            (y->route == SYMHEAP__ROUTE_REGISTER) ||
         x->reserve != y->reserve || x->chunk != y->chunk)
-      return symheap__error(SYMHEAP_ERR_MISMATCH,
-                            "%s: ranks disagree on the heap: rank 0 %s it "
-                            "(reserve %llu, chunk %llu), rank %d %s it "
-                            "(reserve %llu, chunk %llu); SYMHEAP_HEAP, "
-                            "SYMHEAP_HEAP_RESERVE, SYMHEAP_HEAP_CHUNK and "
-                            "SYMHEAP_HEAP_THRESHOLD must be the same on every "
-                            "rank",
-                            fn, x->route ? "uses" : "does not use",
-                            (unsigned long long)x->reserve,
-                            (unsigned long long)x->chunk, p,
-                            y->route ? "uses" : "does not use",
-                            (unsigned long long)y->reserve,
-                            (unsigned long long)y->chunk);
+      return symheap__error(
+          SYMHEAP_ERR_MISMATCH,
+          "%s: ranks disagree on the heap: rank 0 %s it "
+          "(reserve %llu, chunk %llu), rank %d %s it "
+          "(reserve %llu, chunk %llu); SYMHEAP_HEAP, "
+          "SYMHEAP_HEAP_RESERVE, SYMHEAP_HEAP_CHUNK and "
+          "SYMHEAP_HEAP_THRESHOLD must be the same on every "
+          "rank",
+          fn, x->route ? "uses" : "does not use",
+          (unsigned long long)x->reserve, (unsigned long long)x->chunk, p,
+          y->route ? "uses" : "does not use", (unsigned long long)y->reserve,
+          (unsigned long long)y->chunk);
   }
   for (int p = 1; p < c->nranks; p++) {
     const symheap__heap_rec_t *x = &all[0], *y = &all[p];
@@ -258,15 +255,14 @@ static symheap_result_t compare(symheap_comm_t c, const char *fn,
       continue;
     if (x->seq != y->seq || x->off != y->off || x->first != y->first ||
         x->count != y->count)
-      return symheap__error(SYMHEAP_ERR_MISMATCH,
-                            "%s: the ranks' heaps differ (their earlier heap "
-                            "calls did): rank 0 is at heap operation %llu and "
-                            "places the block at offset %llu, rank %d at "
-                            "operation %llu and offset %llu",
-                            fn, (unsigned long long)x->seq,
-                            (unsigned long long)x->off, p,
-                            (unsigned long long)y->seq,
-                            (unsigned long long)y->off);
+      return symheap__error(
+          SYMHEAP_ERR_MISMATCH,
+          "%s: the ranks' heaps differ (their earlier heap "
+          "calls did): rank 0 is at heap operation %llu and "
+          "places the block at offset %llu, rank %d at "
+          "operation %llu and offset %llu",
+          fn, (unsigned long long)x->seq, (unsigned long long)x->off, p,
+          (unsigned long long)y->seq, (unsigned long long)y->off);
   }
   return SYMHEAP_SUCCESS;
 }
@@ -367,11 +363,11 @@ symheap_result_t symheap__heap_view(symheap_comm_t c, struct symheap_window *w,
                                 "multicast windows over heap memory are not "
                                 "offered: symheap_malloc with "
                                 "SYMHEAP_WINDOW_MULTICAST makes its own")
-      : !b ? symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                            "[%p, +%zu) is heap memory but not inside one "
-                            "live heap allocation",
-                            (void *)w->user_ptr, w->size)
-           : view_of(c, w, off);
+      : !b     ? symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                                "[%p, +%zu) is heap memory but not inside one "
+                                    "live heap allocation",
+                                (void *)w->user_ptr, w->size)
+               : view_of(c, w, off);
   if (r != SYMHEAP_SUCCESS)
     return r;
   w->block = b;
@@ -434,7 +430,8 @@ symheap_result_t symheap__heap_malloc(symheap_comm_t c, symheap_result_t pre,
   }
   const symheap__heap_rec_t *all;
   r = symheap__heap_agree(c, r, "symheap_malloc", &me, &all);
-  uint64_t route = r == SYMHEAP_SUCCESS ? agreed_route(c, all) : SYMHEAP__ROUTE_HEAP;
+  uint64_t route =
+      r == SYMHEAP_SUCCESS ? agreed_route(c, all) : SYMHEAP__ROUTE_HEAP;
   *done = route == SYMHEAP__ROUTE_HEAP;
   if (route == SYMHEAP__ROUTE_NO_HEAP) { /* for good, on every rank */
     c->heap_state = -1;

@@ -10,22 +10,22 @@
 
 typedef struct symheap__heap {
   symheap__arena_t arena;
-  char *base;                    /* rank p's part at base + p * arena.size */
-  symheap_mem_handle_t *handle;  /* per chunk: this rank's memory, or 0 */
-  uint64_t threshold;            /* larger allocations are registrations */
-  uint64_t seq;                  /* heap operations agreed so far */
-  unsigned char *fresh;          /* per chunk: committed by this growth */
+  char *base;                   /* rank p's part at base + p * arena.size */
+  symheap_mem_handle_t *handle; /* per chunk: this rank's memory, or 0 */
+  uint64_t threshold;           /* larger allocations are registrations */
+  uint64_t seq;                 /* heap operations agreed so far */
+  unsigned char *fresh;         /* per chunk: committed by this growth */
 } symheap__heap_t;
 
 /* What every rank says about one heap operation, compared field by field. */
 typedef struct {
-  uint64_t seq;   /* heap operations agreed so far */
-  uint64_t size;  /* asked for */
+  uint64_t seq;  /* heap operations agreed so far */
+  uint64_t size; /* asked for */
   uint64_t flags;
-  uint64_t route; /* SYMHEAP__ROUTE_* */
-  uint64_t off;   /* where the block goes */
-  uint64_t first; /* chunks to commit first: the uncommitted ones of */
-  uint64_t count; /* [first, first + count) */
+  uint64_t route;   /* SYMHEAP__ROUTE_* */
+  uint64_t off;     /* where the block goes */
+  uint64_t first;   /* chunks to commit first: the uncommitted ones of */
+  uint64_t count;   /* [first, first + count) */
   uint64_t reserve; /* SYMHEAP_HEAP_RESERVE and _CHUNK as this rank has them */
   uint64_t chunk;
 } symheap__heap_rec_t;
@@ -54,8 +54,8 @@ symheap_result_t symheap__heap_commit(symheap_comm_t c, uint32_t first,
                                       uint32_t count);
 /* Local (decided by an agreement): keep the chunks a growth committed, or
  * (keep 0) release them again. */
-void symheap__heap_commit_end(symheap_comm_t c, uint32_t first,
-                              uint32_t count, int keep);
+void symheap__heap_commit_end(symheap_comm_t c, uint32_t first, uint32_t count,
+                              int keep);
 /* Local, when a call that made the reservation fails (created): it goes
  * again, so that the failed call changed nothing. */
 void symheap__heap_undo_create(symheap_comm_t c, int created);

@@ -45,8 +45,7 @@ static symheap_result_t heap_ready(symheap_comm_t c, const char *fn) {
   return r;
 }
 
-static symheap_result_t heap_reserve_one(symheap_comm_t c,
-                                                      size_t bytes) {
+static symheap_result_t heap_reserve_one(symheap_comm_t c, size_t bytes) {
   const char *fn = "symheap_heap_reserve";
   symheap_result_t r = symheap__comm_enter(c, fn);
   if (r != SYMHEAP_SUCCESS)

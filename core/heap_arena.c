@@ -34,8 +34,7 @@ uint64_t symheap__arena_round(uint64_t size) {
          SYMHEAP__HEAP_ALIGN;
 }
 
-int symheap__arena_fit(const symheap__arena_t *a, uint64_t len,
-                       uint64_t *off) {
+int symheap__arena_fit(const symheap__arena_t *a, uint64_t len, uint64_t *off) {
   for (size_t i = 0; i < a->nfree; i++)
     if (a->free[i].len >= len) {
       *off = a->free[i].off;
@@ -158,8 +157,7 @@ static int insert_free(symheap__arena_t *a, uint64_t off, uint64_t len) {
   int join_next = i < a->nfree && a->free[i].off == off + len;
   if (join_prev && join_next) {
     a->free[i - 1].len += len + a->free[i].len;
-    memmove(&a->free[i], &a->free[i + 1],
-            (a->nfree - i - 1) * sizeof *a->free);
+    memmove(&a->free[i], &a->free[i + 1], (a->nfree - i - 1) * sizeof *a->free);
     a->nfree--;
   } else if (join_prev) {
     a->free[i - 1].len += len;

@@ -19,11 +19,28 @@ static uint64_t parse_size(const char *s, int *ok) {
     return 0;
   unsigned shift = 0;
   switch (*end) {
-  case 'K': case 'k': shift = 10; end++; break;
-  case 'M': case 'm': shift = 20; end++; break;
-  case 'G': case 'g': shift = 30; end++; break;
-  case 'T': case 't': shift = 40; end++; break;
-  default: break;
+  case 'K':
+  case 'k':
+    shift = 10;
+    end++;
+    break;
+  case 'M':
+  case 'm':
+    shift = 20;
+    end++;
+    break;
+  case 'G':
+  case 'g':
+    shift = 30;
+    end++;
+    break;
+  case 'T':
+  case 't':
+    shift = 40;
+    end++;
+    break;
+  default:
+    break;
   }
   if (*end != '\0' || (shift && v > (UINT64_MAX >> shift)))
     return 0;

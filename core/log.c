@@ -60,8 +60,8 @@ static int expand_path(const char *in, char *out, size_t len) {
  * open, and one whose reader stops would hang every later line, so only
  * regular files and terminals/devices (/dev/stderr, /dev/null) are taken. */
 static FILE *open_log(const char *path, const char **why) {
-  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK,
-                0644);
+  int fd =
+      open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
   struct stat st;
   *why = NULL;
   if (fd < 0) {

@@ -122,9 +122,8 @@ static symheap_result_t access_all(symheap_comm_t c, char *base, size_t stride,
 static symheap_result_t reserve_va(symheap_comm_t c, size_t total,
                                    char **base) {
   void *va = NULL;
-  symheap_result_t r =
-      symheap__va_reserve(&c->dev.ops, c->dev_ctx, total,
-                          c->caps.granularity, &va);
+  symheap_result_t r = symheap__va_reserve(&c->dev.ops, c->dev_ctx, total,
+                                           c->caps.granularity, &va);
   if (r == SYMHEAP_SUCCESS) {
     *base = va;
     c->stats.va_reserved += total;

@@ -20,7 +20,7 @@
 #define MAX_PLUGINS 16
 
 typedef struct {
-  symheap_plugin_t p; /* the members its struct_size covers; the rest NULL */
+  symheap_plugin_t p;  /* the members its struct_size covers; the rest NULL */
   symheap_ccl_ops ccl; /* likewise, of p.ccl when there is one */
   char path[512];
 } loaded_t;
@@ -418,8 +418,9 @@ void symheap__plugin_hooked_ops(int i, char *out, size_t len) {
   if (c.m && o < len)                                                          \
     o += (size_t)snprintf(out + o, len - o, "%s" #m, o ? "," : "");
   ONE(va_reserve)
-  ONE(va_free) ONE(map) ONE(unmap) ONE(set_access) ONE(mc_create)
-      ONE(mc_add_device) ONE(mc_bind) ONE(mc_unbind) ONE(mem_release)
-          ONE(mem_export) ONE(mem_import)
+  ONE(va_free)
+  ONE(map) ONE(unmap) ONE(set_access) ONE(mc_create) ONE(mc_add_device)
+      ONE(mc_bind) ONE(mc_unbind) ONE(mem_release) ONE(mem_export)
+          ONE(mem_import)
 #undef ONE
 }

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "rdma_ibverbs.h"
 #include "comm.h"
 #include "config.h"
+#include "rdma_ibverbs.h"
 
 enum { NET_AUTO, NET_IBVERBS, NET_NONE };
 

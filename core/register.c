@@ -233,8 +233,8 @@ static symheap_result_t reg_check(symheap_comm_t c, reg_t *g, void *ptr,
 
 /* Phase offer (local): a live window of the same range to share, a kept
  * mapping to reuse; the agreement decides whether every rank has one. */
-static void reg_offer(symheap_comm_t c, reg_t *g, symheap_result_t r,
-                      void *ptr, size_t size, unsigned flags) {
+static void reg_offer(symheap_comm_t c, reg_t *g, symheap_result_t r, void *ptr,
+                      size_t size, unsigned flags) {
   reg_args_t *a = &g->a;
   a->share_id = UINT64_MAX;
   if (r == SYMHEAP_SUCCESS && flags == 0 &&

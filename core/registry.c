@@ -111,9 +111,10 @@ symheap_result_t symheap__device_normalise(const symheap_device_ops *in,
                           name);
   REQUIRE(available)
   REQUIRE(init)
-  REQUIRE(fini) REQUIRE(query) REQUIRE(mem_create) REQUIRE(mem_release)
-      REQUIRE(mem_export) REQUIRE(mem_import) REQUIRE(va_reserve)
-          REQUIRE(va_free) REQUIRE(map) REQUIRE(unmap) REQUIRE(set_access)
+  REQUIRE(fini)
+  REQUIRE(query) REQUIRE(mem_create) REQUIRE(mem_release) REQUIRE(mem_export)
+      REQUIRE(mem_import) REQUIRE(va_reserve) REQUIRE(va_free) REQUIRE(map)
+          REQUIRE(unmap) REQUIRE(set_access)
 #undef REQUIRE
               out->has_mem_retain = out->ops.mem_retain != NULL;
   out->has_multicast = out->ops.mc_create && out->ops.mc_add_device &&
@@ -181,8 +182,8 @@ symheap_result_t symheap__caps_check(const symheap_device_caps_t *caps,
     snprintf(buf, sizeof buf, "multicast granularity %zu",
              caps->multicast_granularity);
     fault = buf;
-  } else if (caps->handle_kinds & ~((1u << SYMHEAP_HANDLE_FD) |
-                                    (1u << SYMHEAP_HANDLE_BYTES))) {
+  } else if (caps->handle_kinds &
+             ~((1u << SYMHEAP_HANDLE_FD) | (1u << SYMHEAP_HANDLE_BYTES))) {
     snprintf(buf, sizeof buf, "handle kinds 0x%x (only FD and BYTES exist)",
              caps->handle_kinds);
     fault = buf;
@@ -336,9 +337,10 @@ symheap_result_t symheap__device_select(const char *want,
       if (symheap__device_get(i, &t) == SYMHEAP_SUCCESS &&
           strcmp(t.ops.name, "host") == 0) {
         *out = t;
-        snprintf(why, why_len,
-                 "SYMHEAP_DEVICE=auto chose 'host': no other adaptor is usable%s",
-                 skipped);
+        snprintf(
+            why, why_len,
+            "SYMHEAP_DEVICE=auto chose 'host': no other adaptor is usable%s",
+            skipped);
         return SYMHEAP_SUCCESS;
       }
     }

@@ -1,8 +1,8 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
-#include <sys/resource.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>

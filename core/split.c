@@ -48,7 +48,7 @@ static split_via_t split_via(symheap_comm_t c) {
 /* Every rank calls the parent ccl's split (it is collective); members make
  * their comm on the context it gives them. */
 static symheap_result_t child_over_ccl(symheap_comm_t c, int color, int key,
-                                      symheap_comm_t *child) {
+                                       symheap_comm_t *child) {
   void *ctx = NULL;
   symheap_result_t r =
       c->ccl.split(c->ccl_ctx, color == SYMHEAP_COLOR_NONE ? -1 : color, key,
@@ -110,8 +110,8 @@ static symheap_result_t split(symheap_comm_t c, int color, int key,
   symheap_comm_t child = NULL;
   if (r == SYMHEAP_SUCCESS && split_via(c) == VIA_CCL_SPLIT) {
     r = child_over_ccl(c, color, key, &child);
-    int m = color != SYMHEAP_COLOR_NONE ? members(all, c->nranks, color, mem)
-                                        : 0;
+    int m =
+        color != SYMHEAP_COLOR_NONE ? members(all, c->nranks, color, mem) : 0;
     for (int i = 0; r == SYMHEAP_SUCCESS && child && i < m; i++)
       child->world[i] = c->world[mem[i]];
     symheap__log_set_rank(c->rank);
@@ -146,9 +146,8 @@ static symheap_result_t split(symheap_comm_t c, int color, int key,
   return SYMHEAP_SUCCESS;
 }
 
-static symheap_result_t comm_split_one(symheap_comm_t c, int color,
-                                                    int key,
-                                                    symheap_comm_t *newcomm) {
+static symheap_result_t comm_split_one(symheap_comm_t c, int color, int key,
+                                       symheap_comm_t *newcomm) {
   return split(c, color, key, newcomm, "symheap_comm_split");
 }
 
@@ -165,7 +164,8 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_split(symheap_comm_t c, int color,
 
 /* Ranks with the same host identity: the color is the index of the first
  * rank that reported this rank's identity. */
-static symheap_result_t comm_split_local_one(symheap_comm_t c, symheap_comm_t *newcomm) {
+static symheap_result_t comm_split_local_one(symheap_comm_t c,
+                                             symheap_comm_t *newcomm) {
   const char *fn = "symheap_comm_split_local";
   symheap_result_t r = symheap__comm_enter(c, fn);
   if (r != SYMHEAP_SUCCESS)
@@ -187,7 +187,8 @@ static symheap_result_t comm_split_local_one(symheap_comm_t c, symheap_comm_t *n
   return split(c, color, c->rank, newcomm, fn);
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_comm_split_local(symheap_comm_t c, symheap_comm_t *newcomm) {
+SYMHEAP__EXPORT symheap_result_t
+symheap_comm_split_local(symheap_comm_t c, symheap_comm_t *newcomm) {
   symheap_result_t r = symheap__comm_claim(c, "symheap_comm_split_local");
   if (r != SYMHEAP_SUCCESS)
     return r;

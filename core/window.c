@@ -17,7 +17,8 @@ static symheap_result_t unmap_flat(symheap_comm_t c, struct symheap_window *w,
 }
 
 /* Close the peers' IPC mappings of a per-peer window. */
-symheap_result_t symheap__close_ipc(symheap_comm_t c, struct symheap_window *w) {
+symheap_result_t symheap__close_ipc(symheap_comm_t c,
+                                    struct symheap_window *w) {
   symheap_result_t first = SYMHEAP_SUCCESS;
   for (int p = 0; p < c->nranks; p++)
     if (p != c->rank && w->peer[p]) {
@@ -37,8 +38,9 @@ void symheap__window_free(struct symheap_window *w) {
   free(w);
 }
 
-static symheap_result_t window_register_one(symheap_comm_t c, void *ptr, size_t size,
-                        unsigned flags, symheap_window_t *win) {
+static symheap_result_t window_register_one(symheap_comm_t c, void *ptr,
+                                            size_t size, unsigned flags,
+                                            symheap_window_t *win) {
   symheap_result_t r = symheap__comm_enter(c, "symheap_window_register");
   if (r != SYMHEAP_SUCCESS)
     return r;
@@ -48,7 +50,8 @@ static symheap_result_t window_register_one(symheap_comm_t c, void *ptr, size_t 
              : symheap__error_context(r, "symheap_window_register");
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_window_register(symheap_comm_t c, void *ptr, size_t size,
+SYMHEAP__EXPORT symheap_result_t
+symheap_window_register(symheap_comm_t c, void *ptr, size_t size,
                         unsigned flags, symheap_window_t *win) {
   symheap_result_t r = symheap__comm_claim(c, "symheap_window_register");
   if (r != SYMHEAP_SUCCESS)
@@ -106,8 +109,7 @@ symheap_result_t symheap__malloc_registered(symheap_comm_t c, size_t size,
 }
 
 static symheap_result_t malloc_one(symheap_comm_t c, size_t size,
-                                                unsigned flags,
-                                                symheap_window_t *win) {
+                                   unsigned flags, symheap_window_t *win) {
   symheap_result_t r = symheap__comm_enter(c, "symheap_malloc");
   if (r != SYMHEAP_SUCCESS)
     return r;
@@ -228,8 +230,7 @@ static symheap_result_t release_impl(symheap_comm_t c, symheap_window_t h,
     r = SYMHEAP_ERR_INVALID_ARG; /* the message is the lookup's */
   else if (p->comm != c)
     r = symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                       "%s: window %p belongs to another comm", fn,
-                       (void *)h);
+                       "%s: window %p belongs to another comm", fn, (void *)h);
   else if (freeing && !p->owns_alloc)
     r = symheap__error(SYMHEAP_ERR_INVALID_ARG,
                        "%s: the window was registered over caller memory; "
@@ -261,7 +262,7 @@ static symheap_result_t release_impl(symheap_comm_t c, symheap_window_t h,
 }
 
 static symheap_result_t window_deregister_one(symheap_comm_t c,
-                                                           symheap_window_t w) {
+                                              symheap_window_t w) {
   return release_impl(c, w, 0, "symheap_window_deregister");
 }
 
@@ -275,8 +276,7 @@ SYMHEAP__EXPORT symheap_result_t symheap_window_deregister(symheap_comm_t c,
   return r;
 }
 
-static symheap_result_t free_one(symheap_comm_t c,
-                                              symheap_window_t w) {
+static symheap_result_t free_one(symheap_comm_t c, symheap_window_t w) {
   return release_impl(c, w, 1, "symheap_free");
 }
 

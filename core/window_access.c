@@ -2,8 +2,8 @@
  * windows (so a stale or foreign handle is an error, not a crash) and the
  * local accessors. */
 #include <pthread.h>
-#include <string.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "comm.h"
 
@@ -26,8 +26,7 @@ static slot_t slots[HANDLE_SLOTS];
 static uint32_t slots_used, free_head, handles_live;
 
 symheap_result_t symheap__handles_room(void) {
-  if (__atomic_load_n(&handles_live, __ATOMIC_RELAXED) >
-      HANDLE_SLOTS - 65536)
+  if (__atomic_load_n(&handles_live, __ATOMIC_RELAXED) > HANDLE_SLOTS - 65536)
     return symheap__error(SYMHEAP_ERR_NO_MEMORY,
                           "%u windows are live in this process, the most "
                           "symheap keeps handles for",

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
 #include "../adaptors/device/cuda_driver.h"
+#include "config.h"
 #include "registry.h"
 #include "window_nccl.h"
 
@@ -250,7 +250,7 @@ static symheap_result_t ccl_allgather(void *ctx, const void *in, void *out,
   /* Rank p's bytes sit at p * bytes of the gathered part. */
   if (r == SYMHEAP_SUCCESS &&
       (e = symheap_cu.cuMemcpyDtoH(out, x->buf + x->cap,
-                                    bytes * (size_t)x->n)) != CU_OK)
+                                   bytes * (size_t)x->n)) != CU_OK)
     r = symheap_cu_fail("cuMemcpyDtoH", e);
   (void)symheap_cu.cuCtxSetCurrent(prev);
   return r;

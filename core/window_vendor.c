@@ -5,9 +5,9 @@
  * adaptor (symheap_ccl_ops). */
 #include <string.h>
 
-#include "window_nccl.h"
 #include "comm.h"
 #include "config.h"
+#include "window_nccl.h"
 
 enum { PATH_SYMHEAP, PATH_NCCL, PATH_CCL };
 

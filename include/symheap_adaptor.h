@@ -57,7 +57,8 @@ extern "C" {
 #define SYMHEAP_PLUGIN_ENTRY(id)                                               \
   SYMHEAP_PLUGIN_EXPORT const struct symheap_plugin symheap_plugin_v1
 #else
-#define SYMHEAP_PLUGIN_ENTRY(id) const struct symheap_plugin symheap_builtin_##id
+#define SYMHEAP_PLUGIN_ENTRY(id)                                               \
+  const struct symheap_plugin symheap_builtin_##id
 #endif
 
 /* Log levels for symheap_host_services_t.log. */
@@ -128,8 +129,8 @@ typedef struct symheap_host_services {
 /* A configuration variable an adaptor declares (param_define). */
 typedef enum {
   SYMHEAP_PARAM_STRING = 0,
-  SYMHEAP_PARAM_INT = 1,  /* decimal, within [min, max] */
-  SYMHEAP_PARAM_BOOL = 2, /* 0 or 1 */
+  SYMHEAP_PARAM_INT = 1,    /* decimal, within [min, max] */
+  SYMHEAP_PARAM_BOOL = 2,   /* 0 or 1 */
   SYMHEAP_PARAM_CHOICE = 3, /* one of `choices`, case-insensitive */
 } symheap_param_type_t;
 
@@ -273,9 +274,9 @@ typedef struct symheap_device_ops {
 
   /* -- Appended optional members: an adaptor whose struct_size does not
    * cover one has it NULL. -- */
-  /* Optional.  Set [va, va+size) of this rank's own mapped, accessible memory to
-   * zero and return once it is done.  The core clears the comm pad with it at
-   * init and a window's signal slot when the window goes.  NULL: the pad
+  /* Optional.  Set [va, va+size) of this rank's own mapped, accessible memory
+   * to zero and return once it is done.  The core clears the comm pad with it
+   * at init and a window's signal slot when the window goes.  NULL: the pad
    * cannot be cleared, so views carry no pad (no device signals, no
    * collectives) and the comm's log says so. */
   symheap_result_t (*mem_zero)(void *ctx, void *va, size_t size);

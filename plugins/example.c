@@ -28,7 +28,6 @@
 
 #include "symheap_adaptor.h"
 
-
 static const symheap_host_services_t *svc; /* from the plugin's init */
 
 /* One piece of memory: its descriptor. */
@@ -161,13 +160,12 @@ static symheap_result_t ex_mem_import(void *ctx, const symheap_shareable_t *in,
   }
   if (m->fd < 0) {
     free(m);
-    return svc->error(e == EINVAL ? SYMHEAP_ERR_INVALID_ARG
-                                  : SYMHEAP_ERR_DEVICE,
-                      "example: %s: %s", (const char *)in->bytes,
-                      e == EINVAL ? "not memory this plugin made"
-                      : e == ENOENT
-                          ? "no such memory (its maker exited or released it)"
-                          : strerror(e));
+    return svc->error(
+        e == EINVAL ? SYMHEAP_ERR_INVALID_ARG : SYMHEAP_ERR_DEVICE,
+        "example: %s: %s", (const char *)in->bytes,
+        e == EINVAL   ? "not memory this plugin made"
+        : e == ENOENT ? "no such memory (its maker exited or released it)"
+                      : strerror(e));
   }
   *h = to_handle(m);
   return SYMHEAP_SUCCESS;

@@ -11,23 +11,23 @@
 
 #include "symheap_adaptor.h"
 
-
 static const symheap_host_services_t *svc;
 
 #define NO_VMM(op)                                                             \
   svc->error(SYMHEAP_ERR_UNSUPPORTED,                                          \
-             "stub_ipc: " op ": this vendor has no VMM; memory registers "    \
+             "stub_ipc: " op ": this vendor has no VMM; memory registers "     \
              "through IPC handles (per-peer pointers)")
 #define TODO(op, with)                                                         \
   svc->error(SYMHEAP_ERR_UNSUPPORTED,                                          \
-             "stub_ipc: " op " is a template; a port implements it with "     \
+             "stub_ipc: " op " is a template; a port implements it with "      \
              "the driver's " with)
 
 static int ipc_available(const symheap_host_services_t *s, char *why,
                          size_t len) {
   (void)s;
-  snprintf(why, len, "template adaptor with no driver behind it (start a "
-                     "port from plugins/stub_ipc.c)");
+  snprintf(why, len,
+           "template adaptor with no driver behind it (start a "
+           "port from plugins/stub_ipc.c)");
   return 0;
 }
 static symheap_result_t ipc_init(const symheap_host_services_t *s,

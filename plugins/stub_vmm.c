@@ -9,21 +9,21 @@
 
 #include "symheap_adaptor.h"
 
-
 static const symheap_host_services_t *svc;
 
 /* Every operation a port fills in starts out like this. */
 #define TODO(op, with)                                                         \
   svc->error(SYMHEAP_ERR_UNSUPPORTED,                                          \
-             "stub_vmm: " op " is a template; a port implements it with "     \
+             "stub_vmm: " op " is a template; a port implements it with "      \
              "the driver's " with)
 
 static int vmm_available(const symheap_host_services_t *s, char *why,
                          size_t len) {
   (void)s;
   /* A port probes its driver here (dlopen it, count devices). */
-  snprintf(why, len, "template adaptor with no driver behind it (start a "
-                     "port from plugins/stub_vmm.c)");
+  snprintf(why, len,
+           "template adaptor with no driver behind it (start a "
+           "port from plugins/stub_vmm.c)");
   return 0;
 }
 static symheap_result_t vmm_init(const symheap_host_services_t *s,

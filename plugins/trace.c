@@ -8,7 +8,6 @@
 
 #include "symheap_adaptor.h"
 
-
 static const symheap_host_services_t *svc;
 
 static double now_us(void) {
@@ -22,7 +21,7 @@ static double now_us(void) {
   do {                                                                         \
     double t0_ = now_us();                                                     \
     symheap_result_t r_ = (call);                                              \
-    svc->log(SYMHEAP_LOG_INFO, "trace: " what " -> %d in %.1f us",            \
+    svc->log(SYMHEAP_LOG_INFO, "trace: " what " -> %d in %.1f us",             \
              __VA_ARGS__, (int)r_, now_us() - t0_);                            \
     return r_;                                                                 \
   } while (0)
@@ -31,8 +30,7 @@ static symheap_result_t tr_mem_export(const symheap_hook_below_t *b,
                                       symheap_mem_handle_t h, uint32_t kind,
                                       symheap_shareable_t *out) {
   TRACED("mem_export(handle %llu, kind %u)",
-         b->ops->mem_export(b->ctx, h, kind, out), (unsigned long long)h,
-         kind);
+         b->ops->mem_export(b->ctx, h, kind, out), (unsigned long long)h, kind);
 }
 static symheap_result_t tr_mem_import(const symheap_hook_below_t *b,
                                       const symheap_shareable_t *in,
@@ -57,8 +55,7 @@ static symheap_result_t tr_unmap(const symheap_hook_below_t *b, void *va,
 }
 static symheap_result_t tr_set_access(const symheap_hook_below_t *b, void *va,
                                       size_t size) {
-  TRACED("set_access(%p, %zu)", b->ops->set_access(b->ctx, va, size), va,
-         size);
+  TRACED("set_access(%p, %zu)", b->ops->set_access(b->ctx, va, size), va, size);
 }
 
 static const symheap_device_hooks trace_hooks = {

@@ -1,7 +1,7 @@
+#include "harness.h"
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
-#include "harness.h"
 
 #include <dirent.h>
 #include <pthread.h>

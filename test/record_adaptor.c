@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #include "harness.h"
 
 #define MAX_RANKS 16

@@ -306,10 +306,10 @@ static void map_limit(void) {
   CHECK(base != MAP_FAILED, "no address space for the test");
   if (base != MAP_FAILED && c) {
     munmap(base, (size_t)2 * MAX * 4096);
-    while (n < MAX && (maps[n] = mmap(base + (size_t)2 * n * 4096, 4096,
-                                      PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS |
-                                                     MAP_FIXED_NOREPLACE,
-                                      -1, 0)) != MAP_FAILED)
+    while (n < MAX &&
+           (maps[n] = mmap(base + (size_t)2 * n * 4096, 4096, PROT_READ,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+                           -1, 0)) != MAP_FAILED)
       n++;
     void *p = NULL;
     symheap_result_t r = symheap_mem_alloc(c, 1 << 20, &p);

@@ -835,12 +835,11 @@ static void case_info(th_ctx_t *c) {
   /* Under mpirun, symheap_comm_init_env joins through the MPI ccl; with
    * SYMHEAP_CCL naming a plugin's ccl, through that. */
   const char *named = getenv("SYMHEAP_CCL");
-  const char *ccl =
-      g_threads                          ? "local"
-      : named && strcmp(named, "auto") && strcmp(named, "local")
-          ? named
-      : getenv("OMPI_COMM_WORLD_SIZE") ? "mpi"
-                                       : "local";
+  const char *ccl = g_threads ? "local"
+                    : named && strcmp(named, "auto") && strcmp(named, "local")
+                        ? named
+                    : getenv("OMPI_COMM_WORLD_SIZE") ? "mpi"
+                                                     : "local";
   CHECK(strcmp(info.ccl_adaptor, ccl) == 0, "ccl '%s', expected '%s'",
         info.ccl_adaptor, ccl);
   CHECK(info.granularity >= 4096 &&
@@ -878,8 +877,7 @@ static void case_info(th_ctx_t *c) {
           (unsigned long long)s.windows_live,
           (unsigned long long)s.bytes_registered,
           (unsigned long long)s.allocations_live,
-          (unsigned long long)s.heap_used,
-          (unsigned long long)s.heap_committed,
+          (unsigned long long)s.heap_used, (unsigned long long)s.heap_committed,
           (unsigned long long)s.bytes_mapped,
           (unsigned long long)s.descriptors_held);
     CHECK_OK(symheap_free(c->comm, w));

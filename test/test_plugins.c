@@ -104,8 +104,7 @@ static void refused(const char *name, const char *file, const char *why) {
   snprintf(path, sizeof path, "%s/%s", baddir, file);
   th_begin("plugins", name, 0);
   outcome_t o = run(path, "host", NULL);
-  CHECK(o.r == SYMHEAP_ERR_PLUGIN && strstr(o.msg, path) &&
-            strstr(o.msg, why),
+  CHECK(o.r == SYMHEAP_ERR_PLUGIN && strstr(o.msg, path) && strstr(o.msg, why),
         "%s: %s (%s); expected SYMHEAP_ERR_PLUGIN naming %s and '%s'", file,
         symheap_strerror(o.r), o.msg, path, why);
   th_end();
@@ -143,8 +142,8 @@ int main(int argc, char **argv) {
   o = run("example", "example", plugdir);
   CHECK(o.r == SYMHEAP_SUCCESS && o.ok_data &&
             strcmp(o.adaptor, "example") == 0,
-        "example: %s (%s), adaptor '%s', data %d", symheap_strerror(o.r),
-        o.msg, o.adaptor, o.ok_data);
+        "example: %s (%s), adaptor '%s', data %d", symheap_strerror(o.r), o.msg,
+        o.adaptor, o.ok_data);
   th_end();
 
   th_begin("plugins", "trace_hooks_over_host_and_example", 0);
@@ -163,8 +162,8 @@ int main(int argc, char **argv) {
         "stub_vmm: %s (%s)", symheap_strerror(o.r), o.msg);
   o = run("stub_vmm,stub_ipc", "auto", plugdir);
   CHECK(o.r == SYMHEAP_SUCCESS && strcmp(o.adaptor, "host") == 0,
-        "auto with only templates: %s (%s), adaptor %s",
-        symheap_strerror(o.r), o.msg, o.adaptor);
+        "auto with only templates: %s (%s), adaptor %s", symheap_strerror(o.r),
+        o.msg, o.adaptor);
   th_end();
   return th_total_failures() ? 1 : 0;
 }

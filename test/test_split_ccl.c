@@ -39,8 +39,8 @@ static symheap_result_t rt_split(void *ctx, int color, int key, int timeout_ms,
   rt_t *x = ctx, *c = calloc(1, sizeof *c);
   *child = NULL;
   symheap_comm_t a2 = NULL;
-  symheap_result_t r =
-      symheap_comm_split(x->a, color < 0 ? SYMHEAP_COLOR_NONE : color, key, &a2);
+  symheap_result_t r = symheap_comm_split(
+      x->a, color < 0 ? SYMHEAP_COLOR_NONE : color, key, &a2);
   (*x->splits)++;
   if (r != SYMHEAP_SUCCESS || !a2) {
     free(c);
@@ -127,7 +127,8 @@ static void case_split_over(symheap_comm_t a, int rank, int n,
   CHECK(ops->split ? splits == 1 : splits == 0, "the ccl split %d times",
         splits);
   /* Opting out works too. */
-  CHECK_OK(symheap_comm_split(b, rank == 0 ? SYMHEAP_COLOR_NONE : 1, 0, &child));
+  CHECK_OK(
+      symheap_comm_split(b, rank == 0 ? SYMHEAP_COLOR_NONE : 1, 0, &child));
   CHECK(rank == 0 ? child == NULL : child != NULL, "opt-out gave %p",
         (void *)child);
   if (child)

@@ -27,8 +27,8 @@ typedef struct {
 
 static const point_t points[] = {
     {"barrier", 0},
-    {"heap", 0}, /* a malloc the heap serves from memory it has: one
-                    agreement over host shared memory, no device call */
+    {"heap", 0},       /* a malloc the heap serves from memory it has: one
+                          agreement over host shared memory, no device call */
     {"mem_export", 1}, /* just before the descriptor exchange */
     {"set_access", 2}, /* after the peers' memory is mapped */
 };
@@ -103,8 +103,7 @@ static void run_case(const point_t *p, int victim) {
   for (int r = 0; r < NRANKS; r++) {
     int st;
     waitpid(pids[r], &st, 0);
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "rank %d: status 0x%x", r,
-          st);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "rank %d: status 0x%x", r, st);
   }
   report_t rep;
   int reports = 0, worst = 0, victim_ms = 0;

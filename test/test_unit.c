@@ -86,8 +86,9 @@ static void test_declared_params(void) {
   th_begin(T, "declared_variables", 0);
   CHECK(SYMHEAP_HAS_MEMBER(svc, symheap_host_services_t, now_ns),
         "the services table lacks its appended members");
-  symheap_param_t p = {sizeof p, SYMHEAP_PARAM_INT, "SYMHEAP_UNITTEST_COUNT",
-                       "3", 1, 9, NULL, "a test variable"};
+  symheap_param_t p = {
+      sizeof p, SYMHEAP_PARAM_INT, "SYMHEAP_UNITTEST_COUNT", "3", 1, 9,
+      NULL,     "a test variable"};
   CHECK_OK(svc->param_define("unittest", &p));
   CHECK_OK(svc->param_define("unittest", &p)); /* again: the same, no-op */
   long v = 0;

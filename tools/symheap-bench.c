@@ -205,9 +205,8 @@ static void bench_heap(size_t max_size, int iters) {
     }
     if (g_rank == 0)
       printf("growth by %d chunk%s of %llu MiB: %.3f ms (%.3f ms per chunk)\n",
-             k, k == 1 ? "" : "s",
-             (unsigned long long)(hi.chunk_size >> 20), median(mal, n) * 1e3,
-             median(mal, n) * 1e3 / k);
+             k, k == 1 ? "" : "s", (unsigned long long)(hi.chunk_size >> 20),
+             median(mal, n) * 1e3, median(mal, n) * 1e3 / k);
   }
   CHECK(symheap_heap_trim(g_comm));
   free(mal);
@@ -425,11 +424,12 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc)
       iters = atoi(argv[++i]);
     else {
-      fprintf(stderr,
-              "usage: symheap-run -n N symheap-bench [--heap] [--max-size BYTES] "
-              "[--bw-size BYTES] [--count FLOATS] [--iters N]\n"
-              "       symheap-run -n N symheap-bench --collectives "
-              "[see symheap-bench-cuda --help]\n");
+      fprintf(
+          stderr,
+          "usage: symheap-run -n N symheap-bench [--heap] [--max-size BYTES] "
+          "[--bw-size BYTES] [--count FLOATS] [--iters N]\n"
+          "       symheap-run -n N symheap-bench --collectives "
+          "[see symheap-bench-cuda --help]\n");
       return 2;
     }
   }

@@ -51,7 +51,7 @@ static int print_stats(size_t bytes) {
   printf("%-18s %14s %14s %14s %14s\n", "", "fresh comm", "with window",
          "window freed", "heap trimmed");
 #define ROW(f)                                                                 \
-  printf("%-18s %14llu %14llu %14llu %14llu\n", #f,                           \
+  printf("%-18s %14llu %14llu %14llu %14llu\n", #f,                            \
          (unsigned long long)s[0].f, (unsigned long long)s[1].f,               \
          (unsigned long long)s[2].f, (unsigned long long)s[3].f)
   ROW(windows_live);
@@ -143,8 +143,8 @@ static void print_env(void) {
              strcmp(owner, "core") == 0 ? "" : "adaptor ", owner);
     last = owner;
     const char *set = symheap__cfg_raw(v->name);
-    printf("%s\n  value:   %s\n  default: %s\n", v->name,
-           set ? set : "(unset)", v->def ? v->def : "(unset)");
+    printf("%s\n  value:   %s\n  default: %s\n", v->name, set ? set : "(unset)",
+           v->def ? v->def : "(unset)");
     if (v->kind == SYMHEAP_CFG_CHOICE)
       printf("  values:  %s\n", v->choices);
     else if (v->kind == SYMHEAP_CFG_INT)
@@ -262,7 +262,8 @@ int main(int argc, char **argv) {
   symheap__device_table_t chosen;
   char why[512];
   memset(&chosen, 0, sizeof chosen);
-  if (symheap__device_select(want, &chosen, why, sizeof why) == SYMHEAP_SUCCESS) {
+  if (symheap__device_select(want, &chosen, why, sizeof why) ==
+      SYMHEAP_SUCCESS) {
     printf("  selected now: %s (%s)\n", chosen.ops.name, why);
   } else {
     printf("  selected now: none: %s\n", symheap_last_error());
@@ -384,8 +385,7 @@ int main(int argc, char **argv) {
     printf("RDMA registration: unavailable: %s\n", symheap_last_error());
     if (net == 1)
       problem("SYMHEAP_NET=ibverbs", symheap_last_error());
-  }
-  else
+  } else
     printf("RDMA registration: %s on %s (SYMHEAP_NET=%s)\n",
            net == 1 ? "always" : "for comms spanning hosts",
            symheap__ibv_name(v), net == 1 ? "ibverbs" : "auto");

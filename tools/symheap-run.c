@@ -6,10 +6,10 @@
  * (PR_SET_PDEATHSIG). */
 #include <errno.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>

@@ -60,7 +60,7 @@ static int cuda_available(const symheap_host_services_t *svc, char *why,
              "CUDA device 0 does not support virtual memory "
              "management");
   else if (symheap_cu.cuDeviceGetAttribute(&fd, CU_ATTR_POSIX_FD_SUPPORTED,
-                                            d) != CU_OK ||
+                                           d) != CU_OK ||
            !fd)
     snprintf(why, len, "CUDA device 0 cannot export POSIX file descriptors");
   else
@@ -88,7 +88,8 @@ static symheap_result_t pick_device(const symheap_device_init_t *args,
   int n = 0;
   CU_TRY(cuDeviceGetCount(&n));
   if (n == 0)
-    return symheap_cu_svc->error(SYMHEAP_ERR_DEVICE, "the CUDA driver sees no device");
+    return symheap_cu_svc->error(SYMHEAP_ERR_DEVICE,
+                                 "the CUDA driver sees no device");
   long want = -1;
   if (symheap_cu_svc->param_is_set("SYMHEAP_CUDA_DEVICE")) {
     symheap_result_t r =
@@ -96,10 +97,11 @@ static symheap_result_t pick_device(const symheap_device_init_t *args,
     if (r != SYMHEAP_SUCCESS)
       return r;
     if (want >= n)
-      return symheap_cu_svc->error(SYMHEAP_ERR_INVALID_ARG,
-                            "SYMHEAP_CUDA_DEVICE=%ld but only %d device(s) are "
-                            "visible",
-                            want, n);
+      return symheap_cu_svc->error(
+          SYMHEAP_ERR_INVALID_ARG,
+          "SYMHEAP_CUDA_DEVICE=%ld but only %d device(s) are "
+          "visible",
+          want, n);
   } else {
     want = args->local_rank % n;
   }
@@ -182,7 +184,7 @@ static symheap_result_t cuda_query(void *ctx, symheap_device_caps_t *caps) {
   int mc = 0;
   if (symheap_cu.have_mc &&
       symheap_cu.cuDeviceGetAttribute(&mc, CU_ATTR_MULTICAST_SUPPORTED,
-                                       c->dev) == CU_OK &&
+                                      c->dev) == CU_OK &&
       mc) {
     /* Only a query: no multicast object is created here. */
     cu_mc_prop_t mp = {(unsigned)c->local_nranks, caps->granularity,
@@ -221,8 +223,9 @@ static symheap_result_t cuda_mem_export(void *ctx, symheap_mem_handle_t h,
                                         symheap_shareable_t *out) {
   cuda_t *c = ctx;
   if (kind != SYMHEAP_HANDLE_FD)
-    return symheap_cu_svc->error(SYMHEAP_ERR_UNSUPPORTED,
-                          "the cuda adaptor exports file descriptors only");
+    return symheap_cu_svc->error(
+        SYMHEAP_ERR_UNSUPPORTED,
+        "the cuda adaptor exports file descriptors only");
   BIND(c);
   int fd = -1;
   cu_result_t e = symheap_cu.cuMemExportToShareableHandle(
@@ -245,8 +248,9 @@ static symheap_result_t cuda_mem_import(void *ctx,
   if (in->kind != SYMHEAP_HANDLE_FD || in->fd < 0) {
     if (in->kind == SYMHEAP_HANDLE_FD && in->fd >= 0)
       close(in->fd);
-    return symheap_cu_svc->error(SYMHEAP_ERR_INVALID_ARG,
-                          "the cuda adaptor imports file descriptors only");
+    return symheap_cu_svc->error(
+        SYMHEAP_ERR_INVALID_ARG,
+        "the cuda adaptor imports file descriptors only");
   }
   symheap_result_t r = bind(c);
   cu_mem_handle_t mh = 0;
@@ -309,7 +313,8 @@ static symheap_result_t cuda_mem_retain(void *ctx, void *ptr,
   BIND(c);
   cu_mem_handle_t mh = 0;
   if (symheap_cu.cuMemRetainAllocationHandle(&mh, ptr) != CU_OK)
-    return symheap_cu_svc->error(SYMHEAP_ERR_UNSUPPORTED, "%p is not VMM memory", ptr);
+    return symheap_cu_svc->error(SYMHEAP_ERR_UNSUPPORTED,
+                                 "%p is not VMM memory", ptr);
   cu_deviceptr_t base = 0;
   size_t size = 0;
   cu_result_t e = symheap_cu.cuMemGetAddressRange(
@@ -347,17 +352,19 @@ static symheap_result_t cuda_ipc_get(void *ctx, void *ptr, size_t size,
   cu_deviceptr_t base = 0;
   size_t asz = 0;
   if (symheap_cu.cuMemGetAddressRange(&base, &asz,
-                                       (cu_deviceptr_t)(uintptr_t)ptr) != CU_OK)
-    return symheap_cu_svc->error(SYMHEAP_ERR_INVALID_ARG,
-                          "%p is not CUDA device memory (allocate it with "
-                          "symheap_mem_alloc, cuMemCreate or cudaMalloc)",
-                          ptr);
+                                      (cu_deviceptr_t)(uintptr_t)ptr) != CU_OK)
+    return symheap_cu_svc->error(
+        SYMHEAP_ERR_INVALID_ARG,
+        "%p is not CUDA device memory (allocate it with "
+        "symheap_mem_alloc, cuMemCreate or cudaMalloc)",
+        ptr);
   uint64_t off = (uint64_t)(uintptr_t)ptr - base;
   if (off + size > asz)
-    return symheap_cu_svc->error(SYMHEAP_ERR_INVALID_ARG,
-                          "[%p, +%zu) extends past its CUDA allocation of %zu "
-                          "bytes",
-                          ptr, size, asz);
+    return symheap_cu_svc->error(
+        SYMHEAP_ERR_INVALID_ARG,
+        "[%p, +%zu) extends past its CUDA allocation of %zu "
+        "bytes",
+        ptr, size, asz);
   ipc_blob_t b;
   memset(&b, 0, sizeof b);
   b.magic = IPC_MAGIC;
@@ -383,8 +390,8 @@ static symheap_result_t enable_peer(cuda_t *c, int ordinal) {
   CU_TRY(cuDeviceCanAccessPeer(&can, c->dev, peer));
   if (!can)
     return symheap_cu_svc->error(SYMHEAP_ERR_UNSUPPORTED,
-                          "device %d cannot access device %d's memory",
-                          c->ordinal, ordinal);
+                                 "device %d cannot access device %d's memory",
+                                 c->ordinal, ordinal);
   cu_context_t pctx;
   CU_TRY(cuDevicePrimaryCtxRetain(&pctx, peer));
   cu_result_t e = symheap_cu.cuCtxEnablePeerAccess(pctx, 0);
@@ -399,10 +406,12 @@ static symheap_result_t cuda_ipc_open(void *ctx, const symheap_shareable_t *in,
   cuda_t *c = ctx;
   ipc_blob_t b;
   if (in->kind != SYMHEAP_HANDLE_BYTES || in->nbytes != sizeof b)
-    return symheap_cu_svc->error(SYMHEAP_ERR_REMOTE, "malformed CUDA IPC handle");
+    return symheap_cu_svc->error(SYMHEAP_ERR_REMOTE,
+                                 "malformed CUDA IPC handle");
   memcpy(&b, in->bytes, sizeof b);
   if (b.magic != IPC_MAGIC)
-    return symheap_cu_svc->error(SYMHEAP_ERR_REMOTE, "malformed CUDA IPC handle");
+    return symheap_cu_svc->error(SYMHEAP_ERR_REMOTE,
+                                 "malformed CUDA IPC handle");
   BIND(c);
   symheap_result_t r = SYMHEAP_SUCCESS;
   uint64_t base = 0;
@@ -422,7 +431,8 @@ static symheap_result_t cuda_ipc_open(void *ctx, const symheap_shareable_t *in,
   }
   char *out = (char *)(uintptr_t)(base + b.offset);
   if (r == SYMHEAP_SUCCESS)
-    r = symheap_ipc_table_add(symheap_cu_svc, &c->ipc, b.pid, b.base, base, opened, out);
+    r = symheap_ipc_table_add(symheap_cu_svc, &c->ipc, b.pid, b.base, base,
+                              opened, out);
   if (r != SYMHEAP_SUCCESS && fresh && base)
     symheap_cu.cuIpcCloseMemHandle((cu_deviceptr_t)base);
   if (r == SYMHEAP_SUCCESS)
@@ -433,7 +443,8 @@ static symheap_result_t cuda_ipc_open(void *ctx, const symheap_shareable_t *in,
 static symheap_result_t cuda_ipc_close(void *ctx, void *ptr) {
   cuda_t *c = ctx;
   uint64_t base = 0;
-  symheap_result_t r = symheap_ipc_table_take(symheap_cu_svc, &c->ipc, ptr, &base, "cuda");
+  symheap_result_t r =
+      symheap_ipc_table_take(symheap_cu_svc, &c->ipc, ptr, &base, "cuda");
   if (r != SYMHEAP_SUCCESS || !base)
     return r;
   if ((r = bind(c)) != SYMHEAP_SUCCESS)
@@ -450,16 +461,16 @@ static symheap_result_t mc_allowed(void) {
   int off = 1;
   long nvls = 1;
   /* A malformed value counts as "disabled": never create by mistake. */
-  if (svc->param_get_bool("SYMHEAP_DISABLE_MULTICAST", &off) !=
-      SYMHEAP_SUCCESS)
+  if (svc->param_get_bool("SYMHEAP_DISABLE_MULTICAST", &off) != SYMHEAP_SUCCESS)
     off = 1;
   if (svc->param_is_set("NCCL_NVLS_ENABLE") &&
       svc->param_get_int("NCCL_NVLS_ENABLE", &nvls) != SYMHEAP_SUCCESS)
     nvls = 0;
   if (off || nvls == 0)
-    return symheap_cu_svc->error(SYMHEAP_ERR_UNSUPPORTED,
-                          "multicast is disabled (SYMHEAP_DISABLE_MULTICAST / "
-                          "NCCL_NVLS_ENABLE)");
+    return symheap_cu_svc->error(
+        SYMHEAP_ERR_UNSUPPORTED,
+        "multicast is disabled (SYMHEAP_DISABLE_MULTICAST / "
+        "NCCL_NVLS_ENABLE)");
   return SYMHEAP_SUCCESS;
 }
 
@@ -547,11 +558,12 @@ static symheap_result_t cuda_capture_check(void *ctx) {
     return symheap_cu_fail("cuStreamIsCapturing", e);
   CU_TRY(cuStreamIsCapturing(CU_STREAM_PER_THREAD_HANDLE, &st));
   if (st != CU_CAPTURE_STATUS_NONE)
-    return symheap_cu_svc->error(SYMHEAP_ERR_UNSUPPORTED,
-                          "the per-thread default stream of device %d is "
-                          "capturing a CUDA graph: registration, "
-                          "deregistration and allocation cannot be captured",
-                          c->ordinal);
+    return symheap_cu_svc->error(
+        SYMHEAP_ERR_UNSUPPORTED,
+        "the per-thread default stream of device %d is "
+        "capturing a CUDA graph: registration, "
+        "deregistration and allocation cannot be captured",
+        c->ordinal);
   return SYMHEAP_SUCCESS;
 }
 
@@ -607,8 +619,8 @@ static const symheap_param_t cuda_params[] = {
      "libcuda.so.1", 0, 0, NULL,
      "the CUDA driver library the cuda adaptor loads with dlopen (a name "
      "searched the usual way, or a path)"},
-    {sizeof(symheap_param_t), SYMHEAP_PARAM_INT, "SYMHEAP_CUDA_DEVICE", NULL,
-     0, 1023, NULL,
+    {sizeof(symheap_param_t), SYMHEAP_PARAM_INT, "SYMHEAP_CUDA_DEVICE", NULL, 0,
+     1023, NULL,
      "CUDA device ordinal for ranks whose thread has no current context; "
      "unset: local rank modulo the device count"},
 };

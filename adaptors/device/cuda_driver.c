@@ -20,10 +20,11 @@ static symheap_result_t load_locked(const char *path) {
   if (lib_handle && strcmp(path, lib_path) == 0)
     return SYMHEAP_SUCCESS;
   if (lib_handle)
-    return symheap_cu_svc->error(SYMHEAP_ERR_INVALID_ARG,
-                          "the CUDA driver %s is already loaded in this "
-                          "process; SYMHEAP_CUDA_LIBRARY=%s cannot replace it",
-                          lib_path, path);
+    return symheap_cu_svc->error(
+        SYMHEAP_ERR_INVALID_ARG,
+        "the CUDA driver %s is already loaded in this "
+        "process; SYMHEAP_CUDA_LIBRARY=%s cannot replace it",
+        lib_path, path);
   if (lib_error[0] && strcmp(path, lib_path) == 0)
     return symheap_cu_svc->error(SYMHEAP_ERR_UNSUPPORTED, "%s", lib_error);
   snprintf(lib_path, sizeof lib_path, "%s", path);

@@ -10,7 +10,7 @@ typedef struct {
   CU_FUNCS(X)
   CU_MC_FUNCS(X)
 #undef X
-      int driver_version;
+  int driver_version;
   int have_mc; /* multicast entry points resolved (driver 12.1+) */
 } cu_lib_t;
 
@@ -28,9 +28,9 @@ symheap_result_t symheap_cu_fail(const char *fn, cu_result_t e);
 
 #define CU_TRY(call)                                                           \
   do {                                                                         \
-    cu_result_t e_ = symheap_cu.call;                                         \
+    cu_result_t e_ = symheap_cu.call;                                          \
     if (e_ != CU_OK)                                                           \
-      return symheap_cu_fail(#call, e_);                                      \
+      return symheap_cu_fail(#call, e_);                                       \
   } while (0)
 
 #endif

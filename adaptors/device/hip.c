@@ -139,9 +139,9 @@ static symheap_result_t hip_init(const symheap_host_services_t *svc,
       return r;
     if (want >= n)
       return svc->error(SYMHEAP_ERR_INVALID_ARG,
-                            "SYMHEAP_HIP_DEVICE=%ld but only %d device(s) are "
-                            "visible",
-                            want, n);
+                        "SYMHEAP_HIP_DEVICE=%ld but only %d device(s) are "
+                        "visible",
+                        want, n);
   }
   hipa_t *c = calloc(1, sizeof *c);
   if (!c)
@@ -393,7 +393,8 @@ static symheap_result_t hip_ipc_open(void *ctx, const symheap_shareable_t *in,
   }
   char *out = (char *)(uintptr_t)(base + b.offset);
   if (r == SYMHEAP_SUCCESS)
-    r = symheap_ipc_table_add(hip_svc, &c->ipc, b.pid, b.base, base, opened, out);
+    r = symheap_ipc_table_add(hip_svc, &c->ipc, b.pid, b.base, base, opened,
+                              out);
   if (r != SYMHEAP_SUCCESS && fresh && base)
     hip.hipIpcCloseMemHandle((void *)(uintptr_t)base);
   if (r == SYMHEAP_SUCCESS)
@@ -404,7 +405,8 @@ static symheap_result_t hip_ipc_open(void *ctx, const symheap_shareable_t *in,
 static symheap_result_t hip_ipc_close(void *ctx, void *ptr) {
   hipa_t *c = ctx;
   uint64_t base = 0;
-  symheap_result_t r = symheap_ipc_table_take(hip_svc, &c->ipc, ptr, &base, "hip");
+  symheap_result_t r =
+      symheap_ipc_table_take(hip_svc, &c->ipc, ptr, &base, "hip");
   if (r != SYMHEAP_SUCCESS || !base)
     return r;
   hip_error_t e = hip.hipSetDevice(c->ordinal);

@@ -80,8 +80,8 @@ enum {
   X(hipMemMap, (void *ptr, size_t size, size_t offset, hip_mem_handle_t h,     \
                 unsigned long long flags))                                     \
   X(hipMemUnmap, (void *ptr, size_t size))                                     \
-  X(hipMemSetAccess, (void *ptr, size_t size, const hip_access_desc_t *desc,   \
-                      size_t count))                                           \
+  X(hipMemSetAccess,                                                           \
+    (void *ptr, size_t size, const hip_access_desc_t *desc, size_t count))     \
   X(hipMemRetainAllocationHandle, (hip_mem_handle_t * h, void *addr))          \
   X(hipMemGetAddressRange, (void **base, size_t *size, void *ptr))             \
   X(hipIpcGetMemHandle, (hip_ipc_mem_handle_t * h, void *ptr))                 \

@@ -222,8 +222,8 @@ static symheap_result_t host_map(void *ctx, void *va, size_t size,
                          "map of [%zu, %zu) exceeds the memory's %lld bytes",
                          offset, offset + size, (long long)st.st_size);
   /* Inaccessible until set_access, as the ABI says. */
-  void *p = mmap(va, size, PROT_NONE, MAP_SHARED | MAP_FIXED, fd,
-                 (off_t)offset);
+  void *p =
+      mmap(va, size, PROT_NONE, MAP_SHARED | MAP_FIXED, fd, (off_t)offset);
   if (p == MAP_FAILED) {
     char what[96];
     snprintf(what, sizeof what, "mmap(memfd at %p, %zu)", va, size);

@@ -3,8 +3,8 @@
 
 #include "ipc_table.h"
 
-uint64_t symheap_ipc_table_opened_base(const symheap_ipc_rec_t *list, int32_t pid,
-                                  uint64_t remote_base) {
+uint64_t symheap_ipc_table_opened_base(const symheap_ipc_rec_t *list,
+                                       int32_t pid, uint64_t remote_base) {
   for (const symheap_ipc_rec_t *e = list; e; e = e->next)
     if (e->opened && e->pid == pid && e->remote_base == remote_base)
       return e->local_base;
@@ -12,9 +12,10 @@ uint64_t symheap_ipc_table_opened_base(const symheap_ipc_rec_t *list, int32_t pi
 }
 
 symheap_result_t symheap_ipc_table_add(const symheap_host_services_t *svc,
-                               symheap_ipc_rec_t **list, int32_t pid,
-                               uint64_t remote_base, uint64_t local_base,
-                               int opened, char *ptr) {
+                                       symheap_ipc_rec_t **list, int32_t pid,
+                                       uint64_t remote_base,
+                                       uint64_t local_base, int opened,
+                                       char *ptr) {
   symheap_ipc_rec_t *rec = calloc(1, sizeof *rec);
   if (!rec)
     return svc->error(SYMHEAP_ERR_NO_MEMORY, "ipc: out of memory");
@@ -36,13 +37,14 @@ static int shared(const symheap_ipc_rec_t *list, uint64_t base) {
 }
 
 symheap_result_t symheap_ipc_table_take(const symheap_host_services_t *svc,
-                                symheap_ipc_rec_t **list, void *ptr,
-                                uint64_t *close_base, const char *who) {
+                                        symheap_ipc_rec_t **list, void *ptr,
+                                        uint64_t *close_base, const char *who) {
   symheap_ipc_rec_t **pp = list;
   while (*pp && (*pp)->ptr != ptr)
     pp = &(*pp)->next;
   if (!*pp)
-    return svc->error(SYMHEAP_ERR_INVALID_ARG, "%s ipc: %p was not opened here", who, ptr);
+    return svc->error(SYMHEAP_ERR_INVALID_ARG, "%s ipc: %p was not opened here",
+                      who, ptr);
   symheap_ipc_rec_t *rec = *pp;
   *pp = rec->next;
   *close_base =
@@ -52,7 +54,8 @@ symheap_result_t symheap_ipc_table_take(const symheap_host_services_t *svc,
 }
 
 void symheap_ipc_table_drain(symheap_ipc_rec_t **list,
-                        void (*close_fn)(uint64_t base, void *arg), void *arg) {
+                             void (*close_fn)(uint64_t base, void *arg),
+                             void *arg) {
   while (*list) {
     symheap_ipc_rec_t *rec = *list;
     *list = rec->next;

@@ -21,21 +21,23 @@ typedef struct symheap_ipc_rec {
 
 /* The local base of an earlier open of (pid, remote_base), or 0: one open
  * of an allocation serves every window over it. */
-uint64_t symheap_ipc_table_opened_base(const symheap_ipc_rec_t *list, int32_t pid,
-                                  uint64_t remote_base);
+uint64_t symheap_ipc_table_opened_base(const symheap_ipc_rec_t *list,
+                                       int32_t pid, uint64_t remote_base);
 /* Record what ipc_open hands out (NO_MEMORY: nothing recorded). */
 symheap_result_t symheap_ipc_table_add(const symheap_host_services_t *svc,
-                               symheap_ipc_rec_t **list, int32_t pid,
-                                  uint64_t remote_base, uint64_t local_base,
-                                  int opened, char *ptr);
+                                       symheap_ipc_rec_t **list, int32_t pid,
+                                       uint64_t remote_base,
+                                       uint64_t local_base, int opened,
+                                       char *ptr);
 /* ipc_close: take ptr's record out.  *close_base is the base the runtime
  * must close now (its last user went), or 0.  INVALID_ARG naming `who` when
  * ptr was not handed out here. */
 symheap_result_t symheap_ipc_table_take(const symheap_host_services_t *svc,
-                                symheap_ipc_rec_t **list, void *ptr,
-                                   uint64_t *close_base, const char *who);
+                                        symheap_ipc_rec_t **list, void *ptr,
+                                        uint64_t *close_base, const char *who);
 /* fini: empty the table, calling close_fn once per opened base. */
 void symheap_ipc_table_drain(symheap_ipc_rec_t **list,
-                        void (*close_fn)(uint64_t base, void *arg), void *arg);
+                             void (*close_fn)(uint64_t base, void *arg),
+                             void *arg);
 
 #endif

@@ -51,7 +51,6 @@ static minicoll_t *alloc_mc(int rank, int n) {
   return mc;
 }
 
-
 static int64_t now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -73,9 +72,9 @@ static int io_all(int fd, void *buf, size_t len, int sending,
       errno = ETIMEDOUT;
       return -1;
     }
-    ssize_t k = w < 0                ? -1
-                : sending            ? send(fd, p, len, MSG_NOSIGNAL)
-                                     : recv(fd, p, len, 0);
+    ssize_t k = w < 0     ? -1
+                : sending ? send(fd, p, len, MSG_NOSIGNAL)
+                          : recv(fd, p, len, 0);
     if (k <= 0) {
       if (k < 0 && errno == EINTR)
         continue;
@@ -128,7 +127,6 @@ static symheap_result_t mc_allgather(void *ctx, const void *in, void *out,
   return SYMHEAP_SUCCESS;
 }
 
-
 /* --- its own bootstrap ---------------------------------------------------- */
 /* Rank 0's side: listen on loopback `port` (0: any free one, *port says
  * which). */
@@ -169,8 +167,7 @@ static int accept_all(minicoll_t *mc, int l) {
       return -1;
     }
     if (io_all(s, &who, sizeof who, 0, now_ms() + 10000) || who <= 0 ||
-        who >= mc->n ||
-        mc->fd[who] >= 0) {
+        who >= mc->n || mc->fd[who] >= 0) {
       close(s);
       k--; /* not one of ours */
       continue;
@@ -200,8 +197,7 @@ static int connect_to(minicoll_t *mc, int port) {
       close(s);
     usleep(10000);
   }
-  snprintf(err, sizeof err, "minicoll: rank 0 never listened on port %d",
-           port);
+  snprintf(err, sizeof err, "minicoll: rank 0 never listened on port %d", port);
   return -1;
 }
 
@@ -300,8 +296,7 @@ int minicoll_init(minicoll_t **out, int rank, int n, int port) {
     return -1;
   }
   /* symheap over our own runtime: no second bootstrap, no unique id. */
-  if (symheap_comm_init_ccl(&mc->comm, &minicoll_ccl, mc) !=
-      SYMHEAP_SUCCESS) {
+  if (symheap_comm_init_ccl(&mc->comm, &minicoll_ccl, mc) != SYMHEAP_SUCCESS) {
     snprintf(err, sizeof err, "minicoll: symheap: %s", symheap_last_error());
     minicoll_finalize(mc);
     return -1;

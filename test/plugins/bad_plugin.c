@@ -4,7 +4,6 @@
 
 #include "symheap_adaptor.h"
 
-
 static const symheap_host_services_t *svc;
 static symheap_result_t p_init(const symheap_host_services_t *s) {
   svc = s;
@@ -111,8 +110,8 @@ SYMHEAP_PLUGIN_EXPORT const symheap_plugin_t
         .name = "bad",
         .init = BAD == 3 ? NULL : p_init, /* BAD 3: no init */
         .fini = p_fini,
-        .device = BAD == 5 || BAD == 7 || BAD >= 9 ? NULL
-                                                   : &dev, /* BAD 5: nothing */
+        .device =
+            BAD == 5 || BAD == 7 || BAD >= 9 ? NULL : &dev, /* BAD 5: nothing */
         .ccl = BAD == 7 ? &ccl : NULL,
         .hooks = BAD >= 9 ? &lying_hooks : NULL,
 };

@@ -95,8 +95,8 @@ static symheap_result_t attach(shm_ccl_t *x, int timeout_ms) {
       fd = -1;
     }
   } else {
-    while ((fd = shm_open(x->name, O_RDWR, 0)) < 0 ||
-           fstat(fd, &st) != 0 || (size_t)st.st_size != x->bytes) {
+    while ((fd = shm_open(x->name, O_RDWR, 0)) < 0 || fstat(fd, &st) != 0 ||
+           (size_t)st.st_size != x->bytes) {
       if (fd >= 0)
         close(fd);
       fd = -1;
