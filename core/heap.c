@@ -208,6 +208,9 @@ static uint64_t plan(symheap_comm_t c, uint64_t len, symheap__heap_rec_t *me,
   }
   if (count) {
     symheap_result_t rc = c->dev.ops.capture_check(c->dev_ctx);
+    char why[SYMHEAP_ERROR_MAX / 2];
+    /* The adaptor's words, copied: the new message is written over them. */
+    snprintf(why, sizeof why, "%s", symheap__error_peek());
     if (rc != SYMHEAP_SUCCESS)
       *r = symheap__error(rc,
                           "the heap must grow by %u chunk(s) of %llu bytes "
@@ -215,7 +218,7 @@ static uint64_t plan(symheap_comm_t c, uint64_t len, symheap__heap_rec_t *me,
                           "graph capture: call symheap_heap_reserve before "
                           "capturing (%s)",
                           count, (unsigned long long)h->arena.chunk,
-                          (unsigned long long)len, symheap__error_peek());
+                          (unsigned long long)len, why);
   }
   return SYMHEAP__ROUTE_HEAP;
 }
