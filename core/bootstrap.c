@@ -18,6 +18,8 @@
 #define GRACE_MS 500
 /* How long rank 0 stays to tell ranks that join after it gave up why. */
 #define LATE_MS 1000
+/* join_hello's verdict beyond the decoder's: a rank that joined already. */
+#define MSG_HELLO_DUPLICATE (-1)
 
 typedef struct {
   int rank, nranks;
@@ -111,14 +113,22 @@ static void local_free(local_t *l) {
   free(l);
 }
 
+/* A hello's body from a connection that has `until` to send it (a header
+ * of type HELLO and the right length, then the body). */
+static symheap_result_t read_hello(int fd, unsigned char *body, int64_t until) {
+  msg_hdr_t h;
+  symheap_result_t r = recv_hdr(fd, &h, until, -1);
+  if (r == SYMHEAP_SUCCESS && (h.type != MSG_HELLO || h.len != sizeof(hello_t)))
+    r = SYMHEAP_ERR_REMOTE;
+  if (r == SYMHEAP_SUCCESS)
+    r = symheap__sock_recv(fd, body, sizeof(hello_t), NULL, until, -1);
+  return r;
+}
+
 /* A late joiner's hello, answered with the abort. */
 static void answer_with_abort(int fd, const abort_t *a, int64_t until) {
-  msg_hdr_t h;
   unsigned char body[sizeof(hello_t)];
-  if (recv_hdr(fd, &h, until, -1) == SYMHEAP_SUCCESS && h.type == MSG_HELLO &&
-      h.len == sizeof body &&
-      symheap__sock_recv(fd, body, sizeof body, NULL, until, -1) ==
-          SYMHEAP_SUCCESS)
+  if (read_hello(fd, body, until) == SYMHEAP_SUCCESS)
     (void)send_msg(fd, MSG_ABORT, 0, a, sizeof *a, until, -1);
 }
 
@@ -143,6 +153,71 @@ static void tell_late_joiners(int lfd, int missing) {
   symheap__error(SYMHEAP_SUCCESS, "%s", saved);
 }
 
+/* accept failed: a timeout is the missing ranks'; anything else is rank
+ * 0's own failure (out of descriptors, say), and says so. */
+static void join_accept_failed(local_t *l, symheap_result_t r, int joined) {
+  char missing[256] = "";
+  size_t o = 0;
+  for (int i = 1; i < l->nranks && o < sizeof missing - 16; i++)
+    if (l->fds[i] < 0)
+      o += (size_t)snprintf(missing + o, sizeof missing - o, "%srank %d",
+                            o ? ", " : "", i);
+  if (r == SYMHEAP_ERR_TIMEOUT)
+    symheap__error(r, "%d of %d ranks joined before the timeout; missing: %s",
+                   joined, l->nranks, missing);
+  else
+    symheap__error_context(r,
+                           "rank 0 could not take in the ranks (%d of %d "
+                           "joined)",
+                           joined, l->nranks);
+  int first = 1;
+  while (first < l->nranks && l->fds[first] >= 0)
+    first++;
+  root_abort_all(l, r == SYMHEAP_ERR_TIMEOUT ? first : 0, r);
+}
+
+/* A connection's hello, judged.  One that does not prove the token is a
+ * stray process, not one of ours: it gets a short while to say hello, so a
+ * silent one cannot hold the join up for long. */
+static int join_hello(local_t *l, int fd, int64_t deadline, hello_t *hello) {
+  int64_t until = symheap__now_ms() + HELLO_MS;
+  unsigned char body[sizeof(hello_t)];
+  int claimed = -1;
+  if (until > deadline)
+    until = deadline;
+  if (read_hello(fd, body, until) != SYMHEAP_SUCCESS)
+    return MSG_HELLO_BAD;
+  int verdict = symheap__msg_check_hello(body, sizeof body, l->token,
+                                         l->nranks, hello, &claimed);
+  /* A second claim of a rank that joined is a wrong claim too. */
+  if (verdict == MSG_HELLO_OK && l->fds[claimed] >= 0)
+    return MSG_HELLO_DUPLICATE;
+  return verdict;
+}
+
+/* A hello with the job's token but a rank the job does not have: one of
+ * ours, launched wrong.  Every rank hears why now, rather than "missing"
+ * after a timeout. */
+static symheap_result_t join_misclaim(local_t *l, int fd, int lfd,
+                                      const hello_t *hello, int verdict,
+                                      int joined) {
+  symheap_result_t r = symheap__error(
+      SYMHEAP_ERR_MISMATCH,
+      "a process of this job claims rank %d of %d, but the job has %d "
+      "ranks%s: check how the ranks were launched (rank and size)",
+      hello->rank, hello->nranks, l->nranks,
+      verdict == MSG_HELLO_DUPLICATE ? " and that rank has joined already"
+                                     : "");
+  abort_t a = {0, SYMHEAP_ERR_MISMATCH, ""};
+  snprintf(a.msg, sizeof a.msg, "%s", symheap__error_peek());
+  (void)send_msg(fd, MSG_ABORT, 0, &a, sizeof a, symheap__now_ms() + 100,
+                 hello->rank);
+  close(fd);
+  root_abort_all(l, 0, r);
+  tell_late_joiners(lfd, l->nranks - joined);
+  return r;
+}
+
 static symheap_result_t root_join(local_t *l, const symheap__uid_t *uid,
                                   int64_t deadline) {
   symheap__sockname_t name;
@@ -152,86 +227,31 @@ static symheap_result_t root_join(local_t *l, const symheap__uid_t *uid,
   symheap_result_t r = symheap__sock_listen(&name, &lfd);
   if (r != SYMHEAP_SUCCESS)
     return symheap__error_context(r, "rank 0 cannot open the bootstrap socket");
-  int joined = 1;
-  while (joined < l->nranks) {
+  for (int joined = 1; joined < l->nranks && r == SYMHEAP_SUCCESS;) {
     int fd;
+    hello_t hello;
     r = symheap__sock_accept(lfd, deadline, &fd);
     if (r != SYMHEAP_SUCCESS) {
-      char missing[256] = "";
-      size_t o = 0;
-      for (int i = 1; i < l->nranks && o < sizeof missing - 16; i++)
-        if (l->fds[i] < 0)
-          o += (size_t)snprintf(missing + o, sizeof missing - o, "%srank %d",
-                                o ? ", " : "", i);
-      /* A timeout is the missing ranks'; anything else is rank 0's own
-       * failure (out of descriptors, say), and says so. */
-      if (r == SYMHEAP_ERR_TIMEOUT)
-        symheap__error(r,
-                       "%d of %d ranks joined before the timeout; missing: %s",
-                       joined, l->nranks, missing);
-      else
-        symheap__error_context(r,
-                               "rank 0 could not take in the ranks (%d of "
-                               "%d joined)",
-                               joined, l->nranks);
-      int first = 1;
-      while (first < l->nranks && l->fds[first] >= 0)
-        first++;
-      root_abort_all(l, r == SYMHEAP_ERR_TIMEOUT ? first : 0, r);
-      goto out;
+      join_accept_failed(l, r, joined);
+      break;
     }
-    /* A connection that does not prove the token is dropped, not fatal: it
-     * is a stray process, not one of ours.  It gets a short while to say
-     * hello, so a silent one cannot hold the join up for long. */
-    int64_t hello_deadline = symheap__now_ms() + HELLO_MS;
-    if (hello_deadline > deadline)
-      hello_deadline = deadline;
-    msg_hdr_t h;
-    unsigned char body[sizeof(hello_t)];
-    hello_t hello;
-    int claimed = -1;
-    symheap_result_t hr = recv_hdr(fd, &h, hello_deadline, -1);
-    if (hr == SYMHEAP_SUCCESS && (h.type != MSG_HELLO || h.len != sizeof body))
-      hr = SYMHEAP_ERR_REMOTE;
-    if (hr == SYMHEAP_SUCCESS)
-      hr = symheap__sock_recv(fd, body, sizeof body, NULL, hello_deadline, -1);
-    int verdict = hr == SYMHEAP_SUCCESS
-                      ? symheap__msg_check_hello(body, sizeof body, l->token,
-                                                 l->nranks, &hello, &claimed)
-                      : MSG_HELLO_BAD;
+    int verdict = join_hello(l, fd, deadline, &hello);
     if (verdict == MSG_HELLO_BAD) {
       SYMHEAP_WARN("bootstrap: dropped a connection that did not present the "
                    "job's token");
       close(fd);
-      continue;
+    } else if (verdict != MSG_HELLO_OK) {
+      r = join_misclaim(l, fd, lfd, &hello, verdict, joined);
+    } else {
+      l->fds[hello.rank] = fd;
+      joined++;
     }
-    if (verdict == MSG_HELLO_WRONG_RANK || l->fds[claimed] >= 0) {
-      /* It holds this job's token, so it is one of ours, launched wrong:
-       * every rank hears why now, rather than "missing" after a timeout. */
-      r = symheap__error(
-          SYMHEAP_ERR_MISMATCH,
-          "a process of this job claims rank %d of %d, but the job has %d "
-          "ranks%s: check how the ranks were launched (rank and size)",
-          hello.rank, hello.nranks, l->nranks,
-          verdict == MSG_HELLO_OK ? " and that rank has joined already" : "");
-      abort_t a = {0, SYMHEAP_ERR_MISMATCH, ""};
-      snprintf(a.msg, sizeof a.msg, "%s", symheap__error_peek());
-      (void)send_msg(fd, MSG_ABORT, 0, &a, sizeof a, symheap__now_ms() + 100,
-                     hello.rank);
-      close(fd);
-      root_abort_all(l, 0, r);
-      tell_late_joiners(lfd, l->nranks - joined);
-      goto out;
-    }
-    l->fds[hello.rank] = fd;
-    joined++;
   }
   for (int i = 1; i < l->nranks && r == SYMHEAP_SUCCESS; i++) {
     r = send_msg(l->fds[i], MSG_WELCOME, 0, NULL, 0, deadline, i);
     if (r != SYMHEAP_SUCCESS)
       root_abort_all(l, i, r);
   }
-out:
   close(lfd);
   symheap__sock_unlink(&name);
   return r;

@@ -288,15 +288,17 @@ static void comm_free(symheap_comm_t c) {
 }
 
 /* Everything after the ccl exists: shared by every way of making a comm. */
-symheap_result_t symheap__comm_setup(symheap_comm_t *out,
-                                     const symheap_ccl_ops *ops, void *ctx,
-                                     int owned, int timeout_ms,
-                                     int64_t deadline_ms) {
+/* Phase 1: the struct and everything the protocol needs before its first
+ * exchange.  NULL (with the error set) when there is no memory for it. */
+static symheap_comm_t comm_alloc(const symheap_ccl_ops *ops, void *ctx,
+                                 int owned, int timeout_ms,
+                                 int64_t deadline_ms) {
   symheap_comm_t c = calloc(1, sizeof *c);
   if (!c) {
     if (owned && ops->fini)
       ops->fini(ctx);
-    return symheap__error(SYMHEAP_ERR_NO_MEMORY, "comm: out of memory");
+    symheap__error(SYMHEAP_ERR_NO_MEMORY, "comm: out of memory");
+    return NULL;
   }
   c->magic = SYMHEAP__COMM_LIVE;
   c->ccl = *ops;
@@ -318,46 +320,61 @@ symheap_result_t symheap__comm_setup(symheap_comm_t *out,
     /* Without them this rank cannot take part in a single exchange: leave
      * before the first, and the peers see it go. */
     comm_free(c);
-    return symheap__error(SYMHEAP_ERR_NO_MEMORY, "comm: out of memory");
+    symheap__error(SYMHEAP_ERR_NO_MEMORY, "comm: out of memory");
+    return NULL;
   }
   for (int p = 0; c->world && p < c->nranks; p++)
     c->world[p] = p;
+  return c;
+}
 
+/* Phase 2, collective: every rank's host, device choice and variables,
+ * agreed; the node-local team follows. */
+static symheap_result_t comm_join(symheap_comm_t c, char *why, size_t len) {
   join_rec_t me, *all = calloc((size_t)c->nranks, sizeof *all);
-  char why[768] = "";
   memset(&me, 0, sizeof me);
   symheap_result_t r =
       all && c->world && c->mapped_from && c->reach
-          ? prepare_join(c, &me, why, sizeof why)
+          ? prepare_join(c, &me, why, len)
           : symheap__error(SYMHEAP_ERR_NO_MEMORY, "comm: no memory");
   r = symheap__agree(c, r, 0, &me, sizeof me, all);
   if (r == SYMHEAP_SUCCESS)
     r = check_join(c, all);
   free(all);
+  return r;
+}
+
+/* Phase 3, collective: the device adaptor's context (with plugin hooks),
+ * its capabilities checked, the multicast policy and the window cache. */
+static symheap_result_t comm_device(symheap_comm_t c) {
+  symheap_device_init_t args = {sizeof args, c->rank, c->nranks,
+                                c->local_rank, c->local_nranks};
+  symheap_result_t r =
+      c->dev.ops.init(&symheap__host_services, &args, &c->dev_ctx);
+  if (r == SYMHEAP_SUCCESS)
+    r = symheap__plugins_wrap(&c->dev, &c->dev_ctx);
   if (r == SYMHEAP_SUCCESS) {
-    symheap_device_init_t args = {sizeof args, c->rank, c->nranks,
-                                  c->local_rank, c->local_nranks};
-    r = c->dev.ops.init(&symheap__host_services, &args, &c->dev_ctx);
-    if (r == SYMHEAP_SUCCESS)
-      r = symheap__plugins_wrap(&c->dev, &c->dev_ctx);
-    if (r == SYMHEAP_SUCCESS) {
-      c->caps.struct_size = sizeof c->caps;
-      r = c->dev.ops.query(c->dev_ctx, &c->caps);
-    }
-    if (r == SYMHEAP_SUCCESS)
-      r = symheap__caps_check(&c->caps, c->dev.ops.name);
-    if (r == SYMHEAP_SUCCESS)
-      r = multicast_policy(c);
-    long keep = 0;
-    if (r == SYMHEAP_SUCCESS)
-      r = symheap__cfg_int("SYMHEAP_WINDOW_CACHE", &keep);
-    c->cache_max = (int)keep;
-    r = symheap__agree(c, r, 0, NULL, 0, NULL);
+    c->caps.struct_size = sizeof c->caps;
+    r = c->dev.ops.query(c->dev_ctx, &c->caps);
   }
-  if (r == SYMHEAP_SUCCESS &&
-      (c->caps.handle_kinds & (1u << SYMHEAP_HANDLE_FD)))
+  if (r == SYMHEAP_SUCCESS)
+    r = symheap__caps_check(&c->caps, c->dev.ops.name);
+  if (r == SYMHEAP_SUCCESS)
+    r = multicast_policy(c);
+  long keep = 0;
+  if (r == SYMHEAP_SUCCESS)
+    r = symheap__cfg_int("SYMHEAP_WINDOW_CACHE", &keep);
+  c->cache_max = (int)keep;
+  return symheap__agree(c, r, 0, NULL, 0, NULL);
+}
+
+/* Phase 4, collective: the descriptor mesh (or no window cache without
+ * one), the pad, the heap's agreement channel, RDMA, the window path. */
+static symheap_result_t comm_channels(symheap_comm_t c) {
+  symheap_result_t r = SYMHEAP_SUCCESS;
+  if (c->caps.handle_kinds & (1u << SYMHEAP_HANDLE_FD)) {
     r = symheap__fdx_setup(c);
-  else if (r == SYMHEAP_SUCCESS && c->cache_max > 0) {
+  } else if (c->cache_max > 0) {
     /* A peer's free is announced over the descriptor mesh; without one a
      * kept mapping could hold a peer's freed memory indefinitely. */
     SYMHEAP_INFO("device adaptor '%s' shares no descriptors: the window "
@@ -375,6 +392,22 @@ symheap_result_t symheap__comm_setup(symheap_comm_t *out,
     r = symheap__rdma_setup(c);
   if (r == SYMHEAP_SUCCESS)
     r = symheap__winpath_setup(c);
+  return r;
+}
+
+symheap_result_t symheap__comm_setup(symheap_comm_t *out,
+                                     const symheap_ccl_ops *ops, void *ctx,
+                                     int owned, int timeout_ms,
+                                     int64_t deadline_ms) {
+  symheap_comm_t c = comm_alloc(ops, ctx, owned, timeout_ms, deadline_ms);
+  if (!c)
+    return SYMHEAP_ERR_NO_MEMORY;
+  char why[768] = "";
+  symheap_result_t r = comm_join(c, why, sizeof why);
+  if (r == SYMHEAP_SUCCESS)
+    r = comm_device(c);
+  if (r == SYMHEAP_SUCCESS)
+    r = comm_channels(c);
   if (r != SYMHEAP_SUCCESS) {
     SYMHEAP__KEEP_ERROR(release_all(c));
     comm_free(c);
