@@ -214,38 +214,9 @@ static int report_problems(void) {
   return 1;
 }
 
-int main(int argc, char **argv) {
-  if (argc > 2 && strcmp(argv[1], "-e") == 0 &&
-      strcmp(argv[2], "--markdown") == 0) {
-    print_env_markdown();
-    return 0;
-  }
-  if (argc > 1 && strcmp(argv[1], "-e") == 0) {
-    print_env();
-    return symheap__cfg_validate_all() == SYMHEAP_SUCCESS ? 0 : 1;
-  }
-  if (argc > 1 && strcmp(argv[1], "--stats") == 0) {
-    size_t bytes = argc > 2 ? (size_t)strtoull(argv[2], NULL, 0) : 1u << 20;
-    return print_stats(bytes ? bytes : 1u << 20);
-  }
-  if (argc > 1) {
-    fprintf(stderr,
-            "usage: symheap-info [-e [--markdown]] | --stats [BYTES]\n");
-    return 2;
-  }
-  int major, minor, patch;
-  symheap_get_version(&major, &minor, &patch);
-  symheap_result_t pr = symheap__plugins_load();
-  char plugin_error[1024];
-  snprintf(plugin_error, sizeof plugin_error, "%s", symheap_last_error());
-  if (pr != SYMHEAP_SUCCESS)
-    problem("plugins", plugin_error);
-  (void)symheap__device_count(); /* built-ins declare their variables */
-  if (symheap__cfg_validate_all() != SYMHEAP_SUCCESS)
-    problem("variables", symheap_last_error());
-  printf("symheap %d.%d.%d (adaptor ABI %d)\n\ndevice adaptors "
-         "(SYMHEAP_DEVICE=auto prefers a usable GPU adaptor, else host):\n",
-         major, minor, patch, SYMHEAP_ADAPTOR_ABI_VERSION);
+/* The device adaptors, each one's capabilities, and which one a comm would
+ * take now (into *chosen; its name stays NULL when none would). */
+static void print_devices(symheap__device_table_t *chosen) {
   for (int i = 0; i < symheap__device_count(); i++) {
     symheap__device_table_t t;
     if (symheap__device_get(i, &t) != SYMHEAP_SUCCESS)
@@ -259,16 +230,18 @@ int main(int argc, char **argv) {
   }
   const char *want = "auto";
   symheap__cfg_string("SYMHEAP_DEVICE", &want);
-  symheap__device_table_t chosen;
   char why[512];
-  memset(&chosen, 0, sizeof chosen);
-  if (symheap__device_select(want, &chosen, why, sizeof why) ==
+  if (symheap__device_select(want, chosen, why, sizeof why) ==
       SYMHEAP_SUCCESS) {
-    printf("  selected now: %s (%s)\n", chosen.ops.name, why);
+    printf("  selected now: %s (%s)\n", chosen->ops.name, why);
   } else {
     printf("  selected now: none: %s\n", symheap_last_error());
     problem("device adaptor", symheap_last_error());
   }
+}
+
+/* The ccl adaptors, and which one symheap_comm_init_env would join on. */
+static void print_ccls(void) {
   printf("\nccl adaptors:\n  local    built-in bootstrap over Unix sockets "
          "(one host); used by symheap_comm_init and symheap_comm_init_env\n");
   char mpi_path[512];
@@ -304,6 +277,9 @@ int main(int argc, char **argv) {
                                          : "local",
            ccl_why);
   }
+}
+
+static void print_plugins(symheap_result_t pr, const char *plugin_error) {
   printf("\nplugins (SYMHEAP_PLUGIN):\n");
   if (pr != SYMHEAP_SUCCESS)
     printf("  NOT LOADED: %s\n", plugin_error);
@@ -327,41 +303,42 @@ int main(int argc, char **argv) {
                  : p->hooks->target,
              hooked);
   }
-  if (symheap__plugin_count()) {
-    /* What each hookable operation of the selected adaptor resolves to:
-     * the last loaded plugin hooking it is on top. */
-    static const char *const ops[] = {
-        "va_reserve", "va_free",     "map",           "unmap",
-        "set_access", "mc_create",   "mc_add_device", "mc_bind",
-        "mc_unbind",  "mem_release", "mem_export",    "mem_import"};
-    const char *base = chosen.ops.name ? chosen.ops.name : "?";
-    printf("  hook resolution for '%s':\n", base);
-    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
-      char chain[256];
-      size_t o = 0;
-      chain[0] = '\0';
-      for (int i = symheap__plugin_count() - 1; i >= 0; i--) {
-        const char *path;
-        const symheap_plugin_t *p = symheap__plugin_get(i, &path);
-        char hooked[256], needle[32];
-        symheap__plugin_hooked_ops(i, hooked, sizeof hooked);
-        snprintf(needle, sizeof needle, ",%s,", ops[k]);
-        char padded[260];
-        snprintf(padded, sizeof padded, ",%s,", hooked);
-        if (p->hooks &&
-            (strcmp(p->hooks->target, "*") == 0 ||
-             strcmp(p->hooks->target, base) == 0) &&
-            strstr(padded, needle) && o < sizeof chain)
-          o += (size_t)snprintf(chain + o, sizeof chain - o, "%s -> ", p->name);
-      }
-      printf("    %-14s %s%s\n", ops[k], chain, base);
+}
+
+/* What each hookable operation of the chosen adaptor resolves to: the last
+ * loaded plugin hooking it is on top. */
+static void print_hook_resolution(const char *base) {
+  static const char *const ops[] = {
+      "va_reserve", "va_free",     "map",           "unmap",
+      "set_access", "mc_create",   "mc_add_device", "mc_bind",
+      "mc_unbind",  "mem_release", "mem_export",    "mem_import"};
+  printf("  hook resolution for '%s':\n", base);
+  for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+    char chain[256];
+    size_t o = 0;
+    chain[0] = '\0';
+    for (int i = symheap__plugin_count() - 1; i >= 0; i--) {
+      const char *path;
+      const symheap_plugin_t *p = symheap__plugin_get(i, &path);
+      char hooked[256], needle[32];
+      symheap__plugin_hooked_ops(i, hooked, sizeof hooked);
+      snprintf(needle, sizeof needle, ",%s,", ops[k]);
+      char padded[260];
+      snprintf(padded, sizeof padded, ",%s,", hooked);
+      if (p->hooks &&
+          (strcmp(p->hooks->target, "*") == 0 ||
+           strcmp(p->hooks->target, base) == 0) &&
+          strstr(padded, needle) && o < sizeof chain)
+        o += (size_t)snprintf(chain + o, sizeof chain - o, "%s -> ", p->name);
     }
+    printf("    %-14s %s%s\n", ops[k], chain, base);
   }
+}
+
+static void print_window_path(const char *base) {
   int path = 0;
   if (symheap__cfg_choice("SYMHEAP_WINDOW_PATH", &path) != SYMHEAP_SUCCESS)
     printf("\nwindow path: %s\n", symheap_last_error());
-  else if (path == 1 && chosen.ops.name && strcmp(chosen.ops.name, "cuda"))
-    problem("SYMHEAP_WINDOW_PATH=nccl", "needs the cuda device adaptor");
   else if (path == 0)
     printf("\nwindow path: symheap's own flat VA (import every rank's "
            "memory, map at base + rank * stride)\n");
@@ -371,7 +348,12 @@ int main(int argc, char **argv) {
   else
     printf("\nwindow path: the window_register of the ccl adaptor a comm is "
            "made on (SYMHEAP_WINDOW_PATH=ccl)\n");
-  /* RDMA: what a comm spanning hosts would use. */
+  if (path == 1 && strcmp(base, "cuda") != 0)
+    problem("SYMHEAP_WINDOW_PATH=nccl", "needs the cuda device adaptor");
+}
+
+/* RDMA: what a comm spanning hosts would use. */
+static void print_rdma(void) {
   int net = 0;
   const char *lib = NULL, *dev = NULL;
   symheap__ibv_t *v = NULL;
@@ -390,6 +372,9 @@ int main(int argc, char **argv) {
            net == 1 ? "always" : "for comms spanning hosts",
            symheap__ibv_name(v), net == 1 ? "ibverbs" : "auto");
   symheap__ibv_close(v);
+}
+
+static void print_multicast_policy(void) {
   const char *mc = NULL;
   int off = 0;
   if (symheap__cfg_bool("SYMHEAP_DISABLE_MULTICAST", &off) == SYMHEAP_SUCCESS &&
@@ -399,5 +384,50 @@ int main(int argc, char **argv) {
   if (!mc && nvls && strcmp(nvls, "0") == 0)
     mc = "NCCL_NVLS_ENABLE=0";
   printf("multicast policy: %s\n", mc ? mc : "allowed where supported");
+}
+
+int main(int argc, char **argv) {
+  if (argc > 2 && strcmp(argv[1], "-e") == 0 &&
+      strcmp(argv[2], "--markdown") == 0) {
+    print_env_markdown();
+    return 0;
+  }
+  if (argc > 1 && strcmp(argv[1], "-e") == 0) {
+    print_env();
+    return symheap__cfg_validate_all() == SYMHEAP_SUCCESS ? 0 : 1;
+  }
+  if (argc > 1 && strcmp(argv[1], "--stats") == 0) {
+    size_t bytes = argc > 2 ? (size_t)strtoull(argv[2], NULL, 0) : 1u << 20;
+    return print_stats(bytes ? bytes : 1u << 20);
+  }
+  if (argc > 1) {
+    fprintf(stderr,
+            "usage: symheap-info [-e [--markdown]] | --stats [BYTES]\n");
+    return 2;
+  }
+  int major, minor, patch;
+  symheap_get_version(&major, &minor, &patch);
+  symheap_result_t pr = symheap__plugins_load();
+  char plugin_error[1024];
+  snprintf(plugin_error, sizeof plugin_error, "%s", symheap_last_error());
+  if (pr != SYMHEAP_SUCCESS)
+    problem("plugins", plugin_error);
+  (void)symheap__device_count(); /* built-ins declare their variables */
+  if (symheap__cfg_validate_all() != SYMHEAP_SUCCESS)
+    problem("variables", symheap_last_error());
+  printf("symheap %d.%d.%d (adaptor ABI %d)\n\ndevice adaptors "
+         "(SYMHEAP_DEVICE=auto prefers a usable GPU adaptor, else host):\n",
+         major, minor, patch, SYMHEAP_ADAPTOR_ABI_VERSION);
+  symheap__device_table_t chosen;
+  memset(&chosen, 0, sizeof chosen);
+  print_devices(&chosen);
+  const char *base = chosen.ops.name ? chosen.ops.name : "?";
+  print_ccls();
+  print_plugins(pr, plugin_error);
+  if (symheap__plugin_count())
+    print_hook_resolution(base);
+  print_window_path(base);
+  print_rdma();
+  print_multicast_policy();
   return report_problems();
 }

@@ -65,36 +65,64 @@ static int describe(int rank, int status) {
   return WEXITSTATUS(status);
 }
 
-int main(int argc, char **argv) {
+/* The options before the program; the program's index in argv, or -1 with
+ * *rc the exit status (0 after --help, 2 for a usage error). */
+static int parse_args(int argc, char **argv, int *rc) {
   int i = 1;
-  nranks = 0;
+  *rc = 2;
   for (; i < argc; i++) {
     if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
       char *end;
       long n = strtol(argv[++i], &end, 10);
       if (*end || n < 1 || n > 4096) {
         fprintf(stderr, "symheap-run: -n needs a rank count from 1 to 4096\n");
-        return 2;
+        return -1;
       }
       nranks = (int)n;
     } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
       usage(stdout);
-      return 0;
+      *rc = 0;
+      return -1;
     } else if (strcmp(argv[i], "--") == 0) {
       i++;
       break;
     } else if (argv[i][0] == '-') {
       fprintf(stderr, "symheap-run: unknown option %s\n", argv[i]);
       usage(stderr);
-      return 2;
+      return -1;
     } else {
       break;
     }
   }
   if (nranks == 0 || i >= argc) {
     usage(stderr);
-    return 2;
+    return -1;
   }
+  return i;
+}
+
+/* In the child: rank r of the job, then the program. */
+static void exec_rank(int r, pid_t launcher, char **prog) {
+  char num[16];
+  /* Die with the launcher, however it dies; if it is gone already (before
+   * prctl took effect), go now. */
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != launcher)
+    _exit(127);
+  setpgid(0, 0);
+  snprintf(num, sizeof num, "%d", r);
+  setenv("SYMHEAP_RANK", num, 1);
+  setenv("SYMHEAP_LOCAL_RANK", num, 1);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGHUP, SIG_DFL);
+  execvp(prog[0], prog);
+  fprintf(stderr, "symheap-run: cannot run %s: %s\n", prog[0], strerror(errno));
+  _exit(127);
+}
+
+/* Every rank forked, with the job's environment; 0, or 2 after a failure
+ * (the ranks started so far killed). */
+static int start_ranks(char **prog) {
   symheap_unique_id_t id;
   if (symheap_get_unique_id(&id) != SYMHEAP_SUCCESS) {
     fprintf(stderr, "symheap-run: %s\n", symheap_last_error());
@@ -102,19 +130,10 @@ int main(int argc, char **argv) {
   }
   char idhex[2 * sizeof id.bytes + 1], num[16];
   hex(id.bytes, sizeof id.bytes, idhex);
-  pids = calloc((size_t)nranks, sizeof *pids);
-  if (!pids)
-    return 2;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGHUP, &sa, NULL);
-  pid_t launcher = getpid();
   setenv("SYMHEAP_UNIQUE_ID", idhex, 1);
   snprintf(num, sizeof num, "%d", nranks);
   setenv("SYMHEAP_NRANKS", num, 1);
+  pid_t launcher = getpid();
   for (int r = 0; r < nranks; r++) {
     pid_t pid = fork();
     if (pid < 0) {
@@ -122,26 +141,17 @@ int main(int argc, char **argv) {
       signal_all(SIGKILL);
       return 2;
     }
-    if (pid == 0) {
-      /* Die with the launcher, however it dies; if it is gone already
-       * (before prctl took effect), go now. */
-      if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != launcher)
-        _exit(127);
-      setpgid(0, 0);
-      snprintf(num, sizeof num, "%d", r);
-      setenv("SYMHEAP_RANK", num, 1);
-      setenv("SYMHEAP_LOCAL_RANK", num, 1);
-      signal(SIGINT, SIG_DFL);
-      signal(SIGTERM, SIG_DFL);
-      signal(SIGHUP, SIG_DFL);
-      execvp(argv[i], &argv[i]);
-      fprintf(stderr, "symheap-run: cannot run %s: %s\n", argv[i],
-              strerror(errno));
-      _exit(127);
-    }
+    if (pid == 0)
+      exec_rank(r, launcher, prog);
     setpgid(pid, pid); /* also here, so no signal can race the child's */
     pids[r] = pid;
   }
+  return 0;
+}
+
+/* Until every rank is gone: the first failure (or a signal to us) stops
+ * the others, SIGTERM then SIGKILL after 2 s.  The job's exit status. */
+static int wait_ranks(void) {
   int live = nranks, result = 0, failed = -1;
   time_t kill_at = 0;
   while (live > 0) {
@@ -186,6 +196,26 @@ int main(int argc, char **argv) {
       }
     }
   }
-  free(pids);
   return result;
+}
+
+int main(int argc, char **argv) {
+  int rc;
+  int prog = parse_args(argc, argv, &rc);
+  if (prog < 0)
+    return rc;
+  pids = calloc((size_t)nranks, sizeof *pids);
+  if (!pids)
+    return 2;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+  rc = start_ranks(&argv[prog]);
+  if (rc == 0)
+    rc = wait_ranks();
+  free(pids);
+  return rc;
 }
