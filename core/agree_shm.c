@@ -145,10 +145,7 @@ static symheap_result_t broken(symheap_comm_t c, symheap_result_t r) {
     snprintf(mine->why, sizeof mine->why, "%s", symheap__error_peek());
     __atomic_store_n(&mine->gave_up, c->agree_shm_seq, __ATOMIC_RELEASE);
   }
-  c->broken = r;
-  snprintf(c->broken_why, sizeof c->broken_why, "%s", symheap__error_peek());
-  SYMHEAP_WARN("comm broken: %s", c->broken_why);
-  return r;
+  return symheap__comm_break(c, r);
 }
 
 symheap_result_t symheap__agree_shm_allgather(symheap_comm_t c, const void *in,

@@ -187,8 +187,8 @@ static int join_hello(local_t *l, int fd, int64_t deadline, hello_t *hello) {
     until = deadline;
   if (read_hello(fd, body, until) != SYMHEAP_SUCCESS)
     return MSG_HELLO_BAD;
-  int verdict = symheap__msg_check_hello(body, sizeof body, l->token,
-                                         l->nranks, hello, &claimed);
+  int verdict = symheap__msg_check_hello(body, sizeof body, l->token, l->nranks,
+                                         hello, &claimed);
   /* A second claim of a rank that joined is a wrong claim too. */
   if (verdict == MSG_HELLO_OK && l->fds[claimed] >= 0)
     return MSG_HELLO_DUPLICATE;

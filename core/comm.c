@@ -59,12 +59,14 @@ symheap_result_t symheap__comm_allgather(symheap_comm_t c, const void *in,
                           c->broken_why);
   symheap_result_t r = c->ccl.allgather(c->ccl_ctx, in, out, bytes,
                                         symheap__call_remaining_ms(c));
-  if (r != SYMHEAP_SUCCESS) {
-    /* A collective that failed part way leaves the ranks out of step. */
-    c->broken = r;
-    snprintf(c->broken_why, sizeof c->broken_why, "%s", symheap__error_peek());
-    SYMHEAP_WARN("comm broken: %s", c->broken_why);
-  }
+  /* A collective that failed part way leaves the ranks out of step. */
+  return r == SYMHEAP_SUCCESS ? r : symheap__comm_break(c, r);
+}
+
+symheap_result_t symheap__comm_break(symheap_comm_t c, symheap_result_t r) {
+  c->broken = r;
+  snprintf(c->broken_why, sizeof c->broken_why, "%s", symheap__error_peek());
+  SYMHEAP_WARN("comm broken: %s", c->broken_why);
   return r;
 }
 
@@ -178,13 +180,14 @@ static symheap_result_t check_join(symheap_comm_t c, const join_rec_t *all) {
   return SYMHEAP_SUCCESS;
 }
 
-static symheap_result_t multicast_policy(symheap_comm_t c) {
+symheap_result_t symheap__multicast_disabled_by(const char **by) {
   int off = 0;
+  *by = NULL;
   symheap_result_t r = symheap__cfg_bool("SYMHEAP_DISABLE_MULTICAST", &off);
   if (r != SYMHEAP_SUCCESS)
     return r;
   if (off) {
-    c->mc_disabled_by = "SYMHEAP_DISABLE_MULTICAST=1";
+    *by = "SYMHEAP_DISABLE_MULTICAST=1";
     return SYMHEAP_SUCCESS;
   }
   if (symheap__cfg_raw("NCCL_NVLS_ENABLE")) {
@@ -193,7 +196,7 @@ static symheap_result_t multicast_policy(symheap_comm_t c) {
     if (r != SYMHEAP_SUCCESS)
       return r;
     if (nvls == 0)
-      c->mc_disabled_by = "NCCL_NVLS_ENABLE=0";
+      *by = "NCCL_NVLS_ENABLE=0";
   }
   return SYMHEAP_SUCCESS;
 }
@@ -347,8 +350,8 @@ static symheap_result_t comm_join(symheap_comm_t c, char *why, size_t len) {
 /* Phase 3, collective: the device adaptor's context (with plugin hooks),
  * its capabilities checked, the multicast policy and the window cache. */
 static symheap_result_t comm_device(symheap_comm_t c) {
-  symheap_device_init_t args = {sizeof args, c->rank, c->nranks,
-                                c->local_rank, c->local_nranks};
+  symheap_device_init_t args = {sizeof args, c->rank, c->nranks, c->local_rank,
+                                c->local_nranks};
   symheap_result_t r =
       c->dev.ops.init(&symheap__host_services, &args, &c->dev_ctx);
   if (r == SYMHEAP_SUCCESS)
@@ -360,7 +363,7 @@ static symheap_result_t comm_device(symheap_comm_t c) {
   if (r == SYMHEAP_SUCCESS)
     r = symheap__caps_check(&c->caps, c->dev.ops.name);
   if (r == SYMHEAP_SUCCESS)
-    r = multicast_policy(c);
+    r = symheap__multicast_disabled_by(&c->mc_disabled_by);
   long keep = 0;
   if (r == SYMHEAP_SUCCESS)
     r = symheap__cfg_int("SYMHEAP_WINDOW_CACHE", &keep);
@@ -629,12 +632,7 @@ static symheap_result_t comm_barrier_one(symheap_comm_t c) {
     return r;
   if (c->ccl.barrier) {
     r = c->ccl.barrier(c->ccl_ctx, symheap__call_remaining_ms(c));
-    if (r != SYMHEAP_SUCCESS) {
-      c->broken = r;
-      snprintf(c->broken_why, sizeof c->broken_why, "%s",
-               symheap__error_peek());
-    }
-    return r;
+    return r == SYMHEAP_SUCCESS ? r : symheap__comm_break(c, r);
   }
   /* Into the comm's own buffer: a barrier never allocates, so it cannot
    * skip its part and pair the ranks' barriers off by one. */

@@ -213,6 +213,12 @@ symheap_result_t symheap__comm_claim(symheap_comm_t c, const char *fn);
 void symheap__comm_unclaim(symheap_comm_t c);
 /* A live comm, or INVALID_ARG naming fn (NULL, destroyed, or not a comm). */
 symheap_result_t symheap__comm_check(symheap_comm_t c, const char *fn);
+/* Which variable turns multicast off (SYMHEAP_DISABLE_MULTICAST=1,
+ * NCCL_NVLS_ENABLE=0), or NULL; an error for a malformed value. */
+symheap_result_t symheap__multicast_disabled_by(const char **by);
+/* Mark the comm broken by r (the thread's message says why, and is
+ * logged): later collectives refuse with it.  Returns r. */
+symheap_result_t symheap__comm_break(symheap_comm_t c, symheap_result_t r);
 /* Milliseconds left of the current call's deadline (at least 1). */
 int symheap__call_remaining_ms(symheap_comm_t c);
 /* The current call's deadline as an absolute symheap__now_ms() time. */

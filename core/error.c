@@ -5,7 +5,7 @@
 
 #include "internal.h"
 
-static _Thread_local char tls_msg[1024];
+static _Thread_local char tls_msg[SYMHEAP_ERROR_MAX];
 
 SYMHEAP__EXPORT const char *symheap_strerror(symheap_result_t r) {
   switch (r) {

@@ -55,11 +55,8 @@ symheap_result_t symheap__exchange_handles(symheap_comm_t c,
      * failed first; then the mesh is unusable and the comm broken. */
     int stream_ok = r == SYMHEAP_ERR_SYSTEM;
     symheap_result_t a = symheap__agree(c, r, !stream_ok, NULL, 0, NULL);
-    if (!stream_ok && c->broken == SYMHEAP_SUCCESS) {
-      c->broken = a != SYMHEAP_SUCCESS ? a : r;
-      snprintf(c->broken_why, sizeof c->broken_why, "%s",
-               symheap__error_peek());
-    }
+    if (!stream_ok && c->broken == SYMHEAP_SUCCESS)
+      symheap__comm_break(c, a != SYMHEAP_SUCCESS ? a : r);
     return a != SYMHEAP_SUCCESS ? a : r;
   }
   int caused_by_peer = 0;

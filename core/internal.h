@@ -26,14 +26,10 @@ void symheap__error_clear(void);
 const char *symheap__error_peek(void);
 
 /* Run cleanup that may overwrite the thread's error message, then put the
- * message back: the caller reports the original failure, not the cleanup's. */
+ * message back: the caller reports the original failure, not the cleanup's.
+ * The adaptors' SYMHEAP_KEEP_ERROR over the core's own services. */
 #define SYMHEAP__KEEP_ERROR(stmt)                                              \
-  do {                                                                         \
-    char keep_saved_[1024];                                                    \
-    snprintf(keep_saved_, sizeof keep_saved_, "%s", symheap__error_peek());    \
-    stmt;                                                                      \
-    symheap__error(SYMHEAP_SUCCESS, "%s", keep_saved_);                        \
-  } while (0)
+  SYMHEAP_KEEP_ERROR(&symheap__host_services, stmt)
 
 /* log.c */
 void symheap__log(int level, const char *fmt, ...) SYMHEAP__PRINTF(2, 3);

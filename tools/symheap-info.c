@@ -375,15 +375,11 @@ static void print_rdma(void) {
 }
 
 static void print_multicast_policy(void) {
-  const char *mc = NULL;
-  int off = 0;
-  if (symheap__cfg_bool("SYMHEAP_DISABLE_MULTICAST", &off) == SYMHEAP_SUCCESS &&
-      off)
-    mc = "SYMHEAP_DISABLE_MULTICAST=1";
-  const char *nvls = symheap__cfg_raw("NCCL_NVLS_ENABLE");
-  if (!mc && nvls && strcmp(nvls, "0") == 0)
-    mc = "NCCL_NVLS_ENABLE=0";
-  printf("multicast policy: %s\n", mc ? mc : "allowed where supported");
+  const char *by = NULL;
+  if (symheap__multicast_disabled_by(&by) != SYMHEAP_SUCCESS)
+    printf("multicast policy: %s\n", symheap_last_error());
+  else
+    printf("multicast policy: %s\n", by ? by : "allowed where supported");
 }
 
 int main(int argc, char **argv) {
