@@ -84,6 +84,23 @@ static symheap_result_t pending_abort(local_t *l, int64_t deadline) {
   return take_abort(l, &h, deadline);
 }
 
+/* An abort naming `rank` as the one that failed, with the thread's current
+ * message as its reason. */
+static abort_t abort_of(int rank, symheap_result_t code) {
+  abort_t a;
+  memset(&a, 0, sizeof a);
+  a.rank = rank;
+  a.code = code;
+  snprintf(a.msg, sizeof a.msg, "%s", symheap__error_peek());
+  return a;
+}
+
+/* The rank-0 socket's name, from the unique id. */
+static void uid_sockname(const symheap__uid_t *uid, symheap__sockname_t *name) {
+  name->abstract = (int)uid->abstract;
+  snprintf(name->name, sizeof name->name, "%s", uid->name);
+}
+
 /* To every rank, the one that failed too: it may only be late (stopped,
  * say), and must not go on to complete a collective the others gave up on. */
 static void send_abort(local_t *l, const abort_t *a) {
@@ -95,11 +112,7 @@ static void send_abort(local_t *l, const abort_t *a) {
 }
 
 static void root_abort_all(local_t *l, int failed, symheap_result_t code) {
-  abort_t a;
-  memset(&a, 0, sizeof a);
-  a.rank = failed;
-  a.code = code;
-  snprintf(a.msg, sizeof a.msg, "%s", symheap__error_peek());
+  abort_t a = abort_of(failed, code);
   SYMHEAP__KEEP_ERROR(send_abort(l, &a));
 }
 
@@ -136,11 +149,7 @@ static void answer_with_abort(int fd, const abort_t *a, int64_t until) {
  * that have not connected yet get a short while to, and are told too
  * (rather than "lost connection to rank 0"). */
 static void tell_late_joiners(int lfd, int missing) {
-  abort_t a;
-  memset(&a, 0, sizeof a);
-  a.rank = 0;
-  a.code = SYMHEAP_ERR_MISMATCH;
-  snprintf(a.msg, sizeof a.msg, "%s", symheap__error_peek());
+  abort_t a = abort_of(0, SYMHEAP_ERR_MISMATCH);
   int64_t until = symheap__now_ms() + LATE_MS;
   char saved[SYMHEAP_ERROR_MAX];
   snprintf(saved, sizeof saved, "%s", symheap__error_peek());
@@ -208,8 +217,7 @@ static symheap_result_t join_misclaim(local_t *l, int fd, int lfd,
       hello->rank, hello->nranks, l->nranks,
       verdict == MSG_HELLO_DUPLICATE ? " and that rank has joined already"
                                      : "");
-  abort_t a = {0, SYMHEAP_ERR_MISMATCH, ""};
-  snprintf(a.msg, sizeof a.msg, "%s", symheap__error_peek());
+  abort_t a = abort_of(0, SYMHEAP_ERR_MISMATCH);
   (void)send_msg(fd, MSG_ABORT, 0, &a, sizeof a, symheap__now_ms() + 100,
                  hello->rank);
   close(fd);
@@ -221,8 +229,7 @@ static symheap_result_t join_misclaim(local_t *l, int fd, int lfd,
 static symheap_result_t root_join(local_t *l, const symheap__uid_t *uid,
                                   int64_t deadline) {
   symheap__sockname_t name;
-  name.abstract = (int)uid->abstract;
-  snprintf(name.name, sizeof name.name, "%s", uid->name);
+  uid_sockname(uid, &name);
   int lfd;
   symheap_result_t r = symheap__sock_listen(&name, &lfd);
   if (r != SYMHEAP_SUCCESS)
@@ -260,8 +267,7 @@ static symheap_result_t root_join(local_t *l, const symheap__uid_t *uid,
 static symheap_result_t peer_join(local_t *l, const symheap__uid_t *uid,
                                   int64_t deadline) {
   symheap__sockname_t name;
-  name.abstract = (int)uid->abstract;
-  snprintf(name.name, sizeof name.name, "%s", uid->name);
+  uid_sockname(uid, &name);
   symheap_result_t r = symheap__sock_connect(&name, deadline, 0, &l->fds[0]);
   if (r != SYMHEAP_SUCCESS)
     return r;
@@ -320,11 +326,7 @@ static int local_size(void *ctx) { return ((local_t *)ctx)->nranks; }
  * before it goes: rank 0, if it was the late one, must fail that
  * collective too, not complete it. */
 static void peer_give_up(local_t *l) {
-  abort_t a;
-  memset(&a, 0, sizeof a);
-  a.rank = l->rank;
-  a.code = SYMHEAP_ERR_REMOTE;
-  snprintf(a.msg, sizeof a.msg, "%s", symheap__error_peek());
+  abort_t a = abort_of(l->rank, SYMHEAP_ERR_REMOTE);
   SYMHEAP__KEEP_ERROR((void)send_msg(l->fds[0], MSG_ABORT, l->seq, &a, sizeof a,
                                      symheap__now_ms() + 100, 0));
 }

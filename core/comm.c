@@ -596,12 +596,7 @@ static symheap_result_t comm_destroy_one(symheap_comm_t c) {
 }
 
 SYMHEAP__EXPORT symheap_result_t symheap_comm_destroy(symheap_comm_t c) {
-  symheap_result_t r = symheap__comm_claim(c, "symheap_comm_destroy");
-  if (r != SYMHEAP_SUCCESS)
-    return r;
-  r = comm_destroy_one(c);
-  symheap__comm_unclaim(c);
-  return r;
+  SYMHEAP__CLAIMED(c, "symheap_comm_destroy", comm_destroy_one(c));
 }
 
 SYMHEAP__EXPORT symheap_result_t symheap_comm_rank(symheap_comm_t c,
@@ -641,12 +636,7 @@ static symheap_result_t comm_barrier_one(symheap_comm_t c) {
 }
 
 SYMHEAP__EXPORT symheap_result_t symheap_comm_barrier(symheap_comm_t c) {
-  symheap_result_t r = symheap__comm_claim(c, "symheap_comm_barrier");
-  if (r != SYMHEAP_SUCCESS)
-    return r;
-  r = comm_barrier_one(c);
-  symheap__comm_unclaim(c);
-  return r;
+  SYMHEAP__CLAIMED(c, "symheap_comm_barrier", comm_barrier_one(c));
 }
 
 /* Bytes per rank one round of symheap_comm_allgather carries: small enough
@@ -706,12 +696,8 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_allgather(symheap_comm_t c,
                                                         const void *in,
                                                         void *out,
                                                         size_t bytes) {
-  symheap_result_t r = symheap__comm_claim(c, "symheap_comm_allgather");
-  if (r != SYMHEAP_SUCCESS)
-    return r;
-  r = comm_allgather_one(c, in, out, bytes);
-  symheap__comm_unclaim(c);
-  return r;
+  SYMHEAP__CLAIMED(c, "symheap_comm_allgather",
+                   comm_allgather_one(c, in, out, bytes));
 }
 
 /* Copy a library-filled struct into a caller-sized one. */

@@ -211,6 +211,16 @@ symheap_result_t symheap__copy_sized(void *dst, const void *src, size_t ours,
  * caller did, instead of interleaving messages and blaming a peer. */
 symheap_result_t symheap__comm_claim(symheap_comm_t c, const char *fn);
 void symheap__comm_unclaim(symheap_comm_t c);
+/* The body of such a public call: `call` runs claimed, its result returned. */
+#define SYMHEAP__CLAIMED(c, fn, call)                                          \
+  do {                                                                         \
+    symheap_result_t claimed_r_ = symheap__comm_claim(c, fn);                  \
+    if (claimed_r_ == SYMHEAP_SUCCESS) {                                       \
+      claimed_r_ = (call);                                                     \
+      symheap__comm_unclaim(c);                                                \
+    }                                                                          \
+    return claimed_r_;                                                         \
+  } while (0)
 /* A live comm, or INVALID_ARG naming fn (NULL, destroyed, or not a comm). */
 symheap_result_t symheap__comm_check(symheap_comm_t c, const char *fn);
 /* Which variable turns multicast off (SYMHEAP_DISABLE_MULTICAST=1,

@@ -90,12 +90,7 @@ static symheap_result_t heap_reserve_one(symheap_comm_t c, size_t bytes) {
 
 SYMHEAP__EXPORT symheap_result_t symheap_heap_reserve(symheap_comm_t c,
                                                       size_t bytes) {
-  symheap_result_t r = symheap__comm_claim(c, "symheap_heap_reserve");
-  if (r != SYMHEAP_SUCCESS)
-    return r;
-  r = heap_reserve_one(c, bytes);
-  symheap__comm_unclaim(c);
-  return r;
+  SYMHEAP__CLAIMED(c, "symheap_heap_reserve", heap_reserve_one(c, bytes));
 }
 
 static symheap_result_t heap_trim_one(symheap_comm_t c) {
@@ -132,10 +127,5 @@ static symheap_result_t heap_trim_one(symheap_comm_t c) {
 }
 
 SYMHEAP__EXPORT symheap_result_t symheap_heap_trim(symheap_comm_t c) {
-  symheap_result_t r = symheap__comm_claim(c, "symheap_heap_trim");
-  if (r != SYMHEAP_SUCCESS)
-    return r;
-  r = heap_trim_one(c);
-  symheap__comm_unclaim(c);
-  return r;
+  SYMHEAP__CLAIMED(c, "symheap_heap_trim", heap_trim_one(c));
 }

@@ -154,12 +154,8 @@ static symheap_result_t comm_split_one(symheap_comm_t c, int color, int key,
 SYMHEAP__EXPORT symheap_result_t symheap_comm_split(symheap_comm_t c, int color,
                                                     int key,
                                                     symheap_comm_t *newcomm) {
-  symheap_result_t r = symheap__comm_claim(c, "symheap_comm_split");
-  if (r != SYMHEAP_SUCCESS)
-    return r;
-  r = comm_split_one(c, color, key, newcomm);
-  symheap__comm_unclaim(c);
-  return r;
+  SYMHEAP__CLAIMED(c, "symheap_comm_split",
+                   comm_split_one(c, color, key, newcomm));
 }
 
 /* Ranks with the same host identity: the color is the index of the first
@@ -189,10 +185,6 @@ static symheap_result_t comm_split_local_one(symheap_comm_t c,
 
 SYMHEAP__EXPORT symheap_result_t
 symheap_comm_split_local(symheap_comm_t c, symheap_comm_t *newcomm) {
-  symheap_result_t r = symheap__comm_claim(c, "symheap_comm_split_local");
-  if (r != SYMHEAP_SUCCESS)
-    return r;
-  r = comm_split_local_one(c, newcomm);
-  symheap__comm_unclaim(c);
-  return r;
+  SYMHEAP__CLAIMED(c, "symheap_comm_split_local",
+                   comm_split_local_one(c, newcomm));
 }

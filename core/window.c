@@ -53,12 +53,8 @@ static symheap_result_t window_register_one(symheap_comm_t c, void *ptr,
 SYMHEAP__EXPORT symheap_result_t
 symheap_window_register(symheap_comm_t c, void *ptr, size_t size,
                         unsigned flags, symheap_window_t *win) {
-  symheap_result_t r = symheap__comm_claim(c, "symheap_window_register");
-  if (r != SYMHEAP_SUCCESS)
-    return r;
-  r = window_register_one(c, ptr, size, flags, win);
-  symheap__comm_unclaim(c);
-  return r;
+  SYMHEAP__CLAIMED(c, "symheap_window_register",
+                   window_register_one(c, ptr, size, flags, win));
 }
 
 /* symheap_malloc's checks, carried into the first agreement. */
@@ -125,12 +121,7 @@ static symheap_result_t malloc_one(symheap_comm_t c, size_t size,
 SYMHEAP__EXPORT symheap_result_t symheap_malloc(symheap_comm_t c, size_t size,
                                                 unsigned flags,
                                                 symheap_window_t *win) {
-  symheap_result_t r = symheap__comm_claim(c, "symheap_malloc");
-  if (r != SYMHEAP_SUCCESS)
-    return r;
-  r = malloc_one(c, size, flags, win);
-  symheap__comm_unclaim(c);
-  return r;
+  SYMHEAP__CLAIMED(c, "symheap_malloc", malloc_one(c, size, flags, win));
 }
 
 symheap_result_t symheap__window_teardown(symheap_comm_t c,
@@ -261,31 +252,13 @@ static symheap_result_t release_impl(symheap_comm_t c, symheap_window_t h,
   return r == SYMHEAP_SUCCESS ? r : symheap__error_context(r, "%s", fn);
 }
 
-static symheap_result_t window_deregister_one(symheap_comm_t c,
-                                              symheap_window_t w) {
-  return release_impl(c, w, 0, "symheap_window_deregister");
-}
-
 SYMHEAP__EXPORT symheap_result_t symheap_window_deregister(symheap_comm_t c,
                                                            symheap_window_t w) {
-  symheap_result_t r = symheap__comm_claim(c, "symheap_window_deregister");
-  if (r != SYMHEAP_SUCCESS)
-    return r;
-  r = window_deregister_one(c, w);
-  symheap__comm_unclaim(c);
-  return r;
-}
-
-static symheap_result_t free_one(symheap_comm_t c, symheap_window_t w) {
-  return release_impl(c, w, 1, "symheap_free");
+  SYMHEAP__CLAIMED(c, "symheap_window_deregister",
+                   release_impl(c, w, 0, "symheap_window_deregister"));
 }
 
 SYMHEAP__EXPORT symheap_result_t symheap_free(symheap_comm_t c,
                                               symheap_window_t w) {
-  symheap_result_t r = symheap__comm_claim(c, "symheap_free");
-  if (r != SYMHEAP_SUCCESS)
-    return r;
-  r = free_one(c, w);
-  symheap__comm_unclaim(c);
-  return r;
+  SYMHEAP__CLAIMED(c, "symheap_free", release_impl(c, w, 1, "symheap_free"));
 }
