@@ -144,6 +144,19 @@ typedef struct symheap_param {
   const char *help;     /* one sentence or two, for symheap-info -e */
 } symheap_param_t;
 
+/* Declare a table of variables for `owner`, from a plugin's init: the
+ * first refusal is returned (its message names the variable). */
+static inline symheap_result_t
+symheap_params_define(const symheap_host_services_t *svc, const char *owner,
+                      const symheap_param_t *params, size_t count) {
+  for (size_t i = 0; i < count; i++) {
+    symheap_result_t r = svc->param_define(owner, &params[i]);
+    if (r != SYMHEAP_SUCCESS)
+      return r;
+  }
+  return SYMHEAP_SUCCESS;
+}
+
 /* An adaptor-defined physical-memory handle (a CUmemGenericAllocationHandle,
  * a file descriptor, an index...).  Zero is never a valid handle. */
 typedef uint64_t symheap_mem_handle_t;

@@ -631,12 +631,8 @@ static symheap_result_t cuda_plugin_init(const symheap_host_services_t *svc) {
                       "the cuda adaptor needs host services with "
                       "param_define (a newer libsymheap)");
   symheap_cu_svc = svc;
-  for (size_t i = 0; i < sizeof cuda_params / sizeof cuda_params[0]; i++) {
-    symheap_result_t r = svc->param_define("cuda", &cuda_params[i]);
-    if (r != SYMHEAP_SUCCESS)
-      return r;
-  }
-  return SYMHEAP_SUCCESS;
+  return symheap_params_define(svc, "cuda", cuda_params,
+                               sizeof cuda_params / sizeof cuda_params[0]);
 }
 
 /* The driver stays loaded: contexts of other libraries may use it. */

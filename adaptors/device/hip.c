@@ -477,12 +477,8 @@ static symheap_result_t hip_plugin_init(const symheap_host_services_t *svc) {
                       "the hip adaptor needs host services with "
                       "param_define (a newer libsymheap)");
   hip_svc = svc;
-  for (size_t i = 0; i < sizeof hip_params / sizeof hip_params[0]; i++) {
-    symheap_result_t r = svc->param_define("hip", &hip_params[i]);
-    if (r != SYMHEAP_SUCCESS)
-      return r;
-  }
-  return SYMHEAP_SUCCESS;
+  return symheap_params_define(svc, "hip", hip_params,
+                               sizeof hip_params / sizeof hip_params[0]);
 }
 
 static void hip_plugin_fini(void) {}
