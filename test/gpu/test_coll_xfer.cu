@@ -8,12 +8,79 @@
 // poisoned first.  A loop of 1,000 back-to-back calls with no host sync is
 // checked on the device, a graph of them is replayed 500 times, and ranks run
 // as processes (symheap-run) or threads (--threads N).  Without a GPU: SKIP.
+#include <pthread.h>
+
 #include "../harness.h"
 #include "a2av_testlib.cuh"
 #include "coll_testlib.cuh"
 #include "symheap_cuda.h"
 
 static char tag[32];
+
+// The hang reporter (--threads): where each rank's host thread is in the
+// back-to-back loop, and which of its collectives its GPU has finished (a
+// one-thread kernel stores the step into mapped host memory, so reading it
+// needs no CUDA call: a thread stuck inside the driver cannot stop the
+// report).  If neither moves for SYMHEAP_TEST_HANG_S seconds (default 40)
+// while armed, the reporter prints both, each thread's kernel state, and
+// exits 3: a hang names where it is instead of running into a kill.
+constexpr int kMaxThreadRanks = 8;
+struct progress_t {
+  volatile int host_step, in_call, armed;
+  volatile unsigned *gpu_step;
+};
+static progress_t prog[kMaxThreadRanks];
+__global__ void mark(volatile unsigned *p, unsigned v) { *p = v; }
+
+static void step(th_ctx_t *c, cudaStream_t s, int at, bool after) {
+  if (c->rank >= kMaxThreadRanks || !prog[c->rank].gpu_step)
+    return;
+  prog[c->rank].in_call = !after;
+  prog[c->rank].host_step = at;
+  if (after)
+    mark<<<1, 1, 0, s>>>(prog[c->rank].gpu_step, (unsigned)at);
+}
+
+static void *hang_reporter(void *arg) {
+  int n = *(int *)arg;
+  const char *e = getenv("SYMHEAP_TEST_HANG_S");
+  int limit = e ? atoi(e) : 40, still = 0;
+  long last = -1;
+  for (;;) {
+    sleep(1);
+    long sum = 0;
+    int armed = 0;
+    for (int r = 0; r < n; r++) {
+      sum += prog[r].host_step * 7919L +
+             (prog[r].gpu_step ? *prog[r].gpu_step : 0);
+      armed |= prog[r].armed;
+    }
+    still = armed && sum == last ? still + 1 : 0;
+    last = sum;
+    if (still < limit)
+      continue;
+    printf("FAIL %s/hang: no progress for %d s\n", tag, limit);
+    for (int r = 0; r < n; r++)
+      printf("  rank %d: host at step %d (%s), GPU finished step %u\n", r,
+             prog[r].host_step,
+             prog[r].in_call ? "inside the call" : "after it",
+             prog[r].gpu_step ? *prog[r].gpu_step : 0u);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd,
+             "for t in /proc/%d/task/*; do echo \"  $(cat $t/comm) "
+             "$(cut -d' ' -f3 $t/stat) wchan=$(cat $t/wchan) "
+             "syscall=$(cut -d' ' -f1 $t/syscall)\"; done; command -v gdb "
+             ">/dev/null && timeout 60 gdb -p %d -batch -ex 'thread apply all "
+             "bt 12' 2>&1 | grep -E '^#|^Thread' | head -150",
+             (int)getpid(), (int)getpid());
+    fflush(stdout);
+    if (system(cmd) < 0)
+      printf("  (could not run the report)\n");
+    fflush(stdout);
+    _exit(3);
+  }
+  return NULL;
+}
 
 static double tol_of(int dt) {
   return dt == SYMHEAP_FLOAT32 ? 1e-6 : dt == SYMHEAP_FLOAT16 ? 1e-3 : 8e-3;
@@ -340,41 +407,55 @@ __global__ void check_bytes(const unsigned char *p, size_t n, int first,
 // One round of the mix: RS (LL), RS (pipelined, in place), all-to-all-v,
 // zero-SM all-gather, broadcast, copy-engine all-reduce; each checked by a
 // kernel into bad[0..5].
-static void round_enqueue(th_ctx_t *c, win_t &w, a2av_bufs &b, cudaStream_t s) {
+static void round_enqueue(th_ctx_t *c, win_t &w, a2av_bufs &b, cudaStream_t s,
+                          int round = 0) {
+  int at = round * 6;
   const int n = c->n, dt = SYMHEAP_BFLOAT16;
   const size_t small = 1001, big = (1u << 19) + 3, ag = 4099;
   char *L = w.local;
   fill_dyn<<<64, 256, 0, s>>>(L, dt, small * n, b.seed, c->rank);
+  step(c, s, ++at, false);
   CHECK_OK(symheap_cuda_reduce_scatter(
       w.w, 0, w.w, 8u << 20, small, SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM,
       SYMHEAP_ALGO_ONE_SHOT, (symheap_stream_t)s));
+  step(c, s, at, true);
   check_dyn_at<<<64, 256, 0, s>>>(L + (8u << 20), dt, small,
                                   (size_t)c->rank * small, b.seed, n, b.bad);
   fill_dyn<<<64, 256, 0, s>>>(L, dt, big * n, b.seed, c->rank);
   size_t mine = (size_t)c->rank * big * 2;
+  step(c, s, ++at, false);
   CHECK_OK(symheap_cuda_reduce_scatter(w.w, 0, w.w, mine, big, SYMHEAP_BFLOAT16,
                                        SYMHEAP_OP_SUM, SYMHEAP_ALGO_TWO_SHOT,
                                        (symheap_stream_t)s));
+  step(c, s, at, true);
   check_dyn_at<<<64, 256, 0, s>>>(L + mine, dt, big, (size_t)c->rank * big,
                                   b.seed, n, b.bad + 1);
+  step(c, s, ++at, false);
   a2av_enqueue(c, w, b, 0, 3001, 16u << 20, 20u << 20, 3001 * (size_t)n, s, -1);
+  step(c, s, at, true);
   a2av_check<<<64, 256, 0, s>>>(b.seed, 0, n, c->rank, 3001, b.rc, b.ro,
                                 (const uint32_t *)(L + (20u << 20)), b.bad + 2);
   fill_bytes<<<64, 256, 0, s>>>((unsigned char *)L + (24u << 20), ag, b.seed,
                                 c->rank);
+  step(c, s, ++at, false);
   CHECK_OK(symheap_cuda_all_gather_flags(w.w, 24u << 20, w.w, 25u << 20, ag,
                                          SYMHEAP_CUDA_ZERO_SM,
                                          (symheap_stream_t)s));
+  step(c, s, at, true);
   check_bytes<<<64, 256, 0, s>>>((unsigned char *)L + (25u << 20), ag, 0, n,
                                  b.seed, b.bad + 3);
+  step(c, s, ++at, false);
   CHECK_OK(symheap_cuda_broadcast(w.w, 24u << 20, w.w, 26u << 20, ag, n - 1, 0,
                                   (symheap_stream_t)s));
+  step(c, s, at, true);
   check_bytes<<<64, 256, 0, s>>>((unsigned char *)L + (26u << 20), ag, n - 1, 1,
                                  b.seed, b.bad + 4);
   fill_dyn<<<64, 256, 0, s>>>(L + (28u << 20), dt, big, b.seed, c->rank);
+  step(c, s, ++at, false);
   CHECK_OK(symheap_cuda_all_reduce(
       w.w, 28u << 20, w.w, 28u << 20, big, SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM,
       SYMHEAP_ALGO_RS_COPY_ENGINE, (symheap_stream_t)s));
+  step(c, s, at, true);
   check_dyn_at<<<64, 256, 0, s>>>(L + (28u << 20), dt, big, 0, b.seed, n,
                                   b.bad + 5);
 }
@@ -390,12 +471,18 @@ static void case_back_to_back(th_ctx_t *c) {
   a2av_bufs b = a2av_alloc();
   uint64_t seed = shared_seed(c);
   CUDA_OK(cudaMemcpyAsync(b.seed, &seed, sizeof seed, cudaMemcpyDefault, s));
-  const int rounds = 1000 / 6 + 1; // 6 collectives a round: 1,002 calls
+  // 6 collectives a round: 1,002 calls (SYMHEAP_TEST_ROUNDS: fewer or more)
+  const char *re = getenv("SYMHEAP_TEST_ROUNDS");
+  const int rounds = re ? atoi(re) : 1000 / 6 + 1;
+  if (c->rank < kMaxThreadRanks)
+    prog[c->rank].armed = 1;
   for (int i = 0; i < rounds; i++) {
     bump<<<1, 1, 0, s>>>(b.seed);
-    round_enqueue(c, w, b, s);
+    round_enqueue(c, w, b, s, i);
   }
   CUDA_OK(cudaStreamSynchronize(s));
+  if (c->rank < kMaxThreadRanks)
+    prog[c->rank].armed = 0;
   unsigned long long h[6];
   read_bad(b, h);
   CHECK(!h[0] && !h[1] && !h[2] && !h[3] && !h[4] && !h[5],
@@ -531,7 +618,10 @@ static void run_cases(th_ctx_t *c, void *arg) {
   int ndev = 0;
   cudaGetDeviceCount(&ndev);
   CUDA_OK(cudaSetDevice(c->rank % ndev));
+  const char *only = getenv("SYMHEAP_TEST_ONLY"); // one case, by name
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (only && strcmp(only, cases[i].name) != 0)
+      continue;
     th_begin(tag, cases[i].name, c->rank);
     cases[i].fn(c);
     CHECK_OK(symheap_comm_barrier(c->comm));
@@ -562,6 +652,14 @@ int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "--threads") == 0) {
     int n = atoi(argv[2]);
     snprintf(tag, sizeof tag, "coll_xfer_threads%d", n);
+    for (int r = 0; r < n && r < kMaxThreadRanks; r++) {
+      unsigned *p = NULL;
+      CUDA_OK(cudaHostAlloc((void **)&p, sizeof *p, cudaHostAllocMapped));
+      prog[r].gpu_step = p;
+    }
+    pthread_t rep;
+    if (pthread_create(&rep, NULL, hang_reporter, &n) == 0)
+      pthread_detach(rep);
     int rc = th_run_threads(n, run_cases, NULL);
     return rc || th_total_failures() ? 1 : 0;
   }

@@ -269,6 +269,37 @@ def case_no_leak(comm, cycles):
     check(s1["windows_live"] == 0 and _dlpack.live_exports() == 0, "live")
 
 
+def case_heap(comm):
+    """heap_reserve / heap_info / heap_trim: the accounting follows what
+    empty() took, and trim gives back what no allocation holds."""
+    comm.heap_reserve(8 << 20)
+    i0 = comm.heap_info()
+    check(i0["largest_free"] >= 8 << 20,
+          "heap_reserve(8 MiB) left largest_free %d" % i0["largest_free"])
+    check(i0["committed"] >= 8 << 20 and i0["reserved"] >= i0["committed"],
+          "reserved %d committed %d" % (i0["reserved"], i0["committed"]))
+    w = comm.empty((1 << 20,), "uint8")
+    i1 = comm.heap_info()
+    check(i1["allocations"] == i0["allocations"] + 1,
+          "allocations %d -> %d" % (i0["allocations"], i1["allocations"]))
+    check(i1["used"] >= i0["used"] + (1 << 20), "used %d -> %d" % (
+        i0["used"], i1["used"]))
+    check(i1["committed"] == i0["committed"], "an allocation that fits grew "
+          "the heap: %d -> %d" % (i0["committed"], i1["committed"]))
+    w.free()
+    comm.heap_trim()
+    i2 = comm.heap_info()
+    check(i2["allocations"] == i0["allocations"] and i2["used"] == i0["used"],
+          "after free: %r" % i2)
+    if i0["allocations"] == 0:
+        check(i2["committed"] == 0 and i2["chunks"] == 0,
+              "trim with no allocation left %d bytes in %d chunks" % (
+                  i2["committed"], i2["chunks"]))
+    e = raises(errors.InvalidArgError, comm.heap_reserve, (1 << 64) - 1)
+    check("too large" in str(e), "heap_reserve(SIZE_MAX): %s" % e)
+    check(comm.heap_info() == i2, "a refused heap_reserve changed the heap")
+
+
 def case_destroy_refused(comm):
     c2 = comm.split(0, comm.rank)
     w = c2.empty(16)
@@ -310,6 +341,10 @@ def main():
     t.run("python-errors", case_errors, comm)
     t.run("python-dlpack", case_dlpack, comm)
     t.run("python-device-view", case_device_view, comm)
+    if comm.heap_info()["enabled"]:
+        t.run("python-heap", case_heap, comm)
+    else:
+        t.skip("python-heap", "the heap is off here (SYMHEAP_HEAP=0)")
     t.run("python-destroy-refused", case_destroy_refused, comm)
     t.run("python-module-main", case_module_main, comm)
     comm.destroy()

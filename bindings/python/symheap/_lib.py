@@ -74,6 +74,14 @@ class CommStats(ctypes.Structure):
             "descriptors_held", "multicast_objects", "mappings_cached")]
 
 
+class HeapInfo(ctypes.Structure):
+    """symheap_heap_info_t."""
+    _fields_ = [("struct_size", c_uint32)] + [
+        (n, c_uint64) for n in (
+            "reserved", "committed", "used", "largest_free", "allocations",
+            "chunks", "chunk_size", "threshold")] + [("enabled", ctypes.c_int32)]
+
+
 MAX_PEERS = 32  # SYMHEAP_DEVICE_MAX_PEERS
 
 
@@ -136,6 +144,9 @@ _PROTOS = {
     "symheap_window_multicast_ptr": (_R, [c_void_p, P(c_void_p)]),
     "symheap_window_size": (_R, [c_void_p, P(c_size_t)]),
     "symheap_window_device_view": (_R, [c_void_p, c_void_p]),
+    "symheap_heap_get_info": (_R, [c_void_p, P(HeapInfo)]),
+    "symheap_heap_reserve": (_R, [c_void_p, c_size_t]),
+    "symheap_heap_trim": (_R, [c_void_p]),
 }
 for _name, (_res, _args) in _PROTOS.items():
     _f = getattr(lib, _name)

@@ -154,6 +154,28 @@ class Comm:
         _lib.call("symheap_comm_get_stats", self._h, ctypes.byref(s))
         return _lib.struct_dict(s)
 
+    def heap_info(self):
+        """symheap_heap_get_info as a dict (reserved, committed, used,
+        largest_free, allocations, chunks, ...): the comm's symmetric heap,
+        which empty() draws from (docs/heap.md)."""
+        self._alive()
+        i = _lib.HeapInfo()
+        i.struct_size = ctypes.sizeof(i)
+        _lib.call("symheap_heap_get_info", self._h, ctypes.byref(i))
+        return _lib.struct_dict(i)
+
+    def heap_reserve(self, nbytes):
+        """Collective: commit heap memory so that at least `nbytes` can be
+        allocated without growing (e.g. before CUDA-graph capture, where
+        growth is refused)."""
+        self._alive()
+        _lib.call("symheap_heap_reserve", self._h, int(nbytes))
+
+    def heap_trim(self):
+        """Collective: give back the heap's chunks that hold no allocation."""
+        self._alive()
+        _lib.call("symheap_heap_trim", self._h)
+
     def world_rank(self, rank):
         """The job-wide rank of `rank` of this comm."""
         self._alive()

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Issue 19's hang, on one GPU: two thread-ranks queueing 1,002 collectives
+# with no host sync.  First with the in-flight bound off
+# (SYMHEAP_CUDA_INFLIGHT=0: the test's hang reporter says where each rank's
+# host thread and GPU stand, then exits 3), then the suites with the bound on,
+# several times; then the heap's allocation cost next to PyTorch's.
+#   bench/gpu_hang.sh      (on the device machine; logs in $OUT/logs.tgz)
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
+  NVSHMEM_DISABLE_NVLS=1 SYMHEAP_DISABLE_MULTICAST=1
+set -u
+cd "$(dirname "$0")/.."
+OUTDIR=${OUT:-build/gpu-out}
+mkdir -p "$OUTDIR"
+nvidia-smi -L
+t0=$SECONDS
+make -s -j"$(nproc)" all gpu-tests >"$OUTDIR/build.txt" 2>&1 ||
+  { tail -30 "$OUTDIR/build.txt"; exit 1; }
+echo "build: $((SECONDS - t0)) s"
+rows=()
+suite() { # name timeout command...
+  local name=$1 t=$2
+  shift 2
+  local t1=$SECONDS
+  timeout -k 5 "$t" "$@" >"$OUTDIR/$name.txt" 2>&1
+  local rc=$?
+  rows+=("$(printf '%-28s rc %-4s %3ss  pass %3s fail %3s skip %3s' "$name" \
+    "$rc" $((SECONDS - t1)) "$(grep -c '^PASS' "$OUTDIR/$name.txt")" \
+    "$(grep -c '^FAIL' "$OUTDIR/$name.txt")" \
+    "$(grep -c '^SKIP' "$OUTDIR/$name.txt")")")
+}
+x=build/test/test_coll_xfer
+suite b2b.unbounded 75 env SYMHEAP_CUDA_INFLIGHT=0 SYMHEAP_TEST_HANG_S=20 \
+  SYMHEAP_TEST_ONLY=back_to_back_1000 $x --threads 2
+for i in 1 2 3; do
+  suite b2b.bounded.$i 60 env SYMHEAP_TEST_HANG_S=20 \
+    SYMHEAP_TEST_ONLY=back_to_back_1000 $x --threads 2
+done
+suite xfer.threads2.1 120 env SYMHEAP_TEST_HANG_S=30 $x --threads 2
+suite xfer.threads2.2 120 env SYMHEAP_TEST_HANG_S=30 $x --threads 2
+suite xfer.procs2 150 build/bin/symheap-run -n 2 $x
+suite coll.threads2 100 build/test/test_coll --threads 2
+suite heap.bench.cuda 90 env SYMHEAP_DEVICE=cuda build/bin/symheap-run -n 2 \
+  build/bin/symheap-bench --heap --max-size 64M
+suite heap.peers.py 120 env PYTHONPATH="$PWD/build/lib/python3/site-packages" \
+  python3 bench/heap_gpu_peers.py --ranks 2
+for r in "${rows[@]}"; do echo "$r"; done
+echo "--- b2b.unbounded"; grep -v '^PASS' "$OUTDIR/b2b.unbounded.txt" | head -40
+echo "--- heap"; sed -n '/^block/,$p' "$OUTDIR/heap.bench.cuda.txt" | head -14
+cat "$OUTDIR/heap.peers.py.txt" | tail -8
+cd "$OUTDIR" && tar czf logs.tgz ./*.txt && rm -f ./*.txt
