@@ -79,7 +79,7 @@ def worker(rank, world, sizes, iters, path, res):
     except Exception:
         pass
     comm.heap_reserve(max(sizes) * 2)
-    rows = []
+    rows, err = [], None
     for nb in sizes:
         def sh():
             comm.empty(nb, "uint8").free()
@@ -92,7 +92,8 @@ def worker(rank, world, sizes, iters, path, res):
         try:
             b = "%.1f" % timed(th, iters)
         except Exception as e:
-            b = "error: %s" % repr(e)[:60]
+            b = "error (below)"
+            err = str(e).splitlines()[0][:300]
         rows.append((nb, a, b))
     if rank == 0:
         with open(res, "w") as f:
@@ -105,6 +106,8 @@ def worker(rank, world, sizes, iters, path, res):
                 f.write("%-10s %22.1f %30s\n" % (
                     "%d KiB" % (nb >> 10) if nb < (1 << 20) else
                     "%d MiB" % (nb >> 20), a, b))
+            if err:
+                f.write("torch: %s\n" % err)
     comm.destroy()
     dist.barrier()
     dist.destroy_process_group()

@@ -88,11 +88,6 @@ static const symheap__cfg_var_t cfg_vars[] = {
      "read by libsymheap_cuda.so: SYMHEAP_ALGO_AUTO all-reduces of at least "
      "this many bytes as reduce-scatter by SM, then all-gather by the copy "
      "engines"},
-    {"SYMHEAP_CUDA_INFLIGHT", SYMHEAP_CFG_INT, "16", 0, 1024, NULL,
-     "read by libsymheap_cuda.so where ranks share one GPU: the most "
-     "collectives a rank queues ahead of its GPU before it waits on the host "
-     "(bounded by SYMHEAP_TIMEOUT_MS); thread-ranks that queue without bound "
-     "can block each other in the driver. 0: no bound"},
     {"SYMHEAP_UNIQUE_ID", SYMHEAP_CFG_STRING, NULL, 0, 0, NULL,
      "the job's unique id as 256 hex digits, for symheap_comm_init_env (set by "
      "symheap-run)"},

@@ -130,4 +130,6 @@ cudaError_t launch_copy(void *dst, const void *src, size_t bytes, int blocks,
   return cudaGetLastError();
 }
 
+const void *anchor_all_gather() { return (const void *)copy1; }
+
 } // namespace symheap_coll

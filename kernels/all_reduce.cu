@@ -247,4 +247,8 @@ cudaError_t launch_two_shot(const launch_t &a) {
   return cudaGetLastError();
 }
 
+const void *anchor_all_reduce() {
+  return (const void *)ll_one_shot<SYMHEAP_FLOAT32, SYMHEAP_OP_SUM>;
+}
+
 } // namespace symheap_coll

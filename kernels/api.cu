@@ -168,7 +168,7 @@ symheap_result_t device_ok(launch_t *a, const char *fn, bool waits) {
   blocks = blocks < 1 ? 1 : blocks;
   a->max_blocks = blocks < kMaxChannels ? blocks : kMaxChannels;
   a->sharing = shared;
-  return waits ? bound_inflight(*a, dev, fn) : SYMHEAP_SUCCESS;
+  return shared > 1 ? preload_shared(fn) : SYMHEAP_SUCCESS;
 }
 
 symheap_result_t prepare(symheap_window_t in, size_t in_off,

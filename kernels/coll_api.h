@@ -24,10 +24,9 @@ symheap_result_t views(symheap_window_t in, size_t in_off, symheap_window_t out,
  * sharing.  a->stream must be set; `waits`: the call's kernels wait for
  * peers' (the legacy default stream is refused where ranks share a GPU). */
 symheap_result_t device_ok(launch_t *a, const char *fn, bool waits = true);
-/* Where ranks share the GPU (a.sharing > 1) and a.stream is not capturing:
- * waits, bounded, until at most SYMHEAP_CUDA_INFLIGHT of this thread's
- * collectives are queued ahead of the GPU (inflight.cu says why). */
-symheap_result_t bound_inflight(const launch_t &a, int dev, const char *fn);
+/* Where ranks share the GPU: every kernel of this library loaded into the
+ * current context, once per context, before any is queued (preload.cu). */
+symheap_result_t preload_shared(const char *fn);
 /* dtype, op and algo (up to max_algo) are known; count * blocks elements
  * do not overflow; offsets are whole elements. */
 symheap_result_t reduce_args_ok(const char *fn, symheap_dtype_t dtype,

@@ -62,6 +62,23 @@ constexpr int kCopyBlocksPerSM = 2;
 cudaError_t launch_copy(void *dst, const void *src, size_t bytes, int blocks,
                         cudaStream_t stream, int threads = 0, int unroll = 0);
 
+/* One kernel of each file of kernels (a module each, as nvcc builds without
+ * -rdc); preload.cu loads every kernel of each module.  A new file of
+ * kernels adds its anchor here and in module_anchors (test/shell_checks.sh
+ * checks that each has one). */
+const void *anchor_all_gather();
+const void *anchor_all_reduce();
+const void *anchor_all_to_all();
+const void *anchor_copy_engine();
+const void *anchor_reduce_scatter();
+inline const void *const *module_anchors(int *n) {
+  static const void *const a[] = {anchor_all_gather(), anchor_all_reduce(),
+                                  anchor_all_to_all(), anchor_copy_engine(),
+                                  anchor_reduce_scatter()};
+  *n = (int)(sizeof a / sizeof a[0]);
+  return a;
+}
+
 } // namespace symheap_coll
 
 #endif

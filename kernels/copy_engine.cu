@@ -227,4 +227,6 @@ symheap_result_t all_reduce_rs_ce(launch_t &a, const char *fn) {
   return c == CUDA_SUCCESS ? SYMHEAP_SUCCESS : memop_fail(fn, c);
 }
 
+const void *anchor_copy_engine() { return (const void *)ce_wait_kernel; }
+
 } // namespace symheap_coll

@@ -83,4 +83,9 @@ cudaError_t launch_reduce_scatter(const launch_t &a, const rs_args_t &r) {
   return cudaGetLastError();
 }
 
+const void *anchor_reduce_scatter() {
+  return (const void *)
+      reduce_scatter<SYMHEAP_FLOAT32, SYMHEAP_OP_SUM, 2, kTwoShotUnroll>;
+}
+
 } // namespace symheap_coll

@@ -489,6 +489,12 @@ static void run_cases(th_ctx_t *c, void *arg) {
   int ndev = 0;
   cudaGetDeviceCount(&ndev);
   CUDA_OK(cudaSetDevice(c->rank % ndev));
+  // This file's kernels loaded before any collective (symheap_cuda_preload
+  // says why: thread-ranks share a context), then every rank waits for the
+  // others' loads.
+  const void *mine[] = {(const void *)bump};
+  CHECK_OK(symheap_cuda_preload(mine, 1));
+  CHECK_OK(symheap_comm_barrier(c->comm));
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     th_begin(tag, cases[i].name, c->rank);
     cases[i].fn(c);

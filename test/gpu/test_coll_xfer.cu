@@ -65,7 +65,7 @@ static void *hang_reporter(void *arg) {
              prog[r].host_step,
              prog[r].in_call ? "inside the call" : "after it",
              prog[r].gpu_step ? *prog[r].gpu_step : 0u);
-    char cmd[256];
+    char cmd[1024];
     snprintf(cmd, sizeof cmd,
              "for t in /proc/%d/task/*; do echo \"  $(cat $t/comm) "
              "$(cut -d' ' -f3 $t/stat) wchan=$(cat $t/wchan) "
@@ -618,6 +618,15 @@ static void run_cases(th_ctx_t *c, void *arg) {
   int ndev = 0;
   cudaGetDeviceCount(&ndev);
   CUDA_OK(cudaSetDevice(c->rank % ndev));
+  // This file's kernels loaded before any collective (symheap_cuda_preload
+  // says why: thread-ranks share a context), then every rank waits for the
+  // others' loads.
+  // SYMHEAP_TEST_NO_PRELOAD=1 leaves them to lazy loading, to show the
+  // hazard (bench/gpu_hang.sh).
+  const void *mine[] = {(const void *)mark};
+  if (!getenv("SYMHEAP_TEST_NO_PRELOAD"))
+    CHECK_OK(symheap_cuda_preload(mine, 1));
+  CHECK_OK(symheap_comm_barrier(c->comm));
   const char *only = getenv("SYMHEAP_TEST_ONLY"); // one case, by name
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     if (only && strcmp(only, cases[i].name) != 0)

@@ -269,8 +269,8 @@ static void case_multicast_refused(th_ctx_t *c) {
   symheap_comm_info_t info = SYMHEAP_COMM_INFO_INIT;
   CHECK_OK(symheap_comm_get_info(c->comm, &info));
   CHECK(!info.multicast_available, "multicast reported available");
-  CHECK(strcmp(info.device_adaptor, getenv("SYMHEAP_DEVICE")) == 0, "adaptor %s",
-        info.device_adaptor);
+  CHECK(strcmp(info.device_adaptor, getenv("SYMHEAP_DEVICE")) == 0,
+        "adaptor %s", info.device_adaptor);
   if (c->rank == 0)
     printf("# rank 0: %s, granularity %zu\n", info.device, info.granularity);
 }

@@ -87,8 +87,8 @@ static void case_collectives(th_ctx_t *c) {
   CHECK_OK(symheap_window_local_ptr(a, (void **)&ap));
   CHECK_OK(symheap_window_local_ptr(g, (void **)&gp));
   std::vector<float> in(count, (float)(c->rank + 1));
-  CUDA_OK(cudaMemcpy(ap, in.data(), count * sizeof(float),
-                     cudaMemcpyHostToDevice));
+  CUDA_OK(
+      cudaMemcpy(ap, in.data(), count * sizeof(float), cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemset(gp + 1024 * (size_t)c->rank, c->rank + 1, 1024));
   sync_all(c);
   // Not the legacy stream: ranks sharing a GPU are refused it (thread-ranks
@@ -108,8 +108,8 @@ static void case_collectives(th_ctx_t *c) {
   float want = (float)(c->n * (c->n + 1) / 2);
   for (size_t i = 0; i < count; i++)
     if (out[i] != want) {
-      CHECK(0, "all-reduce on a heap window: element %zu is %g, expected %g",
-            i, out[i], want);
+      CHECK(0, "all-reduce on a heap window: element %zu is %g, expected %g", i,
+            out[i], want);
       break;
     }
   std::vector<unsigned char> gg(1024 * (size_t)c->n);
@@ -186,6 +186,12 @@ static void run_cases(th_ctx_t *c, void *arg) {
   int ndev = 1;
   cudaGetDeviceCount(&ndev);
   CUDA_OK(cudaSetDevice(c->rank % ndev));
+  // This file's kernels loaded before any collective (symheap_cuda_preload
+  // says why: thread-ranks share a context), then every rank waits for the
+  // others' loads.
+  const void *mine[] = {(const void *)fill_local};
+  CHECK_OK(symheap_cuda_preload(mine, 1));
+  CHECK_OK(symheap_comm_barrier(c->comm));
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     th_begin(tag, cases[i].name, c->rank);
     cases[i].fn(c);
