@@ -33,19 +33,13 @@ extern "C" {
  * stream: threads of one process would queue behind each other on it. */
 typedef struct CUstream_st *symheap_stream_t;
 
-/* Loads, into this thread's current CUDA context, every kernel of
- * libsymheap_cuda and every kernel of the modules that hold `kernels` (n of
- * them: one kernel of each of your .cu files is enough; n 0: the library's
- * only).  Why: since CUDA 12.2 a kernel is loaded at its first launch
- * (lazy loading), and loading waits for the context's running kernels.
- * Where ranks are threads sharing one GPU, a collective's kernel of one rank
- * spins until its peer's is queued, and a peer thread loading a kernel at
- * that moment waits for it: a deadlock.  The collectives load their own
- * kernels at their first call in such a context; load yours on every
- * thread-rank before its first collective, then symheap_comm_barrier (or
- * run with CUDA_MODULE_LOADING=EAGER).  Needs a CUDA 12.4 driver where
- * loading is lazy (SYMHEAP_ERR_UNSUPPORTED otherwise). */
-symheap_result_t symheap_cuda_preload(const void *const *kernels, int n);
+/* Loads every kernel of libsymheap_cuda into this thread's current CUDA
+ * context, once per context (later calls return at once).  The collectives
+ * do it themselves at their first call where ranks of the comm share the
+ * GPU; call it earlier to keep the load out of a timed or captured region.
+ * Where ranks are threads sharing one GPU, your own kernels need loading
+ * too: symheap_cuda_load.h says why and how. */
+symheap_result_t symheap_cuda_preload(void);
 
 typedef enum {
   SYMHEAP_FLOAT32 = 0,

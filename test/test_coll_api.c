@@ -26,13 +26,6 @@ static void body(th_ctx_t *c, void *arg) {
   symheap_window_t w;
   th_begin(tag, "argument_checks", c->rank);
   CHECK_OK(symheap_malloc(c->comm, 1 << 20, 0, &w));
-  const void *none[1] = {NULL};
-  CHECK_MSG(symheap_cuda_preload(none, -1), SYMHEAP_ERR_INVALID_ARG,
-            "-1 kernels");
-  CHECK_MSG(symheap_cuda_preload(NULL, 2), SYMHEAP_ERR_INVALID_ARG,
-            "2 kernels");
-  CHECK_MSG(symheap_cuda_preload(none, 1), SYMHEAP_ERR_INVALID_ARG,
-            "kernels[0] is NULL");
   CHECK_MSG(symheap_cuda_all_reduce(w, 0, w, 0, 16, (symheap_dtype_t)7,
                                     SYMHEAP_OP_SUM, SYMHEAP_ALGO_AUTO, NULL),
             SYMHEAP_ERR_INVALID_ARG, "unknown dtype");

@@ -14,6 +14,7 @@
 #include "a2av_testlib.cuh"
 #include "coll_testlib.cuh"
 #include "symheap_cuda.h"
+#include "symheap_cuda_load.h"
 
 static char tag[32];
 
@@ -618,14 +619,25 @@ static void run_cases(th_ctx_t *c, void *arg) {
   int ndev = 0;
   cudaGetDeviceCount(&ndev);
   CUDA_OK(cudaSetDevice(c->rank % ndev));
-  // This file's kernels loaded before any collective (symheap_cuda_preload
+  // This file's kernels loaded before any collective (symheap_cuda_load.h
   // says why: thread-ranks share a context), then every rank waits for the
   // others' loads.
   // SYMHEAP_TEST_NO_PRELOAD=1 leaves them to lazy loading, to show the
   // hazard (bench/gpu_hang.sh).
   const void *mine[] = {(const void *)mark};
   if (!getenv("SYMHEAP_TEST_NO_PRELOAD"))
-    CHECK_OK(symheap_cuda_preload(mine, 1));
+    CHECK_OK(symheap_cuda_load_module(mine[0]));
+  CHECK_OK(symheap_cuda_preload()); // what the first collective does anyway
+  CHECK(symheap_cuda_load_module(NULL) == SYMHEAP_ERR_INVALID_ARG &&
+            strstr(symheap_last_error(), "kernel is NULL"),
+        "symheap_cuda_load_module(NULL): %s", symheap_last_error());
+  int host_var = 0;
+  symheap_result_t lr = symheap_cuda_load_module(&host_var);
+  CHECK(!symheap_cuda_loading_is_lazy() ||
+            (lr == SYMHEAP_ERR_INVALID_ARG &&
+             strstr(symheap_last_error(), "not a kernel")),
+        "symheap_cuda_load_module(a host variable) -> %s: %s",
+        symheap_strerror(lr), symheap_last_error());
   CHECK_OK(symheap_comm_barrier(c->comm));
   const char *only = getenv("SYMHEAP_TEST_ONLY"); // one case, by name
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

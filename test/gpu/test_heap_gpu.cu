@@ -15,6 +15,7 @@
 
 #include "../harness.h"
 #include "symheap_cuda.h"
+#include "symheap_cuda_load.h"
 
 static char tag[32];
 
@@ -186,11 +187,11 @@ static void run_cases(th_ctx_t *c, void *arg) {
   int ndev = 1;
   cudaGetDeviceCount(&ndev);
   CUDA_OK(cudaSetDevice(c->rank % ndev));
-  // This file's kernels loaded before any collective (symheap_cuda_preload
+  // This file's kernels loaded before any collective (symheap_cuda_load.h
   // says why: thread-ranks share a context), then every rank waits for the
   // others' loads.
   const void *mine[] = {(const void *)fill_local};
-  CHECK_OK(symheap_cuda_preload(mine, 1));
+  CHECK_OK(symheap_cuda_load_module(mine[0]));
   CHECK_OK(symheap_comm_barrier(c->comm));
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     th_begin(tag, cases[i].name, c->rank);
