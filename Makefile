@@ -200,7 +200,7 @@ $(BUILD)/obj/test/%.o: test/%.c test/harness.h $(HEADERS)
 $(BUILD)/test/test_gpu: test/gpu/test_gpu.cu $(BUILD)/obj/test/harness.o \
     $(BUILD)/obj/test/record_adaptor.o $(BUILD)/lib/libsymheap.a $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Itest -o $@ $< \
+	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -Itest -o $@ $< \
 	  $(BUILD)/obj/test/harness.o $(BUILD)/obj/test/record_adaptor.o \
 	  $(BUILD)/lib/libsymheap.a -ldl -lpthread
 .PHONY: gpu-tests
@@ -311,7 +311,7 @@ install: all
 	if [ -e $(BUILD)/lib/libsymheap_cuda.so.0 ]; then \
 	  install -m 755 $(BUILD)/lib/libsymheap_cuda.so.0 $(DESTDIR)$(PREFIX)/lib/ && \
 	  ln -sf libsymheap_cuda.so.0 $(DESTDIR)$(PREFIX)/lib/libsymheap_cuda.so && \
-	  install -m 644 kernels/symheap_cuda.h kernels/symheap_device.cuh \
+	  install -m 644 kernels/symheap_cuda.h kernels/symheap_cuda_load.h kernels/symheap_device.cuh \
 	    $(DESTDIR)$(PREFIX)/include/ && \
 	  install -m 755 $(BUILD)/bin/symheap-bench-cuda $(DESTDIR)$(PREFIX)/bin/; fi
 	sed -e 's|@PREFIX@|$(PREFIX)|g' \

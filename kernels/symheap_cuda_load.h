@@ -47,7 +47,7 @@ typedef struct {
 
 static inline void *symheap_cuda__entry(const char *name, int version) {
   void *p = NULL;
-  cudaDriverEntryPointQueryResult q;
+  enum cudaDriverEntryPointQueryResult q;
   if (cudaGetDriverEntryPointByVersion(name, &p, version, cudaEnableDefault,
                                        &q) != cudaSuccess ||
       q != cudaDriverEntryPointSuccess) {

@@ -259,6 +259,24 @@ docs_c_blocks_compile() {
 }
 check "every C block of docs/ compiles" docs_c_blocks_compile
 
+# Every file of kernels is a module of its own (nvcc without -rdc), and
+# symheap_cuda_preload loads the modules named in module_anchors: a file of
+# kernels without an anchor there would be left to lazy loading, the hazard
+# of thread-ranks on one GPU (kernels/symheap_cuda_load.h).
+kernel_files_anchored() {
+  local f b bad=0
+  for f in kernels/*.cu; do
+    grep -q '__global__' "$f" || continue
+    b=$(basename "$f" .cu)
+    grep -q "const void \*anchor_$b()" "$f" ||
+      { echo "$f: no anchor_$b()"; bad=1; }
+    sed -n '/module_anchors/,/};/p' kernels/coll_launch.h | grep -q "anchor_$b()" ||
+      { echo "kernels/coll_launch.h: module_anchors lacks anchor_$b()"; bad=1; }
+  done
+  return $bad
+}
+check "every file of CUDA kernels is preloaded (module_anchors)" kernel_files_anchored
+
 # SYMHEAP_CCL names a ccl that is not loaded: refused at once, listing what is.
 ccl_name_refused() {
   local out

@@ -651,12 +651,6 @@ static void run_cases(th_ctx_t *c, void *arg) {
 }
 
 int main(int argc, char **argv) {
-  // Thread ranks share one context: streams of both land in its hardware
-  // queues, and two ranks' streams in one queue would serialise a kernel that
-  // waits for the other rank ahead of that rank's kernel.  More queues make
-  // that less likely (a suspected cause of one hang seen in --threads 2 on
-  // one GPU, not confirmed); read when the context is made.
-  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
     printf("SKIP coll_xfer: no CUDA device here (cudaGetDeviceCount found "

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../harness.h"
+#include "symheap_cuda_load.h"
 #include "symheap_device.h"
 
 static char tag[32];
@@ -341,7 +342,13 @@ static void run_cases(th_ctx_t *c, void *arg) {
   }
 }
 
-static void threads_body(th_ctx_t *c, void *arg) { run_cases(c, arg); }
+// Thread-ranks share the GPU's context: this file's kernels are loaded
+// before any rank launches one that waits for a peer (symheap_cuda_load.h).
+static void threads_body(th_ctx_t *c, void *arg) {
+  CHECK_OK(symheap_cuda_load_module((const void *)fill));
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  run_cases(c, arg);
+}
 
 // SYMHEAP_TEST_NCCL_COMM=1: the cases on a comm made by
 // symheap_comm_init_nccl over an NCCL communicator this test makes itself
