@@ -2,9 +2,11 @@
  * two registrations of the same memory are one mapping behind two handles,
  * which goes with the last of them (kept for reuse when the window cache is
  * on, up to SYMHEAP_WINDOW_CACHE, the least recently used evicted first),
+ * a symheap_malloc window's memory goes with the last handle of its mapping,
  * and comm destroy leaves no mapping and no descriptor behind, live, shared
- * or kept.  Run under symheap-run (ranks as processes) or with --threads N;
- * test/run.sh runs it with the cache off and with a cache of 2. */
+ * or kept (it warns about the windows it finds live: expected here).  Run under
+ * symheap-run (ranks as processes) or with --threads N; test/run.sh runs it
+ * with the cache off and with a cache of 2. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +50,14 @@ static int cache_limit(th_ctx_t *c) {
   symheap_comm_info_t info = SYMHEAP_COMM_INFO_INIT;
   CHECK_OK(symheap_comm_get_info(c->comm, &info));
   return (int)info.window_cache;
+}
+
+/* A symheap_malloc size the heap does not serve: a registration of its
+ * own (above SYMHEAP_HEAP_THRESHOLD, or any size with the heap off). */
+static size_t outside_heap(th_ctx_t *c) {
+  symheap_heap_info_t h = SYMHEAP_HEAP_INFO_INIT;
+  CHECK_OK(symheap_heap_get_info(c->comm, &h));
+  return h.enabled ? (size_t)h.threshold + 4096 : (size_t)65536;
 }
 
 /* Every rank's first byte of the window, as written by its owner. */
@@ -251,6 +261,59 @@ static void case_kept_then_evicted(th_ctx_t *c) {
         (unsigned long long)s.va_reserved, (unsigned long long)s0.va_reserved);
 }
 
+/* symheap_malloc's own registration (outside the heap) registered again,
+ * then freed first: the memory and its mapping stay for the other handle,
+ * and go with it. */
+static void case_malloc_shared_freed_first(th_ctx_t *c) {
+  size_t size = outside_heap(c);
+  counts_t k0 = quiet_counts(c);
+  symheap_comm_stats_t s0 = stats(c);
+  symheap_window_t m = NULL, sh = NULL;
+  CHECK_OK(symheap_malloc(c->comm, size, 0, &m));
+  if (!m)
+    return;
+  char *mine = NULL;
+  CHECK_OK(symheap_window_local_ptr(m, (void **)&mine));
+  if (mine)
+    mine[0] = (char)('A' + c->rank);
+  symheap_comm_stats_t s1 = stats(c);
+  CHECK(s1.allocations_live == s0.allocations_live + 1,
+        "%zu bytes did not make an allocation of their own (the heap took "
+        "them?)",
+        size);
+  CHECK_OK(symheap_window_register(c->comm, mine, size, 0, &sh));
+  barrier(c);
+  CHECK_OK(symheap_free(c->comm, m));
+  symheap_comm_stats_t s2 = stats(c);
+  CHECK(s2.allocations_live == s1.allocations_live &&
+            s2.va_reserved == s1.va_reserved &&
+            s2.bytes_mapped == s1.bytes_mapped,
+        "freed while another handle maps it: allocations %llu -> %llu, VA "
+        "%llu -> %llu",
+        (unsigned long long)s1.allocations_live,
+        (unsigned long long)s2.allocations_live,
+        (unsigned long long)s1.va_reserved, (unsigned long long)s2.va_reserved);
+  if (sh)
+    check_peers(c, sh, "after symheap_free of the first handle");
+  barrier(c);
+  CHECK_OK(symheap_window_deregister(c->comm, sh));
+  counts_t k1 = quiet_counts(c);
+  symheap_comm_stats_t s3 = stats(c);
+  /* Never kept: the memory itself went. */
+  CHECK(s3.allocations_live == s0.allocations_live &&
+            s3.va_reserved == s0.va_reserved &&
+            s3.bytes_mapped == s0.bytes_mapped &&
+            s3.mappings_cached == s0.mappings_cached &&
+            s3.descriptors_held == s0.descriptors_held && same_counts(k0, k1),
+        "after the last handle: allocations %llu (were %llu), VA %llu (was "
+        "%llu), kept %llu, fds %d (were %d), memfd mappings %d (were %d)",
+        (unsigned long long)s3.allocations_live,
+        (unsigned long long)s0.allocations_live,
+        (unsigned long long)s3.va_reserved, (unsigned long long)s0.va_reserved,
+        (unsigned long long)s3.mappings_cached, k1.fds, k0.fds, k1.memfd_maps,
+        k0.memfd_maps);
+}
+
 /* A comm destroyed while it holds every kind of mapping (a registration
  * with two handles, a kept one, heap windows, a symheap_malloc window
  * outside the heap) leaves the process's descriptors and mappings where
@@ -272,8 +335,7 @@ static void case_destroy_with_live_and_kept(th_ctx_t *c) {
   CHECK_OK(symheap_window_deregister(sub, wk)); /* kept, when the cache is on */
   CHECK_OK(symheap_malloc(sub, 4096, 0, &h1));
   CHECK_OK(symheap_malloc(sub, 100000, 0, &h2));
-  /* Above the heap's threshold: a registration of its own. */
-  CHECK_OK(symheap_malloc(sub, (size_t)64 << 20, 0, &big));
+  CHECK_OK(symheap_malloc(sub, outside_heap(c), 0, &big));
   symheap_comm_stats_t s = SYMHEAP_COMM_STATS_INIT;
   CHECK_OK(symheap_comm_get_stats(sub, &s));
   CHECK(s.windows_live == 5, "the sub-comm has %llu windows, expected 5",
@@ -299,6 +361,7 @@ typedef struct {
 static const case_t cases[] = {
     {"two_handles_one_mapping", case_two_handles_one_mapping, 0},
     {"kept_then_evicted", case_kept_then_evicted, 1},
+    {"malloc_shared_freed_first", case_malloc_shared_freed_first, 0},
     {"destroy_with_live_and_kept", case_destroy_with_live_and_kept, 0},
 };
 
