@@ -1,9 +1,12 @@
 /* Registration of a window, in named phases: check this rank's arguments
- * and find its memory (check), offer what could be reused (offer), agree,
- * fit one stride to every rank's memory (layout), reuse or build the flat
- * mapping (map), multicast and RDMA (extras), and enter the window in the
- * comm (link).  Every fallible phase ends in an agreement, so the ranks go
- * on together or undo together. */
+ * and find its memory, and make the mapping object a new mapping would fill
+ * (check), offer what could be shared or reused (offer), agree, fit one
+ * stride to every rank's memory (layout), reuse or build the mapping (map),
+ * multicast and RDMA (extras), and enter the window in the comm (link).  A
+ * live mapping of the same range every rank offered gets one more view
+ * instead (share), and heap memory a view of the heap's.  Every fallible
+ * phase ends in an agreement, so the ranks go on together or undo
+ * together. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,8 +226,8 @@ static symheap_result_t reg_check(symheap_comm_t c, reg_t *g, void *ptr,
   return r;
 }
 
-/* Phase offer (local): a live window of the same range to share, a kept
- * mapping to reuse; the agreement decides whether every rank has one. */
+/* Phase offer (local): a live mapping of the same range to share, a kept
+ * one to reuse; the agreement decides whether every rank has one. */
 static void reg_offer(symheap_comm_t c, reg_t *g, symheap_result_t r, void *ptr,
                       size_t size, unsigned flags) {
   reg_args_t *a = &g->a;
@@ -245,7 +248,7 @@ static void reg_offer(symheap_comm_t c, reg_t *g, symheap_result_t r, void *ptr,
   }
 }
 
-/* Whether every rank offered the same live window. */
+/* Whether every rank offered the same live mapping (the same epoch). */
 static int reg_shared(symheap_comm_t c, const reg_t *g) {
   int same = g->owner != NULL;
   for (int p = 0; p < c->nranks && same; p++)

@@ -1,4 +1,6 @@
-/* Windows: the public calls that make and release them, and teardown.
+/* Windows: the public calls that make and release them, and teardown.  A
+ * window is a view holding a reference on a mapping (mapobj.c), which
+ * decides at its last reference whether it is kept or unmapped.
  * Registration's phases are in register.c, flat mappings in mapping.c, the
  * heap's windows in heap.c, accessors in window_access.c. */
 #include <stdio.h>
@@ -134,8 +136,11 @@ static symheap_result_t teardown_heap(symheap_comm_t c,
   symheap__heap_release(c, w);
   symheap_result_t r = symheap__map_release(c, w->map, 0);
   symheap__window_free(w);
-  if (b && --b->views == 0 && b->released)
-    (void)symheap__window_teardown(c, b, keep);
+  if (b && --b->views == 0 && b->released) {
+    symheap_result_t rb = symheap__window_teardown(c, b, keep);
+    if (r == SYMHEAP_SUCCESS)
+      r = rb;
+  }
   return r;
 }
 
