@@ -315,6 +315,8 @@ if [ "${QUICK:-0}" != 1 ]; then
       "$PWD/build/fake_ibverbs/libibverbs.so.1"
     run "valgrind heap threads x2" $VG build/test/test_heap --threads 2
     run "valgrind heap procs x2" build/bin/symheap-run -n 2 $VG build/test/test_heap
+    run "valgrind mappings cache=2 threads x2" env SYMHEAP_WINDOW_CACHE=2 \
+      SYMHEAP_HEAP_RESERVE=4G $VG build/test/test_mapobj --threads 2
     unset SYMHEAP_TEST_UNDER_TOOL
   else
     skip_pass "valgrind passes" "valgrind is not installed (apt-get install valgrind)"
