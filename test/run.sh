@@ -98,14 +98,6 @@ suite() { # suite PREFIX BUILD WRAPPER...
   run "$prefix heap example plugin procs x3" env SYMHEAP_PLUGIN_PATH="$PWD/$b/lib" \
     SYMHEAP_PLUGIN=example SYMHEAP_DEVICE=example \
     build/bin/symheap-run -n 3 "$@" "$b/test/test_heap"
-  # The mapping object's refcount contract (test/test_mapobj.c): the window
-  # cache off, and a cache of 2 so that eviction shows.
-  for cache in 0 2; do
-    run "$prefix mappings cache=$cache procs x4" env SYMHEAP_WINDOW_CACHE=$cache \
-      build/bin/symheap-run -n 4 "$@" "$b/test/test_mapobj"
-    run "$prefix mappings cache=$cache threads x3" env SYMHEAP_WINDOW_CACHE=$cache \
-      "$@" "$b/test/test_mapobj" --threads 3
-  done
   # The cuda adaptor over the fake driver: the same multi-rank suite (multicast
   # off, as on the shared GPU machines), then its own fault and fallback tests.
   local fake="$PWD/$b/fake_cuda/libcuda.so.1"
@@ -125,6 +117,14 @@ suite() { # suite PREFIX BUILD WRAPPER...
       "$@" "$b/test/test_multirank" --threads $n
   done
   run "$prefix hip(fake) adaptor" "$@" "$b/test/test_hip_fake" "$hip"
+  # The mapping object's refcount contract (test/test_mapobj.c): the window
+  # cache off, and a cache of 2 so that eviction shows.
+  for cache in 0 2; do
+    run "$prefix mappings cache=$cache procs x4" env SYMHEAP_WINDOW_CACHE=$cache \
+      build/bin/symheap-run -n 4 "$@" "$b/test/test_mapobj"
+    run "$prefix mappings cache=$cache threads x3" env SYMHEAP_WINDOW_CACHE=$cache \
+      "$@" "$b/test/test_mapobj" --threads 3
+  done
   # RDMA registration over the fake libibverbs: threads, two pretend hosts
   # as processes (with and without an RDMA device), device memory by dma-buf.
   local ibv="$PWD/$b/fake_ibverbs/libibverbs.so.1"
