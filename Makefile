@@ -439,3 +439,10 @@ $(BUILD)/test/test_heap_gpu: test/gpu/test_heap_gpu.cu $(BUILD)/obj/test/harness
 	  -Xlinker -rpath,'$$ORIGIN/../lib' -ldl -lpthread
 gpu-tests: $(BUILD)/test/test_heap_gpu
 endif
+# test_mapobj: the mapping object's refcount contract (test/test_mapobj.c).
+$(BUILD)/test/test_mapobj: test/test_mapobj.c $(TEST_COMMON) test/harness.h \
+    $(BUILD)/lib/libsymheap.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ test/test_mapobj.c $(TEST_COMMON) \
+	  $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
+tests: $(BUILD)/test/test_mapobj

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "comm.h"
+#include "mapping.h"
 #include "registry.h"
 
 symheap__alloc_t *symheap__alloc_find(symheap_comm_t c, const void *ptr) {
@@ -76,7 +77,7 @@ fail:
 
 symheap_result_t symheap__alloc_free(symheap_comm_t c, symheap__alloc_t *a) {
   const symheap_device_ops *ops = &c->dev.ops;
-  symheap__cache_drop_alloc(c, a);
+  symheap__map_drop_alloc(c, a);
   if (a->exported)
     symheap__fdx_send_freed(c, a->id);
   if (a->export_fd >= 0) {
@@ -116,12 +117,13 @@ SYMHEAP__EXPORT symheap_result_t symheap_mem_free(symheap_comm_t c, void *ptr) {
   symheap_result_t rc = symheap__capture_check(c, "symheap_mem_free");
   if (rc != SYMHEAP_SUCCESS)
     return rc;
-  symheap__cache_drop_alloc(c, a); /* kept mappings are not registrations */
+  symheap__map_drop_alloc(c, a); /* kept mappings are not registrations */
   if (a->windows)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "symheap_mem_free: %p is still registered in %d "
-                          "window(s); deregister first",
-                          ptr, a->windows);
+    return symheap__error(
+        SYMHEAP_ERR_INVALID_ARG,
+        "symheap_mem_free: %p is still mapped by %d "
+        "registration(s) or kept mapping(s); deregister first",
+        ptr, a->windows);
   symheap_result_t r = symheap__alloc_free(c, a);
   return r == SYMHEAP_SUCCESS ? r
                               : symheap__error_context(r, "symheap_mem_free");

@@ -10,6 +10,7 @@
 #include "comm.h"
 #include "config.h"
 #include "heap.h"
+#include "mapping.h"
 #include "plugin.h"
 
 /* A forked child shares its parent's sockets: a call of its own would
@@ -201,8 +202,9 @@ symheap_result_t symheap__multicast_disabled_by(const char **by) {
   return SYMHEAP_SUCCESS;
 }
 
-/* Everything the comm still holds: windows (with a warning), the pad, kept
- * mappings, allocations (with a warning).  Local. */
+/* Everything the comm still holds: windows (with a warning), the pad, the
+ * mappings no window holds (kept ones, the heap's), allocations (with a
+ * warning).  Local. */
 static void release_all(symheap_comm_t c) {
   while (c->windows) {
     struct symheap_window *w = c->windows;
@@ -213,8 +215,7 @@ static void release_all(symheap_comm_t c) {
   }
   if (c->pad)
     (void)symheap__window_teardown(c, c->pad, 0);
-  symheap__heap_destroy(c);
-  symheap__cache_clear(c);
+  symheap__map_clear(c); /* kept mappings, the heap's */
   while (c->allocs) {
     SYMHEAP_WARN("comm destroy: allocation %p (%zu bytes) was never freed",
                  (void *)c->allocs->ptr, c->allocs->size);

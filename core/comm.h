@@ -21,26 +21,64 @@ typedef struct symheap__alloc {
   size_t size; /* rounded to the granularity */
   symheap_mem_handle_t handle;
   uint64_t id;   /* unique in the comm on this rank, never reused */
-  int windows;   /* windows registered over it */
+  int windows;   /* mappings of it, live or kept (mapobj.c) */
   int exported;  /* peers may hold mappings of it */
   int export_fd; /* kept exported descriptor (-1: none).  CUDA makes an
                     export and the peers' imports of it far cheaper while
                     one exported descriptor stays open */
 } symheap__alloc_t;
 
-/* A flat mapping kept after its window was deregistered, so that
- * registering the same memory again costs no driver call (mapcache.c). */
-typedef struct symheap__mapping {
-  struct symheap__mapping *next;
-  symheap__alloc_t *alloc; /* the local memory */
-  size_t offset, size;     /* the window within it */
-  size_t head, stride;
-  char *reserve;
+/* One rank's RDMA registration of a range: its memory region and every
+ * rank's key (rdma.c), or nothing (mr and keys NULL). */
+typedef struct {
+  uint64_t addr;
+  uint32_t rkey;
+  uint32_t pad;
+} symheap__rdma_key_t;
+typedef struct {
+  void *mr;
+  uint32_t lkey;
+  symheap__rdma_key_t *keys; /* nranks, or NULL */
+} symheap__rdma_t;
+
+/* What a mapping is made of (mapobj.c tears each kind down its own way). */
+enum {
+  SYMHEAP__MAP_FLAT = 1, /* symheap's own flat range (mapping.c) */
+  SYMHEAP__MAP_HEAP,     /* the heap's reservation; heap.c maps its chunks */
+  SYMHEAP__MAP_IPC,      /* per-peer legacy IPC mappings (window_ipc.c) */
+  SYMHEAP__MAP_VENDOR,   /* a vendor window path's range (window_vendor.c) */
+};
+
+/* A mapping of every rank's memory that outlives the window handles using
+ * it (mapobj.c; docs/architecture.md).  Windows are views onto one: a
+ * registration's mapping has one view, or several when the same range is
+ * registered again; the heap's has one per heap window; a kept mapping has
+ * none and waits in the cache for the next registration of its range. */
+typedef struct symheap__map {
+  struct symheap__map *next; /* the comm's list: live, kept and the heap's */
+  int kind;                  /* SYMHEAP__MAP_* */
+  int refs;                  /* window views using it */
+  int kept;                  /* refs 0, kept for reuse (the cache) */
+  int free_alloc;            /* the last view was symheap_free's: the
+                                memory goes with the mapping */
+  unsigned flags;            /* the registration's: only 0 is shared or kept */
+  char *base;                /* rank p's part at base + p * stride */
+  size_t stride, head;       /* head: the range's start in each part */
+  size_t len;                /* bytes per rank mapped here (the heap: 0, its
+                                chunks are heap.c's) */
+  size_t reserved;           /* VA reserved here for it (0: not ours) */
+  char *local;               /* this rank's [local, local + size): the */
+  size_t size;               /* range, what re-registration looks for */
+  void **peer;               /* IPC: nranks peer addresses, else NULL */
+  void *vendor_handle;       /* SYMHEAP__MAP_VENDOR */
+  symheap__alloc_t *alloc;   /* the local memory, when a symheap allocation */
+  symheap_mem_handle_t handle; /* retained handle of foreign memory, or 0 */
+  symheap__rdma_t rdma;        /* the range's RDMA region, while it has views */
   uint64_t epoch;    /* id of the window that made the mapping: the same on
                         every rank, so equal epochs mean equal mappings */
-  uint64_t *ids;     /* every rank's allocation id, for invalidation */
+  uint64_t *ids;     /* every rank's allocation id (can be kept), or NULL */
   uint64_t last_use; /* for eviction */
-} symheap__mapping_t;
+} symheap__map_t;
 
 /* The multicast part of a window. */
 typedef struct {
@@ -60,13 +98,6 @@ typedef struct {
   void *ctx;
 } symheap__winpath_t;
 
-/* One rank's RDMA registration of a window, as exchanged. */
-typedef struct {
-  uint64_t addr;
-  uint32_t rkey;
-  uint32_t pad;
-} symheap__rdma_key_t;
-
 struct symheap_window {
   struct symheap_window *next, *prev; /* in the comm's list */
   symheap_window_t handle;            /* what the caller holds (handles.c) */
@@ -76,45 +107,38 @@ struct symheap_window {
   size_t size;
   unsigned flags;
   int flat; /* 1: flat VA; 0: per-peer IPC mappings */
-  /* flat mode */
-  char *reserve; /* nranks * stride bytes */
-  size_t stride; /* mapped bytes per rank */
-  size_t head;   /* window start inside each rank's mapped chunk */
+  /* The view: the mapping it holds a reference on (mapobj.c), and where the
+   * window lies in it.  reserve and stride are the mapping's, copied for
+   * the accessors; the window never unmaps them. */
+  symheap__map_t *map;
+  char *reserve; /* flat mode: rank p's part at reserve + p * stride */
+  size_t stride;
+  size_t head; /* window start inside each rank's part */
   /* the local memory behind it */
   symheap__alloc_t *alloc;    /* NULL for foreign memory */
-  uint64_t *ids;              /* every rank's allocation id when all are
-                                 symheap allocations (cacheable), else NULL */
-  uint64_t epoch;             /* window id that made the flat mapping */
-  symheap_mem_handle_t local; /* retained handle for foreign memory, or 0 */
+  symheap_mem_handle_t local; /* while registering: a retained handle of
+                                 foreign memory, which the mapping takes */
   int owns_alloc;             /* made by symheap_malloc */
   void **peer;                /* nranks peer addresses of the window start */
   symheap__mc_t mc;
   int slot;       /* signal slot in the comm pad, or -1 */
   int view_taken; /* a device view was handed out: device code may have
                      touched the slot, so it is cleared when the window goes */
-  /* Re-registration of a live range: a sharer points at the window that
-   * owns the mapping; the owner counts its sharers.  An owner deregistered
-   * while sharers live is `released`: its handle is gone, its mapping stays
-   * until the last sharer goes. */
-  struct symheap_window *share;
-  int sharers;
-  int released;
-  /* RDMA (rdma.c): this rank's memory region and every rank's key, or NULL */
-  void *mr;
-  uint32_t lkey;
-  symheap__rdma_key_t *rdma;
-  /* A vendor window path's window (window_vendor.c): reserve and stride
-   * then describe the vendor's flat range, which symheap did not map. */
-  int vendor;
-  void *vendor_handle;
+  /* RDMA (rdma.c): the region the window is reached by, or NULL: the
+   * mapping's (every view of a registration shares it), or for a heap
+   * window its own (rdma_own). */
+  symheap__rdma_t *rdma;
+  symheap__rdma_t rdma_own;
   /* A heap window (heap.c): [head, head + heap_len) of the comm's heap,
-   * reserve and stride being the heap's.  A window registered over part of
-   * a heap block is a view (heap_len 0): `block` is that block, which
-   * counts its `views` and stays allocated until the last goes. */
+   * its mapping the heap's.  A window registered over part of a heap block
+   * is a view of the block (heap_len 0): `block` is that block, which counts
+   * its `views` and stays allocated until the last goes; a block freed
+   * while viewed is `released` (its handle gone). */
   int heap;
   uint64_t heap_len;
   struct symheap_window *block;
   int views;
+  int released;
 };
 
 /* A live comm's magic; a destroyed one's struct is kept (never reused) with
@@ -162,8 +186,8 @@ struct symheap_comm {
    * and go in the same order on every rank, so every rank gives a window
    * the same slot without exchanging anything. */
   uint64_t slot_used[(SYMHEAP_PAD_SLOTS + 63) / 64];
-  symheap__mapping_t *cache;
-  int cache_max; /* SYMHEAP_WINDOW_CACHE */
+  symheap__map_t *maps; /* every mapping: live, kept, the heap's (mapobj.c) */
+  int cache_max;        /* SYMHEAP_WINDOW_CACHE: kept mappings at most */
   uint64_t cache_clock;
   symheap_comm_stats_t stats;
   uint64_t *mapped_from; /* nranks: bytes of rank p's memory mapped here */
@@ -308,22 +332,6 @@ void symheap__fdx_send_freed(symheap_comm_t c, uint64_t id);
 /* Read the peers' notices that have arrived, without blocking. */
 void symheap__fdx_drain(symheap_comm_t c);
 
-/* mapcache.c */
-/* A kept mapping for this window of this allocation, or NULL. */
-symheap__mapping_t *symheap__cache_find(symheap_comm_t c, symheap__alloc_t *a,
-                                        size_t offset, size_t size);
-/* Keep a deregistered window's flat mapping; takes it from the window. */
-void symheap__cache_put(symheap_comm_t c, struct symheap_window *w);
-/* Take a kept mapping out of the cache (for reuse, or to unmap it). */
-void symheap__cache_take(symheap_comm_t c, symheap__mapping_t *m);
-/* Unmap a mapping taken out of the cache and free it. */
-void symheap__cache_destroy(symheap_comm_t c, symheap__mapping_t *m);
-/* Drop every kept mapping of local allocation a, or (peer >= 0) of peer's
- * allocation id. */
-void symheap__cache_drop_alloc(symheap_comm_t c, symheap__alloc_t *a);
-void symheap__cache_drop_peer(symheap_comm_t c, int peer, uint64_t id);
-void symheap__cache_clear(symheap_comm_t c);
-
 /* alloc.c */
 symheap__alloc_t *symheap__alloc_find(symheap_comm_t c, const void *ptr);
 symheap_result_t symheap__alloc_free(symheap_comm_t c, symheap__alloc_t *a);
@@ -348,14 +356,12 @@ void symheap__slot_release(symheap_comm_t c, struct symheap_window *w);
 symheap_result_t symheap__malloc_registered(symheap_comm_t c, size_t size,
                                             unsigned flags,
                                             symheap_window_t *win);
-/* Local.  may_cache: keep the flat mapping for a later registration of the
- * same memory (deregistration); 0 unmaps it (free, comm destroy). */
+/* Local: the view goes, and its reference on the mapping.  keep: the
+ * mapping may be kept for a later registration of the same memory
+ * (deregistration); 0: it goes at its last view, with a symheap_malloc
+ * window's memory (free, comm destroy). */
 symheap_result_t symheap__window_teardown(symheap_comm_t c,
-                                          struct symheap_window *w,
-                                          int may_cache);
-/* Unmap the first `mapped` ranks' chunks of a flat mapping and free it. */
-symheap_result_t symheap__unmap_flat(symheap_comm_t c, char *reserve,
-                                     size_t stride, int mapped);
+                                          struct symheap_window *w, int keep);
 /* window_ipc.c: collective; per-peer IPC mappings into w->peer, all or
  * nothing. */
 symheap_result_t symheap__map_ipc(symheap_comm_t c, struct symheap_window *w);
@@ -365,11 +371,13 @@ symheap_result_t symheap__map_ipc(symheap_comm_t c, struct symheap_window *w);
  * SYMHEAP_NET asks (agreed: on for every rank or for none). */
 symheap_result_t symheap__rdma_setup(symheap_comm_t c);
 void symheap__rdma_close(symheap_comm_t c);
-/* Collective, after the window is mapped: register this rank's copy and
- * exchange keys (nothing without RDMA).  Undoes itself on failure. */
+/* Collective, after the window is mapped: register this rank's copy into
+ * w->rdma (its mapping's region, or a heap window's own) and exchange keys
+ * (nothing without RDMA).  Undoes itself on failure. */
 symheap_result_t symheap__rdma_register(symheap_comm_t c,
                                         struct symheap_window *w);
-void symheap__rdma_deregister(symheap_comm_t c, struct symheap_window *w);
+/* Local: the region goes (nothing when there is none). */
+void symheap__rdma_deregister(symheap_comm_t c, symheap__rdma_t *x);
 void symheap__rdma_view(const struct symheap_window *w,
                         symheap_device_window_t *v);
 
@@ -378,13 +386,14 @@ void symheap__rdma_view(const struct symheap_window *w,
  * unusable fails the init on every rank, saying why. */
 symheap_result_t symheap__winpath_setup(symheap_comm_t c);
 void symheap__winpath_close(symheap_comm_t c);
-/* Collective: the window registered by the vendor, agreed; undone on
- * failure. */
+/* Collective: the window registered by the vendor, agreed (w's reserve,
+ * stride and head describe the vendor's range; *handle is the vendor's);
+ * undone on failure. */
 symheap_result_t symheap__winpath_register(symheap_comm_t c,
-                                           struct symheap_window *w);
+                                           struct symheap_window *w,
+                                           void **handle);
 /* Local, in deregistration order (collective for the vendor). */
-symheap_result_t symheap__winpath_deregister(symheap_comm_t c,
-                                             struct symheap_window *w);
+symheap_result_t symheap__winpath_deregister(symheap_comm_t c, void *handle);
 
 /* window_access.c: the process-wide list of live windows. */
 /* SUCCESS for a live window handle; else INVALID_ARG naming fn. */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "comm.h"
+#include "mapping.h"
 #include "sock.h"
 
 #define FDX_MAGIC 0x53484658u /* "SHFX" */
@@ -153,7 +154,7 @@ symheap_result_t symheap__fdx_allgather(symheap_comm_t c, int my_fd, int *fds) {
       r = symheap__sock_recv(c->peer_fd[p], &in, sizeof in, &fds[p], deadline,
                              p);
       if (r == SYMHEAP_SUCCESS && in.magic == FDX_MAGIC && in.type == FDX_FREED)
-        symheap__cache_drop_peer(c, p, in.value);
+        symheap__map_drop_peer(c, p, in.value);
     } while (r == SYMHEAP_SUCCESS && in.magic == FDX_MAGIC &&
              in.type == FDX_FREED && fds[p] == -1);
     if (r == SYMHEAP_SUCCESS && fds[p] == -2) {
@@ -215,7 +216,7 @@ void symheap__fdx_drain(symheap_comm_t c) {
       if (recv(c->peer_fd[p], &rec, sizeof rec, MSG_DONTWAIT) !=
           (ssize_t)sizeof rec)
         break;
-      symheap__cache_drop_peer(c, p, rec.value);
+      symheap__map_drop_peer(c, p, rec.value);
     }
   }
 }

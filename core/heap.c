@@ -74,6 +74,17 @@ symheap_result_t symheap__heap_create(symheap_comm_t c) {
     heap_free_struct(h);
     return symheap__error_context(r, "reserving %zu bytes for the heap", total);
   }
+  symheap__map_t *m = symheap__map_new(c, 0);
+  if (!m) {
+    (void)c->dev.ops.va_free(c->dev_ctx, va, total);
+    heap_free_struct(h);
+    return symheap__error(SYMHEAP_ERR_NO_MEMORY, "heap: no memory");
+  }
+  m->kind = SYMHEAP__MAP_HEAP; /* it owns the reservation, heap.c the chunks */
+  m->base = va;
+  m->stride = (size_t)c->heap_reserve;
+  m->reserved = total;
+  h->map = m;
   h->base = va;
   h->threshold = c->heap_threshold;
   c->stats.va_reserved += total;
@@ -179,9 +190,7 @@ void symheap__heap_destroy(symheap_comm_t c) {
       c->stats.descriptors_held--;
       c->stats.heap_committed -= ch;
     }
-  size_t total = (size_t)h->arena.size * (size_t)c->nranks;
-  (void)c->dev.ops.va_free(c->dev_ctx, h->base, total);
-  c->stats.va_reserved -= total;
+  symheap__map_drop(c, h->map); /* the reservation: every view is gone */
   c->stats.heap_reserved = 0;
   c->stats.heap_used = 0;
   c->stats.heap_allocations = 0;
@@ -319,14 +328,18 @@ int symheap__heap_locate(symheap_comm_t c, const void *ptr, size_t *off,
   return 1;
 }
 
-/* The window's place in the heap; then, collective, its RDMA registration. */
+/* The window's place in the heap; then, collective, its RDMA registration
+ * (`region`: one to share instead, the block's when the window is all of
+ * it, like every re-registration of a range). */
 static symheap_result_t view_of(symheap_comm_t c, struct symheap_window *w,
-                                size_t off) {
+                                size_t off, symheap__rdma_t *region) {
   symheap__heap_t *h = c->heap;
   size_t stride = (size_t)h->arena.size;
   w->comm = c;
   w->flat = 1;
   w->heap = 1;
+  w->map = h->map;
+  w->rdma = region ? region : &w->rdma_own;
   w->reserve = h->base;
   w->stride = stride;
   w->head = off;
@@ -334,7 +347,10 @@ static symheap_result_t view_of(symheap_comm_t c, struct symheap_window *w,
   w->slot = -1;
   for (int p = 0; p < c->nranks; p++)
     w->peer[p] = c->reach[p] ? h->base + (size_t)p * stride + off : NULL;
-  return symheap__rdma_register(c, w);
+  symheap_result_t r = region ? SYMHEAP_SUCCESS : symheap__rdma_register(c, w);
+  if (r == SYMHEAP_SUCCESS)
+    symheap__map_hold(h->map);
+  return r;
 }
 
 /* A window made: in the comm's lists and counts. */
@@ -370,7 +386,8 @@ symheap_result_t symheap__heap_view(symheap_comm_t c, struct symheap_window *w,
                                 "[%p, +%zu) is heap memory but not inside one "
                                     "live heap allocation",
                                 (void *)w->user_ptr, w->size)
-               : view_of(c, w, off);
+               : view_of(c, w, off,
+                     b->head == off && b->size == w->size ? b->rdma : NULL);
   if (r != SYMHEAP_SUCCESS)
     return r;
   w->block = b;
@@ -389,7 +406,7 @@ static symheap_result_t window_make(symheap_comm_t c, struct symheap_window *w,
   w->size = size;
   w->heap_len = len;
   w->owns_alloc = 1;
-  symheap_result_t r = view_of(c, w, (size_t)off); /* collective */
+  symheap_result_t r = view_of(c, w, (size_t)off, NULL); /* collective */
   if (r != SYMHEAP_SUCCESS) {
     (void)symheap__arena_give(&h->arena, off, len);
     return r;

@@ -11,6 +11,8 @@
 typedef struct symheap__heap {
   symheap__arena_t arena;
   char *base;                   /* rank p's part at base + p * arena.size */
+  symheap__map_t *map;          /* the reservation's mapping object: one
+                                   view per heap window (mapobj.c) */
   symheap_mem_handle_t *handle; /* per chunk: this rank's memory, or 0 */
   uint64_t threshold;           /* larger allocations are registrations */
   uint64_t seq;                 /* heap operations agreed so far */

@@ -1,6 +1,7 @@
 /* Flat mappings: every rank's memory mapped into one reservation, rank p's
- * at base + p * stride.  Windows, kept mappings (mapcache.c) and the heap's
- * chunks (heap.c) are all built and torn down here, in named phases:
+ * at base + p * stride.  Registrations' mappings (owned by mapping objects,
+ * mapobj.c) and the heap's chunks (heap.c) are all built and unmapped here,
+ * in named phases:
  * export, exchange, import, map, set access, release the imports, agree. */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,18 +24,6 @@ symheap_result_t symheap__unmap_peers(symheap_comm_t c, char *base,
     c->stats.bytes_mapped -= len;
     c->mapped_from[p] -= len;
   }
-  return first;
-}
-
-symheap_result_t symheap__unmap_flat(symheap_comm_t c, char *reserve,
-                                     size_t stride, int mapped) {
-  symheap_result_t first =
-      symheap__unmap_peers(c, reserve, stride, stride, mapped);
-  size_t total = stride * (size_t)c->nranks;
-  symheap_result_t r = c->dev.ops.va_free(c->dev_ctx, reserve, total);
-  if (r != SYMHEAP_SUCCESS && first == SYMHEAP_SUCCESS)
-    first = r;
-  c->stats.va_reserved -= total;
   return first;
 }
 

@@ -70,8 +70,9 @@ void symheap__rdma_close(symheap_comm_t c) {
   c->net = NULL;
 }
 
-/* This rank's memory region over the window. */
-static symheap_result_t reg_local(symheap_comm_t c, struct symheap_window *w,
+/* This rank's memory region over [ptr, ptr + size). */
+static symheap_result_t reg_local(symheap_comm_t c, symheap__rdma_t *x,
+                                  char *ptr, size_t size,
                                   symheap__rdma_key_t *me) {
   memset(me, 0, sizeof *me);
   int fd = -1;
@@ -84,62 +85,64 @@ static symheap_result_t reg_local(symheap_comm_t c, struct symheap_window *w,
                             "RDMA (SYMHEAP_NET=none turns RDMA off)",
                             c->dev.ops.name);
     symheap_result_t r =
-        c->dev.ops.dmabuf_export(c->dev_ctx, w->user_ptr, w->size, &fd, &off);
+        c->dev.ops.dmabuf_export(c->dev_ctx, ptr, size, &fd, &off);
     if (r != SYMHEAP_SUCCESS)
       return symheap__error_context(r, "exporting the window as a dma-buf");
   }
-  symheap_result_t r = symheap__ibv_reg(c->net, w->user_ptr, w->size, fd, off,
-                                        &w->mr, &w->lkey, &me->rkey);
+  symheap_result_t r =
+      symheap__ibv_reg(c->net, ptr, size, fd, off, &x->mr, &x->lkey, &me->rkey);
   if (fd >= 0)
     close(fd);
-  me->addr = (uint64_t)(uintptr_t)w->user_ptr;
+  me->addr = (uint64_t)(uintptr_t)ptr;
   return r;
 }
 
 symheap_result_t symheap__rdma_register(symheap_comm_t c,
                                         struct symheap_window *w) {
-  if (!c->net)
+  symheap__rdma_t *x = w->rdma;
+  if (!c->net || !x)
     return SYMHEAP_SUCCESS;
   symheap__rdma_key_t me;
-  w->rdma = calloc((size_t)c->nranks, sizeof *w->rdma);
+  x->keys = calloc((size_t)c->nranks, sizeof *x->keys);
   symheap_result_t r =
-      w->rdma ? reg_local(c, w, &me)
+      x->keys ? reg_local(c, x, w->user_ptr, w->size, &me)
               : symheap__error(SYMHEAP_ERR_NO_MEMORY, "RDMA: no memory");
-  if (w->mr)
+  if (x->mr)
     c->stats.descriptors_held++;
-  r = symheap__agree(c, r, 0, &me, sizeof me, w->rdma);
+  r = symheap__agree(c, r, 0, &me, sizeof me, x->keys);
   if (r != SYMHEAP_SUCCESS) {
-    symheap__rdma_deregister(c, w);
+    symheap__rdma_deregister(c, x);
     return symheap__error_context(r, "RDMA registration");
   }
   return SYMHEAP_SUCCESS;
 }
 
-void symheap__rdma_deregister(symheap_comm_t c, struct symheap_window *w) {
-  if (w->mr) {
-    if (symheap__ibv_dereg(c->net, w->mr) != SYMHEAP_SUCCESS)
+void symheap__rdma_deregister(symheap_comm_t c, symheap__rdma_t *x) {
+  if (x->mr) {
+    if (symheap__ibv_dereg(c->net, x->mr) != SYMHEAP_SUCCESS)
       SYMHEAP_WARN("%s", symheap_last_error());
     c->stats.descriptors_held--;
-    w->mr = NULL;
+    x->mr = NULL;
   }
-  free(w->rdma);
-  w->rdma = NULL;
+  free(x->keys);
+  x->keys = NULL;
 }
 
-/* The window whose registration a handle uses (a sharer uses its owner's). */
-static const struct symheap_window *owner(const struct symheap_window *w) {
-  return w->share ? w->share : w;
+/* The region a window is reached by (every view of a registration shares
+ * its mapping's), or NULL. */
+static const symheap__rdma_t *region(const struct symheap_window *w) {
+  return w->rdma && w->rdma->keys ? w->rdma : NULL;
 }
 
 void symheap__rdma_view(const struct symheap_window *w,
                         symheap_device_window_t *v) {
-  const struct symheap_window *o = owner(w);
-  if (!o->rdma)
+  const symheap__rdma_t *o = region(w);
+  if (!o)
     return;
   v->flags |= SYMHEAP_VIEW_RDMA;
   for (int p = 0; p < w->comm->nranks && p < SYMHEAP_DEVICE_MAX_PEERS; p++) {
-    v->rdma_addr[p] = o->rdma[p].addr;
-    v->rdma_rkey[p] = o->rdma[p].rkey;
+    v->rdma_addr[p] = o->keys[p].addr;
+    v->rdma_rkey[p] = o->keys[p].rkey;
   }
 }
 
@@ -163,11 +166,11 @@ SYMHEAP__EXPORT symheap_result_t symheap_window_rdma_key(symheap_window_t h,
     return symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s: %s", fn,
                           !addr || !rkey ? "NULL output pointer"
                                          : "peer is out of range");
-  const struct symheap_window *o = owner(w);
-  if (!o->rdma)
+  const symheap__rdma_t *o = region(w);
+  if (!o)
     return no_rdma(w, fn);
-  *addr = o->rdma[peer].addr;
-  *rkey = o->rdma[peer].rkey;
+  *addr = o->keys[peer].addr;
+  *rkey = o->keys[peer].rkey;
   return SYMHEAP_SUCCESS;
 }
 
@@ -179,8 +182,8 @@ SYMHEAP__EXPORT symheap_result_t symheap_window_rdma_lkey(symheap_window_t h,
     return SYMHEAP_ERR_INVALID_ARG;
   if (!lkey)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s: lkey is NULL", fn);
-  const struct symheap_window *o = owner(w);
-  if (!o->rdma)
+  const symheap__rdma_t *o = region(w);
+  if (!o)
     return no_rdma(w, fn);
   *lkey = o->lkey;
   return SYMHEAP_SUCCESS;

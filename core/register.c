@@ -1,9 +1,12 @@
 /* Registration of a window, in named phases: check this rank's arguments
- * and find its memory (check), offer what could be reused (offer), agree,
- * fit one stride to every rank's memory (layout), reuse or build the flat
- * mapping (map), multicast and RDMA (extras), and enter the window in the
- * comm (link).  Every fallible phase ends in an agreement, so the ranks go
- * on together or undo together. */
+ * and find its memory, and make the mapping object a new mapping would fill
+ * (check), offer what could be shared or reused (offer), agree, fit one
+ * stride to every rank's memory (layout), reuse or build the mapping (map),
+ * multicast and RDMA (extras), and enter the window in the comm (link).  A
+ * live mapping of the same range every rank offered gets one more view
+ * instead (share), and heap memory a view of the heap's.  Every fallible
+ * phase ends in an agreement, so the ranks go on together or undo
+ * together. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +23,7 @@ typedef struct {
   uint64_t granularity;
   uint64_t alloc_id;     /* symheap allocation id, 0 for other memory */
   uint64_t cached_epoch; /* epoch of a kept mapping offered, or UINT64_MAX */
-  uint64_t share_id;     /* id of a live window of the same range, or
+  uint64_t share_id;     /* epoch of a live mapping of the same range, or
                             UINT64_MAX */
   uint32_t flags;
   uint32_t flat; /* 1: VMM memory, flat VA; 0: per-peer IPC */
@@ -122,63 +125,47 @@ static symheap_result_t check_args(symheap_comm_t c, const reg_args_t *all) {
 
 /* After the argument exchange: may this registration reuse a kept mapping?
  * Only if every rank offers one from the same earlier registration. */
-static symheap__mapping_t *cache_match(symheap_comm_t c, const reg_args_t *all,
-                                       symheap__mapping_t *offered) {
+static symheap__map_t *cache_match(symheap_comm_t c, const reg_args_t *all,
+                                   symheap__map_t *offered) {
   int hit = offered != NULL;
   for (int p = 0; p < c->nranks && hit; p++)
     hit = all[p].cached_epoch == all[0].cached_epoch &&
           all[p].cached_epoch != UINT64_MAX;
   if (hit)
     return offered;
-  if (offered) { /* stale on some rank: it cannot serve this registration */
-    symheap__cache_take(c, offered);
-    symheap__cache_destroy(c, offered);
-  }
+  if (offered) /* stale on some rank: it cannot serve this registration */
+    symheap__map_drop(c, offered);
   return NULL;
 }
 
-/* A live window (not a sharer) over exactly [ptr, ptr+size) without
- * multicast: registering the range again can share its mapping. */
-static struct symheap_window *share_candidate(symheap_comm_t c, void *ptr,
-                                              size_t size) {
-  for (struct symheap_window *x = c->windows; x; x = x->next) {
-    struct symheap_window *o = x->share ? x->share : x;
-    if (o->user_ptr == ptr && o->size == size && o->flags == 0)
-      return o;
-  }
-  return NULL;
+/* Phase link (local): the window joins the comm. */
+static void reg_link(symheap_comm_t c, struct symheap_window *w,
+                     int owns_alloc) {
+  w->id = c->next_window_id++;
+  w->owns_alloc = owns_alloc;
+  w->slot = symheap__slot_take(c);
+  symheap__live_add(c, w);
+  c->stats.windows_live++;
+  c->stats.bytes_registered += w->size;
 }
 
-/* Every rank offered the same live window: a new handle over its mapping. */
+/* Every rank offered the same live mapping: a new view of it. */
 static symheap_result_t share_register(symheap_comm_t c,
                                        struct symheap_window *w,
-                                       struct symheap_window *owner,
+                                       symheap__map_t *m,
                                        symheap_window_t *out) {
-  if (w->local) { /* locate() retained a handle the owner already holds */
+  if (w->local) { /* locate() retained a handle the mapping already holds */
     (void)c->dev.ops.mem_release(c->dev_ctx, w->local);
     c->stats.descriptors_held--;
     w->local = 0;
   }
-  w->flat = owner->flat;
-  w->reserve = owner->reserve;
-  w->stride = owner->stride;
-  w->head = owner->head;
-  w->epoch = owner->epoch;
-  w->alloc = owner->alloc;
-  memcpy(w->peer, owner->peer, (size_t)c->nranks * sizeof *w->peer);
-  w->share = owner;
-  owner->sharers++;
-  w->id = c->next_window_id++;
-  w->slot = symheap__slot_take(c);
-  if (w->alloc)
-    w->alloc->windows++;
-  symheap__live_add(c, w);
-  c->stats.windows_live++;
-  c->stats.bytes_registered += w->size;
-  SYMHEAP_TRACE("registered window %llu: %zu bytes at %p, sharing window "
-                "%llu's mapping (%d sharers)",
+  symheap__map_hold(m);
+  symheap__map_view(c, w, m);
+  reg_link(c, w, 0);
+  SYMHEAP_TRACE("registered window %llu: %zu bytes at %p, sharing mapping "
+                "%llu (%d views)",
                 (unsigned long long)w->id, w->size, (void *)w->user_ptr,
-                (unsigned long long)owner->id, owner->sharers);
+                (unsigned long long)m->epoch, m->refs);
   *out = w->handle;
   return SYMHEAP_SUCCESS;
 }
@@ -186,12 +173,14 @@ static symheap_result_t share_register(symheap_comm_t c,
 /* One registration in progress: what the phases hand each other. */
 typedef struct {
   struct symheap_window *w;
-  reg_args_t a;                 /* this rank's arguments */
-  reg_args_t *all;              /* every rank's, after the agreement */
-  struct symheap_window *owner; /* a live window over the same range */
-  symheap__mapping_t *offered;  /* a kept mapping of the same range */
-  symheap__mapping_t *reuse;    /* one every rank offered: no mapping to make */
-  size_t map_off;               /* where the mapping starts in the memory */
+  reg_args_t a;            /* this rank's arguments */
+  reg_args_t *all;         /* every rank's, after the agreement */
+  symheap__map_t *owner;   /* a live mapping of the same range */
+  symheap__map_t *offered; /* a kept mapping of the same range */
+  symheap__map_t *reuse;   /* one every rank offered: no mapping to make */
+  symheap__map_t *m;       /* made beforehand, for a new mapping */
+  uint64_t *ids;           /* every rank's allocation id, if it can be kept */
+  size_t map_off;          /* where the mapping starts in the memory */
 } reg_t;
 
 /* Phase check (local): the arguments, and the memory behind ptr. */
@@ -228,18 +217,24 @@ static symheap_result_t reg_check(symheap_comm_t c, reg_t *g, void *ptr,
   w->user_ptr = ptr;
   w->size = size;
   w->flags = flags;
-  return locate(c, w, &g->a);
+  r = locate(c, w, &g->a);
+  /* The mapping object now, so that nothing after the collective steps
+   * can fail on one rank only. */
+  if (r == SYMHEAP_SUCCESS && !g->a.heap &&
+      !(g->m = symheap__map_new(c, !g->a.flat)))
+    r = symheap__error(SYMHEAP_ERR_NO_MEMORY, "register: no memory");
+  return r;
 }
 
-/* Phase offer (local): a live window of the same range to share, a kept
- * mapping to reuse; the agreement decides whether every rank has one. */
+/* Phase offer (local): a live mapping of the same range to share, a kept
+ * one to reuse; the agreement decides whether every rank has one. */
 static void reg_offer(symheap_comm_t c, reg_t *g, symheap_result_t r, void *ptr,
                       size_t size, unsigned flags) {
   reg_args_t *a = &g->a;
   a->share_id = UINT64_MAX;
-  if (r == SYMHEAP_SUCCESS && flags == 0 &&
-      (g->owner = share_candidate(c, ptr, size)))
-    a->share_id = g->owner->id;
+  if (r == SYMHEAP_SUCCESS && flags == 0 && !a->heap &&
+      (g->owner = symheap__map_shared(c, ptr, size)))
+    a->share_id = g->owner->epoch;
   a->size = size;
   a->flags = flags;
   a->granularity = c->caps.granularity;
@@ -247,13 +242,13 @@ static void reg_offer(symheap_comm_t c, reg_t *g, symheap_result_t r, void *ptr,
   if (r == SYMHEAP_SUCCESS && g->w->alloc && flags == 0 && c->cache_max > 0 &&
       !c->winpath.name) {
     symheap__fdx_drain(c); /* peers' frees first: fewer stale offers */
-    g->offered = symheap__cache_find(c, g->w->alloc, a->offset, size);
+    g->offered = symheap__map_kept(c, g->w->alloc, ptr, size);
     if (g->offered)
       a->cached_epoch = g->offered->epoch;
   }
 }
 
-/* Whether every rank offered the same live window. */
+/* Whether every rank offered the same live mapping (the same epoch). */
 static int reg_shared(symheap_comm_t c, const reg_t *g) {
   int same = g->owner != NULL;
   for (int p = 0; p < c->nranks && same; p++)
@@ -313,58 +308,50 @@ static void reg_reuse(symheap_comm_t c, reg_t *g) {
   int cacheable = w->flags == 0 && !c->winpath.name;
   for (int p = 0; p < c->nranks && cacheable; p++)
     cacheable = g->all[p].alloc_id != 0;
-  if (cacheable && (w->ids = calloc((unsigned)c->nranks, sizeof *w->ids)))
+  if (cacheable && (g->ids = calloc((unsigned)c->nranks, sizeof *g->ids)))
     for (int p = 0; p < c->nranks; p++)
-      w->ids[p] = g->all[p].alloc_id;
+      g->ids[p] = g->all[p].alloc_id;
   g->reuse = cache_match(c, g->all, g->offered);
 }
 
 /* Phase map (collective): reuse the kept mapping every rank offered, or
- * have the vendor or mapping.c build one. */
+ * have the vendor or mapping.c build one into the mapping object made
+ * beforehand. */
 static symheap_result_t reg_map(symheap_comm_t c, reg_t *g,
                                 symheap_mem_handle_t local) {
   struct symheap_window *w = g->w;
-  w->flat = (int)g->a.flat;
   if (g->reuse) {
-    symheap__mapping_t *m = g->reuse;
-    symheap__cache_take(c, m);
-    w->reserve = m->reserve;
-    w->epoch = m->epoch;
-    free(m->ids);
-    free(m);
-  } else {
-    symheap_result_t r;
-    if (c->winpath.name) {
-      r = symheap__winpath_register(c, w);
-      w->flat = 1;
-    } else {
-      r = w->flat ? symheap__map_flat(c, w, local, g->map_off)
-                  : symheap__map_ipc(c, w);
-    }
-    if (r != SYMHEAP_SUCCESS)
-      return r;
-    w->epoch = c->next_window_id;
-    if (w->alloc)
-      w->alloc->exported = 1;
+    symheap__map_unkeep(c, g->reuse);
+    symheap__map_view(c, w, g->reuse);
+    return SYMHEAP_SUCCESS;
   }
-  if (w->flat)
-    for (int p = 0; p < c->nranks; p++)
-      w->peer[p] =
-          c->reach[p] ? w->reserve + (size_t)p * w->stride + w->head : NULL;
+  symheap_result_t r;
+  int kind = g->a.flat ? SYMHEAP__MAP_FLAT : SYMHEAP__MAP_IPC;
+  void *vendor = NULL;
+  if (c->winpath.name) {
+    kind = SYMHEAP__MAP_VENDOR;
+    r = symheap__winpath_register(c, w, &vendor);
+  } else {
+    r = g->a.flat ? symheap__map_flat(c, w, local, g->map_off)
+                  : symheap__map_ipc(c, w);
+  }
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  symheap__map_adopt(c, w, g->m, kind, g->ids);
+  g->m->vendor_handle = vendor;
+  symheap__map_view(c, w, g->m);
+  g->m = NULL;
+  g->ids = NULL;
+  if (w->alloc)
+    w->alloc->exported = 1;
   return SYMHEAP_SUCCESS;
 }
 
-/* Undo phase map (local; every rank agreed to). */
+/* Undo phase map (local; every rank agreed to): the window's is the
+ * mapping's one view. */
 static void reg_unmap(symheap_comm_t c, struct symheap_window *w) {
-  if (w->vendor) {
-    SYMHEAP__KEEP_ERROR((void)symheap__winpath_deregister(c, w));
-  } else if (w->flat) {
-    SYMHEAP__KEEP_ERROR(
-        (void)symheap__unmap_flat(c, w->reserve, w->stride, c->nranks));
-    w->reserve = NULL;
-  } else {
-    SYMHEAP__KEEP_ERROR(symheap__close_ipc(c, w));
-  }
+  SYMHEAP__KEEP_ERROR((void)symheap__map_release(c, w->map, 0));
+  w->map = NULL;
 }
 
 /* Phase extras (collective): multicast when asked, RDMA when the comm has
@@ -394,20 +381,23 @@ static symheap_result_t reg_extras(symheap_comm_t c, reg_t *g,
   return r;
 }
 
-/* Phase link (local): the window joins the comm. */
-static void reg_link(symheap_comm_t c, struct symheap_window *w,
-                     int owns_alloc) {
-  w->id = c->next_window_id++;
-  w->owns_alloc = owns_alloc;
-  w->slot = symheap__slot_take(c);
-  if (w->alloc)
-    w->alloc->windows++;
-  symheap__live_add(c, w);
-  c->stats.windows_live++;
-  c->stats.bytes_registered += w->size;
+/* After the agreement: the window over a new or kept mapping, or a view of
+ * the heap's. */
+static symheap_result_t reg_build(symheap_comm_t c, reg_t *g, int owns_alloc) {
+  struct symheap_window *w = g->w;
+  if (w->heap) /* the heap's mapping: a view */
+    return symheap__heap_view(c, w, (size_t)g->a.offset);
+  symheap_mem_handle_t local = w->alloc ? w->alloc->handle : w->local;
+  symheap_result_t r = reg_map(c, g, local);
+  if (r == SYMHEAP_SUCCESS)
+    r = reg_extras(c, g, local);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  reg_link(c, w, owns_alloc);
   SYMHEAP_TRACE("registered window %llu: %zu bytes at %p, %s, stride %zu",
                 (unsigned long long)w->id, w->size, (void *)w->user_ptr,
                 w->flat ? "flat VA" : "per-peer IPC", w->stride);
+  return SYMHEAP_SUCCESS;
 }
 
 symheap_result_t symheap__register(symheap_comm_t c, void *ptr, size_t size,
@@ -426,36 +416,27 @@ symheap_result_t symheap__register(symheap_comm_t c, void *ptr, size_t size,
   r = symheap__agree(c, r, 0, &g.a, sizeof g.a, g.all);
   if (r == SYMHEAP_SUCCESS)
     r = check_args(c, g.all);
-  if (r == SYMHEAP_SUCCESS && reg_shared(c, &g)) {
-    free(g.all);
-    return share_register(c, g.w, g.owner, out);
-  }
-  if (r == SYMHEAP_SUCCESS)
+  int shared = r == SYMHEAP_SUCCESS && reg_shared(c, &g);
+  if (r == SYMHEAP_SUCCESS && !shared)
     r = reg_layout(c, &g);
-  if (r == SYMHEAP_SUCCESS)
+  if (r == SYMHEAP_SUCCESS && !shared)
     reg_reuse(c, &g);
   /* On failure a kept mapping stays kept: nothing about it changed. */
   free(g.all);
-  struct symheap_window *w = g.w;
-  symheap_mem_handle_t local = 0;
-  if (r == SYMHEAP_SUCCESS && w->heap) /* the heap's mapping: a view */
-    r = symheap__heap_view(c, w, (size_t)g.a.offset);
-  else if (r == SYMHEAP_SUCCESS) {
-    local = w->alloc ? w->alloc->handle : w->local;
-    r = reg_map(c, &g, local);
-    if (r == SYMHEAP_SUCCESS)
-      r = reg_extras(c, &g, local);
-    if (r == SYMHEAP_SUCCESS)
-      reg_link(c, w, owns_alloc);
-  }
+  if (r == SYMHEAP_SUCCESS)
+    r = shared ? share_register(c, g.w, g.owner, out)
+               : reg_build(c, &g, owns_alloc);
+  if (g.m) /* made beforehand, not needed or not filled */
+    symheap__map_drop(c, g.m);
+  free(g.ids);
   if (r == SYMHEAP_SUCCESS) {
-    *out = w->handle;
+    *out = g.w->handle;
     return SYMHEAP_SUCCESS;
   }
-  if (w && w->local) {
-    (void)c->dev.ops.mem_release(c->dev_ctx, w->local);
+  if (g.w && g.w->local) {
+    (void)c->dev.ops.mem_release(c->dev_ctx, g.w->local);
     c->stats.descriptors_held--;
   }
-  symheap__window_free(w);
+  symheap__window_free(g.w);
   return r;
 }

@@ -1,4 +1,6 @@
-/* Windows: the public calls that make and release them, and teardown.
+/* Windows: the public calls that make and release them, and teardown.  A
+ * window is a view holding a reference on a mapping (mapobj.c), which
+ * decides at its last reference whether it is kept or unmapped.
  * Registration's phases are in register.c, flat mappings in mapping.c, the
  * heap's windows in heap.c, accessors in window_access.c. */
 #include <stdio.h>
@@ -9,32 +11,21 @@
 #include "mapping.h"
 #include "window.h"
 
-static symheap_result_t unmap_flat(symheap_comm_t c, struct symheap_window *w,
-                                   int mapped) {
-  symheap_result_t r = symheap__unmap_flat(c, w->reserve, w->stride, mapped);
-  w->reserve = NULL;
-  return r;
-}
-
-/* Close the peers' IPC mappings of a per-peer window. */
-symheap_result_t symheap__close_ipc(symheap_comm_t c,
-                                    struct symheap_window *w) {
+symheap_result_t symheap__close_ipc(symheap_comm_t c, void **peer) {
   symheap_result_t first = SYMHEAP_SUCCESS;
   for (int p = 0; p < c->nranks; p++)
-    if (p != c->rank && w->peer[p]) {
-      symheap_result_t r = c->dev.ops.ipc_close(c->dev_ctx, w->peer[p]);
+    if (p != c->rank && peer[p]) {
+      symheap_result_t r = c->dev.ops.ipc_close(c->dev_ctx, peer[p]);
       if (r != SYMHEAP_SUCCESS && first == SYMHEAP_SUCCESS)
         first = r;
-      w->peer[p] = NULL;
+      peer[p] = NULL;
     }
   return first;
 }
 
 void symheap__window_free(struct symheap_window *w) {
-  if (w) {
+  if (w)
     free(w->peer);
-    free(w->ids);
-  }
   free(w);
 }
 
@@ -124,86 +115,54 @@ SYMHEAP__EXPORT symheap_result_t symheap_malloc(symheap_comm_t c, size_t size,
   SYMHEAP__CLAIMED(c, "symheap_malloc", malloc_one(c, size, flags, win));
 }
 
+/* The window's handle is gone: out of the counts (once). */
+static void count_out(symheap_comm_t c, struct symheap_window *w) {
+  if (!w->released) {
+    w->released = 1;
+    c->stats.windows_live--;
+    c->stats.bytes_registered -= w->size;
+  }
+}
+
+/* A heap window: its block goes back to the heap, or, while windows view
+ * part of it, waits for the last of them.  The heap's mapping stays. */
+static symheap_result_t teardown_heap(symheap_comm_t c,
+                                      struct symheap_window *w, int keep) {
+  count_out(c, w);
+  if (w->views > 0)
+    return SYMHEAP_SUCCESS;
+  symheap__rdma_deregister(c, &w->rdma_own); /* before the memory can go */
+  struct symheap_window *b = w->block;       /* a view: the block it is in */
+  symheap__heap_release(c, w);
+  symheap_result_t r = symheap__map_release(c, w->map, 0);
+  symheap__window_free(w);
+  if (b && --b->views == 0 && b->released) {
+    symheap_result_t rb = symheap__window_teardown(c, b, keep);
+    if (r == SYMHEAP_SUCCESS)
+      r = rb;
+  }
+  return r;
+}
+
 symheap_result_t symheap__window_teardown(symheap_comm_t c,
-                                          struct symheap_window *w,
-                                          int may_cache) {
-  const symheap_device_ops *ops = &c->dev.ops;
-  if (w->share) { /* a sharer: the handle goes, the mapping is the owner's */
-    struct symheap_window *o = w->share;
-    if (w->alloc)
-      w->alloc->windows--;
-    c->stats.windows_live--;
-    c->stats.bytes_registered -= w->size;
-    symheap__window_free(w);
-    if (--o->sharers == 0 && o->views == 0 && o->released)
-      return symheap__window_teardown(c, o, may_cache);
-    return SYMHEAP_SUCCESS;
-  }
-  /* The owner's handle goes; sharers (and views of a heap block) keep the
-   * rest until the last of them goes. */
-  if (w->sharers > 0 || w->views > 0) {
-    if (!w->released) {
-      w->released = 1;
-      c->stats.windows_live--;
-      c->stats.bytes_registered -= w->size;
-    }
-    return SYMHEAP_SUCCESS;
-  }
-  symheap__rdma_deregister(c, w); /* before the memory can go */
-  if (w->heap) { /* the block goes back; the heap's mapping stays */
-    struct symheap_window *b = w->block; /* a view: the block it is in */
-    symheap__heap_release(c, w);
-    if (!w->released) { /* else counted out when its handle went */
-      c->stats.windows_live--;
-      c->stats.bytes_registered -= w->size;
-    }
-    symheap__window_free(w);
-    if (b && --b->views == 0 && b->sharers == 0 && b->released)
-      return symheap__window_teardown(c, b, may_cache);
-    return SYMHEAP_SUCCESS;
-  }
-  symheap_result_t first = symheap__mc_teardown(c, w), r;
-  /* w->ids is set only for windows of symheap allocations on every rank and
-   * without multicast: the mappings a later registration can reuse. */
-  if (w->flat && may_cache && w->ids && !w->owns_alloc && c->cache_max > 0)
-    symheap__cache_put(c, w); /* takes the mapping, or leaves it if it can't */
-  if (w->vendor) {
-    r = symheap__winpath_deregister(c, w);
-    if (first == SYMHEAP_SUCCESS)
-      first = r;
-  } else if (w->flat && w->reserve) {
-    r = unmap_flat(c, w, c->nranks);
-    if (first == SYMHEAP_SUCCESS)
-      first = r;
-  } else if (!w->flat) {
-    r = symheap__close_ipc(c, w);
-    if (first == SYMHEAP_SUCCESS)
-      first = r;
-  }
-  if (w->local) {
-    r = ops->mem_release(c->dev_ctx, w->local);
-    if (r != SYMHEAP_SUCCESS && first == SYMHEAP_SUCCESS)
-      first = r;
-    c->stats.descriptors_held--;
-  }
-  if (w->alloc)
-    w->alloc->windows--;
-  if (!w->released) { /* else counted out when its handle went */
-    c->stats.windows_live--;
-    c->stats.bytes_registered -= w->size;
-  }
-  symheap__alloc_t *alloc = w->owns_alloc ? w->alloc : NULL;
+                                          struct symheap_window *w, int keep) {
+  if (w->heap)
+    return teardown_heap(c, w, keep);
+  symheap_result_t first = symheap__mc_teardown(c, w);
+  /* symheap_free's (or comm destroy's) window of symheap_malloc memory:
+   * the memory goes with the mapping's last view. */
+  if (w->owns_alloc && !keep)
+    w->map->free_alloc = 1;
+  symheap_result_t r = symheap__map_release(c, w->map, keep);
+  if (first == SYMHEAP_SUCCESS)
+    first = r;
+  count_out(c, w);
   if (w == c->pad) { /* never counted as a window */
     c->stats.windows_live++;
     c->stats.bytes_registered += w->size;
     c->pad = NULL;
   }
   symheap__window_free(w);
-  if (alloc) {
-    r = symheap__alloc_free(c, alloc);
-    if (r != SYMHEAP_SUCCESS && first == SYMHEAP_SUCCESS)
-      first = r;
-  }
   return first;
 }
 

@@ -22,7 +22,8 @@ symheap_result_t symheap__register(symheap_comm_t c, void *ptr, size_t size,
                                    unsigned flags, symheap_result_t pre,
                                    int owns_alloc, symheap_window_t *out);
 /* window.c */
-symheap_result_t symheap__close_ipc(symheap_comm_t c, struct symheap_window *w);
+/* Local: close the peers' IPC mappings in peer[] (nranks; own entry kept). */
+symheap_result_t symheap__close_ipc(symheap_comm_t c, void **peer);
 void symheap__window_free(struct symheap_window *w);
 
 #endif

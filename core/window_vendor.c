@@ -46,7 +46,8 @@ void symheap__winpath_close(symheap_comm_t c) {
 }
 
 symheap_result_t symheap__winpath_register(symheap_comm_t c,
-                                           struct symheap_window *w) {
+                                           struct symheap_window *w,
+                                           void **handle) {
   symheap_vendor_window_t out;
   memset(&out, 0, sizeof out);
   symheap_result_t r =
@@ -74,20 +75,15 @@ symheap_result_t symheap__winpath_register(symheap_comm_t c,
       SYMHEAP__KEEP_ERROR((void)c->winpath.dereg(c->winpath.ctx, out.handle));
     return r;
   }
-  w->vendor = 1;
-  w->vendor_handle = out.handle;
+  *handle = out.handle;
   w->reserve = out.flat_base;
   w->stride = (size_t)out.stride;
   w->head = 0;
   return SYMHEAP_SUCCESS;
 }
 
-symheap_result_t symheap__winpath_deregister(symheap_comm_t c,
-                                             struct symheap_window *w) {
-  symheap_result_t r = c->winpath.dereg(c->winpath.ctx, w->vendor_handle);
-  w->vendor = 0;
-  w->vendor_handle = NULL;
-  w->reserve = NULL;
+symheap_result_t symheap__winpath_deregister(symheap_comm_t c, void *handle) {
+  symheap_result_t r = c->winpath.dereg(c->winpath.ctx, handle);
   return r == SYMHEAP_SUCCESS
              ? r
              : symheap__error_context(r, "window path '%s'", c->winpath.name);

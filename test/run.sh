@@ -117,6 +117,14 @@ suite() { # suite PREFIX BUILD WRAPPER...
       "$@" "$b/test/test_multirank" --threads $n
   done
   run "$prefix hip(fake) adaptor" "$@" "$b/test/test_hip_fake" "$hip"
+  # The mapping object's refcount contract (test/test_mapobj.c): the window
+  # cache off, and a cache of 2 so that eviction shows.
+  for cache in 0 2; do
+    run "$prefix mappings cache=$cache procs x4" env SYMHEAP_WINDOW_CACHE=$cache \
+      build/bin/symheap-run -n 4 "$@" "$b/test/test_mapobj"
+    run "$prefix mappings cache=$cache threads x3" env SYMHEAP_WINDOW_CACHE=$cache \
+      "$@" "$b/test/test_mapobj" --threads 3
+  done
   # RDMA registration over the fake libibverbs: threads, two pretend hosts
   # as processes (with and without an RDMA device), device memory by dma-buf.
   local ibv="$PWD/$b/fake_ibverbs/libibverbs.so.1"
@@ -307,6 +315,8 @@ if [ "${QUICK:-0}" != 1 ]; then
       "$PWD/build/fake_ibverbs/libibverbs.so.1"
     run "valgrind heap threads x2" $VG build/test/test_heap --threads 2
     run "valgrind heap procs x2" build/bin/symheap-run -n 2 $VG build/test/test_heap
+    run "valgrind mappings cache=2 threads x2" env SYMHEAP_WINDOW_CACHE=2 \
+      SYMHEAP_HEAP_RESERVE=4G $VG build/test/test_mapobj --threads 2
     unset SYMHEAP_TEST_UNDER_TOOL
   else
     skip_pass "valgrind passes" "valgrind is not installed (apt-get install valgrind)"
