@@ -74,10 +74,6 @@ def worker(rank, world, sizes, iters, path, res):
     import torch.distributed._symmetric_memory as symm_mem
     comm = symheap.init_torch()
     gname = dist.group.WORLD.group_name
-    try:
-        symm_mem.enable_symm_mem_for_group(gname)
-    except Exception:
-        pass
     comm.heap_reserve(max(sizes) * 2)
     rows, err = [], None
     for nb in sizes:
