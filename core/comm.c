@@ -625,6 +625,13 @@ static symheap_result_t comm_barrier_one(symheap_comm_t c) {
   symheap_result_t r = symheap__comm_enter(c, "symheap_comm_barrier");
   if (r != SYMHEAP_SUCCESS)
     return r;
+  /* All ranks on this host: through the agreements' shared memory, which
+   * releases the ranks within microseconds of each other (a socket barrier
+   * wakes them one by one). */
+  if (c->agree_shm) {
+    char one = 0;
+    return symheap__agree_shm_allgather(c, &one, c->agree_buf, 1);
+  }
   if (c->ccl.barrier) {
     r = c->ccl.barrier(c->ccl_ctx, symheap__call_remaining_ms(c));
     return r == SYMHEAP_SUCCESS ? r : symheap__comm_break(c, r);
