@@ -24,6 +24,27 @@ static symheap_result_t forked(symheap_comm_t c, const char *fn) {
                         fn, (int)c->pid, (int)getpid());
 }
 
+/* Forks of this process so far (a child's copy counts one more than its
+ * parent's), so that the fast path asks for the pid, a system call, only
+ * after a fork.  Where the handler could not be registered, every call
+ * asks. */
+static unsigned forks_seen;
+static int forks_watched;
+static pthread_once_t forks_once = PTHREAD_ONCE_INIT;
+static void count_fork(void) {
+  __atomic_add_fetch(&forks_seen, 1, __ATOMIC_RELAXED);
+}
+static void watch_forks(void) {
+  forks_watched = pthread_atfork(NULL, NULL, count_fork) == 0;
+}
+
+static int in_forked_child(symheap_comm_t c) {
+  if (forks_watched && __atomic_load_n(&forks_seen, __ATOMIC_RELAXED) ==
+                           c->forks_at_init)
+    return 0;
+  return c->pid != getpid();
+}
+
 int64_t symheap__call_deadline(symheap_comm_t c) {
   return c->call_deadline_ms ? c->call_deadline_ms
                              : symheap__now_ms() + c->timeout_ms;
@@ -38,7 +59,7 @@ symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn) {
   symheap_result_t live = symheap__comm_check(c, fn);
   if (live != SYMHEAP_SUCCESS)
     return live;
-  if (c->pid != getpid())
+  if (in_forked_child(c))
     return forked(c, fn);
   c->call_deadline_ms = symheap__now_ms() + c->timeout_ms;
   symheap__log_set_rank(c->rank);
@@ -52,7 +73,7 @@ symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn) {
 
 symheap_result_t symheap__comm_allgather(symheap_comm_t c, const void *in,
                                          void *out, size_t bytes) {
-  if (c->pid != getpid())
+  if (in_forked_child(c))
     return forked(c, "a collective");
   if (c->broken != SYMHEAP_SUCCESS)
     return symheap__error(c->broken, "the comm failed earlier: %s",
@@ -312,6 +333,8 @@ static symheap_comm_t comm_alloc(const symheap_ccl_ops *ops, void *ctx,
   c->timeout_ms = timeout_ms;
   c->call_deadline_ms = deadline_ms;
   c->pid = getpid();
+  pthread_once(&forks_once, watch_forks);
+  c->forks_at_init = __atomic_load_n(&forks_seen, __ATOMIC_RELAXED);
   c->stats.struct_size = sizeof c->stats;
   c->world = calloc((size_t)c->nranks, sizeof *c->world);
   c->mapped_from = calloc((size_t)c->nranks, sizeof *c->mapped_from);
@@ -571,7 +594,7 @@ static symheap_result_t comm_barrier_one(symheap_comm_t c);
 static symheap_result_t comm_destroy_one(symheap_comm_t c) {
   if (symheap__comm_check(c, "symheap_comm_destroy") != SYMHEAP_SUCCESS)
     return SYMHEAP_ERR_INVALID_ARG;
-  if (c->pid != getpid())
+  if (in_forked_child(c))
     return destroy_in_child(c);
   symheap__log_set_rank(c->rank);
   if (c->broken == SYMHEAP_SUCCESS && comm_barrier_one(c) != SYMHEAP_SUCCESS)

@@ -152,6 +152,7 @@ struct symheap_comm {
   symheap_result_t broken;    /* SYMHEAP_SUCCESS while healthy */
   char broken_why[512];
   pid_t pid; /* the process that made it (fork detection) */
+  unsigned forks_at_init; /* forks seen then (comm.c: in_forked_child) */
   struct symheap_window *windows;
   symheap__alloc_t *allocs;
   uint64_t next_window_id;
