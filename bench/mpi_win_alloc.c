@@ -21,10 +21,10 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* v[i] becomes the largest v[i] over all ranks: after the timed loop, as
- * symheap-bench does, so no reduction runs between iterations. */
-static void slowest_each(double *v, int n) {
-  MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+static double slowest(double v) {
+  double m;
+  MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return m;
 }
 
 int main(int argc, char **argv) {
@@ -62,13 +62,10 @@ int main(int argc, char **argv) {
       double t1 = MPI_Wtime();
       MPI_Win_free(&win);
       double t2 = MPI_Wtime();
-      al[i] = t1 - t0;
-      fr[i] = t2 - t1;
-      pr[i] = t2 - t0;
+      al[i] = slowest(t1 - t0);
+      fr[i] = slowest(t2 - t1);
+      pr[i] = slowest(t2 - t0);
     }
-    slowest_each(al, iters);
-    slowest_each(fr, iters);
-    slowest_each(pr, iters);
     if (rank == 0) {
       char label[32];
       if (size >= (1u << 20))

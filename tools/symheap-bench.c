@@ -54,21 +54,6 @@ static double max_over_ranks(double v) {
   return m;
 }
 
-/* v[i] becomes the largest v[i] over all ranks, for each i < n. */
-static void slowest_each(double *v, int n) {
-  double *all = calloc((size_t)g_n * (size_t)n, sizeof *all);
-  if (!all) {
-    fprintf(stderr, "symheap-bench: out of memory\n");
-    exit(1);
-  }
-  CHECK(symheap_comm_allgather(g_comm, v, all, (size_t)n * sizeof *v));
-  for (int p = 0; p < g_n; p++)
-    for (int i = 0; i < n; i++)
-      if (all[(size_t)p * (size_t)n + (size_t)i] > v[i])
-        v[i] = all[(size_t)p * (size_t)n + (size_t)i];
-  free(all);
-}
-
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -196,16 +181,10 @@ static void bench_heap(size_t max_size, int iters) {
       double t1 = now_s();
       CHECK(symheap_free(g_comm, w));
       double t2 = now_s();
-      mal[i] = t1 - t0;
-      fre[i] = t2 - t1;
-      pair[i] = t2 - t0;
+      mal[i] = max_over_ranks(t1 - t0);
+      fre[i] = max_over_ranks(t2 - t1);
+      pair[i] = max_over_ranks(t2 - t0);
     }
-    /* The slowest rank of each iteration, gathered after the loop: a
-     * socket allgather between iterations would put ranks to sleep and
-     * move them between cores, and the next iteration would time that. */
-    slowest_each(mal, n);
-    slowest_each(fre, n);
-    slowest_each(pair, n);
     char label[32];
     fmt_size(size, label, sizeof label);
     if (g_rank == 0)
