@@ -678,6 +678,42 @@ static size_t allgather_chunk(symheap_comm_t c) {
   return chunk ? chunk : 1;
 }
 
+/* Where every rank is on this host, the size check carries up to
+ * SMALL_ALLGATHER bytes of data with it: one agreement over shared memory
+ * (agree_shm.c) instead of two exchanges over the ccl.  The record fits
+ * the comm's scratch (nranks handles), so this needs no memory either. */
+#define SMALL_ALLGATHER 120
+typedef struct {
+  uint64_t bytes;
+  unsigned char data[SMALL_ALLGATHER];
+} small_rec_t;
+_Static_assert(sizeof(small_rec_t) <= sizeof(symheap_shareable_t) &&
+                   sizeof(small_rec_t) <= SYMHEAP__AGREE_MAX,
+               "a small allgather's record");
+
+static symheap_result_t agree_size_shm(symheap_comm_t c, symheap_result_t r,
+                                       const void *in, void *out, size_t bytes,
+                                       int *carried, int *differ, uint64_t *b0,
+                                       uint64_t *bp) {
+  small_rec_t me, *all = (small_rec_t *)(void *)c->scratch_sh;
+  memset(&me, 0, sizeof me);
+  me.bytes = r == SYMHEAP_SUCCESS ? bytes : UINT64_MAX;
+  if (r == SYMHEAP_SUCCESS && bytes && bytes <= SMALL_ALLGATHER)
+    memcpy(me.data, in, bytes);
+  r = symheap__agree_fast(c, r, &me, sizeof me, all);
+  *differ = -1;
+  for (int p = 1; p < c->nranks && r == SYMHEAP_SUCCESS && *differ < 0; p++)
+    if (all[p].bytes != all[0].bytes) {
+      *differ = p;
+      *b0 = all[0].bytes;
+      *bp = all[p].bytes;
+    }
+  *carried = r == SYMHEAP_SUCCESS && *differ < 0 && bytes <= SMALL_ALLGATHER;
+  for (int p = 0; *carried && bytes && p < c->nranks; p++)
+    memcpy((char *)out + (size_t)p * bytes, all[p].data, bytes);
+  return r;
+}
+
 static symheap_result_t comm_allgather_one(symheap_comm_t c, const void *in,
                                            void *out, size_t bytes) {
   symheap_result_t r = symheap__comm_enter(c, "symheap_comm_allgather");
@@ -699,16 +735,19 @@ static symheap_result_t comm_allgather_one(symheap_comm_t c, const void *in,
     r = symheap__error(SYMHEAP_ERR_NO_MEMORY,
                        "symheap_comm_allgather: no memory for %zu bytes",
                        chunk * (size_t)c->nranks);
-  int differ;
+  int differ, carried = 0;
   uint64_t b0, bp;
-  r = symheap__agree_equal(c, r, r == SYMHEAP_SUCCESS ? bytes : UINT64_MAX,
-                           &differ, &b0, &bp);
+  if (c->agree_shm) /* a fact of the comm: the same path on every rank */
+    r = agree_size_shm(c, r, in, out, bytes, &carried, &differ, &b0, &bp);
+  else
+    r = symheap__agree_equal(c, r, r == SYMHEAP_SUCCESS ? bytes : UINT64_MAX,
+                             &differ, &b0, &bp);
   if (r == SYMHEAP_SUCCESS && differ >= 0)
     r = symheap__error(SYMHEAP_ERR_MISMATCH,
                        "symheap_comm_allgather: rank 0 gives %llu bytes, "
                        "rank %d %llu",
                        (unsigned long long)b0, differ, (unsigned long long)bp);
-  if (r == SYMHEAP_SUCCESS && bytes && bytes <= chunk)
+  if (r == SYMHEAP_SUCCESS && bytes && bytes <= chunk && !carried)
     r = symheap__comm_allgather(c, in, out, bytes);
   /* Larger: in rounds every ccl can carry, the same number on every rank. */
   for (size_t off = 0; r == SYMHEAP_SUCCESS && bytes > chunk && off < bytes;

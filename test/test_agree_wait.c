@@ -10,6 +10,8 @@
  *    waiting is a small part of the wait.
  *  - rounds_after_sleep: many agreements in a row after a sleep (the futex
  *    word moves on with each; none is missed).
+ *  - small_allgather: symheap_comm_allgather's small payloads ride in its
+ *    size agreement; every size right, differing sizes refused.
  *  - exit_after_complete (--forked): a rank that completes an agreement
  *    and exits at once (a comm's final barrier, then exit) is not reported
  *    gone by the peers it woke (they are stopped until it is gone, so the
@@ -91,6 +93,43 @@ static void case_rounds_after_sleep(th_ctx_t *c) {
   }
 }
 
+/* symheap_comm_allgather carries up to 120 bytes per rank in its size
+ * agreement over shared memory; larger ones go over the ccl after it.
+ * Every size returns every rank's bytes; sizes that differ across ranks
+ * (one small, one large included) fail on every rank, and the comm goes
+ * on. */
+static void case_small_allgather(th_ctx_t *c) {
+  static const size_t sizes[] = {1, 8, 119, 120, 121, 4096};
+  unsigned char in[4097];
+  unsigned char *out = malloc((size_t)c->n * sizeof in);
+  CHECK(out, "no memory for the test's buffer");
+  if (!out)
+    return; /* the others then fail their next call: the test fails anyway */
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    size_t n = sizes[s];
+    for (size_t i = 0; i < n; i++)
+      in[i] = (unsigned char)(c->rank * 7 + i + s);
+    memset(out, 0xee, n * (size_t)c->n);
+    CHECK_OK(symheap_comm_allgather(c->comm, in, out, n));
+    for (int p = 0; p < c->n; p++)
+      for (size_t i = 0; i < n; i++)
+        if (out[(size_t)p * n + i] != (unsigned char)(p * 7 + i + s)) {
+          CHECK(0, "%zu bytes: rank %d's byte %zu reads %u", n, p, i,
+                out[(size_t)p * n + i]);
+          p = c->n; /* one line is enough; the calls stay in step */
+          break;
+        }
+  }
+  size_t mine[] = {8, 120, 200};
+  for (size_t k = 0; k < sizeof mine / sizeof mine[0]; k++) {
+    size_t n = mine[k] + (c->rank == c->n - 1 ? (k == 1 ? 100 : 1) : 0);
+    CHECK_ERR(symheap_comm_allgather(c->comm, in, out, n),
+              SYMHEAP_ERR_MISMATCH);
+  }
+  CHECK_OK(symheap_comm_allgather(c->comm, in, out, 8));
+  free(out);
+}
+
 typedef struct {
   const char *name;
   void (*fn)(th_ctx_t *c);
@@ -99,6 +138,7 @@ typedef struct {
 static const case_t cases[] = {
     {"late_rank", case_late_rank},
     {"rounds_after_sleep", case_rounds_after_sleep},
+    {"small_allgather", case_small_allgather},
 };
 
 static void run_cases(th_ctx_t *c, void *arg) {
