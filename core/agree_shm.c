@@ -13,9 +13,15 @@
  * may outnumber cores and the peer it waits for may need this very core;
  * after SPIN_NS of that, asleep on a futex in rank 0's area, woken by the
  * rank that completes the agreement.  Not asleep at once: on the machine
- * measured in docs/perf/heap.md a futex wake took 20-40 us before the woken
- * rank ran, against 1-2 us for a yield, so sleeping pays only when a peer
- * is really late (busy elsewhere, growing the heap, stopped). */
+ * measured in docs/perf/heap.md a 4-process agreement took 6-8 us with
+ * yields and 13-17 us with futex sleeps, so sleeping pays only when a peer
+ * is really late (busy elsewhere, growing the heap, stopped).  But a yield
+ * hands the core to whoever else wants it, and a process that is not a
+ * rank (a compiler, say) keeps it for its whole time slice: with two busy
+ * loops beside them, 4 processes took 2.6 ms per agreement yielding and
+ * 15 us sleeping.  So a yield that took longer than SLOW_YIELD_NS makes
+ * this rank sleep without yielding for its next agreements (16, doubling
+ * while yields stay slow, at most 1024), then try a yield again. */
 #include <limits.h>
 #include <linux/futex.h>
 #include <poll.h>
@@ -143,6 +149,9 @@ static shm_poison_t *poison_of(symheap_comm_t c, int p) {
  * looks at its peers' sockets and its deadline. */
 #define SPIN_NS (200 * 1000)
 #define SLEEP_NS (10 * 1000 * 1000)
+#define SLOW_YIELD_NS (50 * 1000)
+#define NO_YIELD_FIRST 16
+#define NO_YIELD_MAX 1024
 
 static shm_wake_t *wake_of(symheap_comm_t c) {
   return (shm_wake_t *)(void *)(c->agree_shm[0] + 2 * sizeof(shm_slot_t) +
@@ -222,20 +231,41 @@ static symheap_result_t broken(symheap_comm_t c, symheap_result_t r) {
   return symheap__comm_break(c, r);
 }
 
+/* A yield that lost the core to someone else: sleep instead for a while. */
+static void yield_was_slow(symheap_comm_t c) {
+  uint32_t b = c->agree_backoff ? c->agree_backoff : NO_YIELD_FIRST;
+  c->agree_no_yield = b;
+  c->agree_backoff = b < NO_YIELD_MAX ? 2 * b : NO_YIELD_MAX;
+}
+
+/* One yield, or one sleep once yielding is over (SPIN_NS, or a slow yield):
+ * whether it slept. */
+static int wait_once(symheap_comm_t c, uint64_t k, uint64_t t0,
+                     int *may_yield) {
+  uint64_t t = symheap__now_ns();
+  if (!*may_yield || t - t0 >= SPIN_NS) {
+    sleep_on(c, k);
+    return 1;
+  }
+  sched_yield();
+  if (symheap__now_ns() - t > SLOW_YIELD_NS) {
+    yield_was_slow(c);
+    *may_yield = 0;
+  }
+  return 0;
+}
+
 /* Until peer p published agreement k (the comm's deadline at most; a dead
  * peer is seen within 256 yields or one sleep). */
 static symheap_result_t wait_for(symheap_comm_t c, int p, uint64_t k,
-                                 uint64_t t0, int64_t deadline) {
+                                 uint64_t t0, int64_t deadline,
+                                 int *may_yield) {
   shm_slot_t *s = slot_of(c, p, k);
   for (unsigned spin = 0; __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) < k;
        spin++) {
     if (spin < 64)
       continue;
-    int slept = symheap__now_ns() - t0 >= SPIN_NS;
-    if (slept)
-      sleep_on(c, k);
-    else
-      sched_yield();
+    int slept = wait_once(c, k, t0, may_yield);
     /* Gone, and without publishing: a peer may publish, complete the
      * agreement and exit (a comm's final barrier) while this rank sleeps. */
     if ((slept || spin % 256 == 0) && peer_gone(c, p) &&
@@ -268,12 +298,17 @@ symheap_result_t symheap__agree_shm_allgather(symheap_comm_t c, const void *in,
   wake_if_complete(c, k);
   int64_t deadline = symheap__call_deadline(c);
   uint64_t t0 = symheap__now_ns();
+  int may_yield = c->agree_no_yield == 0;
+  if (!may_yield)
+    c->agree_no_yield--;
   for (int p = 0; p < c->nranks; p++) {
-    symheap_result_t r = wait_for(c, p, k, t0, deadline);
+    symheap_result_t r = wait_for(c, p, k, t0, deadline, &may_yield);
     if (r != SYMHEAP_SUCCESS)
       return r;
     memcpy((char *)out + bytes * (size_t)p, slot_of(c, p, k)->rec, bytes);
   }
+  if (may_yield) /* yields were fast (or not needed): start over at 16 */
+    c->agree_backoff = 0;
   /* Everyone published; a peer that gave up since (it timed out while
    * this rank was away) still fails this rank's agreement. */
   late = peers_gave_up(c, k);

@@ -186,6 +186,10 @@ struct symheap_comm {
    * (nranks pointers), or NULL where the ccl carries them. */
   char **agree_shm;
   uint64_t agree_shm_seq;
+  /* How this rank waits (agree_shm.c): agreements left that sleep without
+   * yielding first, since a yield lately lost the core; and that count's
+   * next value, doubled each time a yield is slow again. */
+  uint32_t agree_no_yield, agree_backoff;
   uint64_t heap_reserve, heap_chunk, heap_threshold;
 };
 

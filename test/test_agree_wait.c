@@ -17,7 +17,10 @@
  *    gone by the peers it woke (they are stopped until it is gone, so the
  *    order is certain).
  *  - dead_while_asleep (--forked): a rank that dies while its peers sleep
- *    is seen within a second, not at the comm's timeout. */
+ *    is seen within a second, not at the comm's timeout.
+ *  - hog_on_the_core (--forked): beside a busy loop on each rank's CPU,
+ *    ranks stop yielding to it and sleep instead (median pair under 1 ms). */
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -235,6 +238,102 @@ static void forked_case(const char *name, int die, int repeat) {
   th_end();
 }
 
+/* hog_on_the_core (--forked): two ranks, each on a CPU of its own that it
+ * shares with a busy loop that is no rank.  A yield cannot reach the peer
+ * (it runs elsewhere) and hands the CPU to the busy loop for its whole
+ * time slice (milliseconds), so a rank that kept yielding would take that
+ * long per agreement; after a slow yield it sleeps instead, and the median
+ * malloc + free pair stays well under a millisecond. */
+#define HOG_PAIRS 301
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void pin(int cpu) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  (void)sched_setaffinity(0, sizeof one, &one);
+}
+
+static void hog_rank(const symheap_unique_id_t *id, int rank, int out) {
+  symheap_comm_t c = NULL;
+  static int64_t us[HOG_PAIRS];
+  if (symheap_comm_init(&c, 2, id, rank) != SYMHEAP_SUCCESS ||
+      symheap_heap_reserve(c, 1 << 20) != SYMHEAP_SUCCESS)
+    _exit(10);
+  for (int i = 0; i < HOG_PAIRS; i++) {
+    symheap_window_t w;
+    int64_t t0 = (int64_t)symheap__now_ns();
+    if (symheap_malloc(c, 4096, 0, &w) != SYMHEAP_SUCCESS ||
+        symheap_free(c, w) != SYMHEAP_SUCCESS)
+      _exit(11);
+    us[i] = ((int64_t)symheap__now_ns() - t0) / 1000;
+  }
+  qsort(us, HOG_PAIRS, sizeof us[0], cmp_i64);
+  if (write(out, &us[HOG_PAIRS / 2], sizeof us[0]) != (ssize_t)sizeof us[0])
+    _exit(12);
+  _exit(symheap_comm_destroy(c) == SYMHEAP_SUCCESS ? 0 : 13);
+}
+
+static void case_hog_on_the_core(void) {
+  cpu_set_t mine;
+  int cpu[2], n = 0;
+  CPU_ZERO(&mine);
+  (void)sched_getaffinity(0, sizeof mine, &mine);
+  for (int i = 0; i < CPU_SETSIZE && n < 2; i++)
+    if (CPU_ISSET(i, &mine))
+      cpu[n++] = i;
+  if (n < 2) {
+    printf("SKIP agree_wait_forked/hog_on_the_core: needs 2 CPUs\n");
+    return;
+  }
+  th_begin("agree_wait_forked", "hog_on_the_core", 0);
+  symheap_unique_id_t id;
+  int fd[2];
+  CHECK_OK(symheap_get_unique_id(&id));
+  CHECK(pipe(fd) == 0, "pipe");
+  fflush(stdout);
+  pid_t hogs[2], ranks[2];
+  for (int r = 0; r < 2; r++)
+    if ((hogs[r] = fork()) == 0) {
+      pin(cpu[r]);
+      for (volatile unsigned long spin = 0;; spin++)
+        ;
+    }
+  for (int r = 0; r < 2; r++)
+    if ((ranks[r] = fork()) == 0) {
+      pin(cpu[r]);
+      hog_rank(&id, r, fd[1]);
+    }
+  for (int r = 0; r < 2; r++) {
+    int st = 0;
+    CHECK(ranks[r] > 0 && waitpid(ranks[r], &st, 0) == ranks[r], "wait");
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "rank %d: status 0x%x", r,
+          st);
+  }
+  for (int r = 0; r < 2; r++) {
+    kill(hogs[r], SIGKILL);
+    waitpid(hogs[r], NULL, 0);
+  }
+  int64_t median[2] = {-1, -1};
+  for (int r = 0; r < 2; r++)
+    CHECK(read(fd[0], &median[r], sizeof median[r]) ==
+              (ssize_t)sizeof median[r],
+          "a rank did not report");
+  for (int r = 0; r < 2; r++)
+    CHECK(median[r] >= 0 && median[r] < 1000,
+          "median pair %lld us beside a busy loop on each rank's CPU",
+          (long long)median[r]);
+  printf("# hog_on_the_core: median pair %lld us, %lld us\n",
+         (long long)median[0], (long long)median[1]);
+  close(fd[0]);
+  close(fd[1]);
+  th_end();
+}
+
 static int run_mixed(int per_proc) {
   const char *hex = getenv("SYMHEAP_UNIQUE_ID");
   const char *prank = getenv("SYMHEAP_RANK"), *pn = getenv("SYMHEAP_NRANKS");
@@ -258,6 +357,12 @@ int main(int argc, char **argv) {
     setenv("SYMHEAP_TIMEOUT_MS", "20000", 0); /* gone is seen long before */
     forked_case("exit_after_complete", 0, 3);
     forked_case("dead_while_asleep", 1, 3);
+    if (getenv("SYMHEAP_TEST_UNDER_TOOL")) /* a time bound: not under tools */
+      printf("SKIP agree_wait_forked/hog_on_the_core: timed, and %s slows "
+             "every call\n",
+             getenv("SYMHEAP_TEST_UNDER_TOOL"));
+    else
+      case_hog_on_the_core();
     return th_total_failures() ? 1 : 0;
   }
   if (argc == 3 && strcmp(argv[1], "--mixed") == 0)
