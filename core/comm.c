@@ -644,14 +644,22 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_size(symheap_comm_t c,
   return SYMHEAP_SUCCESS;
 }
 
+/* symheap_comm_barrier and small allgathers take the agreements' shared
+ * memory where the comm runs on symheap's own bootstrap; a caller's ccl
+ * (symheap_comm_init_ccl, and splits of such a comm) keeps carrying the
+ * collectives it was handed for, as its users expect. */
+static int collectives_by_shm(symheap_comm_t c) {
+  return c->agree_shm && c->ccl.allgather == symheap__local_ccl_ops.allgather;
+}
+
 static symheap_result_t comm_barrier_one(symheap_comm_t c) {
   symheap_result_t r = symheap__comm_enter(c, "symheap_comm_barrier");
   if (r != SYMHEAP_SUCCESS)
     return r;
   /* All ranks on this host: through the agreements' shared memory, which
    * releases the ranks within microseconds of each other (a socket barrier
-   * wakes them one by one). */
-  if (c->agree_shm) {
+   * wakes them one by one, each on its waker's core). */
+  if (collectives_by_shm(c)) {
     char one = 0;
     return symheap__agree_shm_allgather(c, &one, c->agree_buf, 1);
   }
@@ -737,7 +745,7 @@ static symheap_result_t comm_allgather_one(symheap_comm_t c, const void *in,
                        chunk * (size_t)c->nranks);
   int differ, carried = 0;
   uint64_t b0, bp;
-  if (c->agree_shm) /* a fact of the comm: the same path on every rank */
+  if (collectives_by_shm(c)) /* a fact of the comm: the same on every rank */
     r = agree_size_shm(c, r, in, out, bytes, &carried, &differ, &b0, &bp);
   else
     r = symheap__agree_equal(c, r, r == SYMHEAP_SUCCESS ? bytes : UINT64_MAX,
