@@ -24,27 +24,6 @@ static symheap_result_t forked(symheap_comm_t c, const char *fn) {
                         fn, (int)c->pid, (int)getpid());
 }
 
-/* Forks of this process so far (a child's copy counts one more than its
- * parent's), so that the fast path asks for the pid, a system call, only
- * after a fork.  Where the handler could not be registered, every call
- * asks. */
-static unsigned forks_seen;
-static int forks_watched;
-static pthread_once_t forks_once = PTHREAD_ONCE_INIT;
-static void count_fork(void) {
-  __atomic_add_fetch(&forks_seen, 1, __ATOMIC_RELAXED);
-}
-static void watch_forks(void) {
-  forks_watched = pthread_atfork(NULL, NULL, count_fork) == 0;
-}
-
-static int in_forked_child(symheap_comm_t c) {
-  if (forks_watched && __atomic_load_n(&forks_seen, __ATOMIC_RELAXED) ==
-                           c->forks_at_init)
-    return 0;
-  return c->pid != getpid();
-}
-
 int64_t symheap__call_deadline(symheap_comm_t c) {
   return c->call_deadline_ms ? c->call_deadline_ms
                              : symheap__now_ms() + c->timeout_ms;
@@ -59,7 +38,7 @@ symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn) {
   symheap_result_t live = symheap__comm_check(c, fn);
   if (live != SYMHEAP_SUCCESS)
     return live;
-  if (in_forked_child(c))
+  if (symheap__in_forked_child(c))
     return forked(c, fn);
   c->call_deadline_ms = symheap__now_ms() + c->timeout_ms;
   symheap__log_set_rank(c->rank);
@@ -73,7 +52,7 @@ symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn) {
 
 symheap_result_t symheap__comm_allgather(symheap_comm_t c, const void *in,
                                          void *out, size_t bytes) {
-  if (in_forked_child(c))
+  if (symheap__in_forked_child(c))
     return forked(c, "a collective");
   if (c->broken != SYMHEAP_SUCCESS)
     return symheap__error(c->broken, "the comm failed earlier: %s",
@@ -333,8 +312,7 @@ static symheap_comm_t comm_alloc(const symheap_ccl_ops *ops, void *ctx,
   c->timeout_ms = timeout_ms;
   c->call_deadline_ms = deadline_ms;
   c->pid = getpid();
-  pthread_once(&forks_once, watch_forks);
-  c->forks_at_init = __atomic_load_n(&forks_seen, __ATOMIC_RELAXED);
+  symheap__forks_watch(c);
   c->stats.struct_size = sizeof c->stats;
   c->world = calloc((size_t)c->nranks, sizeof *c->world);
   c->mapped_from = calloc((size_t)c->nranks, sizeof *c->mapped_from);
@@ -594,7 +572,7 @@ static symheap_result_t comm_barrier_one(symheap_comm_t c);
 static symheap_result_t comm_destroy_one(symheap_comm_t c) {
   if (symheap__comm_check(c, "symheap_comm_destroy") != SYMHEAP_SUCCESS)
     return SYMHEAP_ERR_INVALID_ARG;
-  if (in_forked_child(c))
+  if (symheap__in_forked_child(c))
     return destroy_in_child(c);
   symheap__log_set_rank(c->rank);
   if (c->broken == SYMHEAP_SUCCESS && comm_barrier_one(c) != SYMHEAP_SUCCESS)
@@ -644,25 +622,12 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_size(symheap_comm_t c,
   return SYMHEAP_SUCCESS;
 }
 
-/* symheap_comm_barrier and small allgathers take the agreements' shared
- * memory where the comm runs on symheap's own bootstrap; a caller's ccl
- * (symheap_comm_init_ccl, and splits of such a comm) keeps carrying the
- * collectives it was handed for, as its users expect. */
-static int collectives_by_shm(symheap_comm_t c) {
-  return c->agree_shm && c->ccl.allgather == symheap__local_ccl_ops.allgather;
-}
-
 static symheap_result_t comm_barrier_one(symheap_comm_t c) {
   symheap_result_t r = symheap__comm_enter(c, "symheap_comm_barrier");
   if (r != SYMHEAP_SUCCESS)
     return r;
-  /* All ranks on this host: through the agreements' shared memory, which
-   * releases the ranks within microseconds of each other (a socket barrier
-   * wakes them one by one, each on its waker's core). */
-  if (collectives_by_shm(c)) {
-    char one = 0;
-    return symheap__agree_shm_allgather(c, &one, c->agree_buf, 1);
-  }
+  if (symheap__collectives_by_shm(c)) /* comm_shm.c says why */
+    return symheap__barrier_shm(c);
   if (c->ccl.barrier) {
     r = c->ccl.barrier(c->ccl_ctx, symheap__call_remaining_ms(c));
     return r == SYMHEAP_SUCCESS ? r : symheap__comm_break(c, r);
@@ -684,42 +649,6 @@ static size_t allgather_chunk(symheap_comm_t c) {
   size_t per = ((size_t)8 << 20) / (size_t)c->nranks;
   size_t chunk = per < ((size_t)64 << 10) ? per : ((size_t)64 << 10);
   return chunk ? chunk : 1;
-}
-
-/* Where every rank is on this host, the size check carries up to
- * SMALL_ALLGATHER bytes of data with it: one agreement over shared memory
- * (agree_shm.c) instead of two exchanges over the ccl.  The record fits
- * the comm's scratch (nranks handles), so this needs no memory either. */
-#define SMALL_ALLGATHER 120
-typedef struct {
-  uint64_t bytes;
-  unsigned char data[SMALL_ALLGATHER];
-} small_rec_t;
-_Static_assert(sizeof(small_rec_t) <= sizeof(symheap_shareable_t) &&
-                   sizeof(small_rec_t) <= SYMHEAP__AGREE_MAX,
-               "a small allgather's record");
-
-static symheap_result_t agree_size_shm(symheap_comm_t c, symheap_result_t r,
-                                       const void *in, void *out, size_t bytes,
-                                       int *carried, int *differ, uint64_t *b0,
-                                       uint64_t *bp) {
-  small_rec_t me, *all = (small_rec_t *)(void *)c->scratch_sh;
-  memset(&me, 0, sizeof me);
-  me.bytes = r == SYMHEAP_SUCCESS ? bytes : UINT64_MAX;
-  if (r == SYMHEAP_SUCCESS && bytes && bytes <= SMALL_ALLGATHER)
-    memcpy(me.data, in, bytes);
-  r = symheap__agree_fast(c, r, &me, sizeof me, all);
-  *differ = -1;
-  for (int p = 1; p < c->nranks && r == SYMHEAP_SUCCESS && *differ < 0; p++)
-    if (all[p].bytes != all[0].bytes) {
-      *differ = p;
-      *b0 = all[0].bytes;
-      *bp = all[p].bytes;
-    }
-  *carried = r == SYMHEAP_SUCCESS && *differ < 0 && bytes <= SMALL_ALLGATHER;
-  for (int p = 0; *carried && bytes && p < c->nranks; p++)
-    memcpy((char *)out + (size_t)p * bytes, all[p].data, bytes);
-  return r;
 }
 
 static symheap_result_t comm_allgather_one(symheap_comm_t c, const void *in,
@@ -745,8 +674,9 @@ static symheap_result_t comm_allgather_one(symheap_comm_t c, const void *in,
                        chunk * (size_t)c->nranks);
   int differ, carried = 0;
   uint64_t b0, bp;
-  if (collectives_by_shm(c)) /* a fact of the comm: the same on every rank */
-    r = agree_size_shm(c, r, in, out, bytes, &carried, &differ, &b0, &bp);
+  if (symheap__collectives_by_shm(c)) /* the same answer on every rank */
+    r = symheap__allgather_size_shm(c, r, in, out, bytes, &carried, &differ,
+                                    &b0, &bp);
   else
     r = symheap__agree_equal(c, r, r == SYMHEAP_SUCCESS ? bytes : UINT64_MAX,
                              &differ, &b0, &bp);

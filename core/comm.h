@@ -152,7 +152,7 @@ struct symheap_comm {
   symheap_result_t broken;    /* SYMHEAP_SUCCESS while healthy */
   char broken_why[512];
   pid_t pid; /* the process that made it (fork detection) */
-  unsigned forks_at_init; /* forks seen then (comm.c: in_forked_child) */
+  unsigned forks_at_init; /* forks seen then (forks.c) */
   struct symheap_window *windows;
   symheap__alloc_t *allocs;
   uint64_t next_window_id;
@@ -287,6 +287,24 @@ symheap_result_t symheap__agree_equal_fast(symheap_comm_t c,
  * exists; off on every rank if any rank cannot have it (not a failure). */
 symheap_result_t symheap__agree_shm_setup(symheap_comm_t c);
 void symheap__agree_shm_close(symheap_comm_t c);
+/* comm_shm.c: symheap_comm_barrier and small symheap_comm_allgather over
+ * the same shared memory, where every rank is on this host and the comm
+ * runs on symheap's own bootstrap (the same answer on every rank). */
+int symheap__collectives_by_shm(symheap_comm_t c);
+symheap_result_t symheap__barrier_shm(symheap_comm_t c);
+/* The allgather's size check (local failure r, every rank's size compared:
+ * *differ the first rank that differs from rank 0, or -1), carrying the
+ * data too where it is small: *carried then, and out is filled. */
+symheap_result_t symheap__allgather_size_shm(symheap_comm_t c,
+                                             symheap_result_t r,
+                                             const void *in, void *out,
+                                             size_t bytes, int *carried,
+                                             int *differ, uint64_t *b0,
+                                             uint64_t *bp);
+/* forks.c: record the fork count at comm init; whether this process is a
+ * fork of the one that made the comm (a system call only after a fork). */
+void symheap__forks_watch(symheap_comm_t c);
+int symheap__in_forked_child(symheap_comm_t c);
 symheap_result_t symheap__agree_shm_allgather(symheap_comm_t c, const void *in,
                                               void *out, size_t bytes);
 
