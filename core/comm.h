@@ -287,6 +287,8 @@ symheap_result_t symheap__agree_equal_fast(symheap_comm_t c,
  * exists; off on every rank if any rank cannot have it (not a failure). */
 symheap_result_t symheap__agree_shm_setup(symheap_comm_t c);
 void symheap__agree_shm_close(symheap_comm_t c);
+symheap_result_t symheap__agree_shm_allgather(symheap_comm_t c, const void *in,
+                                              void *out, size_t bytes);
 /* comm_shm.c: symheap_comm_barrier and small symheap_comm_allgather over
  * the same shared memory, where every rank is on this host and the comm
  * runs on symheap's own bootstrap (the same answer on every rank). */
@@ -305,8 +307,6 @@ symheap_result_t symheap__allgather_size_shm(symheap_comm_t c,
  * fork of the one that made the comm (a system call only after a fork). */
 void symheap__forks_watch(symheap_comm_t c);
 int symheap__in_forked_child(symheap_comm_t c);
-symheap_result_t symheap__agree_shm_allgather(symheap_comm_t c, const void *in,
-                                              void *out, size_t bytes);
 
 /* symheap__agree, and whether every rank passed the same value: if not,
  * *differ is the first rank whose value (*vp) differs from rank 0's (*v0),
