@@ -152,7 +152,8 @@ struct symheap_comm {
   symheap_result_t broken;    /* SYMHEAP_SUCCESS while healthy */
   char broken_why[512];
   pid_t pid; /* the process that made it (fork detection) */
-  unsigned forks_at_init; /* forks seen then (forks.c) */
+  /* Forks this process had seen when it made the comm (forks.c). */
+  unsigned forks_at_init;
   struct symheap_window *windows;
   symheap__alloc_t *allocs;
   uint64_t next_window_id;
@@ -298,11 +299,10 @@ symheap_result_t symheap__barrier_shm(symheap_comm_t c);
  * *differ the first rank that differs from rank 0, or -1), carrying the
  * data too where it is small: *carried then, and out is filled. */
 symheap_result_t symheap__allgather_size_shm(symheap_comm_t c,
-                                             symheap_result_t r,
-                                             const void *in, void *out,
-                                             size_t bytes, int *carried,
-                                             int *differ, uint64_t *b0,
-                                             uint64_t *bp);
+                                             symheap_result_t r, const void *in,
+                                             void *out, size_t bytes,
+                                             int *carried, int *differ,
+                                             uint64_t *b0, uint64_t *bp);
 /* forks.c: record the fork count at comm init; whether this process is a
  * fork of the one that made the comm (a system call only after a fork). */
 void symheap__forks_watch(symheap_comm_t c);

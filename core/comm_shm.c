@@ -35,11 +35,10 @@ _Static_assert(sizeof(small_rec_t) <= sizeof(symheap_shareable_t) &&
                "a small allgather's record");
 
 symheap_result_t symheap__allgather_size_shm(symheap_comm_t c,
-                                             symheap_result_t r,
-                                             const void *in, void *out,
-                                             size_t bytes, int *carried,
-                                             int *differ, uint64_t *b0,
-                                             uint64_t *bp) {
+                                             symheap_result_t r, const void *in,
+                                             void *out, size_t bytes,
+                                             int *carried, int *differ,
+                                             uint64_t *b0, uint64_t *bp) {
   small_rec_t me, *all = (small_rec_t *)(void *)c->scratch_sh;
   memset(&me, 0, sizeof me);
   me.bytes = r == SYMHEAP_SUCCESS ? bytes : UINT64_MAX;

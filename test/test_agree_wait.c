@@ -55,8 +55,10 @@ static void case_late_rank(th_ctx_t *c) {
   if (!w)
     return;
   if (c->rank != late) {
-    CHECK(wall >= LATE_MS / 2, "the allocation returned after %lld ms, before "
-          "the late rank arrived", (long long)wall);
+    CHECK(wall >= LATE_MS / 2,
+          "the allocation returned after %lld ms, before "
+          "the late rank arrived",
+          (long long)wall);
     /* Yielding for the whole wait would burn most of a core; asleep, the
      * waiter uses a few milliseconds at most.  A quarter leaves room for
      * sanitizers and a loaded machine. */
@@ -216,8 +218,7 @@ static void forked_round(int die, int k) {
   CHECK(write(io.go[1], "g", 1) == 1, "pipe");
   int st = 0;
   CHECK(waitpid(pids[0], &st, 0) == pids[0], "wait for rank 0");
-  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "round %d: rank 0: 0x%x", k,
-        st);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "round %d: rank 0: 0x%x", k, st);
   for (int r = 1; r < FORKED_RANKS; r++) {
     if (!die)
       kill(pids[r], SIGCONT);
@@ -311,8 +312,7 @@ static void case_hog_on_the_core(void) {
   for (int r = 0; r < 2; r++) {
     int st = 0;
     CHECK(ranks[r] > 0 && waitpid(ranks[r], &st, 0) == ranks[r], "wait");
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "rank %d: status 0x%x", r,
-          st);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "rank %d: status 0x%x", r, st);
   }
   for (int r = 0; r < 2; r++) {
     kill(hogs[r], SIGKILL);
