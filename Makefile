@@ -428,6 +428,13 @@ $(BUILD)/test/test_heap: test/test_heap.c test/test_heap_record.c $(TEST_COMMON)
 	$(CC) $(CFLAGS_ALL) -Icore -o $@ test/test_heap.c test/test_heap_record.c \
 	  $(TEST_COMMON) $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
 tests: $(BUILD)/test/test_heap
+# test_agree_wait: how ranks wait in agreements over shared memory.
+$(BUILD)/test/test_agree_wait: test/test_agree_wait.c $(TEST_COMMON) \
+    test/harness.h $(BUILD)/lib/libsymheap.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Icore -o $@ test/test_agree_wait.c $(TEST_COMMON) \
+	  $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
+tests: $(BUILD)/test/test_agree_wait
 # The heap on a GPU (test/gpu/test_heap_gpu.cu): kernels and collectives on
 # heap windows, symheap_malloc inside cudaStreamBeginCapture.
 ifneq ($(NVCC),)

@@ -39,7 +39,7 @@ symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn) {
   symheap_result_t live = symheap__comm_check(c, fn);
   if (live != SYMHEAP_SUCCESS)
     return live;
-  if (c->pid != getpid())
+  if (symheap__in_forked_child(c))
     return forked(c, fn);
   c->call_deadline_ms = symheap__now_ms() + c->timeout_ms;
   symheap__log_set_rank(c->rank);
@@ -53,7 +53,7 @@ symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn) {
 
 symheap_result_t symheap__comm_allgather(symheap_comm_t c, const void *in,
                                          void *out, size_t bytes) {
-  if (c->pid != getpid())
+  if (symheap__in_forked_child(c))
     return forked(c, "a collective");
   if (c->broken != SYMHEAP_SUCCESS)
     return symheap__error(c->broken, "the comm failed earlier: %s",
@@ -313,6 +313,7 @@ static symheap_comm_t comm_alloc(const symheap_ccl_ops *ops, void *ctx,
   c->timeout_ms = timeout_ms;
   c->call_deadline_ms = deadline_ms;
   c->pid = getpid();
+  symheap__forks_watch(c);
   c->stats.struct_size = sizeof c->stats;
   c->world = calloc((size_t)c->nranks, sizeof *c->world);
   c->mapped_from = calloc((size_t)c->nranks, sizeof *c->mapped_from);
@@ -572,7 +573,7 @@ static symheap_result_t comm_barrier_one(symheap_comm_t c);
 static symheap_result_t comm_destroy_one(symheap_comm_t c) {
   if (symheap__comm_check(c, "symheap_comm_destroy") != SYMHEAP_SUCCESS)
     return SYMHEAP_ERR_INVALID_ARG;
-  if (c->pid != getpid())
+  if (symheap__in_forked_child(c))
     return destroy_in_child(c);
   symheap__log_set_rank(c->rank);
   if (c->broken == SYMHEAP_SUCCESS && comm_barrier_one(c) != SYMHEAP_SUCCESS)
@@ -626,6 +627,8 @@ static symheap_result_t comm_barrier_one(symheap_comm_t c) {
   symheap_result_t r = symheap__comm_enter(c, "symheap_comm_barrier");
   if (r != SYMHEAP_SUCCESS)
     return r;
+  if (symheap__collectives_by_shm(c)) /* comm_shm.c says why */
+    return symheap__barrier_shm(c);
   if (c->ccl.barrier) {
     r = c->ccl.barrier(c->ccl_ctx, symheap__call_remaining_ms(c));
     return r == SYMHEAP_SUCCESS ? r : symheap__comm_break(c, r);
@@ -670,16 +673,20 @@ static symheap_result_t comm_allgather_one(symheap_comm_t c, const void *in,
     r = symheap__error(SYMHEAP_ERR_NO_MEMORY,
                        "symheap_comm_allgather: no memory for %zu bytes",
                        chunk * (size_t)c->nranks);
-  int differ;
+  int differ, carried = 0;
   uint64_t b0, bp;
-  r = symheap__agree_equal(c, r, r == SYMHEAP_SUCCESS ? bytes : UINT64_MAX,
-                           &differ, &b0, &bp);
+  if (symheap__collectives_by_shm(c)) /* the same answer on every rank */
+    r = symheap__allgather_size_shm(c, r, in, out, bytes, &carried, &differ,
+                                    &b0, &bp);
+  else
+    r = symheap__agree_equal(c, r, r == SYMHEAP_SUCCESS ? bytes : UINT64_MAX,
+                             &differ, &b0, &bp);
   if (r == SYMHEAP_SUCCESS && differ >= 0)
     r = symheap__error(SYMHEAP_ERR_MISMATCH,
                        "symheap_comm_allgather: rank 0 gives %llu bytes, "
                        "rank %d %llu",
                        (unsigned long long)b0, differ, (unsigned long long)bp);
-  if (r == SYMHEAP_SUCCESS && bytes && bytes <= chunk)
+  if (r == SYMHEAP_SUCCESS && bytes && bytes <= chunk && !carried)
     r = symheap__comm_allgather(c, in, out, bytes);
   /* Larger: in rounds every ccl can carry, the same number on every rank. */
   for (size_t off = 0; r == SYMHEAP_SUCCESS && bytes > chunk && off < bytes;

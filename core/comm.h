@@ -176,6 +176,8 @@ struct symheap_comm {
   symheap_result_t broken;    /* SYMHEAP_SUCCESS while healthy */
   char broken_why[512];
   pid_t pid; /* the process that made it (fork detection) */
+  /* Forks this process had seen when it made the comm (forks.c). */
+  unsigned forks_at_init;
   struct symheap_window *windows;
   symheap__alloc_t *allocs;
   uint64_t next_window_id;
@@ -209,6 +211,10 @@ struct symheap_comm {
    * (nranks pointers), or NULL where the ccl carries them. */
   char **agree_shm;
   uint64_t agree_shm_seq;
+  /* How this rank waits (agree_shm.c): agreements left that sleep without
+   * yielding first, since a yield lately lost the core; and that count's
+   * next value, doubled each time a yield is slow again. */
+  uint32_t agree_no_yield, agree_backoff;
   uint64_t heap_reserve, heap_chunk, heap_threshold;
 };
 
@@ -308,6 +314,23 @@ symheap_result_t symheap__agree_shm_setup(symheap_comm_t c);
 void symheap__agree_shm_close(symheap_comm_t c);
 symheap_result_t symheap__agree_shm_allgather(symheap_comm_t c, const void *in,
                                               void *out, size_t bytes);
+/* comm_shm.c: symheap_comm_barrier and small symheap_comm_allgather over
+ * the same shared memory, where every rank is on this host and the comm
+ * runs on symheap's own bootstrap (the same answer on every rank). */
+int symheap__collectives_by_shm(symheap_comm_t c);
+symheap_result_t symheap__barrier_shm(symheap_comm_t c);
+/* The allgather's size check (local failure r, every rank's size compared:
+ * *differ the first rank that differs from rank 0, or -1), carrying the
+ * data too where it is small: *carried then, and out is filled. */
+symheap_result_t symheap__allgather_size_shm(symheap_comm_t c,
+                                             symheap_result_t r, const void *in,
+                                             void *out, size_t bytes,
+                                             int *carried, int *differ,
+                                             uint64_t *b0, uint64_t *bp);
+/* forks.c: record the fork count at comm init; whether this process is a
+ * fork of the one that made the comm (a system call only after a fork). */
+void symheap__forks_watch(symheap_comm_t c);
+int symheap__in_forked_child(symheap_comm_t c);
 
 /* symheap__agree, and whether every rank passed the same value: if not,
  * *differ is the first rank whose value (*vp) differs from rank 0's (*v0),

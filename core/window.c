@@ -172,10 +172,14 @@ static symheap_result_t release_impl(symheap_comm_t c, symheap_window_t h,
   symheap_result_t r = symheap__comm_enter(c, fn);
   if (r != SYMHEAP_SUCCESS)
     return r;
-  symheap__fdx_drain(c);
   /* The handle names a live window, of this comm: O(1), and a released
    * handle is refused even where its window's memory was reused. */
   struct symheap_window *p = symheap__window_get(h, fn);
+  /* Peers' notices of freed allocations prune the mapping cache; a heap
+   * block never enters it, so its release (the heap's fast path) leaves
+   * them for later and makes no system call. */
+  if (!p || !p->heap)
+    symheap__fdx_drain(c);
   if (!p)
     r = SYMHEAP_ERR_INVALID_ARG; /* the message is the lookup's */
   else if (p->comm != c)

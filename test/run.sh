@@ -98,6 +98,13 @@ suite() { # suite PREFIX BUILD WRAPPER...
   run "$prefix heap example plugin procs x3" env SYMHEAP_PLUGIN_PATH="$PWD/$b/lib" \
     SYMHEAP_PLUGIN=example SYMHEAP_DEVICE=example \
     build/bin/symheap-run -n 3 "$@" "$b/test/test_heap"
+  # How ranks wait in agreements over shared memory (yield, then a futex):
+  # a late rank, a rank that exits or dies while its peers sleep.
+  run "$prefix agreement wait procs x4" build/bin/symheap-run -n 4 "$@" "$b/test/test_agree_wait"
+  run "$prefix agreement wait threads x4" "$@" "$b/test/test_agree_wait" --threads 4
+  run "$prefix agreement wait procs x2 threads x2" build/bin/symheap-run -n 2 "$@" \
+    "$b/test/test_agree_wait" --mixed 2
+  run "$prefix agreement wait: exit, death" "$@" "$b/test/test_agree_wait" --forked
   # The cuda adaptor over the fake driver: the same multi-rank suite (multicast
   # off, as on the shared GPU machines), then its own fault and fallback tests.
   local fake="$PWD/$b/fake_cuda/libcuda.so.1"
@@ -330,6 +337,7 @@ if [ "${QUICK:-0}" != 1 ]; then
       run "tsan threads x$n" build/tsan/test/test_multirank --threads $n
     done
     run "tsan comms from threads" build/tsan/test/test_exhaust --concurrency
+    run "tsan agreement wait threads x4" build/tsan/test/test_agree_wait --threads 4
     run "tsan rdma(fake ibverbs) threads" build/tsan/test/test_rdma \
       "$PWD/build/tsan/fake_ibverbs/libibverbs.so.1"
     run "tsan cuda(fake) threads x2" env SYMHEAP_DEVICE=cuda SYMHEAP_DISABLE_MULTICAST=1 \
