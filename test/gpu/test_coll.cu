@@ -398,7 +398,8 @@ static void case_device_api(th_ctx_t *c) {
 }
 
 // While rank 0 captures a graph on a blocking stream: an allocation the heap
-// has room for succeeds (no device call), and so does freeing it; what would
+// has room for succeeds (no device call), and so does freeing it (with
+// SYMHEAP_HEAP=0 the allocation maps, and is refused); what would
 // map or unmap (registering memory, deregistering a registered window) is
 // refused on every rank, saying why, with nothing changed.
 static void case_capture_refused(th_ctx_t *c) {
@@ -418,8 +419,18 @@ static void case_capture_refused(th_ctx_t *c) {
     CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     CUDA_OK(cudaMemsetAsync(dummy, 0, 8, s));
   }
-  CHECK_OK(symheap_malloc(c->comm, 1u << 20, 0, &x));
-  CHECK_OK(symheap_free(c->comm, x));
+  symheap_heap_info_t hi = SYMHEAP_HEAP_INFO_INIT;
+  CHECK_OK(symheap_heap_get_info(c->comm, &hi));
+  if (hi.enabled) {
+    CHECK_OK(symheap_malloc(c->comm, 1u << 20, 0, &x));
+    CHECK_OK(symheap_free(c->comm, x));
+  } else { // SYMHEAP_HEAP=0: every symheap_malloc is a registration
+    symheap_result_t r = symheap_malloc(c->comm, 1u << 20, 0, &x);
+    CHECK(r == SYMHEAP_ERR_UNSUPPORTED &&
+              strstr(symheap_last_error(), "capturing a CUDA graph"),
+          "SYMHEAP_HEAP=0 malloc during rank 0's capture: %s (%s)",
+          symheap_strerror(r), symheap_last_error());
+  }
   symheap_result_t r = symheap_window_register(c->comm, m2, 2u << 20, 0, &x);
   CHECK(r == SYMHEAP_ERR_UNSUPPORTED &&
             strstr(symheap_last_error(), "capturing a CUDA graph"),
