@@ -13,7 +13,7 @@ from .window import Window, contiguous_strides
 COLOR_NONE = -1  # SYMHEAP_COLOR_NONE: join no sub-communicator
 WINDOW_MULTICAST = 1  # SYMHEAP_WINDOW_MULTICAST
 
-_AGREE_BYTES = 256  # one rank's status in _agree: code, then message
+_AGREE_BYTES = 256  # one rank's message in _agree, when one failed
 
 
 def unique_id():
@@ -217,15 +217,20 @@ class Comm:
             code = getattr(local_exc, "code", 1)
             code = code if code > 0 else 1
             msg = str(getattr(local_exc, "message", local_exc)).encode()
-        rec = struct.pack("<i", code) + msg[:_AGREE_BYTES - 5]
-        for r, got in enumerate(self.allgather(rec.ljust(_AGREE_BYTES,
-                                                         b"\0"))):
-            c = struct.unpack_from("<i", got)[0]
+        # The codes first: 4 bytes, which ride the comm's shared memory on
+        # one host; the messages only when some rank failed.
+        codes = [struct.unpack("<i", got)[0]
+                 for got in self.allgather(struct.pack("<i", code))]
+        if not any(codes):
+            return
+        texts = self.allgather(msg[:_AGREE_BYTES - 1].ljust(_AGREE_BYTES,
+                                                            b"\0"))
+        for r, c in enumerate(codes):
             if c == 0:
                 continue
             if r == self.rank:
                 raise local_exc
-            text = got[4:].split(b"\0", 1)[0].decode(errors="replace")
+            text = texts[r].split(b"\0", 1)[0].decode(errors="replace")
             raise errors.error_for(c, "rank %d: %s" % (r, text))
 
     def split(self, color, key=0):
