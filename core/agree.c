@@ -60,6 +60,15 @@ static symheap_result_t agree_via(symheap_comm_t c, int shm,
   }
   symheap_result_t r = shm ? symheap__agree_shm_allgather(c, mine, buf, rec)
                            : symheap__comm_allgather(c, mine, buf, rec);
+  if (r != SYMHEAP_SUCCESS && local != SYMHEAP_SUCCESS) {
+    /* This rank had failed already, and the call's one deadline has often
+     * passed by then: a peer still inside its own failing step (started a
+     * little later, so its deadline is a little later) is not the cause, so
+     * the agreement's complaint comes after this rank's own, not instead. */
+    char then[sizeof st.msg];
+    snprintf(then, sizeof then, "%s", symheap__error_peek());
+    return symheap__error(local, "%s; then, agreeing on it: %s", st.msg, then);
+  }
   if (r != SYMHEAP_SUCCESS)
     return r;
   /* The culprit: the lowest rank whose failure was its own; failing that, the
