@@ -150,6 +150,31 @@ int th_run_threads(int n, th_rank_fn fn, void *arg) {
   return th_run_rank_threads(&id, n, 0, n, fn, arg);
 }
 
+int th_main(int argc, char **argv, const char *prefix, char *tag,
+            size_t tag_size, int *threads, th_rank_fn fn, void *arg) {
+  if (argc == 3 && strcmp(argv[1], "--threads") == 0) {
+    int n = atoi(argv[2]);
+    if (threads)
+      *threads = 1;
+    snprintf(tag, tag_size, "%sthreads%d", prefix, n);
+    int rc = th_run_threads(n, fn, arg);
+    return rc || th_total_failures() ? 1 : 0;
+  }
+  th_ctx_t c = {0};
+  symheap_result_t r = symheap_comm_init_env(&c.comm);
+  if (r != SYMHEAP_SUCCESS) {
+    printf("FAIL %sprocs/comm_init: %s: %s\n", prefix, symheap_strerror(r),
+           symheap_last_error());
+    return 1;
+  }
+  symheap_comm_rank(c.comm, &c.rank);
+  symheap_comm_size(c.comm, &c.n);
+  snprintf(tag, tag_size, "%sprocs%d", prefix, c.n);
+  fn(&c, arg);
+  CHECK_OK(symheap_comm_destroy(c.comm));
+  return th_total_failures() ? 1 : 0;
+}
+
 void th_stop_self(int ms) {
   pid_t me = getpid();
   fflush(stdout);

@@ -69,6 +69,15 @@ int th_run_threads(int n, th_rank_fn fn, void *arg);
 int th_run_rank_threads(const symheap_unique_id_t *id, int nranks, int first,
                         int count, th_rank_fn fn, void *arg);
 
+/* The main of a multi-rank test: with argv `--threads N`, N thread-ranks of
+ * this process (each with its own comm); without, this process is one rank
+ * of a job symheap-run started (symheap_comm_init_env).  The tag of every
+ * case line becomes PREFIX "threads<N>" or PREFIX "procs<N>" (tag, tag_size);
+ * *threads (when not NULL) is set to 1 for thread-ranks.  fn runs on every
+ * rank; returns the exit status. */
+int th_main(int argc, char **argv, const char *prefix, char *tag,
+            size_t tag_size, int *threads, th_rank_fn fn, void *arg);
+
 /* The recording test adaptor (record_adaptor.c): host memory, every call
  * logged per rank, and a fault injected at the Nth call of one op. */
 extern const symheap_device_ops th_record_ops;

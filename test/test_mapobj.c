@@ -384,23 +384,5 @@ static void run_cases(th_ctx_t *c, void *arg) {
 }
 
 int main(int argc, char **argv) {
-  if (argc == 3 && strcmp(argv[1], "--threads") == 0) {
-    g_threads = 1;
-    snprintf(tag, sizeof tag, "threads%s", argv[2]);
-    int rc = th_run_threads(atoi(argv[2]), run_cases, NULL);
-    return rc || th_total_failures() ? 1 : 0;
-  }
-  th_ctx_t c = {0};
-  symheap_result_t r = symheap_comm_init_env(&c.comm);
-  if (r != SYMHEAP_SUCCESS) {
-    printf("FAIL procs/comm_init: %s: %s\n", symheap_strerror(r),
-           symheap_last_error());
-    return 1;
-  }
-  symheap_comm_rank(c.comm, &c.rank);
-  symheap_comm_size(c.comm, &c.n);
-  snprintf(tag, sizeof tag, "procs%d", c.n);
-  run_cases(&c, NULL);
-  CHECK_OK(symheap_comm_destroy(c.comm));
-  return th_total_failures() ? 1 : 0;
+  return th_main(argc, argv, "", tag, sizeof tag, &g_threads, run_cases, NULL);
 }
