@@ -198,7 +198,8 @@ $(BUILD)/obj/test/%.o: test/%.c test/harness.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Icore -c $< -o $@
 $(BUILD)/test/test_gpu: test/gpu/test_gpu.cu $(BUILD)/obj/test/harness.o \
-    $(BUILD)/obj/test/record_adaptor.o $(BUILD)/lib/libsymheap.a $(HEADERS)
+    $(BUILD)/obj/test/record_adaptor.o $(BUILD)/lib/libsymheap.a $(HEADERS) \
+    test/gpu/gpu_suite.cuh
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -Itest -o $@ $< \
 	  $(BUILD)/obj/test/harness.o $(BUILD)/obj/test/record_adaptor.o \
@@ -223,7 +224,7 @@ $(CUDA_LIB): $(KERNEL_OBJS) $(BUILD)/lib/libsymheap.so
 	ln -sf libsymheap_cuda.so.0 $@
 # GPU tests of the collectives, and the collectives benchmark.
 $(BUILD)/test/test_coll: test/gpu/test_coll.cu $(BUILD)/obj/test/harness.o \
-    test/gpu/coll_testlib.cuh $(CUDA_LIB) $(KERNEL_DEPS)
+    test/gpu/coll_testlib.cuh test/gpu/gpu_suite.cuh $(CUDA_LIB) $(KERNEL_DEPS)
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -Itest -o $@ $< \
 	  $(BUILD)/obj/test/harness.o -L$(BUILD)/lib -lsymheap_cuda -lsymheap \
@@ -262,7 +263,7 @@ tests: $(BUILD)/test/test_coll_api
 gpu-tests: $(BUILD)/test/test_coll
 # Reduce-scatter, all-to-all(v), broadcast, the copy-engine paths (issue 19).
 $(BUILD)/test/test_coll_xfer: test/gpu/test_coll_xfer.cu \
-    test/gpu/coll_testlib.cuh test/gpu/a2av_testlib.cuh \
+    test/gpu/coll_testlib.cuh test/gpu/gpu_suite.cuh test/gpu/a2av_testlib.cuh \
     $(BUILD)/obj/test/harness.o $(CUDA_LIB) \
     $(KERNEL_DEPS)
 	@mkdir -p $(dir $@)
@@ -438,7 +439,8 @@ tests: $(BUILD)/test/test_agree_wait
 # The heap on a GPU (test/gpu/test_heap_gpu.cu): kernels and collectives on
 # heap windows, symheap_malloc inside cudaStreamBeginCapture.
 ifneq ($(NVCC),)
-$(BUILD)/test/test_heap_gpu: test/gpu/test_heap_gpu.cu $(BUILD)/obj/test/harness.o \
+$(BUILD)/test/test_heap_gpu: test/gpu/test_heap_gpu.cu test/gpu/gpu_suite.cuh \
+    $(BUILD)/obj/test/harness.o \
     $(CUDA_LIB) $(KERNEL_DEPS)
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -Itest -o $@ $< \

@@ -480,11 +480,7 @@ static void case_interior(th_ctx_t *c) {
   CHECK_OK(symheap_mem_free(c->comm, buf));
 }
 
-typedef struct {
-  const char *name;
-  void (*fn)(th_ctx_t *);
-} case_t;
-static const case_t cases[] = {
+static const gpu_case_t cases[] = {
     {"device_api_put_signal_barrier", case_device_api},
     {"all_reduce_1_to_3M_elements", case_all_reduce},
     {"all_reduce_1GiB", case_all_reduce_large},
@@ -498,66 +494,16 @@ static const case_t cases[] = {
 
 static void run_cases(th_ctx_t *c, void *arg) {
   (void)arg;
-  int ndev = 0;
-  cudaGetDeviceCount(&ndev);
-  CUDA_OK(cudaSetDevice(c->rank % ndev));
-  // This file's kernels loaded before any collective (symheap_cuda_load.h
-  // says why: thread-ranks share a context), then every rank waits for the
-  // others' loads.
-  const void *mine[] = {(const void *)bump};
-  CHECK_OK(symheap_cuda_load_module(mine[0]));
-  CHECK_OK(symheap_comm_barrier(c->comm));
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    th_begin(tag, cases[i].name, c->rank);
-    cases[i].fn(c);
-    CHECK_OK(symheap_comm_barrier(c->comm));
-    th_end();
-  }
+  gpu_rank_begin(c, (const void *)bump);
+  gpu_run_cases(c, tag, cases, sizeof cases / sizeof cases[0]);
 }
 
 int main(int argc, char **argv) {
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    printf("SKIP coll: no CUDA device here (cudaGetDeviceCount found none); "
-           "the collectives' GPU tests run on the GPU machine\n");
-    return 0;
-  }
-  const char *mc = getenv("SYMHEAP_DISABLE_MULTICAST");
-  if (!mc || strcmp(mc, "1") != 0) {
-    printf("FAIL coll/refuse_to_run: set SYMHEAP_DISABLE_MULTICAST=1 (and "
-           "NCCL_NVLS_ENABLE=0) on shared GPU machines\n");
-    return 1;
-  }
-  setenv("SYMHEAP_DEVICE", "cuda", 1);
+  int status;
+  if (!gpu_start("coll", "the collectives' GPU tests", &status))
+    return status;
   const char *path = getenv("SYMHEAP_WINDOW_PATH");
   g_nccl = path && strcmp(path, "nccl") == 0;
-  if (argc == 3 && strcmp(argv[1], "--threads") == 0) {
-    int n = atoi(argv[2]);
-    snprintf(tag, sizeof tag, "coll%s_threads%d", g_nccl ? "_nccl" : "", n);
-    int rc = th_run_threads(n, run_cases, NULL);
-    return rc || th_total_failures() ? 1 : 0;
-  }
-  th_ctx_t c = {NULL, 0, 0};
-  const char *lr = getenv("SYMHEAP_LOCAL_RANK");
-  int local = lr ? atoi(lr) : 0;
-  cudaSetDevice(local % ndev);
-  cudaFree(0);
-  symheap_result_t r = symheap_comm_init_env(&c.comm);
-  if (r != SYMHEAP_SUCCESS) {
-    printf("FAIL coll/comm_init: %s: %s\n", symheap_strerror(r),
-           symheap_last_error());
-    return 1;
-  }
-  symheap_comm_rank(c.comm, &c.rank);
-  symheap_comm_size(c.comm, &c.n);
-  snprintf(tag, sizeof tag, "coll%s_procs%d", g_nccl ? "_nccl" : "", c.n);
-  // Processes: the device is the local rank's, set above.
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    th_begin(tag, cases[i].name, c.rank);
-    cases[i].fn(&c);
-    CHECK_OK(symheap_comm_barrier(c.comm));
-    th_end();
-  }
-  symheap_comm_destroy(c.comm);
-  return th_total_failures() ? 1 : 0;
+  return th_main(argc, argv, g_nccl ? "coll_nccl_" : "coll_", tag, sizeof tag,
+                 &gpu_threads, run_cases, NULL);
 }

@@ -83,6 +83,20 @@ static void *hang_reporter(void *arg) {
   return NULL;
 }
 
+// --threads: the progress marks' mapped memory, and the reporter's thread.
+static void start_hang_reporter(int n) {
+  static int ranks;
+  ranks = n;
+  for (int r = 0; r < n && r < kMaxThreadRanks; r++) {
+    unsigned *p = NULL;
+    CUDA_OK(cudaHostAlloc((void **)&p, sizeof *p, cudaHostAllocMapped));
+    prog[r].gpu_step = p;
+  }
+  pthread_t rep;
+  if (pthread_create(&rep, NULL, hang_reporter, &ranks) == 0)
+    pthread_detach(rep);
+}
+
 static double tol_of(int dt) {
   return dt == SYMHEAP_FLOAT32 ? 1e-6 : dt == SYMHEAP_FLOAT16 ? 1e-3 : 8e-3;
 }
@@ -598,11 +612,7 @@ static void case_shared_gpu_stream(th_ctx_t *c) {
   CHECK_OK(symheap_free(c->comm, w.w));
 }
 
-typedef struct {
-  const char *name;
-  void (*fn)(th_ctx_t *);
-} case_t;
-static const case_t cases[] = {
+static const gpu_case_t cases[] = {
     {"legacy_stream_refused_on_shared_gpu", case_shared_gpu_stream},
     {"reduce_scatter", case_reduce_scatter},
     {"reduce_scatter_1GiB", case_reduce_scatter_1gib},
@@ -616,17 +626,10 @@ static const case_t cases[] = {
 
 static void run_cases(th_ctx_t *c, void *arg) {
   (void)arg;
-  int ndev = 0;
-  cudaGetDeviceCount(&ndev);
-  CUDA_OK(cudaSetDevice(c->rank % ndev));
-  // This file's kernels loaded before any collective (symheap_cuda_load.h
-  // says why: thread-ranks share a context), then every rank waits for the
-  // others' loads.
-  // SYMHEAP_TEST_NO_PRELOAD=1 leaves them to lazy loading, to show the
-  // hazard (bench/gpu_hang.sh).
-  const void *mine[] = {(const void *)mark};
-  if (!getenv("SYMHEAP_TEST_NO_PRELOAD"))
-    CHECK_OK(symheap_cuda_load_module(mine[0]));
+  // SYMHEAP_TEST_NO_PRELOAD=1 leaves this file's kernels to lazy loading, to
+  // show the hazard (bench/gpu_hang.sh).
+  gpu_rank_begin(c,
+                 getenv("SYMHEAP_TEST_NO_PRELOAD") ? NULL : (const void *)mark);
   CHECK_OK(symheap_cuda_preload()); // what the first collective does anyway
   CHECK(symheap_cuda_load_module(NULL) == SYMHEAP_ERR_INVALID_ARG &&
             strstr(symheap_last_error(), "kernel is NULL"),
@@ -638,61 +641,15 @@ static void run_cases(th_ctx_t *c, void *arg) {
              strstr(symheap_last_error(), "not a kernel")),
         "symheap_cuda_load_module(a host variable) -> %s: %s",
         symheap_strerror(lr), symheap_last_error());
-  CHECK_OK(symheap_comm_barrier(c->comm));
-  const char *only = getenv("SYMHEAP_TEST_ONLY"); // one case, by name
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    if (only && strcmp(only, cases[i].name) != 0)
-      continue;
-    th_begin(tag, cases[i].name, c->rank);
-    cases[i].fn(c);
-    CHECK_OK(symheap_comm_barrier(c->comm));
-    th_end();
-  }
+  gpu_run_cases(c, tag, cases, sizeof cases / sizeof cases[0]);
 }
 
 int main(int argc, char **argv) {
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    printf("SKIP coll_xfer: no CUDA device here (cudaGetDeviceCount found "
-           "none); the collectives' GPU tests run on the GPU machine\n");
-    return 0;
-  }
-  const char *mc = getenv("SYMHEAP_DISABLE_MULTICAST");
-  if (!mc || strcmp(mc, "1") != 0) {
-    printf("FAIL coll_xfer/refuse_to_run: set SYMHEAP_DISABLE_MULTICAST=1 "
-           "(and NCCL_NVLS_ENABLE=0) on shared GPU machines\n");
-    return 1;
-  }
-  setenv("SYMHEAP_DEVICE", "cuda", 1);
-  if (argc == 3 && strcmp(argv[1], "--threads") == 0) {
-    int n = atoi(argv[2]);
-    snprintf(tag, sizeof tag, "coll_xfer_threads%d", n);
-    for (int r = 0; r < n && r < kMaxThreadRanks; r++) {
-      unsigned *p = NULL;
-      CUDA_OK(cudaHostAlloc((void **)&p, sizeof *p, cudaHostAllocMapped));
-      prog[r].gpu_step = p;
-    }
-    pthread_t rep;
-    if (pthread_create(&rep, NULL, hang_reporter, &n) == 0)
-      pthread_detach(rep);
-    int rc = th_run_threads(n, run_cases, NULL);
-    return rc || th_total_failures() ? 1 : 0;
-  }
-  th_ctx_t c = {NULL, 0, 0};
-  const char *lr = getenv("SYMHEAP_LOCAL_RANK");
-  int local = lr ? atoi(lr) : 0;
-  cudaSetDevice(local % ndev);
-  cudaFree(0);
-  symheap_result_t r = symheap_comm_init_env(&c.comm);
-  if (r != SYMHEAP_SUCCESS) {
-    printf("FAIL coll_xfer/comm_init: %s: %s\n", symheap_strerror(r),
-           symheap_last_error());
-    return 1;
-  }
-  symheap_comm_rank(c.comm, &c.rank);
-  symheap_comm_size(c.comm, &c.n);
-  snprintf(tag, sizeof tag, "coll_xfer_procs%d", c.n);
-  run_cases(&c, NULL);
-  symheap_comm_destroy(c.comm);
-  return th_total_failures() ? 1 : 0;
+  int status;
+  if (!gpu_start("coll_xfer", "the collectives' GPU tests", &status))
+    return status;
+  if (argc == 3 && strcmp(argv[1], "--threads") == 0)
+    start_hang_reporter(atoi(argv[2]));
+  return th_main(argc, argv, "coll_xfer_", tag, sizeof tag, &gpu_threads,
+                 run_cases, NULL);
 }

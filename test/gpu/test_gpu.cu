@@ -13,18 +13,12 @@
 #include <unistd.h>
 
 #include "../harness.h"
+#include "gpu_suite.cuh"
 #include "symheap_cuda_load.h"
 #include "symheap_device.h"
 
 static char tag[32];
 static int g_threads;
-
-#define CUDA_OK(call)                                                          \
-  do {                                                                         \
-    cudaError_t e_ = (call);                                                   \
-    if (e_ != cudaSuccess)                                                     \
-      th_fail(__FILE__, __LINE__, "%s: %s", #call, cudaGetErrorString(e_));    \
-  } while (0)
 
 __host__ __device__ static inline uint32_t mix(uint64_t seed, uint64_t i) {
   uint64_t x = seed ^ (i * 0x9e3779b97f4a7c15ull);

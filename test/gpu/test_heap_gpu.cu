@@ -14,17 +14,11 @@
 #include <vector>
 
 #include "../harness.h"
+#include "gpu_suite.cuh"
 #include "symheap_cuda.h"
 #include "symheap_cuda_load.h"
 
 static char tag[32];
-
-#define CUDA_OK(call)                                                          \
-  do {                                                                         \
-    cudaError_t e_ = (call);                                                   \
-    if (e_ != cudaSuccess)                                                     \
-      th_fail(__FILE__, __LINE__, "%s: %s", #call, cudaGetErrorString(e_));    \
-  } while (0)
 
 __host__ __device__ static inline uint32_t val(int writer, uint32_t i) {
   return (uint32_t)writer * 1000003u + i * 7u + 1u;
@@ -172,11 +166,7 @@ static void case_capture(th_ctx_t *c) {
     CHECK_OK(symheap_free(c->comm, w));
 }
 
-typedef struct {
-  const char *name;
-  void (*fn)(th_ctx_t *);
-} case_t;
-static const case_t cases[] = {
+static const gpu_case_t cases[] = {
     {"peer_writes", case_peer_writes},
     {"collectives", case_collectives},
     {"graph_capture", case_capture},
@@ -184,56 +174,14 @@ static const case_t cases[] = {
 
 static void run_cases(th_ctx_t *c, void *arg) {
   (void)arg;
-  int ndev = 1;
-  cudaGetDeviceCount(&ndev);
-  CUDA_OK(cudaSetDevice(c->rank % ndev));
-  // This file's kernels loaded before any collective (symheap_cuda_load.h
-  // says why: thread-ranks share a context), then every rank waits for the
-  // others' loads.
-  const void *mine[] = {(const void *)fill_local};
-  CHECK_OK(symheap_cuda_load_module(mine[0]));
-  CHECK_OK(symheap_comm_barrier(c->comm));
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    th_begin(tag, cases[i].name, c->rank);
-    cases[i].fn(c);
-    CHECK_OK(symheap_comm_barrier(c->comm));
-    th_end();
-  }
+  gpu_rank_begin(c, (const void *)fill_local);
+  gpu_run_cases(c, tag, cases, sizeof cases / sizeof cases[0]);
 }
 
 int main(int argc, char **argv) {
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    printf("SKIP heap_gpu: no CUDA device here (cudaGetDeviceCount found "
-           "none); the heap's GPU tests run on the GPU machine\n");
-    return 0;
-  }
-  const char *mc = getenv("SYMHEAP_DISABLE_MULTICAST");
-  if (!mc || strcmp(mc, "1") != 0) {
-    printf("FAIL heap_gpu/refuse_to_run: set SYMHEAP_DISABLE_MULTICAST=1 (and "
-           "NCCL_NVLS_ENABLE=0) on shared GPU machines\n");
-    return 1;
-  }
-  setenv("SYMHEAP_DEVICE", "cuda", 1);
-  if (argc == 3 && strcmp(argv[1], "--threads") == 0) {
-    snprintf(tag, sizeof tag, "heap_gpu_threads%d", atoi(argv[2]));
-    int rc = th_run_threads(atoi(argv[2]), run_cases, NULL);
-    return rc || th_total_failures() ? 1 : 0;
-  }
-  const char *lr = getenv("SYMHEAP_LOCAL_RANK");
-  CUDA_OK(cudaSetDevice((lr ? atoi(lr) : 0) % ndev));
-  cudaFree(0);
-  th_ctx_t c = {NULL, 0, 0};
-  symheap_result_t r = symheap_comm_init_env(&c.comm);
-  if (r != SYMHEAP_SUCCESS) {
-    printf("FAIL heap_gpu/comm_init: %s: %s\n", symheap_strerror(r),
-           symheap_last_error());
-    return 1;
-  }
-  symheap_comm_rank(c.comm, &c.rank);
-  symheap_comm_size(c.comm, &c.n);
-  snprintf(tag, sizeof tag, "heap_gpu_procs%d", c.n);
-  run_cases(&c, NULL);
-  CHECK_OK(symheap_comm_destroy(c.comm));
-  return th_total_failures() ? 1 : 0;
+  int status;
+  if (!gpu_start("heap_gpu", "the heap's GPU tests", &status))
+    return status;
+  return th_main(argc, argv, "heap_gpu_", tag, sizeof tag, &gpu_threads,
+                 run_cases, NULL);
 }
