@@ -17,18 +17,7 @@ t0=$SECONDS
 make -s -j"$(nproc)" all gpu-tests >"$OUTDIR/build.txt" 2>&1 ||
   { tail -30 "$OUTDIR/build.txt"; exit 1; }
 echo "build: $((SECONDS - t0)) s"
-rows=()
-suite() { # name timeout command...
-  local name=$1 t=$2
-  shift 2
-  local t1=$SECONDS
-  timeout -k 5 "$t" "$@" >"$OUTDIR/$name.txt" 2>&1
-  local rc=$?
-  rows+=("$(printf '%-28s rc %-4s %3ss  pass %3s fail %3s skip %3s' "$name" \
-    "$rc" $((SECONDS - t1)) "$(grep -c '^PASS' "$OUTDIR/$name.txt")" \
-    "$(grep -c '^FAIL' "$OUTDIR/$name.txt")" \
-    "$(grep -c '^SKIP' "$OUTDIR/$name.txt")")")
-}
+. bench/gpu_suite.sh
 x=build/test/test_coll_xfer
 b2b="env SYMHEAP_TEST_HANG_S=15 SYMHEAP_TEST_ONLY=back_to_back_1000 $x --threads 2"
 # The hazard: the test's own kernels left to lazy loading (the library

@@ -16,18 +16,7 @@ mkdir -p "$OUTDIR"
 nvidia-smi -L
 make -s -j"$(nproc)" all tests gpu-tests >"$OUTDIR/build.txt" 2>&1 ||
   { tail -30 "$OUTDIR/build.txt"; exit 1; }
-rows=()
-suite() { # name timeout command...
-  local name=$1 t=$2
-  shift 2
-  local t0=$SECONDS
-  timeout -k 5 "$t" "$@" >"$OUTDIR/$name.txt" 2>&1
-  local rc=$?
-  rows+=("$(printf '%-30s rc %-4s %3ss  pass %3s fail %3s skip %3s' "$name" \
-    "$rc" $((SECONDS - t0)) "$(grep -c '^PASS' "$OUTDIR/$name.txt")" \
-    "$(grep -c '^FAIL' "$OUTDIR/$name.txt")" \
-    "$(grep -c '^SKIP' "$OUTDIR/$name.txt")")")
-}
+. bench/gpu_suite.sh
 run2="build/bin/symheap-run -n 2"
 suite gpu.procs2 120 $run2 build/test/test_gpu
 suite gpu.threads2 120 build/test/test_gpu --threads 2

@@ -34,11 +34,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
-
-def parse_size(s):
-    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(s[:-1]) * mult[s[-1].upper()] if s[-1].upper() in mult \
-        else int(s)
+from python_peers import parse_size  # noqa: E402  (bench/, beside this file)
 
 
 def slowest_median(times):

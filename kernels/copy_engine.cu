@@ -28,6 +28,7 @@
 
 #include "coll_api.h"
 #include "symheap_adaptor.h"
+#include "symheap_cuda_load.h"
 
 namespace symheap_coll {
 
@@ -40,19 +41,10 @@ struct memops_t {
 };
 
 memops_t load_memops() {
-  memops_t m = {NULL, NULL};
-  void *w = NULL, *v = NULL;
-  cudaDriverEntryPointQueryResult q1, q2;
-  if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &w, 12000,
-                                       cudaEnableDefault, &q1) != cudaSuccess ||
-      cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &v, 12000,
-                                       cudaEnableDefault, &q2) != cudaSuccess ||
-      q1 != cudaDriverEntryPointSuccess || q2 != cudaDriverEntryPointSuccess) {
-    (void)cudaGetLastError();
-    return m;
-  }
-  m.wait = (memop32_t)w;
-  m.write = (memop32_t)v;
+  memops_t m = {(memop32_t)symheap_cuda__entry("cuStreamWaitValue32", 12000),
+                (memop32_t)symheap_cuda__entry("cuStreamWriteValue32", 12000)};
+  if (!m.wait || !m.write)
+    m.wait = m.write = NULL; /* both or neither */
   return m;
 }
 
