@@ -1,11 +1,11 @@
 /* Loading the CUDA driver: dlopen, then every entry point through
  * cuGetProcAddress at the version CU_FUNCS pins, once per process. */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cuda_driver.h"
+#include "dl.h"
 
 static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
 cu_lib_t symheap_cu;
@@ -30,20 +30,21 @@ static symheap_result_t load_locked(const char *path) {
   snprintf(lib_path, sizeof lib_path, "%s", path);
   cu_lib_t l;
   memset(&l, 0, sizeof l);
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  char why[384];
+  void *h = symheap_dl_open(path, why, sizeof why);
   if (!h) {
     snprintf(lib_error, sizeof lib_error, "cannot load the CUDA driver %s: %s",
-             path, dlerror());
+             path, why);
     return symheap_cu_svc->error(SYMHEAP_ERR_UNSUPPORTED, "%s", lib_error);
   }
   cu_get_proc_address_t gpa =
-      (cu_get_proc_address_t)dlsym(h, "cuGetProcAddress_v2");
+      (cu_get_proc_address_t)symheap_dl_sym(h, "cuGetProcAddress_v2");
   if (!gpa) {
     snprintf(lib_error, sizeof lib_error,
              "the CUDA driver %s has no cuGetProcAddress_v2: it is older than "
              "CUDA 12.0, which symheap needs",
              path);
-    dlclose(h);
+    symheap_dl_close(h);
     return symheap_cu_svc->error(SYMHEAP_ERR_UNSUPPORTED, "%s", lib_error);
   }
   int status = 0;
@@ -59,14 +60,14 @@ static symheap_result_t load_locked(const char *path) {
   if (missing) {
     snprintf(lib_error, sizeof lib_error,
              "the CUDA driver %s does not provide %s", path, missing);
-    dlclose(h);
+    symheap_dl_close(h);
     return symheap_cu_svc->error(SYMHEAP_ERR_UNSUPPORTED, "%s", lib_error);
   }
   if (l.driver_version < 12000) {
     snprintf(lib_error, sizeof lib_error,
              "the CUDA driver %s is version %d.%d; symheap needs 12.0 or newer",
              path, l.driver_version / 1000, l.driver_version % 1000 / 10);
-    dlclose(h);
+    symheap_dl_close(h);
     return symheap_cu_svc->error(SYMHEAP_ERR_UNSUPPORTED, "%s", lib_error);
   }
   l.have_mc = l.driver_version >= 12010;
@@ -81,7 +82,7 @@ static symheap_result_t load_locked(const char *path) {
     const char *name = "?";
     l.cuGetErrorName(e, &name);
     snprintf(lib_error, sizeof lib_error, "cuInit failed: %s (%d)", name, e);
-    dlclose(h);
+    symheap_dl_close(h);
     return symheap_cu_svc->error(SYMHEAP_ERR_UNSUPPORTED, "%s", lib_error);
   }
   symheap_cu = l;

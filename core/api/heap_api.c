@@ -1,7 +1,7 @@
 /* The heap's own calls: accounting, reserving ahead, trimming. */
 #include <string.h>
 
-#include "heap.h"
+#include "mem/heap.h"
 
 SYMHEAP__EXPORT symheap_result_t
 symheap_heap_get_info(symheap_comm_t c, symheap_heap_info_t *info) {

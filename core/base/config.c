@@ -58,13 +58,6 @@ static const symheap__cfg_var_t cfg_vars[] = {
      "RDMA registration of windows: auto (with libibverbs and an RDMA device, "
      "when the comm spans more than one host), ibverbs (always; a comm init "
      "without a usable RDMA device fails), none"},
-    {"SYMHEAP_IBVERBS_LIBRARY", SYMHEAP_CFG_STRING, "libibverbs.so.1", 0, 0,
-     NULL,
-     "the verbs library loaded with dlopen for RDMA registration (a name "
-     "searched the usual way, or a path)"},
-    {"SYMHEAP_IB_DEVICE", SYMHEAP_CFG_STRING, NULL, 0, 0, NULL,
-     "the RDMA device windows are registered with (e.g. mlx5_0); unset: the "
-     "first one libibverbs lists"},
     {"SYMHEAP_CCL", SYMHEAP_CFG_STRING, "auto", 0, 0, NULL,
      "how symheap_comm_init_env joins: local (symheap-run's SYMHEAP_RANK, "
      "SYMHEAP_NRANKS, SYMHEAP_UNIQUE_ID), mpi (MPI_COMM_WORLD through "
@@ -78,16 +71,6 @@ static const symheap__cfg_var_t cfg_vars[] = {
      "windows, ncclCommWindowRegister with NCCL_WIN_COLL_SYMMETRIC, over an "
      "NCCL communicator the comm makes; cuda adaptor, one host), or ccl (the "
      "window_register of the ccl adaptor the comm was made on)"},
-    {"SYMHEAP_NCCL_LIBRARY", SYMHEAP_CFG_STRING, "libnccl.so.2", 0, 0, NULL,
-     "the NCCL library loaded with dlopen for SYMHEAP_WINDOW_PATH=nccl"},
-    {"SYMHEAP_CUDA_ZERO_SM", SYMHEAP_CFG_BOOL, "0", 0, 0, NULL,
-     "read by libsymheap_cuda.so: 1 makes every all-gather and broadcast "
-     "use the copy engines only (no SM), as the per-call flag "
-     "SYMHEAP_CUDA_ZERO_SM does"},
-    {"SYMHEAP_CUDA_CE_BYTES", SYMHEAP_CFG_INT, "67108864", 0, 1L << 40, NULL,
-     "read by libsymheap_cuda.so: SYMHEAP_ALGO_AUTO all-reduces of at least "
-     "this many bytes as reduce-scatter by SM, then all-gather by the copy "
-     "engines"},
     {"SYMHEAP_UNIQUE_ID", SYMHEAP_CFG_STRING, NULL, 0, 0, NULL,
      "the job's unique id as 256 hex digits, for symheap_comm_init_env (set by "
      "symheap-run)"},

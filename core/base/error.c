@@ -1,4 +1,4 @@
-/* Result strings and the per-thread last-error message. */
+/* The per-thread last-error message (api/errors.c reads it out). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -6,20 +6,6 @@
 #include "internal.h"
 
 static _Thread_local char tls_msg[SYMHEAP_ERROR_MAX];
-
-SYMHEAP__EXPORT const char *symheap_strerror(symheap_result_t r) {
-  switch (r) {
-#define SYMHEAP_X_CASE(name, text)                                             \
-  case name:                                                                   \
-    return text;
-    SYMHEAP_RESULT_MAP(SYMHEAP_X_CASE)
-#undef SYMHEAP_X_CASE
-  default:
-    return "unknown result code";
-  }
-}
-
-SYMHEAP__EXPORT const char *symheap_last_error(void) { return tls_msg; }
 
 symheap_result_t symheap__verror(symheap_result_t r, const char *fmt,
                                  va_list ap) {
@@ -49,14 +35,3 @@ symheap_result_t symheap__error_context(symheap_result_t r, const char *fmt,
 
 void symheap__error_clear(void) { tls_msg[0] = '\0'; }
 const char *symheap__error_peek(void) { return tls_msg; }
-
-SYMHEAP__EXPORT symheap_result_t symheap_get_version(int *major, int *minor,
-                                                     int *patch) {
-  if (!major || !minor || !patch)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "symheap_get_version: NULL output pointer");
-  *major = SYMHEAP_VERSION_MAJOR;
-  *minor = SYMHEAP_VERSION_MINOR;
-  *patch = SYMHEAP_VERSION_PATCH;
-  return SYMHEAP_SUCCESS;
-}

@@ -1,6 +1,6 @@
 /* Fork detection without a system call per collective: a forked child
  * shares its parent's sockets, so a call of its own must be refused
- * (comm.c, forked), but asking getpid on every call costs two system calls
+ * (comm/comm.c, forked), but asking getpid on every call costs two system calls
  * per symheap_malloc + symheap_free pair on the heap's fast path.  A
  * pthread_atfork handler counts the forks instead (a child's copy of the
  * count is one more than its parent's), and the pid is asked only once the
@@ -10,7 +10,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include "comm.h"
+#include "forks.h"
 
 static unsigned forks_seen;
 static int forks_watched;
@@ -24,14 +24,14 @@ static void watch_forks(void) {
   forks_watched = pthread_atfork(NULL, NULL, count_fork) == 0;
 }
 
-void symheap__forks_watch(symheap_comm_t c) {
+unsigned symheap__forks_watch(void) {
   pthread_once(&forks_once, watch_forks);
-  c->forks_at_init = __atomic_load_n(&forks_seen, __ATOMIC_RELAXED);
+  return __atomic_load_n(&forks_seen, __ATOMIC_RELAXED);
 }
 
-int symheap__in_forked_child(symheap_comm_t c) {
+int symheap__forked_since(pid_t pid, unsigned forks_then) {
   if (forks_watched &&
-      __atomic_load_n(&forks_seen, __ATOMIC_RELAXED) == c->forks_at_init)
+      __atomic_load_n(&forks_seen, __ATOMIC_RELAXED) == forks_then)
     return 0;
-  return c->pid != getpid();
+  return pid != getpid();
 }

@@ -27,9 +27,14 @@ const char *symheap__error_peek(void);
 
 /* Run cleanup that may overwrite the thread's error message, then put the
  * message back: the caller reports the original failure, not the cleanup's.
- * The adaptors' SYMHEAP_KEEP_ERROR over the core's own services. */
+ * The adaptors' SYMHEAP_KEEP_ERROR, written over the error itself. */
 #define SYMHEAP__KEEP_ERROR(stmt)                                              \
-  SYMHEAP_KEEP_ERROR(&symheap__host_services, stmt)
+  do {                                                                         \
+    char keep_error_[SYMHEAP_ERROR_MAX];                                       \
+    snprintf(keep_error_, sizeof keep_error_, "%s", symheap__error_peek());    \
+    stmt;                                                                      \
+    (void)symheap__error(SYMHEAP_SUCCESS, "%s", keep_error_);                  \
+  } while (0)
 
 /* log.c */
 void symheap__log(int level, const char *fmt, ...) SYMHEAP__PRINTF(2, 3);

@@ -23,18 +23,6 @@ static _Thread_local int tls_rank = -1;
 
 static const char *level_name[] = {"NONE", "WARN", "INFO", "TRACE"};
 
-int64_t symheap__now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-uint64_t symheap__now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* %p becomes the pid.  0 when the result does not fit: a truncated path
  * would name another file. */
 static int expand_path(const char *in, char *out, size_t len) {

@@ -5,7 +5,6 @@
  * symheap-info).  A plugin the user named is never skipped: if one cannot be
  * loaded, every comm init of the process fails with SYMHEAP_ERR_PLUGIN and
  * the reason, naming the file. */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "dl.h"
 #include "plugin.h"
 
 #define MAX_PLUGINS 16
@@ -40,10 +40,8 @@ static void run_finis(void) {
 
 /* The directory libsymheap was loaded from: installed plugins live there. */
 static void library_dir(char *out, size_t len) {
-  Dl_info info;
-  out[0] = '\0';
-  if (dladdr((void *)&symheap__plugins_load, &info) && info.dli_fname) {
-    snprintf(out, len, "%s", info.dli_fname);
+  symheap__dl_file_of((const void *)&symheap__plugins_load, out, len);
+  if (out[0]) {
     char *slash = strrchr(out, '/');
     if (slash)
       *slash = '\0';
@@ -145,11 +143,12 @@ static symheap_result_t load_one(const char *name) {
   symheap_result_t r = find(name, path, sizeof path);
   if (r != SYMHEAP_SUCCESS)
     return r;
-  void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  char err[512];
+  void *dl = symheap__dl_open(path, 0, err, sizeof err);
   if (!dl)
     return symheap__error(SYMHEAP_ERR_PLUGIN, "plugin %s: cannot load: %s",
-                          path, dlerror());
-  const symheap_plugin_t *in = dlsym(dl, SYMHEAP_PLUGIN_SYMBOL);
+                          path, err);
+  const symheap_plugin_t *in = symheap__dl_sym(dl, SYMHEAP_PLUGIN_SYMBOL);
   char buf[256];
   const char *why = !in ? "it does not export " SYMHEAP_PLUGIN_SYMBOL
                         : table_fault(in, buf, sizeof buf);
@@ -159,16 +158,15 @@ static symheap_result_t load_one(const char *name) {
   if (!why && nplugins == MAX_PLUGINS)
     why = "too many plugins";
   if (why) {
-    dlclose(dl);
+    symheap__dl_close(dl);
     return symheap__error(SYMHEAP_ERR_PLUGIN, "plugin %s: refused: %s", path,
                           why);
   }
   if ((r = symheap__plugin_admit(in, path)) != SYMHEAP_SUCCESS) {
-    dlclose(dl);
+    symheap__dl_close(dl);
     return r;
   }
-  if (in->device &&
-      (r = symheap_register_device_adaptor(in->device)) != SYMHEAP_SUCCESS) {
+  if (in->device && (r = symheap__device_add(in->device)) != SYMHEAP_SUCCESS) {
     in->fini();
     r = symheap__error_context(
         SYMHEAP_ERR_PLUGIN, "plugin %s: its device adaptor is refused", path);
@@ -189,7 +187,72 @@ static symheap_result_t load_one(const char *name) {
   return SYMHEAP_SUCCESS;
 }
 
+/* Built-in adaptors are plugins that happen to be linked in: the build
+ * lists them (symheap__builtin_plugins, generated from adaptors/), in the
+ * order `auto` prefers device adaptors: GPU adaptors first, host last
+ * (always available: the fallback).  They come in through the same checks
+ * and init as a loaded plugin.  Built-in net adaptors are listed beside
+ * them. */
+extern const symheap_plugin_t *const symheap__builtin_plugins[];
+extern const symheap_netops_t *const symheap__builtin_nets[];
+
+#define MAX_BUILTINS 16
+static pthread_once_t builtins_once = PTHREAD_ONCE_INIT;
+static const symheap_ccl_ops *builtin_ccls[MAX_BUILTINS];
+static const symheap_netops_t *builtin_nets[MAX_BUILTINS];
+static int nbuiltin_ccls, nbuiltin_nets;
+
+static void admit_builtin(const symheap_plugin_t *p) {
+  symheap_result_t r = symheap__plugin_admit(p, "built-in");
+  if (r == SYMHEAP_SUCCESS && p->device)
+    r = symheap__device_add(p->device);
+  if (r == SYMHEAP_SUCCESS && p->ccl && nbuiltin_ccls < MAX_BUILTINS)
+    builtin_ccls[nbuiltin_ccls++] = p->ccl;
+  if (r != SYMHEAP_SUCCESS)
+    SYMHEAP_WARN("built-in adaptor '%s' refused: %s", p->name,
+                 symheap__error_peek());
+}
+
+static void load_builtins(void) {
+  for (int i = 0; symheap__builtin_plugins[i]; i++)
+    admit_builtin(symheap__builtin_plugins[i]);
+  for (int i = 0; symheap__builtin_nets[i] && i < MAX_BUILTINS; i++) {
+    const symheap_netops_t *n = symheap__builtin_nets[i];
+    if (n->init(&symheap__host_services) == SYMHEAP_SUCCESS)
+      builtin_nets[nbuiltin_nets++] = n;
+    else
+      SYMHEAP_WARN("built-in net adaptor '%s' refused: %s", n->name,
+                   symheap__error_peek());
+  }
+}
+
+/* The first use of the registry must not change the caller's error text. */
+static void load_builtins_quietly(void) {
+  SYMHEAP__KEEP_ERROR(load_builtins());
+}
+
+void symheap__builtins_load(void) {
+  pthread_once(&builtins_once, load_builtins_quietly);
+}
+
+const symheap_ccl_ops *symheap__builtin_ccl(const char *name) {
+  symheap__builtins_load();
+  for (int i = 0; i < nbuiltin_ccls; i++)
+    if (strcmp(builtin_ccls[i]->name, name) == 0)
+      return builtin_ccls[i];
+  return NULL;
+}
+
+const symheap_netops_t *symheap__builtin_net(const char *name) {
+  symheap__builtins_load();
+  for (int i = 0; i < nbuiltin_nets; i++)
+    if (strcmp(builtin_nets[i]->name, name) == 0)
+      return builtin_nets[i];
+  return NULL;
+}
+
 symheap_result_t symheap__plugins_load(void) {
+  symheap__builtins_load();
   pthread_mutex_lock(&lock);
   if (!tried) {
     tried = 1;

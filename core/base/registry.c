@@ -1,17 +1,16 @@
-/* The device adaptors this process knows: the built-ins (linked-in plugins)
- * and the ones plugins or callers register; normalisation and choice. */
+/* The device adaptors this process knows: the built-ins (linked-in plugins,
+ * admitted by plugin.c) and the ones plugins or callers register;
+ * normalisation and choice. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "plugin.h"
 #include "registry.h"
 
 #define MAX_ADAPTORS 16
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t builtins_once = PTHREAD_ONCE_INIT;
 static symheap__device_table_t reg[MAX_ADAPTORS];
 static int reg_count;
 
@@ -240,55 +239,14 @@ static symheap_result_t add_locked(const symheap_device_ops *ops) {
   return SYMHEAP_SUCCESS;
 }
 
-/* Built-in adaptors are plugins that happen to be linked in (each file
- * under adaptors/device/ ends with SYMHEAP_PLUGIN_ENTRY): admitted through
- * the same checks and init as a loaded plugin, in the order `auto` prefers
- * them: GPU adaptors first, host last (always available: the fallback). */
-extern const symheap_plugin_t symheap_builtin_cuda, symheap_builtin_hip,
-    symheap_builtin_host;
-static const symheap_plugin_t *const builtins[] = {
-    &symheap_builtin_cuda,
-    &symheap_builtin_hip,
-    &symheap_builtin_host,
-};
-
-static void load_builtins(void) {
-  for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++) {
-    const symheap_plugin_t *p = builtins[i];
-    symheap_result_t r = symheap__plugin_admit(p, "built-in");
-    if (r == SYMHEAP_SUCCESS && p->device) {
-      pthread_mutex_lock(&reg_lock);
-      r = add_locked(p->device);
-      pthread_mutex_unlock(&reg_lock);
-    }
-    if (r != SYMHEAP_SUCCESS)
-      SYMHEAP_WARN("built-in adaptor '%s' refused: %s", p->name,
-                   symheap__error_peek());
-  }
-}
-
-/* The first use of the registry must not change the caller's error text. */
-static void load_builtins_quietly(void) {
-  SYMHEAP__KEEP_ERROR(load_builtins());
-}
-
-static void ensure_builtins(void) {
-  pthread_once(&builtins_once, load_builtins_quietly);
-}
-
-SYMHEAP__EXPORT symheap_result_t
-symheap_register_device_adaptor(const symheap_device_ops *ops) {
-  ensure_builtins();
+symheap_result_t symheap__device_add(const symheap_device_ops *ops) {
   pthread_mutex_lock(&reg_lock);
   symheap_result_t r = add_locked(ops);
   pthread_mutex_unlock(&reg_lock);
-  if (r == SYMHEAP_SUCCESS)
-    SYMHEAP_INFO("registered device adaptor '%s'", ops->name);
   return r;
 }
 
 int symheap__device_count(void) {
-  ensure_builtins();
   pthread_mutex_lock(&reg_lock);
   int n = reg_count;
   pthread_mutex_unlock(&reg_lock);
@@ -296,7 +254,6 @@ int symheap__device_count(void) {
 }
 
 symheap_result_t symheap__device_get(int i, symheap__device_table_t *out) {
-  ensure_builtins();
   pthread_mutex_lock(&reg_lock);
   symheap_result_t r = SYMHEAP_SUCCESS;
   if (i < 0 || i >= reg_count)

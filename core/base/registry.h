@@ -27,6 +27,8 @@ symheap_result_t symheap__va_reserve(const symheap_device_ops *ops, void *ctx,
 symheap_result_t symheap__device_select(const char *want,
                                         symheap__device_table_t *out, char *why,
                                         size_t why_len);
+/* Register a normalised copy (a name not taken yet). */
+symheap_result_t symheap__device_add(const symheap_device_ops *ops);
 /* Snapshot of the registered adaptors, for symheap-info. */
 int symheap__device_count(void);
 symheap_result_t symheap__device_get(int i, symheap__device_table_t *out);

@@ -59,7 +59,3 @@ const symheap_host_services_t symheap__host_services = {
     .param_is_set = svc_param_is_set,
     .now_ns = symheap__now_ns,
 };
-
-SYMHEAP__EXPORT const symheap_host_services_t *symheap_host_services(void) {
-  return &symheap__host_services;
-}

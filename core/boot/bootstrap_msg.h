@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "base/internal.h"
 
 #define MSG_MAGIC 0x53484d42u /* "SHMB" */
 #define MSG_VERSION 1

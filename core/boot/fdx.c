@@ -8,9 +8,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "comm.h"
-#include "mapping.h"
-#include "sock.h"
+#include "base/internal.h"
+#include "fdx.h"
 
 #define FDX_MAGIC 0x53484658u /* "SHFX" */
 
@@ -30,7 +29,7 @@ typedef struct {
   uint64_t value;
 } fdx_rec_t;
 
-static void fdx_name(symheap_comm_t c, int rank, symheap__sockname_t *n) {
+static void fdx_name(symheap__fdx_t *c, int rank, symheap__sockname_t *n) {
   char hex[33];
   symheap__hex(c->token, sizeof c->token, hex);
   n->abstract = c->sock_abstract;
@@ -43,7 +42,7 @@ static void fdx_name(symheap_comm_t c, int rank, symheap__sockname_t *n) {
   }
 }
 
-void symheap__fdx_close(symheap_comm_t c) {
+void symheap__fdx_close(symheap__fdx_t *c) {
   if (!c->peer_fd)
     return;
   for (int p = 0; p < c->nranks; p++)
@@ -53,7 +52,7 @@ void symheap__fdx_close(symheap_comm_t c) {
   c->peer_fd = NULL;
 }
 
-static symheap_result_t connect_lower(symheap_comm_t c, int64_t deadline) {
+static symheap_result_t connect_lower(symheap__fdx_t *c, int64_t deadline) {
   for (int p = 0; p < c->rank; p++) {
     if (!c->reach[p])
       continue;
@@ -71,7 +70,7 @@ static symheap_result_t connect_lower(symheap_comm_t c, int64_t deadline) {
   return SYMHEAP_SUCCESS;
 }
 
-static symheap_result_t accept_higher(symheap_comm_t c, int lfd,
+static symheap_result_t accept_higher(symheap__fdx_t *c, int lfd,
                                       int64_t deadline) {
   int expected = 0;
   for (int p = c->rank + 1; p < c->nranks; p++)
@@ -102,42 +101,42 @@ static symheap_result_t accept_higher(symheap_comm_t c, int lfd,
   return SYMHEAP_SUCCESS;
 }
 
-symheap_result_t symheap__fdx_setup(symheap_comm_t c) {
+symheap_result_t symheap__fdx_listen(symheap__fdx_t *c, int local_nranks,
+                                     int *lfd) {
+  *lfd = -1;
   c->peer_fd = malloc(sizeof(int) * (size_t)c->nranks);
-  symheap_result_t r = SYMHEAP_SUCCESS;
   if (!c->peer_fd)
-    r = symheap__error(SYMHEAP_ERR_NO_MEMORY, "descriptor exchange: no memory");
-  else
-    for (int p = 0; p < c->nranks; p++)
-      c->peer_fd[p] = -1;
+    return symheap__error(SYMHEAP_ERR_NO_MEMORY,
+                          "descriptor exchange: no memory");
+  for (int p = 0; p < c->nranks; p++)
+    c->peer_fd[p] = -1;
+  if (local_nranks < 2)
+    return SYMHEAP_SUCCESS;
   symheap__sockname_t me;
   fdx_name(c, c->rank, &me);
-  int lfd = -1;
-  if (r == SYMHEAP_SUCCESS && c->local_nranks > 1)
-    r = symheap__sock_listen(&me, &lfd);
-  /* Everyone listens before anyone connects. */
-  r = symheap__agree(c, r, 0, NULL, 0, NULL);
-  if (r == SYMHEAP_SUCCESS && c->local_nranks > 1) {
-    int64_t deadline = symheap__call_deadline(c);
-    /* Connecting to a listening Unix socket completes without the peer's
-     * accept (the backlog holds it), so connecting down, then accepting up,
-     * cannot deadlock. */
-    r = connect_lower(c, deadline);
-    if (r == SYMHEAP_SUCCESS)
-      r = accept_higher(c, lfd, deadline);
-  }
-  if (lfd >= 0) {
-    close(lfd);
-    symheap__sock_unlink(&me);
-  }
-  r = symheap__agree(c, r, 0, NULL, 0, NULL);
-  if (r != SYMHEAP_SUCCESS)
-    symheap__fdx_close(c);
-  return r;
+  return symheap__sock_listen(&me, lfd);
 }
 
-symheap_result_t symheap__fdx_allgather(symheap_comm_t c, int my_fd, int *fds) {
-  int64_t deadline = symheap__call_deadline(c);
+symheap_result_t symheap__fdx_connect(symheap__fdx_t *c, int lfd,
+                                      int64_t deadline) {
+  /* Connecting to a listening Unix socket completes without the peer's
+   * accept (the backlog holds it), so connecting down, then accepting up,
+   * cannot deadlock. */
+  symheap_result_t r = connect_lower(c, deadline);
+  return r == SYMHEAP_SUCCESS ? accept_higher(c, lfd, deadline) : r;
+}
+
+void symheap__fdx_unlisten(symheap__fdx_t *c, int lfd) {
+  if (lfd < 0)
+    return;
+  symheap__sockname_t me;
+  fdx_name(c, c->rank, &me);
+  close(lfd);
+  symheap__sock_unlink(&me);
+}
+
+symheap_result_t symheap__fdx_allgather(symheap__fdx_t *c, int my_fd, int *fds,
+                                        int64_t deadline) {
   symheap_result_t r = SYMHEAP_SUCCESS, dropped = SYMHEAP_SUCCESS;
   for (int p = 0; p < c->nranks; p++)
     fds[p] = -1;
@@ -154,7 +153,7 @@ symheap_result_t symheap__fdx_allgather(symheap_comm_t c, int my_fd, int *fds) {
       r = symheap__sock_recv(c->peer_fd[p], &in, sizeof in, &fds[p], deadline,
                              p);
       if (r == SYMHEAP_SUCCESS && in.magic == FDX_MAGIC && in.type == FDX_FREED)
-        symheap__map_drop_peer(c, p, in.value);
+        c->on_freed(c->arg, p, in.value);
     } while (r == SYMHEAP_SUCCESS && in.magic == FDX_MAGIC &&
              in.type == FDX_FREED && fds[p] == -1);
     if (r == SYMHEAP_SUCCESS && fds[p] == -2) {
@@ -184,8 +183,8 @@ symheap_result_t symheap__fdx_allgather(symheap_comm_t c, int my_fd, int *fds) {
   return r != SYMHEAP_SUCCESS ? r : dropped;
 }
 
-void symheap__fdx_send_freed(symheap_comm_t c, uint64_t id) {
-  if (!c->peer_fd || c->broken != SYMHEAP_SUCCESS)
+void symheap__fdx_send_freed(symheap__fdx_t *c, uint64_t id) {
+  if (!c->peer_fd)
     return;
   fdx_rec_t rec = {FDX_MAGIC, FDX_FREED, id};
   /* A notice that cannot go now is only a delay: the peer drops the
@@ -198,8 +197,8 @@ void symheap__fdx_send_freed(symheap_comm_t c, uint64_t id) {
                    (unsigned long long)id);
 }
 
-void symheap__fdx_drain(symheap_comm_t c) {
-  if (!c->peer_fd || c->broken != SYMHEAP_SUCCESS)
+void symheap__fdx_drain(symheap__fdx_t *c) {
+  if (!c->peer_fd)
     return;
   for (int p = 0; p < c->nranks; p++) {
     if (p == c->rank || c->peer_fd[p] < 0)
@@ -216,7 +215,7 @@ void symheap__fdx_drain(symheap_comm_t c) {
       if (recv(c->peer_fd[p], &rec, sizeof rec, MSG_DONTWAIT) !=
           (ssize_t)sizeof rec)
         break;
-      symheap__map_drop_peer(c, p, rec.value);
+      c->on_freed(c->arg, p, rec.value);
     }
   }
 }

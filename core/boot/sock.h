@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "base/internal.h"
 
 /* A socket name: abstract (no filesystem entry) or a path. */
 typedef struct {

@@ -3,7 +3,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "config.h"
+#include "base/config.h"
 #include "uid.h"
 
 symheap_result_t symheap__random(unsigned char *buf, size_t len) {
@@ -42,11 +42,7 @@ symheap_result_t symheap__ipc_socket_mode(int *abstract, const char **dir) {
   return SYMHEAP_SUCCESS;
 }
 
-SYMHEAP__EXPORT symheap_result_t
-symheap_get_unique_id(symheap_unique_id_t *id) {
-  if (!id)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "symheap_get_unique_id: id is NULL");
+symheap_result_t symheap__uid_make(symheap_unique_id_t *id) {
   symheap__uid_t u;
   memset(&u, 0, sizeof u);
   memcpy(u.magic, SYMHEAP__UID_MAGIC, sizeof u.magic);

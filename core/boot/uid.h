@@ -18,6 +18,8 @@ typedef struct {
 _Static_assert(sizeof(symheap__uid_t) <= sizeof(symheap_unique_id_t),
                "unique id layout must fit the public id");
 
+/* A new id: a fresh token, and where rank 0 will listen. */
+symheap_result_t symheap__uid_make(symheap_unique_id_t *id);
 /* Decode and validate a public id. */
 symheap_result_t symheap__uid_decode(const symheap_unique_id_t *id,
                                      symheap__uid_t *out);

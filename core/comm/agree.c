@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm.h"
+#include "agree.h"
 
 _Static_assert(sizeof(symheap_shareable_t) >= sizeof(uint64_t),
                "agree_equal keeps its values in the handle scratch");

@@ -33,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "comm.h"
+#include "agree.h"
 
 typedef struct {
   uint64_t seq; /* the agreement whose record this slot holds */
@@ -62,7 +62,7 @@ _Static_assert(2 * sizeof(shm_slot_t) + sizeof(shm_poison_t) +
                    SYMHEAP__AGREE_SHM_BYTES,
                "agreement area size");
 
-static void unmap_all(symheap_comm_t c, char **area) {
+void symheap__agree_shm_unmap(symheap_comm_t c, char **area) {
   for (int p = 0; area && p < c->nranks; p++)
     if (area[p])
       munmap(area[p], SYMHEAP__AGREE_SHM_BYTES);
@@ -70,64 +70,16 @@ static void unmap_all(symheap_comm_t c, char **area) {
 }
 
 void symheap__agree_shm_close(symheap_comm_t c) {
-  unmap_all(c, c->agree_shm);
+  symheap__agree_shm_unmap(c, c->agree_shm);
   c->agree_shm = NULL;
 }
 
-static char *map_fd(int fd) {
+char *symheap__agree_shm_map(int fd) {
   void *m = mmap(NULL, SYMHEAP__AGREE_SHM_BYTES, PROT_READ | PROT_WRITE,
                  MAP_SHARED, fd, 0);
   return m == MAP_FAILED ? NULL : m;
 }
 
-symheap_result_t symheap__agree_shm_setup(symheap_comm_t c) {
-  c->agree_shm = NULL;
-  c->agree_shm_seq = 0;
-  /* The same answer on every rank: both are facts of the whole comm. */
-  if (c->local_nranks != c->nranks || !c->peer_fd || c->nranks < 2)
-    return SYMHEAP_SUCCESS;
-  char **area = calloc((size_t)c->nranks, sizeof *area);
-  int fd = area ? memfd_create("symheap-agree", MFD_CLOEXEC) : -1;
-  int ok = fd >= 0 && ftruncate(fd, SYMHEAP__AGREE_SHM_BYTES) == 0 &&
-           (area[c->rank] = map_fd(fd)) != NULL;
-  int *fds = c->scratch_fds;
-  symheap_result_t r = symheap__fdx_allgather(c, ok ? fd : -1, fds);
-  if (fd >= 0)
-    close(fd);
-  if (r != SYMHEAP_SUCCESS && r != SYMHEAP_ERR_SYSTEM) {
-    /* The mesh failed: as any exchange, agree first, then the comm is
-     * broken (the caller fails the init). */
-    unmap_all(c, area);
-    symheap_result_t a = symheap__agree(c, r, 1, NULL, 0, NULL);
-    return a != SYMHEAP_SUCCESS ? a : r;
-  }
-  if (r != SYMHEAP_SUCCESS) /* out of descriptors: no channel, in step */
-    ok = 0;
-  for (int p = 0; p < c->nranks; p++) {
-    if (p == c->rank)
-      continue;
-    if (r == SYMHEAP_SUCCESS && fds[p] >= 0 && area)
-      area[p] = map_fd(fds[p]);
-    if (fds[p] >= 0)
-      close(fds[p]);
-    ok = ok && area && area[p];
-  }
-  int32_t mine = ok;
-  /* Every rank's answer: the channel is used only if all have it. */
-  int32_t *every = (int32_t *)(void *)c->scratch_sh;
-  r = symheap__agree(c, SYMHEAP_SUCCESS, 0, &mine, sizeof mine, every);
-  for (int p = 0; p < c->nranks && r == SYMHEAP_SUCCESS; p++)
-    ok = ok && every[p];
-  if (r != SYMHEAP_SUCCESS || !ok) {
-    unmap_all(c, area);
-    if (r == SYMHEAP_SUCCESS)
-      SYMHEAP_INFO("agreements of the heap go over the ccl: shared memory "
-                   "for them could not be had on every rank");
-    return r;
-  }
-  c->agree_shm = area; /* fresh memfds: every slot reads agreement 0 */
-  return SYMHEAP_SUCCESS;
-}
 
 static shm_slot_t *slot_of(symheap_comm_t c, int p, uint64_t k) {
   return (shm_slot_t *)(void *)c->agree_shm[p] + (k & 1);
@@ -135,9 +87,9 @@ static shm_slot_t *slot_of(symheap_comm_t c, int p, uint64_t k) {
 
 /* Whether peer p's process is gone (its mesh socket hung up). */
 static int peer_gone(symheap_comm_t c, int p) {
-  if (!c->peer_fd || c->peer_fd[p] < 0)
+  if (!c->fdx.peer_fd || c->fdx.peer_fd[p] < 0)
     return 0;
-  struct pollfd pf = {c->peer_fd[p], POLLRDHUP, 0};
+  struct pollfd pf = {c->fdx.peer_fd[p], POLLRDHUP, 0};
   return poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 

@@ -2,15 +2,15 @@
  * bootstrap), an MPI launcher's (the MPI ccl, a shared object of its own
  * loaded here so that libsymheap never links MPI), or a plugin's ccl named
  * by SYMHEAP_CCL. */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
-#include "comm.h"
-#include "config.h"
-#include "plugin.h"
+#include "base/config.h"
+#include "base/dl.h"
+#include "base/plugin.h"
+#include "ccl_env.h"
 
 #define MPI_CCL_LIB "libsymheap-ccl-mpi.so"
 
@@ -73,20 +73,15 @@ symheap__ccl_kind_t symheap__ccl_env_choice(symheap_result_t *r,
   return var ? SYMHEAP__CCL_MPI : SYMHEAP__CCL_LOCAL;
 }
 
-symheap_result_t symheap__comm_init_plugin_ccl(symheap_comm_t *comm,
-                                               const symheap_ccl_ops *ops) {
+symheap_result_t symheap__ccl_plugin_open(const symheap_ccl_ops *ops,
+                                          void **ctx) {
   long timeout;
-  void *ctx = NULL;
   symheap_result_t r = symheap__cfg_int("SYMHEAP_TIMEOUT_MS", &timeout);
   if (r == SYMHEAP_SUCCESS &&
-      (r = ops->open(&symheap__host_services, (int)timeout, &ctx)) !=
+      (r = ops->open(&symheap__host_services, (int)timeout, ctx)) !=
           SYMHEAP_SUCCESS)
     r = symheap__error_context(r, "SYMHEAP_CCL=%s: joining the job", ops->name);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
-  /* From here the comm owns the context: fini releases it, also when the
-   * comm cannot be made. */
-  return symheap_comm_init_ccl(comm, ops, ctx);
+  return r;
 }
 
 /* The MPI ccl is loaded once and never unloaded: MPI cannot be, and the
@@ -101,13 +96,14 @@ static symheap_result_t load_mpi(const char *why) {
     char path[512];
     r = symheap__find_library(MPI_CCL_LIB, path, sizeof path);
     /* Global: Open MPI's own components resolve MPI symbols through it. */
-    void *dl =
-        r == SYMHEAP_SUCCESS ? dlopen(path, RTLD_NOW | RTLD_GLOBAL) : NULL;
+    char err[512];
+    void *dl = r == SYMHEAP_SUCCESS ? symheap__dl_open(path, 1, err, sizeof err)
+                                    : NULL;
     if (r == SYMHEAP_SUCCESS && !dl)
-      r = symheap__error(SYMHEAP_ERR_PLUGIN, "cannot load %s: %s", path,
-                         dlerror());
+      r = symheap__error(SYMHEAP_ERR_PLUGIN, "cannot load %s: %s", path, err);
     if (dl)
-      *(void **)&open_world = dlsym(dl, "symheap_ccl_mpi_open_world");
+      *(void **)&open_world =
+          symheap__dl_sym(dl, "symheap_ccl_mpi_open_world");
     if (dl && !open_world)
       r = symheap__error(SYMHEAP_ERR_PLUGIN,
                          "%s does not export symheap_ccl_mpi_open_world", path);
@@ -122,14 +118,10 @@ static symheap_result_t load_mpi(const char *why) {
   return r;
 }
 
-symheap_result_t symheap__comm_init_mpi_world(symheap_comm_t *comm,
-                                              const char *why) {
+symheap_result_t symheap__ccl_mpi_open(const char *why,
+                                       const symheap_ccl_ops **ops,
+                                       void **ctx) {
   symheap_result_t r = load_mpi(why);
-  const symheap_ccl_ops *ops = NULL;
-  void *ctx = NULL;
-  if (r == SYMHEAP_SUCCESS)
-    r = open_world(&symheap__host_services, &ops, &ctx);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
-  return symheap_comm_init_ccl(comm, ops, ctx);
+  return r == SYMHEAP_SUCCESS ? open_world(&symheap__host_services, ops, ctx)
+                              : r;
 }

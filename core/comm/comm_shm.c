@@ -10,8 +10,8 @@
  * users expect (its own errors, its own progress). */
 #include <string.h>
 
-#include "bootstrap.h"
-#include "comm.h"
+#include "boot/bootstrap.h"
+#include "agree.h"
 
 int symheap__collectives_by_shm(symheap_comm_t c) {
   return c->agree_shm && c->ccl.allgather == symheap__local_ccl_ops.allgather;

@@ -45,7 +45,8 @@ symheap_result_t symheap__exchange_handles(symheap_comm_t c,
   }
   int my_fd = (local == SYMHEAP_SUCCESS && contributes) ? mine->fd : -1;
   int *fds = c->scratch_fds;
-  symheap_result_t r = symheap__fdx_allgather(c, my_fd, fds);
+  symheap_result_t r = symheap__fdx_allgather(&c->fdx, my_fd, fds,
+                                              symheap__call_deadline(c));
   if (my_fd >= 0)
     close(my_fd); /* the peers hold their own copies now */
   if (r != SYMHEAP_SUCCESS) {

@@ -1,7 +1,7 @@
 #ifndef SYMHEAP_EXCHANGE_H
 #define SYMHEAP_EXCHANGE_H
 
-#include "comm.h"
+#include "agree.h"
 
 /* Collective.  Every rank offers *mine (unless `local` is a failure, or
  * root_only is set and it is not rank 0) and receives every offered handle in

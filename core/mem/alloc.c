@@ -3,9 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "comm.h"
-#include "mapping.h"
-#include "registry.h"
+#include "mem.h"
 
 symheap__alloc_t *symheap__alloc_find(symheap_comm_t c, const void *ptr) {
   for (symheap__alloc_t *a = c->allocs; a; a = a->next)
@@ -14,22 +12,10 @@ symheap__alloc_t *symheap__alloc_find(symheap_comm_t c, const void *ptr) {
   return NULL;
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_mem_alloc(symheap_comm_t c,
-                                                   size_t size, void **ptr) {
-  /* Local: a comm whose collectives failed can still allocate. */
-  if (symheap__comm_check(c, "symheap_mem_alloc") != SYMHEAP_SUCCESS)
-    return SYMHEAP_ERR_INVALID_ARG;
-  symheap__log_set_rank(c->rank);
-  symheap_result_t r;
-  if (!ptr || size == 0)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "symheap_mem_alloc: %s",
-                          !ptr ? "ptr is NULL" : "size is zero");
+symheap_result_t symheap__mem_alloc(symheap_comm_t c, size_t size,
+                                    void **ptr) {
   size_t gran = c->caps.granularity;
-  if (size > SIZE_MAX - gran)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "symheap_mem_alloc: size %zu is too large", size);
-  if ((r = symheap__capture_check(c, "symheap_mem_alloc")) != SYMHEAP_SUCCESS)
-    return r;
+  symheap_result_t r;
   symheap__alloc_t *a = calloc(1, sizeof *a);
   if (!a)
     return symheap__error(SYMHEAP_ERR_NO_MEMORY,
@@ -77,9 +63,8 @@ fail:
 
 symheap_result_t symheap__alloc_free(symheap_comm_t c, symheap__alloc_t *a) {
   const symheap_device_ops *ops = &c->dev.ops;
-  symheap__map_drop_alloc(c, a);
-  if (a->exported)
-    symheap__fdx_send_freed(c, a->id);
+  if (a->exported && c->broken == SYMHEAP_SUCCESS)
+    symheap__fdx_send_freed(&c->fdx, a->id);
   if (a->export_fd >= 0) {
     close(a->export_fd);
     c->stats.descriptors_held--;
@@ -101,30 +86,4 @@ symheap_result_t symheap__alloc_free(symheap_comm_t c, symheap__alloc_t *a) {
   c->stats.descriptors_held--;
   free(a);
   return r != SYMHEAP_SUCCESS ? r : r2 != SYMHEAP_SUCCESS ? r2 : r3;
-}
-
-SYMHEAP__EXPORT symheap_result_t symheap_mem_free(symheap_comm_t c, void *ptr) {
-  if (symheap__comm_check(c, "symheap_mem_free") != SYMHEAP_SUCCESS)
-    return SYMHEAP_ERR_INVALID_ARG;
-  symheap__log_set_rank(c->rank);
-  symheap__fdx_drain(c);
-  symheap__alloc_t *a = ptr ? symheap__alloc_find(c, ptr) : NULL;
-  if (!a || a->ptr != ptr)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "symheap_mem_free: %p is not an allocation of this "
-                          "comm (already freed, or not from symheap_mem_alloc)",
-                          ptr);
-  symheap_result_t rc = symheap__capture_check(c, "symheap_mem_free");
-  if (rc != SYMHEAP_SUCCESS)
-    return rc;
-  symheap__map_drop_alloc(c, a); /* kept mappings are not registrations */
-  if (a->windows)
-    return symheap__error(
-        SYMHEAP_ERR_INVALID_ARG,
-        "symheap_mem_free: %p is still mapped by %d "
-        "registration(s) or kept mapping(s); deregister first",
-        ptr, a->windows);
-  symheap_result_t r = symheap__alloc_free(c, a);
-  return r == SYMHEAP_SUCCESS ? r
-                              : symheap__error_context(r, "symheap_mem_free");
 }

@@ -5,8 +5,8 @@
 #ifndef SYMHEAP_HEAP_H
 #define SYMHEAP_HEAP_H
 
-#include "comm.h"
 #include "heap_arena.h"
+#include "mem.h"
 
 typedef struct symheap__heap {
   symheap__arena_t arena;
@@ -64,28 +64,20 @@ void symheap__heap_undo_create(symheap_comm_t c, int created);
 /* Local, after an agreement: release every chunk holding no allocation. */
 symheap_result_t symheap__heap_trim_local(symheap_comm_t c);
 
-/* Collective, from symheap_malloc after its argument checks (`pre` is this
- * rank's failure so far).  *done is 0 when every rank agreed to take the
- * per-allocation path instead (flags the heap cannot serve, a size above
- * SYMHEAP_HEAP_THRESHOLD, SYMHEAP_HEAP=0, a full reservation); else the
- * result is the call's: a heap window, or a failure on every rank. */
-symheap_result_t symheap__heap_malloc(symheap_comm_t c, symheap_result_t pre,
-                                      size_t size, unsigned flags,
-                                      symheap_window_t *out, int *done);
-/* Local: give a heap window's block back, when every rank agreed to free
- * it (the window itself is the caller's to free). */
-void symheap__heap_release(symheap_comm_t c, struct symheap_window *w);
-/* Local, before the agreement to free w: whether its block can go back
- * without needing memory later. */
+/* Local, before the agreement to free a heap window: whether its block can
+ * go back without needing memory later. */
 symheap_result_t symheap__heap_prepare_free(symheap_comm_t c);
 /* Local: whether ptr lies in this rank's part of the heap; then its offset
  * there and the part's size. */
 int symheap__heap_locate(symheap_comm_t c, const void *ptr, size_t *off,
                          uint64_t *part);
-/* Collective, from symheap_window_register over heap memory (the same
- * offset on every rank, agreed): a window viewing the heap's mapping. */
-symheap_result_t symheap__heap_view(symheap_comm_t c, struct symheap_window *w,
-                                    size_t off);
+/* Local, before the agreement: where this rank's heap would put `len`
+ * bytes and which chunks it would commit first (into me); the route. */
+uint64_t symheap__heap_plan(symheap_comm_t c, uint64_t len,
+                           symheap__heap_rec_t *me, symheap_result_t *r);
+/* The agreed route: a rank without a heap, or a full heap anywhere, sends
+ * every rank to the registration path. */
+uint64_t symheap__heap_route(symheap_comm_t c, const symheap__heap_rec_t *all);
 /* Local, at comm destroy after every window is gone: unmap and release. */
 void symheap__heap_destroy(symheap_comm_t c);
 

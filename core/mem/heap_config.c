@@ -1,52 +1,9 @@
 /* The heap's variables (SYMHEAP_HEAP, SYMHEAP_HEAP_RESERVE, _CHUNK,
  * _THRESHOLD), read once per comm at its first symheap_malloc.  Sizes take
  * a K, M, G or T suffix (powers of 1024). */
-#include <errno.h>
-#include <stdlib.h>
-
-#include "config.h"
+#include "base/config.h"
+#include "base/size.h"
 #include "heap_config.h"
-
-/* "64G" -> 64 << 30; *ok 0 for anything else than digits and a suffix. */
-static uint64_t parse_size(const char *s, int *ok) {
-  char *end;
-  *ok = 0;
-  if (!s || s[0] < '0' || s[0] > '9')
-    return 0;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno)
-    return 0;
-  unsigned shift = 0;
-  switch (*end) {
-  case 'K':
-  case 'k':
-    shift = 10;
-    end++;
-    break;
-  case 'M':
-  case 'm':
-    shift = 20;
-    end++;
-    break;
-  case 'G':
-  case 'g':
-    shift = 30;
-    end++;
-    break;
-  case 'T':
-  case 't':
-    shift = 40;
-    end++;
-    break;
-  default:
-    break;
-  }
-  if (*end != '\0' || (shift && v > (UINT64_MAX >> shift)))
-    return 0;
-  *ok = 1;
-  return (uint64_t)v << shift;
-}
 
 static symheap_result_t size_var(const char *name, uint64_t min,
                                  uint64_t *out) {
@@ -55,7 +12,7 @@ static symheap_result_t size_var(const char *name, uint64_t min,
   if (r != SYMHEAP_SUCCESS)
     return r;
   int ok;
-  uint64_t v = parse_size(s, &ok);
+  uint64_t v = symheap__parse_size(s, &ok);
   if (!ok || v < min)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "%s='%s' is not a size of at least %llu bytes (a "

@@ -1,7 +1,7 @@
 #ifndef SYMHEAP_HEAP_CONFIG_H
 #define SYMHEAP_HEAP_CONFIG_H
 
-#include "internal.h"
+#include "base/internal.h"
 
 typedef struct {
   int on;             /* SYMHEAP_HEAP */

@@ -21,11 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "heap.h"
 #include "mapping.h"
-#include "window.h"
+#include "mem.h"
 
-symheap__map_t *symheap__map_new(symheap_comm_t c, int peers) {
+symheap__map_t *symheap__map_new(symheap_comm_t c, int peers,
+                                 const symheap__map_hooks_t *hooks) {
   symheap__map_t *m = calloc(1, sizeof *m);
   if (m && peers && !(m->peer = calloc((size_t)c->nranks, sizeof *m->peer))) {
     free(m);
@@ -34,6 +34,7 @@ symheap__map_t *symheap__map_new(symheap_comm_t c, int peers) {
   if (!m)
     return NULL;
   m->refs = 1;
+  m->hooks = hooks;
   m->next = c->maps;
   c->maps = m;
   return m;
@@ -47,52 +48,7 @@ static void unlink_map(symheap_comm_t c, symheap__map_t *m) {
     }
 }
 
-void symheap__map_adopt(symheap_comm_t c, struct symheap_window *w,
-                        symheap__map_t *m, int kind, uint64_t *ids) {
-  m->kind = kind;
-  m->flags = w->flags;
-  m->base = w->reserve;
-  m->stride = w->stride;
-  m->head = w->head;
-  if (kind == SYMHEAP__MAP_FLAT) { /* mapping.c reserved and mapped it */
-    m->len = w->stride;
-    m->reserved = w->stride * (size_t)c->nranks;
-  }
-  if (kind == SYMHEAP__MAP_IPC)
-    memcpy(m->peer, w->peer, (size_t)c->nranks * sizeof *m->peer);
-  m->local = w->user_ptr;
-  m->size = w->size;
-  m->alloc = w->alloc;
-  if (m->alloc)
-    m->alloc->windows++; /* symheap_mem_free refuses while mapped */
-  m->handle = w->local;
-  w->local = 0;
-  m->ids = ids;
-  m->epoch = c->next_window_id;
-}
-
-void symheap__map_view(symheap_comm_t c, struct symheap_window *w,
-                       symheap__map_t *m) {
-  w->map = m;
-  w->rdma = &m->rdma;
-  w->alloc = m->alloc;
-  w->flat = m->kind != SYMHEAP__MAP_IPC;
-  w->reserve = m->base;
-  w->stride = m->stride;
-  w->head = m->head;
-  for (int p = 0; p < c->nranks; p++)
-    w->peer[p] = m->kind == SYMHEAP__MAP_IPC ? m->peer[p]
-                 : c->reach[p] ? m->base + (size_t)p * m->stride + m->head
-                               : NULL;
-}
-
 void symheap__map_hold(symheap__map_t *m) { m->refs++; }
-
-/* Teardown goes on past a failure and reports the first. */
-static void keep_first(symheap_result_t *first, symheap_result_t r) {
-  if (r != SYMHEAP_SUCCESS && *first == SYMHEAP_SUCCESS)
-    *first = r;
-}
 
 /* Unmap and free a mapping no view holds; the memory too when the last
  * view was symheap_free's. */
@@ -101,18 +57,16 @@ static symheap_result_t destroy(symheap_comm_t c, symheap__map_t *m) {
   unlink_map(c, m);
   if (m->kept)
     c->stats.mappings_cached--;
-  if (m->kind == SYMHEAP__MAP_VENDOR)
-    first = symheap__winpath_deregister(c, m->vendor_handle);
-  else if (m->kind == SYMHEAP__MAP_IPC)
-    first = symheap__close_ipc(c, m->peer);
+  if (m->hooks && m->hooks->unmap)
+    first = m->hooks->unmap(c, m);
   else if (m->len)
     first = symheap__unmap_peers(c, m->base, m->stride, m->len, c->nranks);
   if (m->reserved) {
-    keep_first(&first, c->dev.ops.va_free(c->dev_ctx, m->base, m->reserved));
+    SYMHEAP_KEEP_FIRST(first, c->dev.ops.va_free(c->dev_ctx, m->base, m->reserved));
     c->stats.va_reserved -= m->reserved;
   }
   if (m->handle) {
-    keep_first(&first, c->dev.ops.mem_release(c->dev_ctx, m->handle));
+    SYMHEAP_KEEP_FIRST(first, c->dev.ops.mem_release(c->dev_ctx, m->handle));
     c->stats.descriptors_held--;
   }
   symheap__alloc_t *a = m->alloc;
@@ -123,7 +77,7 @@ static symheap_result_t destroy(symheap_comm_t c, symheap__map_t *m) {
   free(m->ids);
   free(m);
   if (a && free_alloc)
-    keep_first(&first, symheap__alloc_free(c, a));
+    SYMHEAP_KEEP_FIRST(first, symheap__map_free_alloc(c, a));
   return first;
 }
 
@@ -182,7 +136,8 @@ symheap_result_t symheap__map_release(symheap_comm_t c, symheap__map_t *m,
                                       int keep_it) {
   if (--m->refs > 0)
     return SYMHEAP_SUCCESS;
-  symheap__rdma_deregister(c, &m->rdma); /* before the memory can go */
+  if (m->hooks && m->hooks->last_view)
+    m->hooks->last_view(c, m); /* the RDMA region, before the memory goes */
   if (keep_it && can_keep(c, m)) {
     keep(c, m);
     return SYMHEAP_SUCCESS;
@@ -210,14 +165,29 @@ void symheap__map_drop_peer(symheap_comm_t c, int peer, uint64_t id) {
   }
 }
 
-void symheap__map_clear(symheap_comm_t c) {
+void symheap__map_on_freed(void *comm, int peer, uint64_t id) {
+  symheap__map_drop_peer(comm, peer, id);
+}
+
+symheap_result_t symheap__map_free_alloc(symheap_comm_t c, symheap__alloc_t *a) {
+  symheap__map_drop_alloc(c, a);
+  return symheap__alloc_free(c, a);
+}
+
+void symheap__mem_close(symheap_comm_t c) {
   while (c->maps) {
     symheap__map_t *m = c->maps;
     if (m->refs > 0 && m->kind != SYMHEAP__MAP_HEAP)
       SYMHEAP_WARN("comm destroy: a mapping still had %d view(s)", m->refs);
-    if (m->kind == SYMHEAP__MAP_HEAP && c->heap && c->heap->map == m)
-      symheap__heap_destroy(c); /* its chunks first; it releases m */
+    if (m->hooks && m->hooks->clear)
+      m->hooks->clear(c, m); /* its owner's teardown; it goes from the list */
     else
       symheap__map_drop(c, m);
+  }
+  while (c->allocs) {
+    SYMHEAP_WARN("comm destroy: allocation %p (%zu bytes) was never freed",
+                 (void *)c->allocs->ptr, c->allocs->size);
+    c->allocs->windows = 0;
+    (void)symheap__alloc_free(c, c->allocs);
   }
 }

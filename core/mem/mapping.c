@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exchange.h"
+#include "comm/exchange.h"
 #include "mapping.h"
 
 symheap_result_t symheap__unmap_peers(symheap_comm_t c, char *base,
@@ -188,11 +188,4 @@ out:
   free(all);
   free(imp);
   return r;
-}
-
-symheap_result_t symheap__map_flat(symheap_comm_t c, struct symheap_window *w,
-                                   symheap_mem_handle_t local, size_t map_off) {
-  return symheap__map_peers(c, SYMHEAP_SUCCESS, w->alloc, local, &w->reserve,
-                            w->stride * (size_t)c->nranks, w->stride, w->stride,
-                            map_off);
 }

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exchange.h"
+#include "comm/exchange.h"
 #include "window.h"
 
 symheap_result_t symheap__mc_check(symheap_comm_t c) {

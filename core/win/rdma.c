@@ -1,4 +1,5 @@
-/* RDMA registration of windows (rdma_ibverbs.c does the verbs):
+/* RDMA registration of windows (a net adaptor does the verbs, through
+ * symheap_netops.h):
  * when a comm spans hosts (or SYMHEAP_NET=ibverbs asks), every window's
  * local memory becomes a memory region and the ranks exchange address and
  * remote key, so peers on other hosts can reach it by RDMA while load/store
@@ -7,9 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "comm.h"
-#include "config.h"
-#include "rdma_ibverbs.h"
+#include "base/config.h"
+#include "base/plugin.h"
+#include "comm/agree.h"
+#include "window.h"
 
 enum { NET_AUTO, NET_IBVERBS, NET_NONE };
 
@@ -19,12 +21,13 @@ symheap_result_t symheap__rdma_setup(symheap_comm_t c) {
   int want = r == SYMHEAP_SUCCESS &&
              (mode == NET_IBVERBS || (mode == NET_AUTO && c->nhosts > 1));
   if (want) {
-    const char *lib = NULL, *dev = NULL;
-    r = symheap__cfg_string("SYMHEAP_IBVERBS_LIBRARY", &lib);
-    if (r == SYMHEAP_SUCCESS)
-      r = symheap__cfg_string("SYMHEAP_IB_DEVICE", &dev);
-    if (r == SYMHEAP_SUCCESS)
-      r = symheap__ibv_open(lib, dev, &c->net);
+    c->net_ops = symheap__builtin_net("ibverbs");
+    if (!c->net_ops)
+      r = symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+                         "no RDMA: this libsymheap was built without a net "
+                         "adaptor");
+    else
+      r = c->net_ops->open(&c->net);
   }
   int32_t have = c->net != NULL;
   char mine[200];
@@ -38,10 +41,8 @@ symheap_result_t symheap__rdma_setup(symheap_comm_t c) {
   for (int p = 0; p < c->nranks && r == SYMHEAP_SUCCESS && want; p++)
     if (!all[p] && without < 0)
       without = p;
-  if (r != SYMHEAP_SUCCESS || without >= 0) {
-    symheap__ibv_close(c->net);
-    c->net = NULL;
-  }
+  if (r != SYMHEAP_SUCCESS || without >= 0)
+    symheap__rdma_close(c);
   if (r != SYMHEAP_SUCCESS)
     return symheap__error_context(r, "RDMA registration (SYMHEAP_NET)");
   if (!want)
@@ -57,7 +58,7 @@ symheap_result_t symheap__rdma_setup(symheap_comm_t c) {
              "rank %d has no usable RDMA device (its log says why)", without);
   if (c->net)
     SYMHEAP_INFO("RDMA: windows are registered with %s",
-                 symheap__ibv_name(c->net));
+                 c->net_ops->device_name(c->net));
   else if (want)
     SYMHEAP_INFO("RDMA registration is off: %s; windows reach only the %d "
                  "rank%s of this host",
@@ -66,7 +67,8 @@ symheap_result_t symheap__rdma_setup(symheap_comm_t c) {
 }
 
 void symheap__rdma_close(symheap_comm_t c) {
-  symheap__ibv_close(c->net);
+  if (c->net)
+    c->net_ops->close(c->net);
   c->net = NULL;
 }
 
@@ -90,7 +92,7 @@ static symheap_result_t reg_local(symheap_comm_t c, symheap__rdma_t *x,
       return symheap__error_context(r, "exporting the window as a dma-buf");
   }
   symheap_result_t r =
-      symheap__ibv_reg(c->net, ptr, size, fd, off, &x->mr, &x->lkey, &me->rkey);
+      c->net_ops->reg_mr(c->net, ptr, size, fd, off, &x->mr, &x->lkey, &me->rkey);
   if (fd >= 0)
     close(fd);
   me->addr = (uint64_t)(uintptr_t)ptr;
@@ -119,8 +121,8 @@ symheap_result_t symheap__rdma_register(symheap_comm_t c,
 
 void symheap__rdma_deregister(symheap_comm_t c, symheap__rdma_t *x) {
   if (x->mr) {
-    if (symheap__ibv_dereg(c->net, x->mr) != SYMHEAP_SUCCESS)
-      SYMHEAP_WARN("%s", symheap_last_error());
+    if (c->net_ops->dereg_mr(c->net, x->mr) != SYMHEAP_SUCCESS)
+      SYMHEAP_WARN("%s", symheap__error_peek());
     c->stats.descriptors_held--;
     x->mr = NULL;
   }
@@ -130,13 +132,13 @@ void symheap__rdma_deregister(symheap_comm_t c, symheap__rdma_t *x) {
 
 /* The region a window is reached by (every view of a registration shares
  * its mapping's), or NULL. */
-static const symheap__rdma_t *region(const struct symheap_window *w) {
+const symheap__rdma_t *symheap__rdma_region(const struct symheap_window *w) {
   return w->rdma && w->rdma->keys ? w->rdma : NULL;
 }
 
 void symheap__rdma_view(const struct symheap_window *w,
                         symheap_device_window_t *v) {
-  const symheap__rdma_t *o = region(w);
+  const symheap__rdma_t *o = symheap__rdma_region(w);
   if (!o)
     return;
   v->flags |= SYMHEAP_VIEW_RDMA;
@@ -144,68 +146,4 @@ void symheap__rdma_view(const struct symheap_window *w,
     v->rdma_addr[p] = o->keys[p].addr;
     v->rdma_rkey[p] = o->keys[p].rkey;
   }
-}
-
-static symheap_result_t no_rdma(const struct symheap_window *w,
-                                const char *fn) {
-  return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
-                        "%s: the window is not registered for RDMA: %s", fn,
-                        w->comm->net_why[0] ? w->comm->net_why
-                                            : "registered before RDMA was on");
-}
-
-SYMHEAP__EXPORT symheap_result_t symheap_window_rdma_key(symheap_window_t h,
-                                                         int peer,
-                                                         uint64_t *addr,
-                                                         uint32_t *rkey) {
-  const char *fn = "symheap_window_rdma_key";
-  const struct symheap_window *w = symheap__window_get(h, fn);
-  if (!w)
-    return SYMHEAP_ERR_INVALID_ARG;
-  if (!addr || !rkey || peer < 0 || peer >= w->comm->nranks)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s: %s", fn,
-                          !addr || !rkey ? "NULL output pointer"
-                                         : "peer is out of range");
-  const symheap__rdma_t *o = region(w);
-  if (!o)
-    return no_rdma(w, fn);
-  *addr = o->keys[peer].addr;
-  *rkey = o->keys[peer].rkey;
-  return SYMHEAP_SUCCESS;
-}
-
-SYMHEAP__EXPORT symheap_result_t symheap_window_rdma_lkey(symheap_window_t h,
-                                                          uint32_t *lkey) {
-  const char *fn = "symheap_window_rdma_lkey";
-  const struct symheap_window *w = symheap__window_get(h, fn);
-  if (!w)
-    return SYMHEAP_ERR_INVALID_ARG;
-  if (!lkey)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s: lkey is NULL", fn);
-  const symheap__rdma_t *o = region(w);
-  if (!o)
-    return no_rdma(w, fn);
-  *lkey = o->lkey;
-  return SYMHEAP_SUCCESS;
-}
-
-SYMHEAP__EXPORT symheap_result_t
-symheap_comm_rdma_info(symheap_comm_t c, symheap_rdma_info_t *info) {
-  if (symheap__comm_check(c, "symheap_comm_rdma_info") != SYMHEAP_SUCCESS)
-    return SYMHEAP_ERR_INVALID_ARG;
-  if (!info)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "symheap_comm_rdma_info: NULL argument");
-  symheap_rdma_info_t i;
-  memset(&i, 0, sizeof i);
-  i.struct_size = sizeof i;
-  i.enabled = c->net != NULL;
-  if (c->net) {
-    snprintf(i.device, sizeof i.device, "%s", symheap__ibv_name(c->net));
-    i.ibv_context = symheap__ibv_context(c->net);
-    i.ibv_pd = symheap__ibv_pd(c->net);
-  } else {
-    snprintf(i.why_not, sizeof i.why_not, "%s", c->net_why);
-  }
-  return symheap__copy_sized(info, &i, sizeof i, "symheap_comm_rdma_info");
 }

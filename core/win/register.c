@@ -11,9 +11,62 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "heap.h"
-#include "mapping.h"
+#include "comm/agree.h"
+#include "mem/heap.h"
+#include "mem/mapping.h"
 #include "window.h"
+
+/* Local: the new mapping of `kind` that mem/mapping.c, window_ipc.c or the
+ * window path made for w becomes m (the mapping object owns it from here;
+ * ids: every rank's allocation id, which m keeps). */
+static void map_adopt(symheap_comm_t c, struct symheap_window *w,
+                      symheap__map_t *m, int kind, uint64_t *ids) {
+  m->kind = kind;
+  m->flags = w->flags;
+  m->base = w->reserve;
+  m->stride = w->stride;
+  m->head = w->head;
+  if (kind == SYMHEAP__MAP_FLAT) { /* mapping.c reserved and mapped it */
+    m->len = w->stride;
+    m->reserved = w->stride * (size_t)c->nranks;
+  }
+  if (kind == SYMHEAP__MAP_IPC)
+    memcpy(m->peer, w->peer, (size_t)c->nranks * sizeof *m->peer);
+  m->local = w->user_ptr;
+  m->size = w->size;
+  m->alloc = w->alloc;
+  if (m->alloc)
+    m->alloc->windows++; /* symheap_mem_free refuses while mapped */
+  m->handle = w->local;
+  w->local = 0;
+  m->ids = ids;
+  m->epoch = c->next_window_id;
+}
+
+/* Local: w becomes a view of all of m (its reference already counted). */
+static void map_view(symheap_comm_t c, struct symheap_window *w,
+                     symheap__map_t *m) {
+  w->map = m;
+  w->rdma = &m->rdma;
+  w->alloc = m->alloc;
+  w->flat = m->kind != SYMHEAP__MAP_IPC;
+  w->reserve = m->base;
+  w->stride = m->stride;
+  w->head = m->head;
+  for (int p = 0; p < c->nranks; p++)
+    w->peer[p] = m->kind == SYMHEAP__MAP_IPC ? m->peer[p]
+                 : c->reach[p] ? m->base + (size_t)p * m->stride + m->head
+                               : NULL;
+}
+
+/* Collective: reserve nranks * w->stride and map the window's memory there
+ * (mem/mapping.c), into w->reserve. */
+static symheap_result_t map_flat(symheap_comm_t c, struct symheap_window *w,
+                                 symheap_mem_handle_t local, size_t map_off) {
+  return symheap__map_peers(c, SYMHEAP_SUCCESS, w->alloc, local, &w->reserve,
+                            w->stride * (size_t)c->nranks, w->stride, w->stride,
+                            map_off);
+}
 
 /* What each rank registers, compared across ranks. */
 typedef struct {
@@ -60,7 +113,7 @@ static symheap_result_t locate(symheap_comm_t c, struct symheap_window *w,
       a->offset = (uint64_t)(ptr - (char *)base);
       a->alloc_size = asz;
       a->flat = 1;
-    } else if (c->winpath.name) {
+    } else if (c->winpath) {
       /* The vendor decides what it can register. */
       a->offset = 0;
       a->alloc_size = w->size;
@@ -160,7 +213,7 @@ static symheap_result_t share_register(symheap_comm_t c,
     w->local = 0;
   }
   symheap__map_hold(m);
-  symheap__map_view(c, w, m);
+  map_view(c, w, m);
   reg_link(c, w, 0);
   SYMHEAP_TRACE("registered window %llu: %zu bytes at %p, sharing mapping "
                 "%llu (%d views)",
@@ -206,11 +259,11 @@ static symheap_result_t reg_check(symheap_comm_t c, reg_t *g, void *ptr,
   if ((flags & SYMHEAP_WINDOW_MULTICAST) &&
       (r = symheap__mc_check(c)) != SYMHEAP_SUCCESS)
     return r;
-  if ((flags & SYMHEAP_WINDOW_MULTICAST) && c->winpath.name)
+  if ((flags & SYMHEAP_WINDOW_MULTICAST) && c->winpath)
     return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
                           "multicast windows are not offered on the window "
                           "path '%s' (SYMHEAP_WINDOW_PATH)",
-                          c->winpath.name);
+                          c->winpath->name);
   if ((r = symheap__capture_check(c, "register")) != SYMHEAP_SUCCESS)
     return r;
   w->comm = c;
@@ -221,7 +274,7 @@ static symheap_result_t reg_check(symheap_comm_t c, reg_t *g, void *ptr,
   /* The mapping object now, so that nothing after the collective steps
    * can fail on one rank only. */
   if (r == SYMHEAP_SUCCESS && !g->a.heap &&
-      !(g->m = symheap__map_new(c, !g->a.flat)))
+      !(g->m = symheap__map_new(c, !g->a.flat, &symheap__window_map_hooks)))
     r = symheap__error(SYMHEAP_ERR_NO_MEMORY, "register: no memory");
   return r;
 }
@@ -240,8 +293,8 @@ static void reg_offer(symheap_comm_t c, reg_t *g, symheap_result_t r, void *ptr,
   a->granularity = c->caps.granularity;
   a->cached_epoch = UINT64_MAX;
   if (r == SYMHEAP_SUCCESS && g->w->alloc && flags == 0 && c->cache_max > 0 &&
-      !c->winpath.name) {
-    symheap__fdx_drain(c); /* peers' frees first: fewer stale offers */
+      !c->winpath) {
+    symheap__comm_drain(c); /* peers' frees first: fewer stale offers */
     g->offered = symheap__map_kept(c, g->w->alloc, ptr, size);
     if (g->offered)
       a->cached_epoch = g->offered->epoch;
@@ -261,7 +314,7 @@ static int reg_shared(symheap_comm_t c, const reg_t *g) {
 static symheap_result_t reg_layout(symheap_comm_t c, reg_t *g) {
   struct symheap_window *w = g->w;
   const reg_args_t *all = g->all;
-  if (!g->a.flat || c->winpath.name)
+  if (!g->a.flat || c->winpath)
     return SYMHEAP_SUCCESS;
   size_t gran = 0;
   for (int p = 0; p < c->nranks; p++)
@@ -305,7 +358,7 @@ static void reg_reuse(symheap_comm_t c, reg_t *g) {
   struct symheap_window *w = g->w;
   if (!g->a.flat)
     return;
-  int cacheable = w->flags == 0 && !c->winpath.name;
+  int cacheable = w->flags == 0 && !c->winpath;
   for (int p = 0; p < c->nranks && cacheable; p++)
     cacheable = g->all[p].alloc_id != 0;
   if (cacheable && (g->ids = calloc((unsigned)c->nranks, sizeof *g->ids)))
@@ -322,24 +375,24 @@ static symheap_result_t reg_map(symheap_comm_t c, reg_t *g,
   struct symheap_window *w = g->w;
   if (g->reuse) {
     symheap__map_unkeep(c, g->reuse);
-    symheap__map_view(c, w, g->reuse);
+    map_view(c, w, g->reuse);
     return SYMHEAP_SUCCESS;
   }
   symheap_result_t r;
   int kind = g->a.flat ? SYMHEAP__MAP_FLAT : SYMHEAP__MAP_IPC;
   void *vendor = NULL;
-  if (c->winpath.name) {
+  if (c->winpath) {
     kind = SYMHEAP__MAP_VENDOR;
     r = symheap__winpath_register(c, w, &vendor);
   } else {
-    r = g->a.flat ? symheap__map_flat(c, w, local, g->map_off)
+    r = g->a.flat ? map_flat(c, w, local, g->map_off)
                   : symheap__map_ipc(c, w);
   }
   if (r != SYMHEAP_SUCCESS)
     return r;
-  symheap__map_adopt(c, w, g->m, kind, g->ids);
+  map_adopt(c, w, g->m, kind, g->ids);
   g->m->vendor_handle = vendor;
-  symheap__map_view(c, w, g->m);
+  map_view(c, w, g->m);
   g->m = NULL;
   g->ids = NULL;
   if (w->alloc)

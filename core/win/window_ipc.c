@@ -5,7 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exchange.h"
+#include "comm/exchange.h"
+#include "window.h"
 
 symheap_result_t symheap__map_ipc(symheap_comm_t c, struct symheap_window *w) {
   const symheap_device_ops *ops = &c->dev.ops;

@@ -1,26 +1,26 @@
-/* The NCCL window path, one provider of core/window_vendor.c.  NCCL maps a
+/* The nccl ccl adaptor: NCCL's window path, one provider of
+ * core/win/window_vendor.c.  NCCL maps a
  * symmetric window into its own flat range: rank i of the LSA team (the ranks
  * one NVLink domain reaches) at lsaFlatBase + i * stride4G * 4 GiB.  NCCL 2.28
  * answers that only in device code (ncclGetLsaPointer), from the window object
  * it keeps in device memory, so the host reads the object's public head
  * (nccl_device/impl/ core__types.h) once per registration.  The view that
  * results has the same shape as symheap's own, so kernels cannot tell the paths
- * apart.  Also here: symheap_comm_init_nccl, a comm whose ccl is a caller's
- * NCCL communicator.
+ * apart.  Also here: the ccl over a caller's NCCL communicator, which
+ * symheap_comm_init_nccl makes a comm of (the ccl table's wrap).
  *
- * A core module, not an adaptor: it calls the core's agreement directly.
- * Its CUDA calls go through the cuda adaptor's driver loader
- * (adaptors/device/cuda_driver.h), the one adaptor file the core includes;
- * the path exists only beside the built-in cuda adaptor. */
-#include <dlfcn.h>
+ * An adaptor like the others: the public headers, the services the core
+ * lends, and the agreement path_open is handed.  Its CUDA calls go through
+ * the driver loader the cuda adaptor uses too (adaptors/common/). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../adaptors/device/cuda_driver.h"
-#include "config.h"
-#include "registry.h"
-#include "window_nccl.h"
+#include "cuda_driver.h"
+#include "dl.h"
+#include "symheap_adaptor.h"
+
+static const symheap_host_services_t *svc;
 
 #define NCCL_WIN_COLL_SYMMETRIC 0x01
 #define NCCL_ID_BYTES 128
@@ -62,7 +62,7 @@ static nccl_lib_t lib;
 static int lib_version;
 
 static symheap_result_t nccl_fail(const char *fn, int e) {
-  return symheap__error(SYMHEAP_ERR_DEVICE, "%s failed: NCCL error %d (%s)", fn,
+  return svc->error(SYMHEAP_ERR_DEVICE, "%s failed: NCCL error %d (%s)", fn,
                         e,
                         lib.get_error_string ? lib.get_error_string(e) : "?");
 }
@@ -73,45 +73,45 @@ static symheap_result_t load(void) {
   symheap_result_t r = SYMHEAP_SUCCESS;
   if (!lib.window_register) {
     const char *path = NULL;
-    r = symheap__cfg_string("SYMHEAP_NCCL_LIBRARY", &path);
+    char why[512];
+    r = svc->param_get_string("SYMHEAP_NCCL_LIBRARY", &path);
     void *dl =
-        r == SYMHEAP_SUCCESS ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+        r == SYMHEAP_SUCCESS ? symheap_dl_open(path, why, sizeof why) : NULL;
     if (r == SYMHEAP_SUCCESS && !dl)
-      r = symheap__error(SYMHEAP_ERR_UNSUPPORTED, "NCCL: cannot load %s (%s)",
-                         path, dlerror());
+      r = svc->error(SYMHEAP_ERR_UNSUPPORTED,
+                     "NCCL: cannot load %s (%s; Debian: libnccl2)", path, why);
     nccl_lib_t l;
     memset(&l, 0, sizeof l);
-    const char *missing = NULL;
-#define SYM(f, name)                                                           \
-  if (dl && !missing && !(*(void **)&l.f = dlsym(dl, name)))                   \
-    missing = name;
-    SYM(get_version, "ncclGetVersion")
-    SYM(get_unique_id, "ncclGetUniqueId")
-    SYM(comm_init_rank, "ncclCommInitRank")
-    SYM(comm_destroy, "ncclCommDestroy")
-    SYM(window_register, "ncclCommWindowRegister")
-    SYM(window_deregister, "ncclCommWindowDeregister")
-    SYM(get_error_string, "ncclGetErrorString")
-    SYM(user_rank, "ncclCommUserRank")
-    SYM(count, "ncclCommCount")
-    SYM(all_gather, "ncclAllGather")
-    SYM(get_async_error, "ncclCommGetAsyncError")
-#undef SYM
+    const symheap_dl_sym_t syms[] = {
+        {(void **)&l.get_version, "ncclGetVersion"},
+        {(void **)&l.get_unique_id, "ncclGetUniqueId"},
+        {(void **)&l.comm_init_rank, "ncclCommInitRank"},
+        {(void **)&l.comm_destroy, "ncclCommDestroy"},
+        {(void **)&l.window_register, "ncclCommWindowRegister"},
+        {(void **)&l.window_deregister, "ncclCommWindowDeregister"},
+        {(void **)&l.get_error_string, "ncclGetErrorString"},
+        {(void **)&l.user_rank, "ncclCommUserRank"},
+        {(void **)&l.count, "ncclCommCount"},
+        {(void **)&l.all_gather, "ncclAllGather"},
+        {(void **)&l.get_async_error, "ncclCommGetAsyncError"},
+    };
+    const char *missing =
+        dl ? symheap_dl_syms(dl, syms, sizeof syms / sizeof syms[0]) : NULL;
     int v = 0;
     if (dl && missing)
-      r = symheap__error(SYMHEAP_ERR_UNSUPPORTED,
-                         "NCCL: %s has no %s (NCCL 2.28 or newer is needed)",
-                         path, missing);
+      r = svc->error(SYMHEAP_ERR_UNSUPPORTED,
+                     "NCCL: %s has no %s (NCCL 2.28 or newer is needed)", path,
+                     missing);
     else if (dl && (l.get_version(&v) != 0 || v < NCCL_MIN_VERSION))
-      r = symheap__error(SYMHEAP_ERR_UNSUPPORTED,
-                         "NCCL: %s is version code %d; symheap needs %d "
-                         "(2.28) or newer",
-                         path, v, NCCL_MIN_VERSION);
+      r = svc->error(SYMHEAP_ERR_UNSUPPORTED,
+                     "NCCL: %s is version code %d; symheap needs %d "
+                     "(2.28) or newer",
+                     path, v, NCCL_MIN_VERSION);
     if (r == SYMHEAP_SUCCESS) {
       lib = l;
       lib_version = v;
-    } else if (dl) {
-      dlclose(dl);
+    } else {
+      symheap_dl_close(dl);
     }
   }
   pthread_mutex_unlock(&lib_lock);
@@ -128,8 +128,8 @@ static void nccl_close(void *ctx) {
   if (n->comm) {
     int e = lib.comm_destroy(n->comm);
     if (e != 0)
-      SYMHEAP_WARN("ncclCommDestroy: NCCL error %d (%s)", e,
-                   lib.get_error_string(e));
+      svc->log(SYMHEAP_LOG_WARN, "ncclCommDestroy: NCCL error %d (%s)", e,
+               lib.get_error_string(e));
   }
   free(n);
 }
@@ -141,7 +141,7 @@ static symheap_result_t read_head(const nccl_ctx_t *n, void *win,
   CU_TRY(cuMemcpyDtoH(h, (cu_deviceptr_t)(uintptr_t)win, sizeof *h));
   if (!h->lsa_flat_base || h->stride4g == 0 || h->lsa_rank != n->rank ||
       h->world_rank != n->rank)
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+    return svc->error(SYMHEAP_ERR_UNSUPPORTED,
                           "NCCL window of rank %d: LSA rank %d, world rank "
                           "%d, flat base %p, stride %u x 4 GiB: not the "
                           "layout this symheap reads (NCCL version code %d)",
@@ -162,7 +162,7 @@ static symheap_result_t nccl_register(void *ctx, void *ptr, size_t size,
   memset(&h, 0, sizeof h);
   symheap_result_t r =
       win ? read_head(n, win, &h)
-          : symheap__error(SYMHEAP_ERR_DEVICE,
+          : svc->error(SYMHEAP_ERR_DEVICE,
                            "ncclCommWindowRegister returned no window");
   if (r != SYMHEAP_SUCCESS) {
     if (win)
@@ -232,15 +232,15 @@ static symheap_result_t ccl_allgather(void *ctx, const void *in, void *out,
       r = nccl_fail("ncclAllGather", ne);
   }
   /* Poll: NCCL's own waits have no timeout. */
-  int64_t deadline = symheap__now_ms() + timeout_ms;
+  uint64_t deadline = svc->now_ns() + (uint64_t)timeout_ms * 1000000u;
   while (r == SYMHEAP_SUCCESS &&
          (e = symheap_cu.cuStreamQuery(x->stream)) == CU_ERR_NOT_READY) {
     int async = 0;
     if (lib.get_async_error(x->win.comm, &async) == 0 && async != 0 &&
         async != 7 /* ncclInProgress */)
       r = nccl_fail("ncclAllGather (asynchronous)", async);
-    else if (symheap__now_ms() > deadline)
-      r = symheap__error(SYMHEAP_ERR_TIMEOUT,
+    else if (svc->now_ns() > deadline)
+      r = svc->error(SYMHEAP_ERR_TIMEOUT,
                          "ncclAllGather did not complete within %d ms (a "
                          "rank did not arrive)",
                          timeout_ms);
@@ -278,6 +278,104 @@ static symheap_result_t ccl_window_deregister(void *ctx, void *handle) {
   return nccl_deregister(&((nccl_ccl_t *)ctx)->win, handle);
 }
 
+/* The ccl over a caller's communicator (symheap_comm_init_nccl): fini is
+ * set, so the context is the comm's from here on, freed at destroy or
+ * failure; the NCCL communicator stays the caller's. */
+static symheap_result_t ccl_wrap(const symheap_host_services_t *s,
+                                 void *nccl_comm, void **ctx) {
+  (void)s;
+  symheap_result_t r = load();
+  if (r == SYMHEAP_SUCCESS)
+    r = symheap_cu_load();
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  nccl_ccl_t *x = calloc(1, sizeof *x);
+  if (!x)
+    return svc->error(SYMHEAP_ERR_NO_MEMORY, "no memory");
+  x->win.comm = nccl_comm;
+  int e = lib.user_rank(nccl_comm, &x->win.rank);
+  if (e == 0)
+    e = lib.count(nccl_comm, &x->n);
+  cu_result_t ce = CU_OK;
+  if (e != 0)
+    r = nccl_fail("ncclCommUserRank/ncclCommCount", e);
+  else if ((ce = symheap_cu.cuCtxGetCurrent(&x->cu)) != CU_OK || !x->cu)
+    r = svc->error(SYMHEAP_ERR_INVALID_ARG,
+                   "no CUDA context is current; make the NCCL "
+                   "communicator's device current first");
+  else if ((ce = symheap_cu.cuStreamCreate(
+                &x->stream, CU_STREAM_FLAG_NON_BLOCKING)) != CU_OK)
+    r = symheap_cu_fail("cuStreamCreate", ce);
+  if (r != SYMHEAP_SUCCESS) {
+    ccl_fini(x);
+    return r;
+  }
+  *ctx = x;
+  return SYMHEAP_SUCCESS;
+}
+
+/* Why this comm cannot have NCCL's windows, or SUCCESS. */
+static symheap_result_t path_check(const symheap_path_env_t *env) {
+  if (strcmp(env->device, "cuda") != 0)
+    return svc->error(SYMHEAP_ERR_UNSUPPORTED,
+                      "SYMHEAP_WINDOW_PATH=nccl needs the cuda device "
+                      "adaptor; this comm uses '%s'",
+                      env->device);
+  if (env->local_nranks != env->nranks)
+    return svc->error(SYMHEAP_ERR_UNSUPPORTED,
+                      "SYMHEAP_WINDOW_PATH=nccl: the comm spans %d hosts; "
+                      "NCCL's symmetric windows map one host's ranks here "
+                      "(use a comm of symheap_comm_split_local)",
+                      env->nhosts);
+  return load();
+}
+
+static void path_close(void *ctx) { nccl_close(ctx); }
+
+/* Collective: an NCCL communicator of the comm's ranks, rank 0's id handed
+ * to every rank in the agreement's payload. */
+static symheap_result_t path_open(const symheap_host_services_t *s,
+                                  const symheap_path_env_t *env, void **ctx) {
+  (void)s;
+  symheap_result_t r = path_check(env);
+  nccl_id_t id;
+  memset(&id, 0, sizeof id);
+  if (r == SYMHEAP_SUCCESS && env->rank == 0) {
+    int e = lib.get_unique_id(&id);
+    if (e != 0)
+      r = nccl_fail("ncclGetUniqueId", e);
+  }
+  _Static_assert(sizeof(nccl_id_t) <= 256, "id fits an agreement");
+  nccl_id_t *ids = malloc(sizeof *ids * (size_t)env->nranks);
+  nccl_ctx_t *n = calloc(1, sizeof *n);
+  if ((!ids || !n) && r == SYMHEAP_SUCCESS)
+    r = svc->error(SYMHEAP_ERR_NO_MEMORY, "NCCL path: no memory");
+  r = env->agree(env->arg, r, &id, sizeof id, ids);
+  if (r == SYMHEAP_SUCCESS) {
+    n->rank = env->rank;
+    int e = lib.comm_init_rank(&n->comm, env->nranks, ids[0], env->rank);
+    if (e != 0) {
+      n->comm = NULL;
+      r = nccl_fail("ncclCommInitRank", e);
+    }
+  }
+  free(ids);
+  r = env->agree(env->arg, r, NULL, 0, NULL);
+  if (r != SYMHEAP_SUCCESS) {
+    if (n)
+      nccl_close(n);
+    return svc->error_context(r, "SYMHEAP_WINDOW_PATH=nccl");
+  }
+  svc->log(SYMHEAP_LOG_INFO,
+           "window path: NCCL %d.%d.%d symmetric windows "
+           "(ncclCommWindowRegister, NCCL_WIN_COLL_SYMMETRIC)",
+           lib_version / 10000, lib_version / 100 % 100, lib_version % 100);
+  *ctx = n;
+  return SYMHEAP_SUCCESS;
+}
+
+/* The path's registrations take its own context (path_open's), the ccl's
+ * take the ccl's: both start with the communicator and the rank. */
 static const symheap_ccl_ops nccl_ccl_ops = {
     .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
     .struct_size = sizeof(symheap_ccl_ops),
@@ -288,111 +386,33 @@ static const symheap_ccl_ops nccl_ccl_ops = {
     .fini = ccl_fini,
     .window_register = ccl_window_register,
     .window_deregister = ccl_window_deregister,
+    .path_open = path_open,
+    .path_close = path_close,
+    .wrap = ccl_wrap,
 };
 
-SYMHEAP__EXPORT symheap_result_t symheap_comm_init_nccl(symheap_comm_t *comm,
-                                                        void *nccl_comm) {
-  if (!comm || !nccl_comm)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "symheap_comm_init_nccl: comm or nccl_comm is NULL");
-  /* The driver loader is the cuda adaptor's: admit the built-ins first,
-   * which hands it the host services it reports through. */
-  (void)symheap__device_count();
-  symheap_result_t r = load();
-  if (r == SYMHEAP_SUCCESS)
-    r = symheap_cu_load();
-  if (r != SYMHEAP_SUCCESS)
-    return symheap__error_context(r, "symheap_comm_init_nccl");
-  nccl_ccl_t *x = calloc(1, sizeof *x);
-  if (!x)
-    return symheap__error(SYMHEAP_ERR_NO_MEMORY,
-                          "symheap_comm_init_nccl: no memory");
-  x->win.comm = nccl_comm;
-  int e = lib.user_rank(nccl_comm, &x->win.rank);
-  if (e == 0)
-    e = lib.count(nccl_comm, &x->n);
-  cu_result_t ce = CU_OK;
-  if (e != 0)
-    r = nccl_fail("ncclCommUserRank/ncclCommCount", e);
-  else if ((ce = symheap_cu.cuCtxGetCurrent(&x->cu)) != CU_OK || !x->cu)
-    r = symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                       "symheap_comm_init_nccl: no CUDA context is current; "
-                       "make the NCCL communicator's device current first");
-  else if ((ce = symheap_cu.cuStreamCreate(
-                &x->stream, CU_STREAM_FLAG_NON_BLOCKING)) != CU_OK)
-    r = symheap_cu_fail("cuStreamCreate", ce);
-  if (r != SYMHEAP_SUCCESS) {
-    ccl_fini(x);
-    return symheap__error_context(r, "symheap_comm_init_nccl");
-  }
-  /* fini is set: x is symheap's from here on, freed at destroy or failure;
-   * the NCCL communicator stays the caller's. */
-  return symheap_comm_init_ccl(comm, &nccl_ccl_ops, x);
+static const symheap_param_t nccl_params[] = {
+    {sizeof(symheap_param_t), SYMHEAP_PARAM_STRING, "SYMHEAP_NCCL_LIBRARY",
+     "libnccl.so.2", 0, 0, NULL,
+     "the NCCL library loaded with dlopen for SYMHEAP_WINDOW_PATH=nccl"},
+};
+
+static symheap_result_t nccl_plugin_init(const symheap_host_services_t *s) {
+  svc = s;
+  if (!symheap_cu_svc) /* the driver loader reports through the services */
+    symheap_cu_svc = s;
+  return symheap_params_define(s, "nccl", nccl_params,
+                               sizeof nccl_params / sizeof nccl_params[0]);
 }
 
-symheap_result_t symheap__nccl_open(symheap_comm_t c, symheap__winpath_t *out) {
-  /* A comm made on the caller's NCCL communicator registers through it. */
-  if (c->ccl.window_register == ccl_window_register) {
-    symheap_result_t r = symheap__agree(c, SYMHEAP_SUCCESS, 0, NULL, 0, NULL);
-    if (r != SYMHEAP_SUCCESS)
-      return r;
-    out->name = "nccl";
-    out->reg = ccl_window_register;
-    out->dereg = ccl_window_deregister;
-    out->close = NULL; /* the communicator is the caller's */
-    out->ctx = c->ccl_ctx;
-    return SYMHEAP_SUCCESS;
-  }
-  symheap_result_t r = SYMHEAP_SUCCESS;
-  if (strcmp(c->dev.ops.name, "cuda") != 0)
-    r = symheap__error(SYMHEAP_ERR_UNSUPPORTED,
-                       "SYMHEAP_WINDOW_PATH=nccl needs the cuda device "
-                       "adaptor; this comm uses '%s'",
-                       c->dev.ops.name);
-  else if (c->local_nranks != c->nranks)
-    r = symheap__error(SYMHEAP_ERR_UNSUPPORTED,
-                       "SYMHEAP_WINDOW_PATH=nccl: the comm spans %d hosts; "
-                       "NCCL's symmetric windows map one host's ranks here "
-                       "(use a comm of symheap_comm_split_local)",
-                       c->nhosts);
-  else
-    r = load();
-  nccl_id_t id;
-  memset(&id, 0, sizeof id);
-  if (r == SYMHEAP_SUCCESS && c->rank == 0) {
-    int e = lib.get_unique_id(&id);
-    if (e != 0)
-      r = nccl_fail("ncclGetUniqueId", e);
-  }
-  /* Rank 0's id reaches everyone in the agreement's payload. */
-  _Static_assert(sizeof(nccl_id_t) <= SYMHEAP__AGREE_MAX, "id fits");
-  nccl_id_t *ids = malloc(sizeof *ids * (size_t)c->nranks);
-  nccl_ctx_t *n = calloc(1, sizeof *n);
-  if ((!ids || !n) && r == SYMHEAP_SUCCESS)
-    r = symheap__error(SYMHEAP_ERR_NO_MEMORY, "NCCL path: no memory");
-  r = symheap__agree(c, r, 0, &id, sizeof id, ids);
-  if (r == SYMHEAP_SUCCESS) {
-    n->rank = c->rank;
-    int e = lib.comm_init_rank(&n->comm, c->nranks, ids[0], c->rank);
-    if (e != 0) {
-      n->comm = NULL;
-      r = nccl_fail("ncclCommInitRank", e);
-    }
-  }
-  free(ids);
-  r = symheap__agree(c, r, 0, NULL, 0, NULL);
-  if (r != SYMHEAP_SUCCESS) {
-    if (n)
-      nccl_close(n);
-    return symheap__error_context(r, "SYMHEAP_WINDOW_PATH=nccl");
-  }
-  out->name = "nccl";
-  out->reg = nccl_register;
-  out->dereg = nccl_deregister;
-  out->close = nccl_close;
-  out->ctx = n;
-  SYMHEAP_INFO("window path: NCCL %d.%d.%d symmetric windows "
-               "(ncclCommWindowRegister, NCCL_WIN_COLL_SYMMETRIC)",
-               lib_version / 10000, lib_version / 100 % 100, lib_version % 100);
-  return SYMHEAP_SUCCESS;
-}
+static void nccl_plugin_fini(void) {}
+
+SYMHEAP_PLUGIN_ENTRY(nccl) = {
+    .abi_major = SYMHEAP_PLUGIN_ABI_MAJOR,
+    .abi_minor = SYMHEAP_PLUGIN_ABI_MINOR,
+    .struct_size = sizeof(symheap_plugin_t),
+    .name = "nccl",
+    .init = nccl_plugin_init,
+    .fini = nccl_plugin_fini,
+    .ccl = &nccl_ccl_ops,
+};

@@ -1,13 +1,21 @@
-/* The verbs calls behind RDMA registration.  Only what registration needs is
+/* The ibverbs net adaptor: RDMA registration through libibverbs, loaded
+ * with dlopen: one device context and protection domain per comm, one
+ * memory region per window.  The core (core/win/rdma.c) decides when,
+ * through symheap_netops.h; this file only speaks verbs.
+ *
+ * The verbs calls behind RDMA registration.  Only what registration needs is
  * declared here (the rdma-core ABI: opaque device, context and protection
  * domain; the memory region's public head), so symheap builds without the
  * rdma-core headers and runs without the library. */
-#include <dlfcn.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "rdma_ibverbs.h"
+#include "dl.h"
+#include "symheap_netops.h"
+
+static const symheap_host_services_t *svc;
 
 /* struct ibv_mr's stable head (rdma-core verbs.h). */
 typedef struct {
@@ -45,48 +53,49 @@ typedef struct {
   int (*dereg_mr)(ibv_mr_t *mr);
 } verbs_t;
 
-struct symheap__ibv {
+typedef struct {
   void *lib;
   verbs_t f;
   void *ctx, *pd;
   char name[64];
-};
+} ibv_t;
 
-static symheap_result_t load(const char *library, symheap__ibv_t *v) {
+static symheap_result_t load(const char *library, ibv_t *v) {
   /* Each comm holds its own reference; dlclose at close drops it. */
-  v->lib = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+  char why[512];
+  v->lib = symheap_dl_open(library, why, sizeof why);
   if (!v->lib)
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
-                          "no RDMA: cannot load %s (%s); install rdma-core's "
-                          "libibverbs, or set SYMHEAP_NET=none",
-                          library, dlerror());
-  const char *missing = NULL;
-#define SYM(field, name)                                                       \
-  if (!missing && !(*(void **)&v->f.field = dlsym(v->lib, name)))              \
-    missing = name;
-  SYM(get_device_list, "ibv_get_device_list")
-  SYM(free_device_list, "ibv_free_device_list")
-  SYM(get_device_name, "ibv_get_device_name")
-  SYM(open_device, "ibv_open_device")
-  SYM(close_device, "ibv_close_device")
-  SYM(alloc_pd, "ibv_alloc_pd")
-  SYM(dealloc_pd, "ibv_dealloc_pd")
-  SYM(reg_mr, "ibv_reg_mr")
-  SYM(dereg_mr, "ibv_dereg_mr")
-#undef SYM
-  *(void **)&v->f.reg_dmabuf_mr = dlsym(v->lib, "ibv_reg_dmabuf_mr");
+    return svc->error(SYMHEAP_ERR_UNSUPPORTED,
+                      "no RDMA: cannot load %s (%s); install rdma-core's "
+                      "libibverbs (Debian: libibverbs1), or set "
+                      "SYMHEAP_NET=none",
+                      library, why);
+  const symheap_dl_sym_t syms[] = {
+      {(void **)&v->f.get_device_list, "ibv_get_device_list"},
+      {(void **)&v->f.free_device_list, "ibv_free_device_list"},
+      {(void **)&v->f.get_device_name, "ibv_get_device_name"},
+      {(void **)&v->f.open_device, "ibv_open_device"},
+      {(void **)&v->f.close_device, "ibv_close_device"},
+      {(void **)&v->f.alloc_pd, "ibv_alloc_pd"},
+      {(void **)&v->f.dealloc_pd, "ibv_dealloc_pd"},
+      {(void **)&v->f.reg_mr, "ibv_reg_mr"},
+      {(void **)&v->f.dereg_mr, "ibv_dereg_mr"},
+  };
+  const char *missing =
+      symheap_dl_syms(v->lib, syms, sizeof syms / sizeof syms[0]);
+  *(void **)&v->f.reg_dmabuf_mr = symheap_dl_sym(v->lib, "ibv_reg_dmabuf_mr");
   if (missing)
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
-                          "no RDMA: %s does not provide %s", library, missing);
+    return svc->error(SYMHEAP_ERR_UNSUPPORTED,
+                      "no RDMA: %s does not provide %s", library, missing);
   return SYMHEAP_SUCCESS;
 }
 
-static symheap_result_t open_device(symheap__ibv_t *v, const char *want) {
+static symheap_result_t open_device(ibv_t *v, const char *want) {
   int n = 0;
   errno = 0;
   void **list = v->f.get_device_list(&n);
   if (!list)
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+    return svc->error(SYMHEAP_ERR_UNSUPPORTED,
                           "no RDMA device: ibv_get_device_list failed (%s)",
                           strerror(errno ? errno : ENODEV));
   int pick = -1;
@@ -97,9 +106,9 @@ static symheap_result_t open_device(symheap__ibv_t *v, const char *want) {
   }
   symheap_result_t r = SYMHEAP_SUCCESS;
   if (pick < 0) {
-    r = n == 0 ? symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+    r = n == 0 ? svc->error(SYMHEAP_ERR_UNSUPPORTED,
                                 "no RDMA device: libibverbs lists none")
-               : symheap__error(SYMHEAP_ERR_INVALID_ARG,
+               : svc->error(SYMHEAP_ERR_INVALID_ARG,
                                 "SYMHEAP_IB_DEVICE=%s: no such RDMA device "
                                 "(libibverbs lists %d, the first '%s')",
                                 want, n, v->f.get_device_name(list[0]));
@@ -109,7 +118,7 @@ static symheap_result_t open_device(symheap__ibv_t *v, const char *want) {
     errno = 0;
     v->ctx = v->f.open_device(list[pick]);
     if (!v->ctx)
-      r = symheap__error(SYMHEAP_ERR_DEVICE, "ibv_open_device(%s): %s", v->name,
+      r = svc->error(SYMHEAP_ERR_DEVICE, "ibv_open_device(%s): %s", v->name,
                          strerror(errno ? errno : EIO));
   }
   v->f.free_device_list(list);
@@ -118,54 +127,64 @@ static symheap_result_t open_device(symheap__ibv_t *v, const char *want) {
   errno = 0;
   v->pd = v->f.alloc_pd(v->ctx);
   if (!v->pd)
-    return symheap__error(SYMHEAP_ERR_DEVICE, "ibv_alloc_pd(%s): %s", v->name,
+    return svc->error(SYMHEAP_ERR_DEVICE, "ibv_alloc_pd(%s): %s", v->name,
                           strerror(errno ? errno : EIO));
   return SYMHEAP_SUCCESS;
 }
 
-symheap_result_t symheap__ibv_open(const char *library, const char *device,
-                                   symheap__ibv_t **out) {
-  symheap__ibv_t *v = calloc(1, sizeof *v);
+static void ibv_close(void *ctx) {
+  ibv_t *v = ctx;
   if (!v)
-    return symheap__error(SYMHEAP_ERR_NO_MEMORY, "RDMA: no memory");
-  symheap_result_t r = load(library, v);
+    return;
+  if (v->pd && v->f.dealloc_pd(v->pd) != 0)
+    svc->log(SYMHEAP_LOG_WARN,
+             "ibv_dealloc_pd(%s) failed (memory regions still registered?)",
+             v->name);
+  if (v->ctx && v->f.close_device(v->ctx) != 0)
+    svc->log(SYMHEAP_LOG_WARN, "ibv_close_device(%s) failed", v->name);
+  symheap_dl_close(v->lib);
+  free(v);
+}
+
+/* The device SYMHEAP_IB_DEVICE names (unset: the first listed) of the
+ * library SYMHEAP_IBVERBS_LIBRARY names, with a protection domain. */
+static symheap_result_t ibv_open(void **out) {
+  const char *library = NULL, *device = NULL;
+  symheap_result_t r = svc->param_get_string("SYMHEAP_IBVERBS_LIBRARY", &library);
+  if (r == SYMHEAP_SUCCESS)
+    r = svc->param_get_string("SYMHEAP_IB_DEVICE", &device);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  ibv_t *v = calloc(1, sizeof *v);
+  if (!v)
+    return svc->error(SYMHEAP_ERR_NO_MEMORY, "RDMA: no memory");
+  r = load(library, v);
   if (r == SYMHEAP_SUCCESS)
     r = open_device(v, device);
   if (r != SYMHEAP_SUCCESS) {
-    SYMHEAP__KEEP_ERROR(symheap__ibv_close(v));
+    SYMHEAP_KEEP_ERROR(svc, ibv_close(v));
     return r;
   }
   *out = v;
   return SYMHEAP_SUCCESS;
 }
 
-void symheap__ibv_close(symheap__ibv_t *v) {
-  if (!v)
-    return;
-  if (v->pd && v->f.dealloc_pd(v->pd) != 0)
-    SYMHEAP_WARN("ibv_dealloc_pd(%s) failed (memory regions still "
-                 "registered?)",
-                 v->name);
-  if (v->ctx && v->f.close_device(v->ctx) != 0)
-    SYMHEAP_WARN("ibv_close_device(%s) failed", v->name);
-  if (v->lib)
-    dlclose(v->lib);
-  free(v);
+static const char *ibv_name(void *ctx) { return ((ibv_t *)ctx)->name; }
+static void ibv_native(void *ctx, void **context, void **pd) {
+  *context = ((ibv_t *)ctx)->ctx;
+  *pd = ((ibv_t *)ctx)->pd;
 }
 
-const char *symheap__ibv_name(const symheap__ibv_t *v) { return v->name; }
-void *symheap__ibv_context(const symheap__ibv_t *v) { return v->ctx; }
-void *symheap__ibv_pd(const symheap__ibv_t *v) { return v->pd; }
-
-symheap_result_t symheap__ibv_reg(symheap__ibv_t *v, void *addr, size_t len,
-                                  int dmabuf_fd, uint64_t dmabuf_offset,
-                                  void **mr, uint32_t *lkey, uint32_t *rkey) {
+static symheap_result_t ibv_reg(void *ctx, void *addr, size_t len,
+                                int dmabuf_fd, uint64_t dmabuf_offset,
+                                void **mr, uint32_t *lkey, uint32_t *rkey) {
+  ibv_t *v = ctx;
   ibv_mr_t *m;
   errno = 0;
   if (dmabuf_fd < 0) {
     m = v->f.reg_mr(v->pd, addr, len, ACCESS);
   } else if (!v->f.reg_dmabuf_mr) {
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+    return svc->error(SYMHEAP_ERR_UNSUPPORTED,
                           "RDMA registration of device memory needs "
                           "ibv_reg_dmabuf_mr (rdma-core 34 or newer); this "
                           "libibverbs lacks it");
@@ -174,7 +193,7 @@ symheap_result_t symheap__ibv_reg(symheap__ibv_t *v, void *addr, size_t len,
                            dmabuf_fd, ACCESS);
   }
   if (!m)
-    return symheap__error(SYMHEAP_ERR_DEVICE, "%s of %zu bytes at %p on %s: %s",
+    return svc->error(SYMHEAP_ERR_DEVICE, "%s of %zu bytes at %p on %s: %s",
                           dmabuf_fd < 0 ? "ibv_reg_mr" : "ibv_reg_dmabuf_mr",
                           len, addr, v->name, strerror(errno ? errno : EIO));
   *mr = m;
@@ -183,10 +202,39 @@ symheap_result_t symheap__ibv_reg(symheap__ibv_t *v, void *addr, size_t len,
   return SYMHEAP_SUCCESS;
 }
 
-symheap_result_t symheap__ibv_dereg(symheap__ibv_t *v, void *mr) {
+static symheap_result_t ibv_dereg(void *ctx, void *mr) {
+  ibv_t *v = ctx;
   int e = v->f.dereg_mr(mr);
   if (e != 0)
-    return symheap__error(SYMHEAP_ERR_DEVICE, "ibv_dereg_mr on %s: %s", v->name,
+    return svc->error(SYMHEAP_ERR_DEVICE, "ibv_dereg_mr on %s: %s", v->name,
                           strerror(e > 0 ? e : EIO));
   return SYMHEAP_SUCCESS;
 }
+
+static const symheap_param_t ibv_params[] = {
+    {sizeof(symheap_param_t), SYMHEAP_PARAM_STRING, "SYMHEAP_IBVERBS_LIBRARY",
+     "libibverbs.so.1", 0, 0, NULL,
+     "the verbs library loaded with dlopen for RDMA registration (a name "
+     "searched the usual way, or a path)"},
+    {sizeof(symheap_param_t), SYMHEAP_PARAM_STRING, "SYMHEAP_IB_DEVICE", NULL,
+     0, 0, NULL,
+     "the RDMA device windows are registered with (e.g. mlx5_0); unset: the "
+     "first one libibverbs lists"},
+};
+
+static symheap_result_t ibv_init(const symheap_host_services_t *s) {
+  svc = s;
+  return symheap_params_define(s, "ibverbs", ibv_params,
+                               sizeof ibv_params / sizeof ibv_params[0]);
+}
+
+SYMHEAP_NET_ENTRY(ibverbs) = {
+    .name = "ibverbs",
+    .init = ibv_init,
+    .open = ibv_open,
+    .close = ibv_close,
+    .device_name = ibv_name,
+    .native = ibv_native,
+    .reg_mr = ibv_reg,
+    .dereg_mr = ibv_dereg,
+};

@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bootstrap.h"
-#include "comm.h"
+#include "boot/bootstrap.h"
+#include "boot/host.h"
+#include "comm/agree.h"
+#include "init.h"
 
 typedef struct {
   int32_t color, key;
