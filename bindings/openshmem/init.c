@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "shmem_env.h"
 #include "shmem_internal.h"
 
 struct shm_state shm__s = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -39,12 +40,32 @@ static long long now_ns(void) {
   return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* Whether process pid has ended: gone, or a zombie (exited, not yet reaped
+ * by its parent; kill(pid, 0) still succeeds on those, and a launcher other
+ * than symheap-run may not reap a PE until the others end). */
+static int process_ended(int pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH)
+    return 1;
+  char path[64], buf[256];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return 0; /* no /proc: kill's answer is all we have */
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  /* "pid (comm) S ...": the state follows the last ')' (comm may hold
+   * parentheses and spaces). */
+  const char *rp = strrchr(buf, ')');
+  return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
 /* A PE whose process is gone will never answer: end the job. */
 static void check_peers_alive(void) {
   for (int p = 0; p < shm__s.npes; p++) {
     struct shm_ctrl *c = (struct shm_ctrl *)shm__s.heap_peer[p];
     int pid = __atomic_load_n(&c->pid, __ATOMIC_RELAXED);
-    if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
+    if (pid > 0 && process_ended(pid)) {
       fprintf(stderr,
               "symheap-shmem: PE %d: PE %d (pid %d) has exited; ending the "
               "job instead of waiting for it\n",
@@ -188,6 +209,7 @@ static int do_init(void) {
     goto fail;
   }
   shm__s.initialized = 1;
+  shm__env_print(shm__s.me);
   return 0;
 fail:
   /* The comm's destroy is local once it has failed, collective otherwise:

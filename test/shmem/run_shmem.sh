@@ -5,7 +5,7 @@
 # programs (../shared/openshmem, someone else's code: built from there with
 # symheap-oshcc, never copied here) at 2 and 4 PEs, where that is present.
 echo "== OpenSHMEM (symheap-shmem)"
-for t in setup rma amo coll team p2p; do
+for t in setup rma amo coll team p2p compat zero; do
   for n in 2 4 8; do
     run " shmem $t procs x$n" build/bin/symheap-run -n $n build/test/shmem/test_shmem_$t
   done
@@ -16,7 +16,7 @@ for t in rma amo; do
     build/test/shmem/test_shmem_${t}_noinline
 done
 # Started by hand, without a launcher: one PE.
-for t in setup rma amo coll team p2p; do
+for t in setup rma amo coll team p2p compat zero; do
   run " shmem $t one PE, no launcher" build/test/shmem/test_shmem_$t
 done
 if [ -e build/lib/libsymheap-ccl-mpi.so ]; then
@@ -33,6 +33,39 @@ done
 run " shmem init refused without host access" env SYMHEAP_DEVICE=cuda \
   SYMHEAP_CUDA_LIBRARY="$PWD/build/fake_cuda/libcuda.so.1" \
   build/bin/symheap-run -n 2 build/test/shmem/test_shmem_setup --expect-refusal
+
+# The environment (issue 28 item 6, issue 31): SHMEM_SYMMETRIC_SIZE's
+# syntax on its own, then through shmem_init.
+run " shmem SHMEM_SYMMETRIC_SIZE syntax" build/test/shmem/test_shmem_env
+for v in " 1G" 17179869185G 12x; do
+  run " shmem SHMEM_SYMMETRIC_SIZE='$v' refused" env SHMEM_SYMMETRIC_SIZE="$v" \
+    build/bin/symheap-run -n 2 build/test/shmem/test_shmem_setup --expect-refusal
+done
+run " shmem SMA_SYMMETRIC_SIZE is read too" env SMA_SYMMETRIC_SIZE=bad \
+  build/bin/symheap-run -n 2 build/test/shmem/test_shmem_setup --expect-refusal
+run " shmem SHMEM_SYMMETRIC_SIZE=.5m" env SHMEM_SYMMETRIC_SIZE=.5m \
+  build/bin/symheap-run -n 2 build/test/shmem/test_shmem_zero
+# SHMEM_INFO names every variable the specification defines; SHMEM_VERSION
+# (and SMA_VERSION) the version; PE 0 prints, once.
+shmem_env_print() {
+  local out
+  out=$(env "$1=1" build/bin/symheap-run -n 2 build/test/shmem/test_shmem_zero) || return 1
+  echo "$out"
+  shift
+  local w
+  for w in "$@"; do
+    [ "$(grep -c -- "$w" <<<"$out")" -eq 1 ] || { echo "want \"$w\" once"; return 1; }
+  done
+}
+check " shmem SHMEM_INFO lists every variable" shmem_env_print SHMEM_INFO \
+  "SHMEM_SYMMETRIC_SIZE " "SHMEM_DEBUG " "SHMEM_VERSION " "SHMEM_INFO " \
+  "SMA_SYMMETRIC_SIZE " "SMA_DEBUG " "SMA_VERSION " "SMA_INFO "
+check " shmem SHMEM_VERSION prints the version" shmem_env_print SHMEM_VERSION \
+  "(OpenSHMEM 1.5)"
+check " shmem SMA_VERSION prints the version" shmem_env_print SMA_VERSION \
+  "(OpenSHMEM 1.5)"
+# A PE that exited but is not reaped (another launcher): the others end.
+run " shmem a zombie PE ends the job" build/test/shmem/test_shmem_zombie
 
 # shmem_exit_status WANT ARGS...: the job ends with status WANT within 60 s,
 # no PE gets past the barrier, and (for a dead PE) the survivors say why.
@@ -91,7 +124,7 @@ fi
 # sanitizer pass calls it once BUILD's tests are built), at 2 and 4 PEs.
 shmem_sanitized() {
   local b=$1 t n
-  for t in setup rma amo coll team p2p; do
+  for t in setup rma amo coll team p2p compat zero; do
     for n in 2 4; do
       run "asan shmem $t procs x$n" env ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=23 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
