@@ -27,11 +27,14 @@ static struct shm_block *blocks;
 /* Set when the heap is a window over symheap_mem_alloc memory instead of a
  * symheap_malloc allocation (the fallback in shm__heap_init). */
 static void *heap_mem;
+/* SHMEM_DEBUG: say why an allocation fails. */
+static int debug;
 
 int shm__heap_init(void) {
   size_t size = SHM_HEAP_DEFAULT;
   if (shm__env_heap_size(&size) != 0)
     return -1;
+  debug = shm__env_debug();
   size_t ctrl = (sizeof(struct shm_ctrl) + 4095) & ~(size_t)4095;
   /* Whole pages, and room for the control block, without wrapping. */
   if (size > SIZE_MAX / 2) {
@@ -194,6 +197,13 @@ static void *alloc_collective(const char *fn, size_t size, size_t align,
   pthread_mutex_unlock(&shm__s.lock);
   if (p && zero)
     memset(p, 0, size);
+  if (!p && size && debug)
+    fprintf(stderr,
+            "symheap-shmem: PE %d: %s: no free block of %zu bytes (aligned "
+            "to %zu) in the symmetric heap of %zu bytes (SHMEM_SYMMETRIC_SIZE "
+            "sets it)\n",
+            shm__s.me, fn, size, align ? align : (size_t)SHM_MIN_ALIGN,
+            shm__s.heap_size);
   shmem_barrier_all();
   return p;
 }

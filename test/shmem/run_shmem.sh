@@ -100,6 +100,21 @@ else
   skip_pass "shmem header from C++" "no C++ compiler (apt-get install g++)"
 fi
 
+# The compiler wrapper as a user's build meets it (test/shmem/oshcc_check.sh).
+. test/shmem/oshcc_check.sh
+check " shmem oshcc with CC=symheap-oshcc (no recursion)" oshcc_no_recursion
+check " shmem oshcc --help and --showme" oshcc_help_showme
+if have_tool autoconf; then
+  check " shmem oshcc as CC of ./configure" oshcc_autotools
+else
+  skip_pass "shmem oshcc as CC of ./configure" "no autoconf (apt-get install autoconf)"
+fi
+if have_tool cmake; then
+  check " shmem oshcc as CMAKE_C_COMPILER" oshcc_cmake
+else
+  skip_pass "shmem oshcc as CMAKE_C_COMPILER" "no cmake (apt-get install cmake)"
+fi
+
 SHMEM_SPEC=../shared/openshmem/spec-examples
 if [ -d "$SHMEM_SPEC" ]; then
   mkdir -p build/shmem-spec
