@@ -100,6 +100,40 @@ else
   skip_pass "shmem header from C++" "no C++ compiler (apt-get install g++)"
 fi
 
+# symheap-run binds rank r to the r-th allowed CPU when every rank gets one
+# (issue 31 item 6), not with --bind-to none or SYMHEAP_RUN_BIND=none, and
+# not when there are more ranks than CPUs.
+run_bind_check() {
+  local ncpu out
+  ncpu=$(nproc)
+  out=$(build/bin/symheap-run -n "$ncpu" "$@" sh -c \
+    'echo "$SYMHEAP_RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2)"') || return 1
+  echo "$out"
+  printf '%s\n' "$out" | awk '{print $2}' | sort -u | wc -l
+}
+shmem_run_binds() {
+  local ncpu all out
+  ncpu=$(nproc)
+  all=$(grep Cpus_allowed_list /proc/self/status | cut -f2)
+  out=$(run_bind_check) || return 1
+  echo "$out"
+  # one distinct CPU per rank, none of them the whole set (unless 1 CPU)
+  [ "$(tail -n1 <<<"$out")" -eq "$ncpu" ] || return 1
+  if [ "$ncpu" -gt 1 ]; then
+    ! head -n "$ncpu" <<<"$out" | grep -q " $all\$" || return 1
+  fi
+  out=$(run_bind_check --bind-to none) || return 1
+  echo "$out"
+  [ "$(head -n "$ncpu" <<<"$out" | grep -c " $all\$")" -eq "$ncpu" ] || return 1
+  out=$(SYMHEAP_RUN_BIND=none run_bind_check) || return 1
+  [ "$(head -n "$ncpu" <<<"$out" | grep -c " $all\$")" -eq "$ncpu" ] || return 1
+  out=$(build/bin/symheap-run -n $((ncpu + 1)) sh -c \
+    'grep Cpus_allowed_list /proc/self/status | cut -f2') || return 1
+  echo "$out"
+  [ "$(grep -c "^$all\$" <<<"$out")" -eq $((ncpu + 1)) ]
+}
+check " symheap-run binds ranks to CPUs (--bind-to none)" shmem_run_binds
+
 # The compiler wrapper as a user's build meets it (test/shmem/oshcc_check.sh).
 . test/shmem/oshcc_check.sh
 check " shmem oshcc with CC=symheap-oshcc (no recursion)" oshcc_no_recursion
