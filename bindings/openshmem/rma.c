@@ -45,13 +45,15 @@ static void shm_iget(shmem_ctx_t ctx, void *dest, const void *src,
  * sees the signal sees the data. */
 static void shm_signal(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal,
                        int sig_op, int pe) {
-  uint64_t *s = (uint64_t *)shm__peer(sig_addr, shm__ctx_pe(ctx, pe));
+  int wpe = shm__ctx_pe(ctx, pe);
+  uint64_t *s = (uint64_t *)shm__peer(sig_addr, wpe);
   if (sig_op == SHMEM_SIGNAL_ADD)
-    __atomic_fetch_add(s, signal, __ATOMIC_RELEASE);
+    __atomic_fetch_add(s, signal, __ATOMIC_SEQ_CST);
   else if (sig_op == SHMEM_SIGNAL_SET)
-    __atomic_store_n(s, signal, __ATOMIC_RELEASE);
+    __atomic_store_n(s, signal, __ATOMIC_SEQ_CST);
   else
     shm__fatal("unknown signal operator %d", sig_op);
+  shm__wake(wpe, s); /* a PE asleep in shmem_signal_wait_until */
 }
 
 static void shm_put_signal(shmem_ctx_t ctx, void *dest, const void *src,

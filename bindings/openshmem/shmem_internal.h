@@ -22,6 +22,7 @@
 struct shm_ctrl {
   int exit_req;        /* 1 + status once a PE called shmem_global_exit */
   int pid;             /* this PE's process, for the liveness check */
+  int sleepers;        /* this PE's waits asleep in a futex (wait.c) */
   uint64_t team_slots; /* on PE 0: which team slots are taken */
   long team_sync[SHM_MAX_TEAMS][SHM_SYNC_WORDS];
 };
@@ -112,9 +113,9 @@ static inline int shm__ctx_pe(shmem_ctx_t ctx, int pe) {
   return ctx->team->world[pe];
 }
 
-/* One turn of a wait loop: spin briefly, then yield (the machine may have
- * fewer cores than PEs); ends the job when a PE called shmem_global_exit or
- * a PE's process is gone. */
+/* One turn of a wait loop (wait.c): spin briefly, then yield, then sleep
+ * (the machine may have fewer cores than PEs); ends the job when a PE
+ * called shmem_global_exit or a PE's process is gone. */
 struct shm_spin {
   unsigned n;
   long long next_check_ns;
@@ -122,6 +123,13 @@ struct shm_spin {
 #define SHM_SPIN_INIT                                                          \
   { 0, 0 }
 void shm__spin(struct shm_spin *s);
+/* The same, for a wait on `word` (4-byte aligned; its low 32 bits must
+ * change when the wait is over) that the writer follows with shm__wake:
+ * it sleeps in a futex on the word instead of a timed sleep. */
+void shm__spin_on(struct shm_spin *s, const void *word);
+/* After a store to `word` (in this PE's mapping of PE pe's memory): wake
+ * its waits if PE pe has any asleep. */
+void shm__wake(int pe, const void *word);
 
 int shm__compare(int cmp, const void *a, const void *b, int is_signed,
                  int is_float, size_t size);
