@@ -149,7 +149,7 @@ else
   skip_pass "shmem oshcc as CMAKE_C_COMPILER" "no cmake (apt-get install cmake)"
 fi
 
-SHMEM_SPEC=../shared/openshmem/spec-examples
+SHMEM_SPEC=${SHMEM_SPEC:-../shared/openshmem/spec-examples}
 if [ -d "$SHMEM_SPEC" ]; then
   mkdir -p build/shmem-spec
   for src in "$SHMEM_SPEC"/*.c; do
