@@ -4,7 +4,6 @@
  * the predefined teams. */
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,26 +12,6 @@
 
 #include "shmem_env.h"
 #include "shmem_internal.h"
-
-struct shm_state shm__s = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-void shm__fatal(const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "symheap-shmem: PE %d: ", shm__s.me);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputc('\n', stderr);
-  shmem_global_exit(1);
-  exit(1); /* not reached: shmem_global_exit does not return */
-}
-
-void shm__require_init(const char *fn) {
-  if (!shm__s.initialized) {
-    fprintf(stderr, "symheap-shmem: %s called before shmem_init\n", fn);
-    exit(1);
-  }
-}
 
 static int init_fail(const char *what, symheap_result_t r) {
   fprintf(stderr, "symheap-shmem: shmem_init: %s: %s (%s)\n", what,
@@ -215,20 +194,8 @@ void shmem_finalize(void) {
 }
 
 /* Ask every PE to exit with `status` (they see it in their next wait, which
- * includes every barrier), then exit. */
-void shmem_global_exit(int status) {
-  if (shm__s.ctrl) {
-    for (int p = 0; p < shm__s.npes; p++) {
-      struct shm_ctrl *c = (struct shm_ctrl *)shm__s.heap_peer[p];
-      int zero = 0;
-      __atomic_compare_exchange_n(&c->exit_req, &zero, status + 1, 0,
-                                  __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-    }
-  }
-  fflush(stdout);
-  fflush(stderr);
-  exit(status);
-}
+ * includes every barrier), then exit (base.c). */
+void shmem_global_exit(int status) { shm__exit_all(status); }
 
 int shmem_my_pe(void) { return shm__s.initialized ? shm__s.me : -1; }
 int shmem_n_pes(void) { return shm__s.initialized ? shm__s.npes : -1; }

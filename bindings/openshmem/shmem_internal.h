@@ -72,10 +72,15 @@ struct shm_group {
   long *sync; /* SHM_SYNC_WORDS symmetric longs */
 };
 
-/* Errors that the specification leaves undefined end the job, saying why. */
+/* base.c, the floor every other file stands on (it calls no shmem_
+ * routine).  Errors that the specification leaves undefined end the job,
+ * saying why. */
 void shm__fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 __attribute__((noreturn));
 void shm__require_init(const char *fn);
+/* Every PE is asked to exit with `status` (at its next wait); this one
+ * exits now.  shmem_global_exit is this. */
+void shm__exit_all(int status) __attribute__((noreturn));
 
 /* Where `addr` (symmetric, in this PE's view) lives on world PE `pe`. */
 static inline char *shm__peer(const void *addr, int pe) {
