@@ -1,6 +1,7 @@
 /* What programs written for other OpenSHMEM implementations rely on: the
  * deprecated headers (<mpp/shmem.h>, <mpp/shmemx.h>) and <shmemx.h>, the
- * deprecated allocation names (shmemalign, shrealloc, shmalloc, shfree) and
+ * deprecated allocation names (shmemalign, shrealloc, shmalloc, shfree), the
+ * deprecated cache routines and _SHMEM_ constants, and
  * C11 generics (shmem_finc ... shmem_add), the generics' context forms of
  * the bitwise atomics, a heap large enough for ~200 MiB objects by default,
  * shrealloc growing in place, an invalid shrealloc getting NULL, and sizes
@@ -22,6 +23,17 @@ static void test_headers(void) {
   SHC_CHECK(SHMEM_MAJOR_VERSION == 1 && SHMEM_MINOR_VERSION == 5,
             "version %d.%d", SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION);
   SHC_CHECK(shmem_n_pes() == npes, "shmem_n_pes through <mpp/shmem.h>");
+  /* The deprecated names of constants and the cache routines (no-ops). */
+  SHC_CHECK(_SHMEM_MAJOR_VERSION == 1 && _SHMEM_SYNC_VALUE == 0 &&
+                _SHMEM_BCAST_SYNC_SIZE >= 1 && _SHMEM_CMP_EQ == SHMEM_CMP_EQ,
+            "_SHMEM_ constants");
+  static long line;
+  shmem_clear_cache_inv();
+  shmem_set_cache_inv();
+  shmem_clear_cache_line_inv(&line);
+  shmem_set_cache_line_inv(&line);
+  shmem_udcflush();
+  shmem_udcflush_line(&line);
   shc_end();
 }
 
