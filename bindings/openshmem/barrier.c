@@ -27,8 +27,9 @@ void shm__barrier(const struct shm_group *g) {
   if (__atomic_add_fetch(count, 1, __ATOMIC_SEQ_CST) == g->size && g->me)
     shm__wake(root, count);
   if (g->me == 0) {
-    while (__atomic_load_n(count, __ATOMIC_ACQUIRE) != g->size)
-      shm__spin_on(&spin, count);
+    long seen;
+    while ((seen = __atomic_load_n(count, __ATOMIC_ACQUIRE)) != g->size)
+      shm__spin_on(&spin, count, (int)seen);
     __atomic_store_n(count, 0, __ATOMIC_RELAXED);
     for (int i = 1; i < g->size; i++) {
       int pe = shm__group_pe(g, i);
@@ -38,7 +39,7 @@ void shm__barrier(const struct shm_group *g) {
     }
   } else {
     while (__atomic_load_n(&g->sync[1], __ATOMIC_ACQUIRE) == 0)
-      shm__spin_on(&spin, &g->sync[1]);
+      shm__spin_on(&spin, &g->sync[1], 0);
     __atomic_store_n(&g->sync[1], 0, __ATOMIC_RELAXED);
   }
   __atomic_thread_fence(__ATOMIC_SEQ_CST);

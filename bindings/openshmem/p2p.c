@@ -185,7 +185,9 @@ SYMHEAP_SHMEM_P2P_TYPES(SHM_DEF_P2P)
 uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp,
                                  uint64_t cmp_value) {
   struct shm_spin spin = SHM_SPIN_INIT;
-  while (!sat_uint64(sig_addr, 0, cmp, NULL, cmp_value))
-    shm__spin_on(&spin, sig_addr);
-  return __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
+  uint64_t v;
+  while (v = __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE),
+         !sat_uint64(&v, 0, cmp, NULL, cmp_value))
+    shm__spin_on(&spin, sig_addr, (int)(uint32_t)v);
+  return v;
 }

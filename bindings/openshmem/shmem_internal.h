@@ -130,8 +130,10 @@ struct shm_spin {
 void shm__spin(struct shm_spin *s);
 /* The same, for a wait on `word` (4-byte aligned; its low 32 bits must
  * change when the wait is over) that the writer follows with shm__wake:
- * it sleeps in a futex on the word instead of a timed sleep. */
-void shm__spin_on(struct shm_spin *s, const void *word);
+ * it sleeps in a futex on the word instead of a timed sleep, unless the
+ * word no longer holds `seen`, the low 32 bits of the value the caller's
+ * loop saw (a value read here could already be the one it waits for). */
+void shm__spin_on(struct shm_spin *s, const void *word, int seen);
 /* After a store to `word` (in this PE's mapping of PE pe's memory): wake
  * its waits if PE pe has any asleep. */
 void shm__wake(int pe, const void *word);

@@ -24,7 +24,9 @@
 #include "shmem_internal.h"
 
 /* Yields after the spins, before a wait sleeps. */
+#ifndef SHM_YIELDS_BEFORE_SLEEP
 #define SHM_YIELDS_BEFORE_SLEEP 32
+#endif
 #define SHM_SLEEP_NS 1000000L
 
 static long long now_ns(void) {
@@ -98,7 +100,7 @@ static void sleep_on(const void *w, int seen) {
   __atomic_fetch_sub(&shm__s.ctrl->sleepers, 1, __ATOMIC_SEQ_CST);
 }
 
-void shm__spin_on(struct shm_spin *s, const void *word) {
+void shm__spin_on(struct shm_spin *s, const void *word, int seen) {
   turn_checks(s);
   if (++s->n < shm__s.spin_before_yield) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -111,14 +113,14 @@ void shm__spin_on(struct shm_spin *s, const void *word) {
     return;
   }
   if (word) {
-    sleep_on(word, __atomic_load_n((const int *)word, __ATOMIC_SEQ_CST));
+    sleep_on(word, seen);
   } else {
     struct timespec ts = {0, SHM_SLEEP_NS};
     nanosleep(&ts, NULL);
   }
 }
 
-void shm__spin(struct shm_spin *s) { shm__spin_on(s, NULL); }
+void shm__spin(struct shm_spin *s) { shm__spin_on(s, NULL, 0); }
 
 void shm__wake(int pe, const void *word) {
   struct shm_ctrl *c = (struct shm_ctrl *)shm__s.heap_peer[pe];
