@@ -19,10 +19,11 @@ static const struct {
      "not, and an optional suffix K, M, G or T (k, m, g, t): 512M, 1.5G, .5m, "
      "0 (default 1G).  It is a limit, not a cost: memory is committed as it "
      "is touched"},
-    {"SHMEM_DEBUG", "if set (and not 0), an allocation that fails says why on stderr"},
-    {"SHMEM_VERSION", "if set, PE 0 prints the library's version at shmem_init"},
-    {"SHMEM_INFO",
-     "if set, PE 0 prints this list of variables at shmem_init"},
+    {"SHMEM_DEBUG",
+     "if set (and not 0), an allocation that fails says why on stderr"},
+    {"SHMEM_VERSION",
+     "if set, PE 0 prints the library's version at shmem_init"},
+    {"SHMEM_INFO", "if set, PE 0 prints this list of variables at shmem_init"},
     {"SMA_SYMMETRIC_SIZE", "deprecated name of SHMEM_SYMMETRIC_SIZE"},
     {"SMA_DEBUG", "deprecated name of SHMEM_DEBUG"},
     {"SMA_VERSION", "deprecated name of SHMEM_VERSION"},

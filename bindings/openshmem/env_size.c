@@ -14,11 +14,24 @@
 
 static int shm_mult(char c, unsigned *shift) {
   switch (c) {
-  case 'k': case 'K': *shift = 10; return 1;
-  case 'm': case 'M': *shift = 20; return 1;
-  case 'g': case 'G': *shift = 30; return 1;
-  case 't': case 'T': *shift = 40; return 1;
-  default: return 0;
+  case 'k':
+  case 'K':
+    *shift = 10;
+    return 1;
+  case 'm':
+  case 'M':
+    *shift = 20;
+    return 1;
+  case 'g':
+  case 'G':
+    *shift = 30;
+    return 1;
+  case 't':
+  case 'T':
+    *shift = 40;
+    return 1;
+  default:
+    return 0;
   }
 }
 

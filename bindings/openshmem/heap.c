@@ -244,8 +244,7 @@ void shmem_free(void *ptr) {
  * enough (the rest of that block stays free); 0 if it is not. */
 static int heap_grow_in_place(struct shm_block *b, size_t want) {
   struct shm_block *n = b->next;
-  if (!n || n->used || n->off != b->off + b->size ||
-      want - b->size > n->size)
+  if (!n || n->used || n->off != b->off + b->size || want - b->size > n->size)
     return 0;
   size_t extra = want - b->size;
   if (extra == n->size) { /* takes all of it */

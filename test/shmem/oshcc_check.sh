@@ -45,6 +45,7 @@ AC_CHECK_FUNCS([shmem_init shmemalign shrealloc], [], [AC_MSG_ERROR([no $ac_func
 AC_CONFIG_FILES([Makefile])
 AC_OUTPUT
 AC
+  # shellcheck disable=SC2016
   printf 'CC = @CC@\nCFLAGS = @CFLAGS@\nhello: hello.c\n\t$(CC) $(CFLAGS) -o hello hello.c\n' >"$d/Makefile.in"
   cat >"$d/hello.c" <<'C'
 #include <mpp/shmem.h>

@@ -113,6 +113,7 @@ fi
 run_bind_check() {
   local ncpu out
   ncpu=$(nproc)
+  # shellcheck disable=SC2016 # the rank's shell expands it
   out=$(build/bin/symheap-run -n "$ncpu" "$@" sh -c \
     'echo "$SYMHEAP_RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2)"') || return 1
   echo "$out"

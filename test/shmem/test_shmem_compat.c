@@ -56,8 +56,7 @@ static void test_deprecated_alloc(void) {
     p[4095] = me;
     shmem_barrier_all();
     long got = shmem_long_g(&p[4095], (me + 1) % npes);
-    SHC_CHECK(got == (me + 1) % npes, "the grown block is symmetric: %ld",
-              got);
+    SHC_CHECK(got == (me + 1) % npes, "the grown block is symmetric: %ld", got);
     shmem_barrier_all();
   }
   shfree(p);
@@ -127,8 +126,8 @@ static void test_ctx_bitwise_generics(void) {
     if (npes % 2)
       want ^= (uint64_t)1 << 40;
     SHC_CHECK(u == (1u << npes) - 1, "or: %#x", u);
-    SHC_CHECK(u64 == want, "and/xor: %#llx want %#llx",
-              (unsigned long long)u64, (unsigned long long)want);
+    SHC_CHECK(u64 == want, "and/xor: %#llx want %#llx", (unsigned long long)u64,
+              (unsigned long long)want);
   }
   /* int32_t and int64_t (int and long) are bitwise AMO types too. */
   static int32_t i32;
@@ -150,10 +149,9 @@ static void test_ctx_bitwise_generics(void) {
   shmem_barrier_all();
   int rc = shmem_or_reduce(SHMEM_TEAM_WORLD, &rout, &rin, 1);
   rc |= shmem_xor_reduce(SHMEM_TEAM_WORLD, &lout, &lin, 1);
-  SHC_CHECK(rc == 0 && rout == (1 << npes) - 1 &&
-                lout == ((int64_t)1 << npes) - 1,
-            "or/xor_reduce on int32_t/int64_t: %d %lld", (int)rout,
-            (long long)lout);
+  SHC_CHECK(
+      rc == 0 && rout == (1 << npes) - 1 && lout == ((int64_t)1 << npes) - 1,
+      "or/xor_reduce on int32_t/int64_t: %d %lld", (int)rout, (long long)lout);
   unsigned int f = 0;
   shmem_atomic_fetch_and_nbi(ctx, &f, &u, ~0u, 0);
   shmem_ctx_quiet(ctx);
@@ -186,8 +184,7 @@ static void test_alloc_overflow(void) {
     int *r = shmem_realloc(q, SIZE_MAX);
     SHC_CHECK(r == NULL, "shmem_realloc(p, SIZE_MAX) gave %p", (void *)r);
     r = shmem_realloc(q, SIZE_MAX - 10);
-    SHC_CHECK(r == NULL, "shmem_realloc(p, SIZE_MAX - 10) gave %p",
-              (void *)r);
+    SHC_CHECK(r == NULL, "shmem_realloc(p, SIZE_MAX - 10) gave %p", (void *)r);
     for (int i = 0; i < 16; i++)
       SHC_CHECK(q[i] == i, "the block survives a failed realloc");
     shmem_free(q);
@@ -213,8 +210,8 @@ static void test_heap_size(void) {
   if (a) {
     memset(a, 7, 4096);
     char *b = shmem_realloc(a, (size_t)768 << 20);
-    SHC_CHECK(b == a, "realloc to 768 MiB grew in place (%p -> %p)",
-              (void *)a, (void *)b);
+    SHC_CHECK(b == a, "realloc to 768 MiB grew in place (%p -> %p)", (void *)a,
+              (void *)b);
     if (b) {
       SHC_CHECK(b[0] == 7 && b[4095] == 7, "contents kept");
       a = b;

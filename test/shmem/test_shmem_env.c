@@ -40,7 +40,7 @@ int main(void) {
   want(".5m", 1, M / 2);
   want("0.25G", 1, G / 4);
   want("1.5", 1, 2);
-  want("20kk", 1, 20 * K);  /* what follows the suffix is ignored */
+  want("20kk", 1, 20 * K); /* what follows the suffix is ignored */
   want("1GB", 1, G);
   want("100B", 1, 100);
   want("0K", 1, 0);
@@ -55,9 +55,9 @@ int main(void) {
   want("1x", 0, 0);
   want("12 ", 0, 0);
   want("1BB", 0, 0);
-  want("17179869185G", 0, 0);             /* wrapped to 1 GiB before */
-  want("16777216T", 0, 0);                /* 2^64 */
-  want("18446744073709551616", 0, 0);     /* 2^64 */
+  want("17179869185G", 0, 0);         /* wrapped to 1 GiB before */
+  want("16777216T", 0, 0);            /* 2^64 */
+  want("18446744073709551616", 0, 0); /* 2^64 */
   want("99999999999999999999999", 0, 0);
   want("18446744073709551615", 1, SIZE_MAX);
   printf("%s env_symmetric_size\n", failures ? "FAIL" : "PASS");

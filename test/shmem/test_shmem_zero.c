@@ -91,8 +91,8 @@ static void test_team_collectives(void) {
             "sum_reduce");
   SHC_CHECK(shmem_double_max_reduce(SHMEM_TEAM_WORLD, NULL, NULL, 0) == 0,
             "max_reduce");
-  SHC_CHECK(shmem_sum_reduce(SHMEM_TEAM_WORLD, (long *)NULL,
-                             (const long *)NULL, 0) == 0,
+  SHC_CHECK(shmem_sum_reduce(SHMEM_TEAM_WORLD, (long *)NULL, (const long *)NULL,
+                             0) == 0,
             "sum_reduce generic");
   SHC_CHECK(local[0] == 5 && local[1] == 6, "nothing moved");
   shc_end();

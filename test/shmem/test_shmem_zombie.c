@@ -81,8 +81,7 @@ int main(int argc, char **argv) {
   while ((got = waitpid(pe0, &status, WNOHANG)) == 0 && time(NULL) < deadline)
     nanosleep(&ts, NULL);
   if (got != pe0)
-    return fail("PE 0 still waits 60 s after PE 1 exited (a zombie)", pe0,
-                pe1);
+    return fail("PE 0 still waits 60 s after PE 1 exited (a zombie)", pe0, pe1);
   char buf[4096] = {0};
   ssize_t n = pread(errfd, buf, sizeof buf - 1, 0);
   buf[n > 0 ? n : 0] = 0;
