@@ -143,6 +143,7 @@ shmem_run_binds() {
 check " symheap-run binds ranks to CPUs (--bind-to none)" shmem_run_binds
 
 # The compiler wrapper as a user's build meets it (test/shmem/oshcc_check.sh).
+# shellcheck source=test/shmem/oshcc_check.sh
 . test/shmem/oshcc_check.sh
 check " shmem oshcc with CC=symheap-oshcc (no recursion)" oshcc_no_recursion
 check " shmem oshcc --help and --showme" oshcc_help_showme
