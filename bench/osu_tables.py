@@ -25,6 +25,8 @@ def parse(path):
                 out[sec] = {"unit": "", "rows": {}}
                 order.append(sec)
             continue
+        if line.startswith("---"):
+            sec = None  # run.sh's summary follows
         if sec is None or not line.strip():
             continue
         if line.startswith("#"):
@@ -39,8 +41,10 @@ def parse(path):
         elif re.fullmatch(r"[0-9]+", toks[0]) and len(nums) >= 2:
             key = toks[0]
             nums = nums[1:]
+        elif toks[0].startswith("shmem_"):
+            key = toks[0]  # an AMO's row
         else:
-            key = toks[0]
+            continue  # a launcher's or an error's text
         out[sec]["rows"][key] = nums[0]
         out[sec]["unit"] = unit
     return out, order
