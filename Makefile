@@ -416,8 +416,9 @@ tests: $(BROKEN_ADAPTORS)
 # include/symheap-shmem/, the symheap-oshcc wrapper, and its tests.
 SHMEM_DIR := bindings/openshmem
 SHMEM_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard $(SHMEM_DIR)/*.c))
-SHMEM_PUB := shmem.h shmem_types.h shmem_generic.h shmem_fast.h
-SHMEM_HDRS := $(SHMEM_PUB:%=$(SHMEM_DIR)/%) $(SHMEM_DIR)/shmem_internal.h \
+SHMEM_PUB := shmem.h shmem_types.h shmem_generic.h shmem_fast.h shmemx.h \
+  mpp/shmem.h mpp/shmemx.h
+SHMEM_HDRS := $(SHMEM_PUB:%=$(SHMEM_DIR)/%) $(SHMEM_DIR)/shmem_internal.h $(SHMEM_DIR)/shmem_env.h \
   include/symheap.h include/symheap_device.h
 SHMEM_INC := $(BUILD)/include/symheap-shmem
 SHMEM_OUT := $(BUILD)/lib/libsymheap-shmem.so $(BUILD)/lib/libsymheap-shmem.a \
@@ -462,9 +463,12 @@ tests: $(SHMEM_TESTS) $(SHMEM_NOINLINE)
 install: install-shmem
 .PHONY: install-shmem
 install-shmem: shmem
-	install -d $(DESTDIR)$(PREFIX)/include/symheap-shmem $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	install -d $(DESTDIR)$(PREFIX)/include/symheap-shmem/mpp $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	  $(DESTDIR)$(PREFIX)/bin
-	install -m 644 $(SHMEM_PUB:%=$(SHMEM_DIR)/%) $(DESTDIR)$(PREFIX)/include/symheap-shmem/
+	install -m 644 $(patsubst %,$(SHMEM_DIR)/%,$(filter-out mpp/%,$(SHMEM_PUB))) \
+	  $(DESTDIR)$(PREFIX)/include/symheap-shmem/
+	install -m 644 $(SHMEM_DIR)/mpp/shmem.h $(SHMEM_DIR)/mpp/shmemx.h \
+	  $(DESTDIR)$(PREFIX)/include/symheap-shmem/mpp/
 	install -m 755 $(BUILD)/lib/libsymheap-shmem.so.0 $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libsymheap-shmem.so.0 $(DESTDIR)$(PREFIX)/lib/libsymheap-shmem.so
 	install -m 644 $(BUILD)/lib/libsymheap-shmem.a $(DESTDIR)$(PREFIX)/lib/
