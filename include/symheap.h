@@ -290,6 +290,14 @@ symheap_result_t symheap_window_flat_base(symheap_window_t win, void **base,
  */
 symheap_result_t symheap_window_multicast_ptr(symheap_window_t win, void **ptr);
 symheap_result_t symheap_window_size(symheap_window_t win, size_t *size);
+/* Local: the live window of comm whose local copy holds ptr, and ptr's
+ * byte offset in it (O(log n) of the live windows; for bindings that take
+ * arrays or tensors where the collectives take windows).  Where windows
+ * nest (one registered over part of a heap block), the innermost: the one
+ * whose copy starts last at or before ptr.  INVALID_ARG (*win NULL) when no
+ * window of comm holds ptr; ptr one past a window's end is not in it. */
+symheap_result_t symheap_window_find(symheap_comm_t comm, const void *ptr,
+                                     symheap_window_t *win, size_t *offset);
 symheap_result_t symheap_window_device_view(symheap_window_t win,
                                             symheap_device_window_t *view);
 

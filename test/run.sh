@@ -151,6 +151,10 @@ suite() { # suite PREFIX BUILD WRAPPER...
     "$@" "$b/test/test_window_path"
   run "$prefix split of comms on a caller's runtime procs x4" build/bin/symheap-run -n 4 \
     "$@" "$b/test/test_split_ccl"
+  # symheap_window_find (core/window_find.c): threads and processes.
+  run "$prefix window_find threads x3" "$@" "$b/test/test_window_find" --threads 3
+  run "$prefix window_find procs x2" build/bin/symheap-run -n 2 \
+    "$@" "$b/test/test_window_find"
   run "$prefix plugins" "$@" "$b/test/test_plugins" "$PWD/$b/lib" "$PWD/$b/test/bad_plugins"
   run "$prefix example plugin procs x4" $plug SYMHEAP_PLUGIN=example SYMHEAP_DEVICE=example \
     build/bin/symheap-run -n 4 "$@" "$b/test/test_multirank"
