@@ -1,0 +1,77 @@
+"""The hot path of symheap.cuda: the window of a tensor's address, and the
+collective call, compiled (symheap._fast, built where Python's headers are)
+or through ctypes where it is not.
+
+The window is found by the library (symheap_window_find, O(log n) of the
+live windows) among the live comms of this process (usually one), whose
+handles comm.py keeps in `comms`.  SYMHEAP_PYTHON_FAST=0 uses ctypes even
+where _fast is built (to compare, or to rule it out).
+"""
+import ctypes
+import os
+
+from . import _lib, errors
+
+comms = ()  # the live comms' handles (ints), in order of creation
+
+try:
+    from . import _fast as fast
+except ImportError:  # not compiled here (no Python.h when it was built)
+    fast = None
+if os.environ.get("SYMHEAP_PYTHON_FAST", "1") == "0":
+    fast = None
+
+
+def add_comm(handle):
+    global comms
+    comms = comms + (handle,)
+
+
+def remove_comm(handle):
+    global comms
+    comms = tuple(h for h in comms if h != handle)
+
+
+def _make_error(code, what, message):
+    return errors.error_for(code, "%s %s" % (what, message) if what
+                            else message)
+
+
+def _addr(f):
+    return ctypes.cast(f, ctypes.c_void_p).value
+
+
+if fast is not None:
+    fast.bind(_addr(_lib.lib.symheap_window_find),
+              _addr(_lib.lib.symheap_window_size),
+              _addr(_lib.lib.symheap_comm_size),
+              _addr(_lib.lib.symheap_last_error), _make_error)
+
+
+def path():
+    """"compiled" or "ctypes": what the hot calls go through."""
+    return "compiled" if fast is not None else "ctypes"
+
+
+def locate_ctypes(ptr, nbytes, what):
+    """(window handle, byte offset, comm handle) of [ptr, ptr + nbytes) in
+    a live window's local copy, through ctypes."""
+    win, off, size = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_size_t()
+    for c in comms:
+        if _lib.lib.symheap_window_find(c, ptr, ctypes.byref(win),
+                                        ctypes.byref(off)) != 0:
+            continue
+        _lib.call("symheap_window_size", win, ctypes.byref(size))
+        if off.value + nbytes <= size.value:
+            return win.value, off.value, c
+        break
+    raise errors.InvalidArgError(
+        "%s is not inside a symheap window's local copy (make it with "
+        "comm.empty or comm.register)" % what)
+
+
+def locate(ptr, nbytes, what="the address"):
+    """(window handle, byte offset) of [ptr, ptr + nbytes)."""
+    if fast is not None:
+        return fast.locate(comms, ptr, nbytes)
+    return locate_ctypes(ptr, nbytes, what)[:2]
