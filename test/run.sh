@@ -281,6 +281,31 @@ if [ -n "$PY_NUMPY" ]; then
     rm -rf "$dir"
   )
   check " python: make install + README example" py_installed
+  # The ctypes fallback of the hot path (symheap._fast not used).
+  run " python (numpy, host, ctypes path) procs x2" env PYTHONPATH="$PYPATH" \
+    SYMHEAP_DEVICE=host SYMHEAP_PYTHON_FAST=0 CYCLES=100 \
+    build/bin/symheap-run -n 2 "$PY_NUMPY" test/python/test_host.py
+  # pip (issue 30): `make install PREFIX=tmp`, then pip install of
+  # bindings/python offline into a --target, found by SYMHEAP_PREFIX; the
+  # host test runs on what pip installed (its library: PREFIX's).
+  py_pip() { # one rank's PASS lines, or a FAIL line saying why
+    local dir here=$PWD
+    dir=$(mktemp -d)
+    make -s install PREFIX="$dir" >/dev/null || { echo "FAIL python-pip make install"; return 1; }
+    SYMHEAP_PREFIX="$dir" "$PY_NUMPY" -m pip install -q --no-build-isolation \
+      --no-index --target "$dir/pip" ./bindings/python >"$dir/pip.log" 2>&1 ||
+      { echo "FAIL python-pip pip install: $(tail -n 2 "$dir/pip.log" | tr '\n' ' ')"; return 1; }
+    (cd "$dir" && PYTHONPATH="$dir/pip" "$PY_NUMPY" -c "import symheap, sys; sys.exit(not symheap.library_path.startswith('$dir/lib/'))") ||
+      { echo "FAIL python-pip the pip package does not use PREFIX's library"; return 1; }
+    (cd "$dir" && PYTHONPATH="$dir/pip" SYMHEAP_DEVICE=host CYCLES=100 \
+      "$dir/bin/symheap-run" -n 2 "$PY_NUMPY" "$here/test/python/test_host.py") || return 1
+    rm -rf "$dir"
+  }
+  if "$PY_NUMPY" -m pip --version >/dev/null 2>&1 && "$PY_NUMPY" -c 'import setuptools' 2>/dev/null; then
+    run " python: pip install + host test procs x2" py_pip
+  else
+    skip_pass "python: pip install" "no pip/setuptools for $PY_NUMPY (apt-get install python3-pip python3-setuptools)"
+  fi
 else
   skip_pass "python (numpy, host)" "no python3 with NumPy (apt-get install python3-numpy)"
 fi

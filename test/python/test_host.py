@@ -368,6 +368,43 @@ def case_interrupt_deferred(comm):
     check(comm.stats()["windows_live"] == 0, "windows left")
 
 
+def case_window_lookup(comm):
+    """Issue 30: the window of an address (symheap_window_find), through
+    the compiled entry and through ctypes alike; compiled wherever Python's
+    headers were there to build it."""
+    from symheap import _hot
+    import sysconfig
+    inc = sysconfig.get_paths()["include"]
+    if os.path.exists(os.path.join(inc, "Python.h")) and \
+            os.environ.get("SYMHEAP_PYTHON_FAST", "1") != "0":
+        check(_hot.path() == "compiled", "symheap._fast is not used here")
+    wins = [comm.empty(n, "uint8") for n in (100, 4096, 1 << 20)]
+    ptrs = [w.local.__array_interface__["data"][0] for w in wins]
+    for w, p in zip(wins, ptrs):
+        for off, n in ((0, 1), (7, 16), (w.nbytes - 1, 1), (0, w.nbytes)):
+            want = (w.handle, off)
+            check(_hot.locate(p + off, n) == want, "locate %d+%d" % (off, n))
+            check(_hot.locate_ctypes(p + off, n, "x")[:2] == want,
+                  "ctypes locate %d+%d" % (off, n))
+        # One past the end: not this window (perhaps the next one).
+        try:
+            check(_hot.locate(p + w.nbytes, 1)[0] != w.handle, "past end")
+        except symheap.InvalidArgError:
+            pass
+        # Starting inside, running past the end: refused.
+        e = raises(symheap.InvalidArgError, _hot.locate, p + w.nbytes - 1, 2)
+        check("not inside" in e.message, e.message)
+        raises(symheap.InvalidArgError, _hot.locate_ctypes, p + w.nbytes - 1,
+               2, "x")
+    e = raises(symheap.InvalidArgError, _hot.locate, 2**64, 1)
+    if _hot.fast is not None:
+        raises(symheap.InvalidArgError, _hot.fast.locate, _hot.comms, -1, 1)
+        raises(symheap.InvalidArgError, _hot.fast.locate, _hot.comms, 1.5, 1)
+    for w in wins:
+        w.free()
+    raises(symheap.InvalidArgError, _hot.locate, ptrs[1], 1)
+
+
 def counts():
     fds = len(os.listdir("/proc/self/fd"))
     with open("/proc/self/maps") as f:
@@ -472,6 +509,7 @@ def main():
     if comm.size > 1:
         t.run("python-refusals-agreed", case_refusals_agreed, comm)
     t.run("python-interrupt-deferred", case_interrupt_deferred, comm)
+    t.run("python-window-lookup", case_window_lookup, comm)
     t.run("python-dlpack", case_dlpack, comm)
     t.run("python-device-view", case_device_view, comm)
     if comm.heap_info()["enabled"]:

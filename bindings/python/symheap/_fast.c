@@ -40,22 +40,27 @@ static PyObject *fail(int code, const char *what, const char *msg) {
   return NULL;
 }
 
+/* Integers that do not fit are refused (the package's InvalidArgError),
+ * never truncated. */
+static int refuse(const char *range) {
+  PyErr_Clear();
+  fail(1, NULL, range);
+  return -1;
+}
+
 static int as_size(PyObject *o, size_t *out) {
-  unsigned long long v = PyLong_AsUnsignedLongLong(o);
-  if (v == (unsigned long long)-1 && PyErr_Occurred())
-    return -1; /* negative, too large, or not an int: refused */
+  unsigned long long v = PyLong_Check(o) ? PyLong_AsUnsignedLongLong(o) : 0;
+  if (!PyLong_Check(o) || (v == (unsigned long long)-1 && PyErr_Occurred()))
+    return refuse("an address or size must be an integer in [0, 2**64)");
   *out = (size_t)v;
   return 0;
 }
 
 static int as_int(PyObject *o, int *out) {
-  long v = PyLong_AsLong(o);
-  if (v == -1 && PyErr_Occurred())
-    return -1;
-  if (v < INT32_MIN || v > INT32_MAX) {
-    PyErr_SetString(PyExc_OverflowError, "does not fit a C int");
-    return -1;
-  }
+  long v = PyLong_Check(o) ? PyLong_AsLong(o) : 0;
+  if (!PyLong_Check(o) || (v == -1 && PyErr_Occurred()) || v < INT32_MIN ||
+      v > INT32_MAX)
+    return refuse("a code must be an integer that fits a C int");
   *out = (int)v;
   return 0;
 }

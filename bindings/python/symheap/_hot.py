@@ -10,7 +10,7 @@ where _fast is built (to compare, or to rule it out).
 import ctypes
 import os
 
-from . import _lib, errors
+from . import _args, _lib, errors
 
 comms = ()  # the live comms' handles (ints), in order of creation
 
@@ -56,6 +56,7 @@ def path():
 def locate_ctypes(ptr, nbytes, what):
     """(window handle, byte offset, comm handle) of [ptr, ptr + nbytes) in
     a live window's local copy, through ctypes."""
+    ptr, nbytes = _args.size(ptr, "address"), _args.size(nbytes, "size")
     win, off, size = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_size_t()
     for c in comms:
         if _lib.lib.symheap_window_find(c, ptr, ctypes.byref(win),
