@@ -313,6 +313,9 @@ PY_TORCH=$(py_with torch)
 run " python (torch, cuda) procs x2" env PYTHONPATH="$PYPATH" SYMHEAP_DISABLE_MULTICAST=1 \
   NCCL_NVLS_ENABLE=0 build/bin/symheap-run -n 2 "${PY_TORCH:-${PY_NUMPY:-python3}}" \
   test/python/test_gpu.py
+run " python torch.ops.symheap (cuda) procs x2" env PYTHONPATH="$PYPATH" SYMHEAP_DISABLE_MULTICAST=1 \
+  NCCL_NVLS_ENABLE=0 build/bin/symheap-run -n 2 "${PY_TORCH:-${PY_NUMPY:-python3}}" \
+  test/python/test_torch_ops.py
 . test/shell_checks.sh
 . test/shmem/run_shmem.sh
 

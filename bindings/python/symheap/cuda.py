@@ -31,6 +31,12 @@ _PROTOS = {
                          c_void_p],
     "symheap_cuda_get": [c_void_p, c_void_p, c_int, c_size_t, c_size_t,
                          c_void_p],
+    "symheap_cuda_reduce_scatter": [c_void_p, c_size_t, c_void_p, c_size_t,
+                                    c_size_t, c_int, c_int, c_int, c_void_p],
+    "symheap_cuda_all_to_all": [c_void_p, c_size_t, c_void_p, c_size_t,
+                                c_size_t, c_void_p],
+    "symheap_cuda_broadcast": [c_void_p, c_size_t, c_void_p, c_size_t,
+                               c_size_t, c_int, ctypes.c_uint, c_void_p],
 }
 OPS = {"sum": 0, "max": 1}  # symheap_redop_t
 ALGOS = {"auto": 0, "one_shot": 1, "two_shot": 2}  # symheap_algo_t
@@ -100,12 +106,19 @@ def _call(name, *args):
     _lib.check(f(*args))
 
 
+_raw_stream = None  # torch._C._cuda_getCurrentRawStream, once looked up
+
+
 def _stream(stream, t=None):
+    global _raw_stream
     if stream is None:
+        if _raw_stream is None:
+            import torch
+            _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream",
+                                  False)
+        if _raw_stream and t is not None:  # much cheaper than the below
+            return _raw_stream(t.get_device())
         import torch
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        if raw is not None and t is not None:  # ~10x cheaper than the below
-            return raw(t.get_device())
         return torch.cuda.current_stream().cuda_stream
     if hasattr(stream, "cuda_stream"):
         return stream.cuda_stream
@@ -130,12 +143,19 @@ def _in_window(t, what):
     return _hot.locate_ctypes(t.data_ptr(), _nbytes(t), what)[:2]
 
 
+_COLL = {}  # torch dtype -> symheap_dtype_t, filled as they come
+
+
 def _coll_dtype(t):
+    code = _COLL.get(t.dtype)
+    if code is not None:
+        return code
     dt = _dtypes.get(t.dtype)
     if dt.coll is None:
         raise errors.InvalidArgError(
             "the collectives take float32, bfloat16 or float16, not %s"
             % dt.name)
+    _COLL[t.dtype] = dt.coll
     return dt.coll
 
 
@@ -149,15 +169,23 @@ def _choice(table, value, what):
 def all_reduce(tensor, op="sum", algo="auto", stream=None, out=None):
     """Collective: out (default: tensor, in place) = op over ranks of tensor.
     Returns out."""
-    out = tensor if out is None else out
-    if out.dtype != tensor.dtype or out.numel() != tensor.numel():
+    n = tensor.numel()
+    nb = n * tensor.element_size()
+    if out is None:
+        out = tensor
+    elif out.dtype != tensor.dtype or out.numel() != n:
         raise errors.InvalidArgError("all_reduce: out must have the input's "
                                      "dtype and number of elements")
+    else:
+        _contiguous(out, "all_reduce output")
     _contiguous(tensor, "all_reduce input")
-    _contiguous(out, "all_reduce output")
-    args = (tensor.data_ptr(), _nbytes(tensor), out.data_ptr(), _nbytes(out),
-            tensor.numel(), _coll_dtype(tensor), _choice(OPS, op, "op"),
-            _choice(ALGOS, algo, "algo"), _stream(stream, tensor))
+    opc, alg = OPS.get(op), ALGOS.get(algo)
+    if opc is None or alg is None:
+        _choice(OPS, op, "op")
+        _choice(ALGOS, algo, "algo")
+    ptr = tensor.data_ptr()
+    args = (ptr, nb, out.data_ptr() if out is not tensor else ptr, nb, n,
+            _coll_dtype(tensor), opc, alg, _stream(stream, tensor))
     if _bound():
         _hot.fast.all_reduce(_hot.comms, *args)
         return out
@@ -227,3 +255,57 @@ def get(dst, src, peer, stream=None):
     _call("symheap_cuda_get", dst.data_ptr(), win, _args.integer(peer, "peer"), off,
           _nbytes(src), _stream(stream))
     return dst
+
+
+def _win(t, what):
+    """(window handle, offset, comm handle) of a contiguous tensor."""
+    _contiguous(t, what)
+    return _hot.locate_ctypes(t.data_ptr(), _nbytes(t), what)
+
+
+def _nranks(comm):
+    n = c_int()
+    _lib.call("symheap_comm_size", comm, ctypes.byref(n))
+    return n.value
+
+
+def reduce_scatter(out, inp, op="sum", algo="auto", stream=None):
+    """Collective: out (count elements) = op over ranks of this rank's block
+    of inp (nranks x count elements, block r for rank r).  Returns out."""
+    wi, oi, c = _win(inp, "reduce_scatter input")
+    wo, oo, _ = _win(out, "reduce_scatter output")
+    if out.dtype != inp.dtype or inp.numel() != out.numel() * _nranks(c):
+        raise errors.InvalidArgError(
+            "reduce_scatter: inp must hold nranks x out's elements, same dtype")
+    _call("symheap_cuda_reduce_scatter", wi, oi, wo, oo, out.numel(),
+          _coll_dtype(out), _choice(OPS, op, "op"),
+          _choice(ALGOS, algo, "algo"), _stream(stream, out))
+    return out
+
+
+def all_to_all(out, inp, stream=None):
+    """Collective: block p of inp (nbytes / nranks each) lands in block r
+    (this rank) of rank p's out.  Returns out."""
+    wi, oi, c = _win(inp, "all_to_all input")
+    wo, oo, _ = _win(out, "all_to_all output")
+    n = _nranks(c)
+    if _nbytes(out) != _nbytes(inp) or _nbytes(inp) % n:
+        raise errors.InvalidArgError(
+            "all_to_all: out and inp must have the same bytes, a multiple of "
+            "%d ranks" % n)
+    _call("symheap_cuda_all_to_all", wi, oi, wo, oo, _nbytes(inp) // n,
+          _stream(stream, out))
+    return out
+
+
+def broadcast(out, inp, root, stream=None):
+    """Collective: root's inp lands in out on every rank (same bytes).
+    Returns out."""
+    wi, oi, _ = _win(inp, "broadcast input")
+    wo, oo, _ = _win(out, "broadcast output")
+    if _nbytes(out) != _nbytes(inp):
+        raise errors.InvalidArgError("broadcast: out and inp must have the "
+                                     "same bytes")
+    _call("symheap_cuda_broadcast", wi, oi, wo, oo, _nbytes(inp),
+          _args.integer(root, "root"), 0, _stream(stream, out))
+    return out
