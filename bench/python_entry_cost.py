@@ -21,6 +21,11 @@ import torch  # noqa: E402
 import symheap  # noqa: E402
 from symheap import _hot, cuda  # noqa: E402
 
+try:
+    from symheap import ops as _ops  # torch.ops.symheap.* (torch >= 2.4)
+except ImportError:
+    _ops = None
+
 CALLS, REPS = 200, 15
 
 
@@ -71,13 +76,10 @@ def main():
         rows.append(("symheap.cuda.all_reduce (ctypes)",
                      timed(comm, lambda: cuda.all_reduce(t, out=o))))
         cuda._fast_bound = saved
-        try:
-            import symheap.ops  # noqa: F401
+        if _ops is not None:
             op = torch.ops.symheap.all_reduce
             rows.append(("torch.ops.symheap.all_reduce (dispatcher + the "
                          "above)", timed(comm, lambda: op(t, o))))
-        except ImportError:
-            pass
         del t, o
         torch.cuda.synchronize()
         comm.barrier()

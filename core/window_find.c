@@ -70,6 +70,25 @@ static int grow_locked(size_t want) {
   return 0;
 }
 
+/* Caller holds the lock.  Gives memory back once the index is a quarter
+ * full (never below KEEP entries, so that a steady state never churns): a
+ * large index lives in a mapping of its own, and a test that counts the
+ * process's mappings must see it go with the windows.  A copy rather than a
+ * realloc, which keeps a shrunk mapping. */
+#define KEEP 2048u
+static void shrink_locked(void) {
+  if (cap <= KEEP || nents >= cap / 4)
+    return;
+  size_t n = cap / 2;
+  entry_t *e = malloc(n * sizeof *e);
+  if (!e)
+    return; /* keeps the larger one */
+  memcpy(e, ents, nents * sizeof *e);
+  free(ents);
+  ents = e;
+  cap = n;
+}
+
 symheap_result_t symheap__find_room(size_t extra) {
   pthread_mutex_lock(&find_lock);
   int full = grow_locked(nents + extra);
@@ -103,6 +122,7 @@ void symheap__find_remove(symheap_comm_t c, struct symheap_window *w) {
     memmove(&ents[i - 1], &ents[i], (nents - i) * sizeof *ents);
     nents--;
     refresh(c, i - 1);
+    shrink_locked();
   }
   pthread_mutex_unlock(&find_lock);
 }
