@@ -403,6 +403,14 @@ def case_window_lookup(comm):
     for w in wins:
         w.free()
     raises(symheap.InvalidArgError, _hot.locate, ptrs[1], 1)
+    # The ctypes path remembers answers: never past the window's free, and
+    # a window made at the same address is the one named.
+    for _ in range(3):
+        with comm.empty(4096, "uint8") as w:
+            p = w.local.__array_interface__["data"][0]
+            check(_hot.locate_ctypes(p, 8, "x")[:2] == (w.handle, 0), "hit")
+            check(_hot.locate_ctypes(p, 8, "x")[:2] == (w.handle, 0), "again")
+        raises(symheap.InvalidArgError, _hot.locate_ctypes, p, 8, "x")
 
 
 def counts():

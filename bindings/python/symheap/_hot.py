@@ -30,6 +30,7 @@ def add_comm(handle):
 def remove_comm(handle):
     global comms
     comms = tuple(h for h in comms if h != handle)
+    forget()
 
 
 def _make_error(code, what, message):
@@ -53,9 +54,22 @@ def path():
     return "compiled" if fast is not None else "ctypes"
 
 
+# locate_ctypes's answers by (ptr, nbytes): four ctypes calls saved per
+# tensor.  Emptied whenever a window of this process is made or released
+# (window.py), so an answer never outlives the windows it was given for.
+_found = {}
+
+
+def forget():
+    _found.clear()
+
+
 def locate_ctypes(ptr, nbytes, what):
     """(window handle, byte offset, comm handle) of [ptr, ptr + nbytes) in
     a live window's local copy, through ctypes."""
+    hit = _found.get((ptr, nbytes))
+    if hit is not None:
+        return hit
     ptr, nbytes = _args.size(ptr, "address"), _args.size(nbytes, "size")
     win, off, size = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_size_t()
     for c in comms:
@@ -64,7 +78,10 @@ def locate_ctypes(ptr, nbytes, what):
             continue
         _lib.call("symheap_window_size", win, ctypes.byref(size))
         if off.value + nbytes <= size.value:
-            return win.value, off.value, c
+            if len(_found) > 4096:  # tensors come and go: stay small
+                _found.clear()
+            _found[(ptr, nbytes)] = hit = (win.value, off.value, c)
+            return hit
         break
     raise errors.InvalidArgError(
         "%s is not inside a symheap window's local copy (make it with "

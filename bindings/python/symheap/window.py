@@ -10,7 +10,7 @@ import ctypes
 import gc
 import threading
 
-from . import _args, _dlpack, _dtypes, _lib, errors
+from . import _args, _dlpack, _dtypes, _hot, _lib, errors
 from ._interrupt import deferred
 
 def contiguous_strides(shape):
@@ -40,6 +40,7 @@ class Window:
         _lib.call("symheap_window_size", handle, ctypes.byref(n))
         self.nbytes = n.value
         comm._windows.add(self)
+        _hot.forget()  # an address may now lie in this window
 
     # -- what the arrays' owners call (_dlpack) --
     def _export_begin(self):
@@ -154,6 +155,7 @@ class Window:
             self._forget()
 
     def _forget(self):
+        _hot.forget()  # no answer may name this window any more
         self._comm._windows.discard(self)
         self._h = None
         self._base = None
