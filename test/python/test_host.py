@@ -309,21 +309,29 @@ def interrupted(comm, victim, call, signal_at):
     """call() on every rank; on `victim` a SIGINT lands at signal_at
     ("agreed": just after the argument agreement, before the C call;
     a number: that many seconds into the call, while it waits for the
-    others, who start 0.3 s late).  The KeyboardInterrupt must come out at
+    others, who start 1 s late).  The KeyboardInterrupt must come out at
     the end, with what the call made as .symheap_result."""
-    orig = comm._agree
-    timer = None
+    orig, orig_ag = comm._agree, comm._allgather
+    timers = []
     if comm.rank == victim and signal_at == "agreed":
         def agree_then_interrupt(local):
             orig(local)
             signal.raise_signal(signal.SIGINT)
         comm._agree = agree_then_interrupt
     elif comm.rank == victim:
-        timer = threading.Timer(signal_at, os.kill,
+        # Armed from inside the call's first exchange (however slow this
+        # rank is to get there), it fires while the exchange waits for the
+        # others.
+        def allgather_then_interrupt(data):
+            del comm._allgather  # once
+            t = threading.Timer(signal_at, os.kill,
                                 (os.getpid(), signal.SIGINT))
-        timer.start()
+            timers.append(t)
+            t.start()
+            return orig_ag(data)
+        comm._allgather = allgather_then_interrupt
     elif signal_at != "agreed":
-        time.sleep(0.3)
+        time.sleep(1.0)
     try:
         got = call()
         check(comm.rank != victim, "no KeyboardInterrupt")
@@ -335,8 +343,9 @@ def interrupted(comm, victim, call, signal_at):
         got = e.symheap_result
     finally:
         comm.__dict__.pop("_agree", None)
-        if timer is not None:
-            timer.join()
+        comm.__dict__.pop("_allgather", None)
+        for t in timers:
+            t.join()
     check(signal.getsignal(signal.SIGINT) is signal.default_int_handler,
           "the SIGINT handler was not restored")
     return got
