@@ -422,6 +422,49 @@ def case_window_lookup(comm):
         raises(symheap.InvalidArgError, _hot.locate_ctypes, p, 8, "x")
 
 
+def case_gc_free_during_collective(comm):
+    """Issue 28 item 3 on the Python side: alloc() memory released by
+    another thread (the garbage collector's, say) while this comm is in a
+    collective is freed after it, never during the C call."""
+    inside, seen = [False], []
+    real_ag, real_free = _lib.lib.symheap_comm_allgather, \
+        _lib.lib.symheap_mem_free
+
+    def allgather(*a):
+        inside[0] = True
+        try:
+            return real_ag(*a)
+        finally:
+            inside[0] = False
+
+    def mem_free(*a):
+        seen.append(inside[0])
+        return real_free(*a)
+    live = comm.stats()["allocations_live"]
+    box = [comm.alloc(1024, "float32")]
+    dropper = threading.Timer(0.2, box.clear)  # the last reference, there
+    _lib.lib.symheap_comm_allgather = allgather
+    _lib.lib.symheap_mem_free = mem_free
+    try:
+        if comm.rank == 0:
+            dropper.start()
+        else:
+            time.sleep(1.0)  # rank 0 waits in the allgather meanwhile
+        comm.allgather(b"x")
+        if comm.rank == 0:
+            dropper.join()
+    finally:
+        _lib.lib.symheap_comm_allgather = real_ag
+        _lib.lib.symheap_mem_free = real_free
+    check(comm.rank != 0 or not box, "the array is still held")
+    box.clear()  # the other ranks' own
+    check(True not in seen, "symheap_mem_free ran during a collective's C "
+          "call")
+    check(comm.stats()["allocations_live"] == live, "the memory was not "
+          "given back after the collective (%d live, %d before)" %
+          (comm.stats()["allocations_live"], live))
+
+
 def counts():
     fds = len(os.listdir("/proc/self/fd"))
     with open("/proc/self/maps") as f:
@@ -527,6 +570,9 @@ def main():
         t.run("python-refusals-agreed", case_refusals_agreed, comm)
     t.run("python-interrupt-deferred", case_interrupt_deferred, comm)
     t.run("python-window-lookup", case_window_lookup, comm)
+    if comm.size > 1:
+        t.run("python-gc-free-during-collective",
+              case_gc_free_during_collective, comm)
     t.run("python-dlpack", case_dlpack, comm)
     t.run("python-device-view", case_device_view, comm)
     if comm.heap_info()["enabled"]:

@@ -1,5 +1,6 @@
 """Communicators: init (environment, unique id, torch.distributed), the
 comm's properties, barrier, split, and the collective window calls."""
+import contextlib
 import ctypes
 import gc
 import re
@@ -86,7 +87,11 @@ class Comm:
         self._h = handle
         self._windows = set()
         self._allocs = set()
-        self._lock = threading.Lock()
+        # Held by the thread in a collective of this comm: another thread's
+        # release of alloc() memory (the garbage collector's) waits in
+        # _pending_frees until the collective is over (_flush_frees).
+        self._busy = threading.RLock()
+        self._pending_frees = []
         info = self.info()
         self.rank = info["rank"]
         self.size = info["nranks"]
@@ -177,7 +182,7 @@ class Comm:
         allocated without growing (e.g. before CUDA-graph capture, where
         growth is refused)."""
         self._alive()
-        with deferred():
+        with self._collective():
             n = self._checked("heap_reserve",
                               lambda: _args.size(nbytes, "nbytes"))
             _lib.call("symheap_heap_reserve", self._h, n)
@@ -214,11 +219,36 @@ class Comm:
         bytes-like object); returns the list of every rank's bytes (the
         bootstrap's speed: for setup)."""
         self._alive()
-        with deferred() as d:
+        with self._collective() as d:
             data = self._checked("allgather",
                                  lambda: _args.data(data, "allgather"))
             d.result = self._allgather(data)
             return d.result
+
+    @contextlib.contextmanager
+    def _collective(self):
+        """Around each collective of the package: SIGINT held to its end
+        (_interrupt.deferred), and this comm marked busy for the other
+        threads; frees they queued meanwhile are made at its end."""
+        got = self._busy.acquire(blocking=False)
+        try:
+            with deferred() as d:
+                yield d
+        finally:
+            if got:
+                self._busy.release()
+                self._flush_frees()
+
+    def _flush_frees(self):
+        """symheap_mem_free of what other threads released during a
+        collective, unless another thread is in one now (it flushes)."""
+        if not self._pending_frees or not self._busy.acquire(blocking=False):
+            return
+        try:
+            while self._pending_frees and self._h is not None:
+                _lib.lib.symheap_mem_free(self._h, self._pending_frees.pop())
+        finally:
+            self._busy.release()
 
     def _allgather(self, data):
         out = ctypes.create_string_buffer(max(1, len(data) * self.size))
@@ -249,7 +279,7 @@ class Comm:
             msg = str(getattr(local_exc, "message", local_exc)).encode()
         # The codes first: 4 bytes, which ride the comm's shared memory on
         # one host; the messages only when some rank failed.
-        with deferred():  # both exchanges, or neither
+        with self._collective():  # both exchanges, or neither
             codes = [struct.unpack("<i", got)[0]
                      for got in self._allgather(struct.pack("<i", code))]
             if not any(codes):
@@ -269,7 +299,7 @@ class Comm:
         by key then rank; COLOR_NONE (-1) joins none and gets None."""
         self._alive()
         out = ctypes.c_void_p()
-        with deferred() as d:
+        with self._collective() as d:
             c, k = self._checked("split", lambda: (
                 _args.integer(color, "color"), _args.integer(key, "key")))
             _lib.call("symheap_comm_split", self._h, c, k, ctypes.byref(out))
@@ -280,7 +310,7 @@ class Comm:
         """Collective: the ranks that share this rank's host."""
         self._alive()
         out = ctypes.c_void_p()
-        with deferred() as d:
+        with self._collective() as d:
             _lib.call("symheap_comm_split_local", self._h, ctypes.byref(out))
             d.result = Comm(out.value)
             return d.result
@@ -294,7 +324,7 @@ class Comm:
             s = _shape(shape)
             dt = _dtypes.get(dtype)
             return s, dt, _args.nbytes(s, _dtypes.itemsize(dt), "empty")
-        with deferred() as d:
+        with self._collective() as d:
             shape, dt, nbytes = self._checked("empty", prepare)
             h = ctypes.c_void_p()
             _lib.call("symheap_malloc", self._h, nbytes,
@@ -331,7 +361,7 @@ class Comm:
         memory the driver can export (then every rank must register the same
         offset inside its allocation)."""
         self._alive()
-        with deferred() as d:
+        with self._collective() as d:
             ptr, nbytes, shape, dt = self._checked(
                 "register", lambda: self._describe(obj))
             h = ctypes.c_void_p()
@@ -388,7 +418,7 @@ class Comm:
         local = errors.InvalidArgError(
             "comm.destroy: %d array(s) or tensor(s) over its windows or "
             "allocations still alive; del them first" % busy) if busy else None
-        with deferred():
+        with self._collective():
             try:
                 self._agree(local)
             except errors.Error as e:
@@ -397,6 +427,7 @@ class Comm:
                     raise  # a refusal; a failed comm is destroyed locally
             for w in list(self._windows):
                 w._forget()
+            self._flush_frees()
             h, self._h = self._h, None
             _hot.remove_comm(h)
             _lib.call("symheap_comm_destroy", h)
@@ -430,7 +461,16 @@ class _Allocation:
 
     def _export_done(self):
         self.exports -= 1
-        if self.exports <= 0 and self.comm._h is not None:
-            self.comm._allocs.discard(self)
-            self.comm._quiesce()  # queued kernels may still use it
-            _lib.lib.symheap_mem_free(self.comm._h, self.ptr)
+        c = self.comm
+        if self.exports <= 0 and c._h is not None:
+            c._allocs.discard(self)
+            c._quiesce()  # queued kernels may still use it
+            if not c._busy.acquire(blocking=False):
+                # Another thread is in a collective of this comm (we are the
+                # garbage collector, say): the C library would refuse.
+                c._pending_frees.append(self.ptr)
+                return
+            try:
+                _lib.lib.symheap_mem_free(c._h, self.ptr)
+            finally:
+                c._busy.release()

@@ -11,7 +11,6 @@ import gc
 import threading
 
 from . import _args, _dlpack, _dtypes, _hot, _lib, errors
-from ._interrupt import deferred
 
 def contiguous_strides(shape):
     strides, acc = [], 1
@@ -147,7 +146,7 @@ class Window:
                 "del them before free()" % self._exports)
         else:
             self._comm._quiesce()
-        with deferred():  # the agreement and the C call, or neither
+        with self._comm._collective():  # agreement and C call, or neither
             self._comm._agree(local)
             fn = "symheap_free" if self._owned else \
                 "symheap_window_deregister"
