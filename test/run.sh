@@ -155,6 +155,10 @@ suite() { # suite PREFIX BUILD WRAPPER...
   run "$prefix window_find threads x3" "$@" "$b/test/test_window_find" --threads 3
   run "$prefix window_find procs x2" build/bin/symheap-run -n 2 \
     "$@" "$b/test/test_window_find"
+  # symheap_window_release_local (core/window_local.c): threads and processes.
+  run "$prefix window_local threads x2" "$@" "$b/test/test_window_local" --threads 2
+  run "$prefix window_local procs x3" build/bin/symheap-run -n 3 \
+    "$@" "$b/test/test_window_local"
   run "$prefix plugins" "$@" "$b/test/test_plugins" "$PWD/$b/lib" "$PWD/$b/test/bad_plugins"
   run "$prefix example plugin procs x4" $plug SYMHEAP_PLUGIN=example SYMHEAP_DEVICE=example \
     build/bin/symheap-run -n 4 "$@" "$b/test/test_multirank"
