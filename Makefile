@@ -360,6 +360,19 @@ python:
 	@echo "python: no Python.h for $(PYTHON) (Debian: python3-dev): symheap._fast" \
 	  "is not built, the package calls through ctypes"
 endif
+# symheap.torch (bindings/python/symheap/torch): its Python part always; its
+# extension _C (the "SYMHEAP" backend of torch's SymmetricMemory) only where
+# torch >= 2.9 with CUDA imports and nvcc is found, else one line saying why.
+# Not part of `all` (it takes minutes): `make python-torch`.
+PY_TORCH_DIR := $(PY_DIR)/torch
+$(PY_TORCH_DIR)/__init__.py: bindings/python/symheap/torch/__init__.py
+	@mkdir -p $(dir $@)
+	cp $< $@
+python: $(PY_TORCH_DIR)/__init__.py
+.PHONY: python-torch
+python-torch: python $(BUILD)/lib/libsymheap.so
+	$(PYTHON) bindings/python/torch_ext.py $(abspath $(BUILD)/lib/python3/site-packages) \
+	  $(abspath $(BUILD)/lib)
 all: python
 install: install-python
 install-python: python

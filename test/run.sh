@@ -320,6 +320,12 @@ run " python (torch, cuda) procs x2" env PYTHONPATH="$PYPATH" SYMHEAP_DISABLE_MU
 run " python torch.ops.symheap (cuda) procs x2" env PYTHONPATH="$PYPATH" SYMHEAP_DISABLE_MULTICAST=1 \
   NCCL_NVLS_ENABLE=0 build/bin/symheap-run -n 2 "${PY_TORCH:-${PY_NUMPY:-python3}}" \
   test/python/test_torch_ops.py
+# symheap.torch: torch's SymmetricMemory on the SYMHEAP backend (needs
+# `make python-torch`; SKIP without torch >= 2.9, a GPU or the extension).
+run " python symheap.torch SYMHEAP backend (cuda) procs x2" env PYTHONPATH="$PYPATH" \
+  SYMHEAP_DISABLE_MULTICAST=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
+  NVSHMEM_DISABLE_NVLS=1 build/bin/symheap-run -n 2 "${PY_TORCH:-${PY_NUMPY:-python3}}" \
+  test/python/test_torch_symm.py
 . test/shell_checks.sh
 . test/shmem/run_shmem.sh
 

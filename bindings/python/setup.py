@@ -95,5 +95,15 @@ def extensions():
                       extra_compile_args=["-O2", "-std=c11"])]
 
 
-setup(version=version(), cmdclass={"build_py": BuildPy},
-      ext_modules=extensions())
+def torch_extensions():
+    """symheap.torch._C where torch (>= 2.9, with CUDA) imports; else a line
+    saying why (torch_ext.py)."""
+    sys.path.insert(0, HERE)
+    import torch_ext
+    exts = torch_ext.extensions(libdir()[0])
+    return exts, ({"build_ext": torch_ext.build_ext_cmd()} if exts else {})
+
+
+_TORCH_EXTS, _TORCH_CMDS = torch_extensions()
+setup(version=version(), cmdclass=dict({"build_py": BuildPy}, **_TORCH_CMDS),
+      ext_modules=extensions() + _TORCH_EXTS)
