@@ -38,8 +38,10 @@ for b in default SYMHEAP; do
   step "torch symm_mem on $b x2" "symm_$b.log" build/bin/symheap-run -n 2 \
     "$PY" test/python/test_torch_symm.py --backend "$b" --bench
 done
+step "torch symm_mem on SYMHEAP pool=0 x2" symm_SYMHEAP_pool0.log env SYMHEAP_TORCH_POOL=0 \
+  build/bin/symheap-run -n 2 "$PY" test/python/test_torch_symm.py --backend SYMHEAP --bench
 for b in default SYMHEAP; do
   grep -q '^PASS' "$OUT/symm_$b.log" || tail -n 25 "$OUT/symm_$b.log"
 done
 echo
-grep -h '^BENCH' "$OUT/symm_default.log" "$OUT/symm_SYMHEAP.log"
+grep -h '^BENCH' "$OUT/symm_default.log" "$OUT/symm_SYMHEAP.log" "$OUT/symm_SYMHEAP_pool0.log"

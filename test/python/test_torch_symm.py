@@ -29,6 +29,9 @@ BACKEND = "SYMHEAP"
 if "--backend" in sys.argv:
     BACKEND = sys.argv[sys.argv.index("--backend") + 1]
 TAG = "torch-symm-%s " % BACKEND.lower()
+LABEL = BACKEND
+if BACKEND == "SYMHEAP" and os.environ.get("SYMHEAP_TORCH_POOL") == "0":
+    LABEL = "SYMHEAP(pool=0)"
 
 
 def skip(why):
@@ -236,7 +239,7 @@ def bench():
         torch.cuda.synchronize()
         if RANK == 0:
             print("BENCH %s one_shot_all_reduce bf16 %d B: %.2f us "
-                  "(host %.2f us/call)" % (BACKEND, nbytes, us, host),
+                  "(host %.2f us/call)" % (LABEL, nbytes, us, host),
                   flush=True)
         del t, h
     n = (64 << 20) // 2
@@ -257,7 +260,7 @@ def bench():
     if RANK == 0:
         print("BENCH %s empty+rendezvous 64 MiB warm: median %.3f ms "
               "(min %.3f, empty alone %.3f, %d runs)" %
-              (BACKEND, statistics.median(times) * 1e3, min(times) * 1e3,
+              (LABEL, statistics.median(times) * 1e3, min(times) * 1e3,
                statistics.median(t_empty) * 1e3, len(times)), flush=True)
 
 
