@@ -354,6 +354,7 @@ if [ "${QUICK:-0}" != 1 ]; then
     run "valgrind faults" $VG --trace-children=yes build/test/test_faults
     run "valgrind exhaustion, concurrency" $VG build/test/test_exhaust
     run "valgrind window_find threads x2" $VG build/test/test_window_find --threads 2
+    run "valgrind window_local threads x2" $VG build/test/test_window_local --threads 2
     run "valgrind cuda(fake) threads x2" env SYMHEAP_DEVICE=cuda \
       SYMHEAP_CUDA_LIBRARY="$PWD/build/fake_cuda/libcuda.so.1" SYMHEAP_DISABLE_MULTICAST=1 \
       $VG build/test/test_multirank --threads 2
