@@ -379,6 +379,9 @@ install-python: python
 	install -d $(DESTDIR)$(PREFIX)/lib/python3/site-packages/symheap
 	install -m 644 $(PY_SRCS) $(DESTDIR)$(PREFIX)/lib/python3/site-packages/symheap/
 	$(if $(PY_FAST),install -m 755 $(PY_FAST) $(DESTDIR)$(PREFIX)/lib/python3/site-packages/symheap/)
+	install -d $(DESTDIR)$(PREFIX)/lib/python3/site-packages/symheap/torch
+	install -m 644 bindings/python/symheap/torch/__init__.py $(DESTDIR)$(PREFIX)/lib/python3/site-packages/symheap/torch/
+	$(if $(wildcard $(PY_TORCH_DIR)/_C*.so),install -m 755 $(wildcard $(PY_TORCH_DIR)/_C*.so) $(DESTDIR)$(PREFIX)/lib/python3/site-packages/symheap/torch/)
 	@echo "python: the package is in $(DESTDIR)$(PREFIX)/lib/python3/site-packages/symheap;" \
 	  "PYTHONPATH=$(PREFIX)/lib/python3/site-packages python3 -c 'import symheap'" \
 	  "(or: pip install --no-build-isolation ./bindings/python with" \

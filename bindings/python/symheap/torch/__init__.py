@@ -15,7 +15,10 @@ on every rank, after torch.cuda.set_device) or else by the first
 symm_mem.empty, which every rank must then reach.  Groups must span the
 whole job in job order.  docs/torch.md.
 """
-import torch
+try:
+    import torch
+except ImportError as e:
+    raise ImportError("symheap.torch needs torch >= 2.9 (%s)" % e) from e
 
 _MIN = (2, 9)
 
