@@ -22,7 +22,8 @@ LIB_SRCS := $(CORE_SRCS) $(ADAPTOR_SRCS)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/builtins.o
 TOOLS := symheap-run symheap-info symheap-bench symheap-conformance
 TESTS := test_unit test_multirank test_faults test_hostile test_kill test_exhaust \
-  test_plugins test_rdma test_window_path test_split_ccl test_stall
+  test_plugins test_rdma test_window_path test_split_ccl test_stall \
+  test_window_find test_window_local
 HEADERS := $(wildcard include/*.h) $(wildcard core/*/*.h) \
   $(wildcard adaptors/*/*.h adaptors/*/*/*.h)
 
@@ -384,24 +385,59 @@ format:
 clean:
 	rm -rf build
 
-# Python bindings (bindings/python/symheap: pure Python over ctypes, nothing
-# to compile).  Copied beside the build's libraries in the layout that
-# `make install` gives PREFIX, so that
-# PYTHONPATH=build/lib/python3/site-packages imports the build tree's package
-# and it finds build/lib/libsymheap.so.0 the way an installed one finds
-# PREFIX/lib's (docs/python.md).
+# Python bindings (bindings/python/symheap: Python over ctypes, and the
+# compiled hot path symheap/_fast.c where Python's headers are).  Copied
+# beside the build's libraries in the layout that `make install` gives
+# PREFIX, so that PYTHONPATH=build/lib/python3/site-packages imports the build
+# tree's package and it finds build/lib/libsymheap.so.0 the way an installed
+# one finds PREFIX/lib's (docs/python.md).  pip: bindings/python/setup.py.
 PY_SRCS := $(wildcard bindings/python/symheap/*.py)
 PY_DIR := $(BUILD)/lib/python3/site-packages/symheap
+PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
+PY_INC := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+PY_EXT := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
 $(PY_DIR)/%.py: bindings/python/symheap/%.py
 	@mkdir -p $(dir $@)
 	cp $< $@
 .PHONY: python install-python
 python: $(PY_SRCS:bindings/python/symheap/%=$(PY_DIR)/%)
+ifneq ($(and $(PY_EXT),$(wildcard $(PY_INC)/Python.h)),)
+PY_FAST := $(PY_DIR)/_fast$(PY_EXT)
+$(PY_FAST): bindings/python/symheap/_fast.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -fPIC -shared -I$(PY_INC) -o $@ $<
+python: $(PY_FAST)
+else
+python:
+	@echo "python: no Python.h for $(PYTHON) (Debian: python3-dev): symheap._fast" \
+	  "is not built, the package calls through ctypes"
+endif
+# symheap.torch (bindings/python/symheap/torch): its Python part always; its
+# extension _C (the "SYMHEAP" backend of torch's SymmetricMemory) only where
+# torch >= 2.9 with CUDA imports and nvcc is found, else one line saying why.
+# Not part of `all` (it takes minutes): `make python-torch`.
+PY_TORCH_DIR := $(PY_DIR)/torch
+$(PY_TORCH_DIR)/__init__.py: bindings/python/symheap/torch/__init__.py
+	@mkdir -p $(dir $@)
+	cp $< $@
+python: $(PY_TORCH_DIR)/__init__.py
+.PHONY: python-torch
+python-torch: python $(BUILD)/lib/libsymheap.so
+	$(PYTHON) bindings/python/torch_ext.py $(abspath $(BUILD)/lib/python3/site-packages) \
+	  $(abspath $(BUILD)/lib)
 all: python
 install: install-python
 install-python: python
 	install -d $(DESTDIR)$(PREFIX)/lib/python3/site-packages/symheap
 	install -m 644 $(PY_SRCS) $(DESTDIR)$(PREFIX)/lib/python3/site-packages/symheap/
+	$(if $(PY_FAST),install -m 755 $(PY_FAST) $(DESTDIR)$(PREFIX)/lib/python3/site-packages/symheap/)
+	install -d $(DESTDIR)$(PREFIX)/lib/python3/site-packages/symheap/torch
+	install -m 644 bindings/python/symheap/torch/__init__.py $(DESTDIR)$(PREFIX)/lib/python3/site-packages/symheap/torch/
+	$(if $(wildcard $(PY_TORCH_DIR)/_C*.so),install -m 755 $(wildcard $(PY_TORCH_DIR)/_C*.so) $(DESTDIR)$(PREFIX)/lib/python3/site-packages/symheap/torch/)
+	@echo "python: the package is in $(DESTDIR)$(PREFIX)/lib/python3/site-packages/symheap;" \
+	  "PYTHONPATH=$(PREFIX)/lib/python3/site-packages python3 -c 'import symheap'" \
+	  "(or: pip install --no-build-isolation ./bindings/python with" \
+	  "SYMHEAP_PREFIX=$(PREFIX))"
 # The conformance kit's own test: one adaptor written from the public
 # headers alone, built once correct (0) and once per mistake (-DBREAK=N);
 # test/conformance/run_broken.sh runs the kit on each.

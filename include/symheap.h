@@ -265,6 +265,24 @@ symheap_result_t symheap_window_register(symheap_comm_t comm, void *ptr,
 symheap_result_t
 symheap_window_deregister(symheap_comm_t comm,
                           symheap_window_t win); /* collective */
+/* Local: this rank lets go of a window that symheap_window_register made,
+ * without its peers (for runtimes that free memory locally and in a
+ * different order on each rank, such as PyTorch's symmetric memory; the
+ * collective symheap_window_deregister stays the usual way).  This rank's
+ * mappings of its peers' memory go (into the comm's cache, so registering
+ * the same range again on every rank is the cheap cached re-registration);
+ * each peer's mapping of this rank's memory stays until that peer releases
+ * its own handle.  Peers still reading or writing this rank's memory: they
+ * never fault, also after this rank's symheap_mem_free of it (the memory
+ * lives while any rank maps it), but what they read or write there after
+ * this rank stopped using it is nobody's data: ordering the last remote
+ * access before the release (a barrier, a signal) is the caller's job.
+ * The window's signal slot in the comm pad is not reused (slot numbers must
+ * agree across ranks).  Refused (INVALID_ARG, nothing changed) for a window
+ * from symheap_malloc or with SYMHEAP_WINDOW_MULTICAST, and during a
+ * CUDA-graph capture (UNSUPPORTED). */
+symheap_result_t symheap_window_release_local(symheap_comm_t comm,
+                                              symheap_window_t win);
 /* Collective: a window of `size` bytes on every rank, from the comm's
  * symmetric heap (docs/heap.md) unless SYMHEAP_HEAP=0, the size is above
  * SYMHEAP_HEAP_THRESHOLD, flags ask what the heap cannot serve (multicast)
@@ -290,6 +308,14 @@ symheap_result_t symheap_window_flat_base(symheap_window_t win, void **base,
  */
 symheap_result_t symheap_window_multicast_ptr(symheap_window_t win, void **ptr);
 symheap_result_t symheap_window_size(symheap_window_t win, size_t *size);
+/* Local: the live window of comm whose local copy holds ptr, and ptr's
+ * byte offset in it (O(log n) of the live windows; for bindings that take
+ * arrays or tensors where the collectives take windows).  Where windows
+ * nest (one registered over part of a heap block), the innermost: the one
+ * whose copy starts last at or before ptr.  INVALID_ARG (*win NULL) when no
+ * window of comm holds ptr; ptr one past a window's end is not in it. */
+symheap_result_t symheap_window_find(symheap_comm_t comm, const void *ptr,
+                                     symheap_window_t *win, size_t *offset);
 symheap_result_t symheap_window_device_view(symheap_window_t win,
                                             symheap_device_window_t *view);
 

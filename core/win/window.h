@@ -168,6 +168,12 @@ symheap_result_t symheap__handles_room(void);
 void symheap__live_add(symheap_comm_t c, struct symheap_window *w);
 /* Out of the comm's list and the live list. */
 void symheap__window_unlink(symheap_comm_t c, struct symheap_window *w);
+/* window_find.c: the index of live windows by local address.  room: for
+ * `extra` more (before a call agrees on anything); add/remove: from
+ * symheap__live_add and symheap__window_unlink. */
+symheap_result_t symheap__find_room(size_t extra);
+void symheap__find_add(symheap_comm_t c, struct symheap_window *w);
+void symheap__find_remove(symheap_comm_t c, struct symheap_window *w);
 
 
 /* heap_window.c: the heap's windows (the heap itself is mem/heap.c). */

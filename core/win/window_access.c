@@ -62,7 +62,7 @@ symheap_result_t symheap__handles_room(void) {
                           "no room for another window handle (%u live at "
                           "most, or no memory for the table)",
                           MAX_CHUNKS * CHUNK_SLOTS - HEADROOM);
-  return SYMHEAP_SUCCESS;
+  return symheap__find_room(HEADROOM);
 }
 
 static symheap_window_t handle_of(uint32_t index, uint32_t gen) {
@@ -125,6 +125,7 @@ void symheap__live_add(symheap_comm_t c, struct symheap_window *w) {
     c->windows->prev = w;
   c->windows = w;
   w->handle = handle_publish(w);
+  symheap__find_add(c, w);
 }
 
 void symheap__window_unlink(symheap_comm_t c, struct symheap_window *w) {
@@ -135,6 +136,7 @@ void symheap__window_unlink(symheap_comm_t c, struct symheap_window *w) {
   if (w->next)
     w->next->prev = w->prev;
   w->next = w->prev = NULL;
+  symheap__find_remove(c, w);
   if (w->handle) {
     handle_drop(w->handle);
     w->handle = NULL;
