@@ -13,13 +13,14 @@ CFLAGS_ALL = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
 LDFLAGS_ALL = -pthread $(SAN) $(LDFLAGS)
 LIBS = -ldl
 
-LIB_SRCS := $(wildcard core/*.c) $(wildcard adaptors/device/*.c)
+LIB_SRCS := $(wildcard core/*.c) $(wildcard adaptors/device/*.c) \
+  $(wildcard adaptors/net/*/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 TOOLS := symheap-run symheap-info symheap-bench symheap-conformance
 TESTS := test_unit test_multirank test_faults test_hostile test_kill test_exhaust \
   test_plugins test_rdma test_window_path test_split_ccl test_stall
 HEADERS := $(wildcard include/*.h) $(wildcard core/*.h) \
-  $(wildcard adaptors/*/*.h)
+  $(wildcard adaptors/*/*.h) $(wildcard adaptors/net/*/*.h)
 
 .PHONY: all lib tools tests demo test install clean format env-doc plugins
 all: lib tools plugins
@@ -45,7 +46,7 @@ $(BUILD)/lib/libsymheap.a: $(LIB_OBJS)
 # it, with the public headers alone.  Each directory is copied out of the
 # tree and compiled with include/ as its only include path, so a core header
 # reached by any path fails the build.
-BOUNDARY_DIRS := adaptors/device plugins test/plugins test/conformance
+BOUNDARY_DIRS := adaptors/device adaptors/net/ofi plugins test/plugins test/conformance
 $(BUILD)/boundary.ok: $(foreach d,$(BOUNDARY_DIRS),$(wildcard $(d)/*.[ch])) $(wildcard include/*.h)
 	@rm -rf $(BUILD)/boundary && mkdir -p $(BUILD)/boundary
 	@set -e; for d in $(BOUNDARY_DIRS); do \
@@ -61,6 +62,15 @@ $(BUILD)/boundary.ok: $(foreach d,$(BOUNDARY_DIRS),$(wildcard $(d)/*.[ch])) $(wi
 PLUGINS := $(patsubst plugins/%.c,%,$(wildcard plugins/*.c))
 PLUGIN_LIBS := $(PLUGINS:%=$(BUILD)/lib/libsymheap-plugin-%.so)
 plugins: $(PLUGIN_LIBS)
+# The ofi net adaptor built as a plugin too (it calls itself ofi_plugin),
+# to show that it is written from the public headers alone.
+OFI_SRCS := $(wildcard adaptors/net/ofi/*.c)
+PLUGIN_LIBS += $(BUILD)/lib/libsymheap-plugin-ofi.so
+plugins: $(BUILD)/lib/libsymheap-plugin-ofi.so
+$(BUILD)/lib/libsymheap-plugin-ofi.so: $(OFI_SRCS) adaptors/net/ofi/ofi.h $(wildcard include/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -DSYMHEAP_PLUGIN_BUILD -shared -o $@ $(OFI_SRCS) \
+	  -Wl,--no-undefined $(LDFLAGS_ALL) -ldl
 $(BUILD)/lib/libsymheap-plugin-%.so: plugins/%.c $(wildcard include/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -shared -o $@ $< -Wl,--no-undefined $(LDFLAGS_ALL)
