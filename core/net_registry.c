@@ -98,12 +98,19 @@ static symheap_result_t add_locked(const symheap_net_ops *ops) {
 }
 
 /* Built-in net adaptors are plugins linked in (adaptors/net/<name>/ ends
- * with SYMHEAP_PLUGIN_ENTRY), admitted like a loaded plugin. */
+ * with SYMHEAP_PLUGIN_ENTRY), admitted like a loaded plugin.  ofi is built
+ * where libfabric's headers are (the Makefile says SYMHEAP_HAVE_OFI). */
+#ifdef SYMHEAP_HAVE_OFI
 extern const symheap_plugin_t symheap_builtin_ofi;
-static const symheap_plugin_t *const net_builtins[] = {&symheap_builtin_ofi};
+#endif
+static const symheap_plugin_t *const net_builtins[] = {
+#ifdef SYMHEAP_HAVE_OFI
+    &symheap_builtin_ofi,
+#endif
+    NULL};
 
 static void load_net_builtins(void) {
-  for (size_t i = 0; i < sizeof net_builtins / sizeof *net_builtins; i++) {
+  for (size_t i = 0; net_builtins[i]; i++) {
     const symheap_plugin_t *p = net_builtins[i];
     symheap_result_t r = symheap__plugin_admit(p, "built-in");
     if (r == SYMHEAP_SUCCESS && p->net) {
@@ -130,6 +137,14 @@ symheap_register_net_adaptor(const symheap_net_ops *ops) {
   if (r == SYMHEAP_SUCCESS)
     SYMHEAP_INFO("registered net adaptor '%s'", ops->name);
   return r;
+}
+
+int symheap__net_builtin_ofi(void) {
+#ifdef SYMHEAP_HAVE_OFI
+  return 1;
+#else
+  return 0;
+#endif
 }
 
 int symheap__net_list(symheap__net_table_t *out, int max) {

@@ -13,6 +13,7 @@ nm binutils
 mpicc openmpi-bin libopenmpi-dev
 py-numpy python3-numpy
 c++ g++
+libfabric libfabric1 libfabric-dev
 LIST
 }
 
@@ -41,10 +42,14 @@ deps_install() {
 }
 
 # have_tool CMD: is CMD usable now?  py-numpy: Debian's python3 imports
-# numpy (the Python tests' interpreter).
+# numpy (the Python tests' interpreter); libfabric: its library and headers.
 have_tool() {
   case $1 in
   py-numpy) /usr/bin/python3 -c 'import numpy' >/dev/null 2>&1 ;;
+  # libfabric: the run-time library the ofi net adaptor opens, and the
+  # headers the adaptor and bench/net_raw.c compile against.
+  libfabric) [ -e /usr/include/rdma/fabric.h ] &&
+    ldconfig -p 2>/dev/null | grep -q 'libfabric\.so\.1 ' ;;
   *) command -v "$1" >/dev/null 2>&1 ;;
   esac
 }
