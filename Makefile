@@ -291,6 +291,24 @@ $(BUILD)/test/test_coll_xfer: test/gpu/test_coll_xfer.cu \
 gpu-tests: $(BUILD)/test/test_coll_xfer
 endif
 
+# The net probe (bench/net_probe.h): the raw libfabric floor (linked with
+# -lfabric) and the same measurement through the ofi adaptor's table; where
+# libfabric-dev is installed.  `make net-bench`.
+.PHONY: net-bench
+ifneq ($(HAVE_OFI),)
+net-bench: $(BUILD)/bin/net-raw $(BUILD)/bin/net-adaptor
+$(BUILD)/bin/net-raw: bench/net_raw.c bench/net_probe.c bench/net_probe.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ bench/net_raw.c bench/net_probe.c $(LDFLAGS_ALL) -lfabric
+$(BUILD)/bin/net-adaptor: bench/net_adaptor.c bench/net_probe.c bench/net_probe.h \
+    $(BUILD)/lib/libsymheap.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Icore -o $@ bench/net_adaptor.c bench/net_probe.c \
+	  $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
+else
+net-bench:
+	@echo "net-bench: libfabric's headers are missing (apt-get install libfabric-dev)"
+endif
 # libFuzzer targets (clang): the library built with coverage and ASan/UBSan
 # into build/fuzz, each target linked against it.  test/run.sh runs them for
 # a bounded time on copies of test/fuzz/corpus.
