@@ -152,6 +152,7 @@ suite() { # suite PREFIX BUILD WRAPPER...
   run "$prefix split of comms on a caller's runtime procs x4" build/bin/symheap-run -n 4 \
     "$@" "$b/test/test_split_ccl"
   run "$prefix plugins" "$@" "$b/test/test_plugins" "$PWD/$b/lib" "$PWD/$b/test/bad_plugins"
+  run "$prefix net adaptor registry" "$@" "$b/test/test_net_registry"
   run "$prefix example plugin procs x4" $plug SYMHEAP_PLUGIN=example SYMHEAP_DEVICE=example \
     build/bin/symheap-run -n 4 "$@" "$b/test/test_multirank"
   run "$prefix ccl plugin (SYMHEAP_CCL=shmccl) procs x4" env \
