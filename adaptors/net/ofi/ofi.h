@@ -107,6 +107,9 @@ typedef struct {
   /* What the provider asked for (mr_mode) and offers. */
   int mr_local, virt_addr, prov_key, mr_endpoint, has_fence, hmem, manual;
   uint64_t fence_next; /* FI_FENCE for the next operation, after fence() */
+  /* Writes up to this size are placed at the target in the order issued
+   * (FI_ORDER_WAW and max_order_waw_size); 0: no such promise. */
+  size_t waw_size;
   /* Small puts and atomic operands are copied here so the caller's buffer
    * is free on return; reset by quiet. */
   char *bounce;

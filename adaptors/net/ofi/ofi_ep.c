@@ -49,6 +49,9 @@ static void read_modes(ofi_ctx_t *c) {
   c->has_fence = !!(i->caps & FI_FENCE);
   c->hmem = !!(i->caps & FI_HMEM);
   c->manual = i->domain_attr->data_progress == FI_PROGRESS_MANUAL;
+  c->waw_size = (i->tx_attr->msg_order & FI_ORDER_WAW)
+                    ? i->ep_attr->max_order_waw_size
+                    : 0;
   snprintf(c->provider, sizeof c->provider, "%s", i->fabric_attr->prov_name);
   snprintf(c->fabric_name, sizeof c->fabric_name, "%s (%s)",
            i->fabric_attr->name, i->domain_attr->name);
@@ -129,11 +132,12 @@ symheap_result_t ofi_open(const symheap_host_services_t *svc,
   *addr_len = len;
   *ctx = c;
   svc->log(SYMHEAP_LOG_INFO,
-           "ofi: provider %s, fabric %s, mr_mode%s%s%s%s, %s progress%s",
+           "ofi: provider %s, fabric %s, mr_mode%s%s%s%s, %s progress%s, "
+           "writes ordered up to %zu bytes",
            c->provider, c->fabric_name, c->mr_local ? " local" : "",
            c->virt_addr ? " virt_addr" : "", c->prov_key ? " prov_key" : "",
            c->mr_endpoint ? " endpoint" : "", c->manual ? "manual" : "auto",
-           c->has_fence ? ", FI_FENCE" : "");
+           c->has_fence ? ", FI_FENCE" : "", c->waw_size);
   return SYMHEAP_SUCCESS;
 }
 

@@ -223,11 +223,12 @@ symheap_result_t ofi_put_signal(void *ctx, int peer, const void *src, void *mr,
     return c->svc->error(SYMHEAP_ERR_UNSUPPORTED,
                          "ofi put_signal: provider %s has no atomics",
                          c->provider);
-  /* No remote CQ data path yet: the data, a fence (FI_FENCE, or a quiet
-   * where the provider has none), then the signal's atomic. */
+  /* No remote CQ data path yet: the data, then the signal's atomic, with a
+   * fence between them (FI_FENCE, or a quiet where the provider has none)
+   * unless the provider places writes of this size in order. */
   symheap_result_t r =
       ofi_put(c, peer, src, mr, len, rkey, offset, flags);
-  if (r == SYMHEAP_SUCCESS)
+  if (r == SYMHEAP_SUCCESS && len > c->waw_size)
     r = ofi_fence(c);
   if (r == SYMHEAP_SUCCESS)
     r = ofi_atomic(c, peer, sig_op, 8, sig_rkey, sig_offset, &value, NULL,
