@@ -40,8 +40,8 @@ static int a_open(const char *prov, const char *dom, void *addr, size_t *len,
   if (said(T.ops.query(ctx, &c), "query"))
     return -1;
   memcpy(addrs[0], addr, *len);
-  snprintf(d, dlen, "adaptor %s, provider %s, fabric %s, caps 0x%x",
-           T.ops.name, c.provider, c.fabric, c.caps);
+  snprintf(d, dlen, "adaptor %s, provider %s, fabric %s, caps 0x%x", T.ops.name,
+           c.provider, c.fabric, c.caps);
   return 0;
 }
 
@@ -63,9 +63,9 @@ static int a_import(const void *key, size_t len) {
 }
 
 static int a_put(size_t off, size_t len) {
-  return said(T.ops.put(ctx, 1, local + off, mr, len, rkey, off,
-                        SYMHEAP_NET_NBI),
-              "put");
+  return said(
+      T.ops.put(ctx, 1, local + off, mr, len, rkey, off, SYMHEAP_NET_NBI),
+      "put");
 }
 
 static int a_get(size_t off, size_t len) {
@@ -93,9 +93,15 @@ static void a_close(void) {
 
 int main(int argc, char **argv) {
   const probe_engine_t e = {"symheap ofi adaptor (table calls)",
-                            a_open,     a_connect, a_reg,
-                            a_import,   a_put,     a_get,
-                            a_fetch_add, a_wait,   a_progress,
+                            a_open,
+                            a_connect,
+                            a_reg,
+                            a_import,
+                            a_put,
+                            a_get,
+                            a_fetch_add,
+                            a_wait,
+                            a_progress,
                             a_close};
   return probe_main(argc, argv, &e);
 }

@@ -131,8 +131,8 @@ static int latency(const probe_engine_t *e, const char *name, int op,
 
 static int bandwidth(const probe_engine_t *e, int quick) {
   for (size_t len = 4096; len <= (4u << 20); len *= 2) {
-    size_t window = 64, per = PROBE_REGION / len < window ? PROBE_REGION / len
-                                                           : window;
+    size_t window = 64,
+           per = PROBE_REGION / len < window ? PROBE_REGION / len : window;
     int rounds = (int)((quick ? 16u << 20 : 128u << 20) / (len * per));
     rounds = rounds < 2 ? 2 : rounds;
     double t0 = 0;
@@ -169,8 +169,10 @@ int probe_main(int argc, char **argv, const probe_engine_t *e) {
   const char *prov = NULL, *dom = NULL;
   int quick = 0;
   if (argc < 3 || (strcmp(argv[1], "server") && strcmp(argv[1], "client"))) {
-    fprintf(stderr, "usage: %s server|client HOST:PORT [--provider P] "
-                    "[--domain D] [--quick]\n", argv[0]);
+    fprintf(stderr,
+            "usage: %s server|client HOST:PORT [--provider P] "
+            "[--domain D] [--quick]\n",
+            argv[0]);
     return 2;
   }
   for (int i = 3; i < argc; i++) {

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PROBE_REGION (8u << 20)   /* registered on each side */
+#define PROBE_REGION (8u << 20) /* registered on each side */
 #define PROBE_BLOB_MAX 512
 
 /* What an engine provides the probe.  Every call returns 0 on success;
@@ -28,8 +28,8 @@
 typedef struct {
   const char *engine; /* "raw libfabric" or "symheap ofi adaptor" */
   /* Open an endpoint; write its address. */
-  int (*open)(const char *provider, const char *domain, void *addr,
-              size_t *len, char *describe, size_t dlen);
+  int (*open)(const char *provider, const char *domain, void *addr, size_t *len,
+              char *describe, size_t dlen);
   int (*connect)(const void *peer_addr, size_t len);
   /* Register the local region; write what the peer needs to reach it. */
   int (*reg)(char *region, size_t size, void *key, size_t *len);

@@ -34,7 +34,7 @@ static uint64_t issued, rkey, rbase;
   do {                                                                         \
     int ret_ = (int)(call);                                                    \
     if (ret_) {                                                                \
-      fprintf(stderr, "net_raw: %s: %s\n", #call, fi_strerror(-ret_));        \
+      fprintf(stderr, "net_raw: %s: %s\n", #call, fi_strerror(-ret_));         \
       return -1;                                                               \
     }                                                                          \
   } while (0)
@@ -73,7 +73,8 @@ static int r_open(const char *prov, const char *dom, void *addr, size_t *len,
   TRY(fi_cntr_open(domain, &ct, &cntr, NULL));
   TRY(fi_endpoint(domain, info, &ep, NULL));
   TRY(fi_ep_bind(ep, &av->fid, 0));
-  TRY(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION));
+  TRY(fi_ep_bind(ep, &cq->fid,
+                 FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION));
   TRY(fi_ep_bind(ep, &cntr->fid, FI_READ | FI_WRITE));
   TRY(fi_enable(ep));
   TRY(fi_getname(&ep->fid, addr, len));
@@ -98,10 +99,9 @@ static int r_reg(char *region, size_t size, void *key, size_t *len) {
     TRY(fi_mr_enable(mr));
   }
   desc = fi_mr_desc(mr);
-  uint64_t k[2] = {fi_mr_key(mr),
-                   (info->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
-                       ? (uint64_t)(uintptr_t)region
-                       : 0};
+  uint64_t k[2] = {fi_mr_key(mr), (info->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
+                                      ? (uint64_t)(uintptr_t)region
+                                      : 0};
   memcpy(key, k, sizeof k);
   *len = sizeof k;
   return 0;
@@ -136,8 +136,8 @@ static int r_put(size_t off, size_t len) {
 
 static int r_get(size_t off, size_t len) {
   ssize_t ret;
-  while (again(ret = fi_read(ep, local + off, len, desc, peer, rbase + off,
-                             rkey, NULL)))
+  while (again(
+      ret = fi_read(ep, local + off, len, desc, peer, rbase + off, rkey, NULL)))
     ;
   issued += ret == 0;
   return ret ? -1 : 0;
@@ -147,9 +147,9 @@ static int r_fetch_add(size_t off, uint64_t *result) {
   static uint64_t one = 1;
   ssize_t ret;
   uint64_t *res = (uint64_t *)(void *)(local + off);
-  while (again(ret = fi_fetch_atomic(ep, &one, 1, NULL, res, desc, peer,
-                                     rbase + off, rkey, FI_UINT64, FI_SUM,
-                                     NULL)))
+  while (
+      again(ret = fi_fetch_atomic(ep, &one, 1, NULL, res, desc, peer,
+                                  rbase + off, rkey, FI_UINT64, FI_SUM, NULL)))
     ;
   issued += ret == 0;
   *result = *res; /* valid after wait; the probe does not look */
@@ -194,9 +194,8 @@ static void r_close(void) {
 }
 
 int main(int argc, char **argv) {
-  const probe_engine_t raw = {"raw libfabric", r_open,   r_connect,
-                              r_reg,           r_import, r_put,
-                              r_get,           r_fetch_add, r_wait,
-                              r_progress,      r_close};
+  const probe_engine_t raw = {
+      "raw libfabric", r_open,      r_connect, r_reg,      r_import, r_put,
+      r_get,           r_fetch_add, r_wait,    r_progress, r_close};
   return probe_main(argc, argv, &raw);
 }

@@ -49,23 +49,22 @@ symheap_result_t symheap__net_normalise(const symheap_net_ops *in,
                  : sizeof(symheap_net_ops);
   memcpy(&out->ops, in, n);
   out->ops.struct_size = sizeof(symheap_net_ops);
-  const char *missing =
-      !in->available      ? "available"
-      : !in->providers    ? "providers"
-      : !in->open         ? "open"
-      : !in->close        ? "close"
-      : !in->query        ? "query"
-      : !in->connect      ? "connect"
-      : !in->mem_register ? "mem_register"
-      : !in->mem_deregister ? "mem_deregister"
-      : !in->rkey_import  ? "rkey_import"
-      : !in->rkey_release ? "rkey_release"
-      : !in->put          ? "put"
-      : !in->get          ? "get"
-      : !in->fence        ? "fence"
-      : !in->quiet        ? "quiet"
-      : !in->progress     ? "progress"
-                          : NULL;
+  const char *missing = !in->available        ? "available"
+                        : !in->providers      ? "providers"
+                        : !in->open           ? "open"
+                        : !in->close          ? "close"
+                        : !in->query          ? "query"
+                        : !in->connect        ? "connect"
+                        : !in->mem_register   ? "mem_register"
+                        : !in->mem_deregister ? "mem_deregister"
+                        : !in->rkey_import    ? "rkey_import"
+                        : !in->rkey_release   ? "rkey_release"
+                        : !in->put            ? "put"
+                        : !in->get            ? "get"
+                        : !in->fence          ? "fence"
+                        : !in->quiet          ? "quiet"
+                        : !in->progress       ? "progress"
+                                              : NULL;
   if (missing)
     return symheap__error(SYMHEAP_ERR_PLUGIN,
                           "net adaptor '%s' lacks the required operation "

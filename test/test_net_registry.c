@@ -122,9 +122,9 @@ static void test_normalise(void) {
   CHECK_OK(symheap__net_normalise(&o, &t));
   CHECK(!t.has_atomic && !t.has_put_signal && t.ops.atomic, "atomic stub");
   uint64_t v = 1;
-  CHECK_ERR(t.ops.atomic(NULL, 0, SYMHEAP_NET_AMO_ADD, 8, NULL, 0, &v, NULL,
-                         NULL),
-            SYMHEAP_ERR_UNSUPPORTED);
+  CHECK_ERR(
+      t.ops.atomic(NULL, 0, SYMHEAP_NET_AMO_ADD, 8, NULL, 0, &v, NULL, NULL),
+      SYMHEAP_ERR_UNSUPPORTED);
   th_end();
 }
 

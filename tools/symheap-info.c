@@ -265,8 +265,8 @@ static void print_nets(void) {
     char list[2048] = "";
     if (all[i].ops.providers(&symheap__host_services, list, sizeof list) !=
         SYMHEAP_SUCCESS) {
-      printf("  %-8s available; providers: cannot list: %s\n",
-             all[i].ops.name, symheap_last_error());
+      printf("  %-8s available; providers: cannot list: %s\n", all[i].ops.name,
+             symheap_last_error());
       continue;
     }
     for (char *p = list; *p; p++)

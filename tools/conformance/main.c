@@ -24,7 +24,8 @@
 #include "kit.h"
 #include "plugin.h"
 
-kit_config_t K = {NULL, {{0}, 0, 0, 0, 0, 0}, 2, 200, 60, NULL, NULL, {{0}, 0, 0}};
+kit_config_t K = {NULL, {{0}, 0, 0, 0, 0, 0}, 2, 200, 60, NULL,
+                  NULL, {{0}, 0, 0}};
 
 /* The verdict of the running check (shared with its child). */
 typedef struct {
@@ -203,9 +204,13 @@ static int run_check(const kit_check_t *c) {
   return kind;
 }
 
-static const kit_check_t *const device_parts[] = {
-    kit_local_checks,    kit_handle_checks, kit_data_checks,
-    kit_optional_checks, kit_leak_checks,   kit_rank_checks, NULL};
+static const kit_check_t *const device_parts[] = {kit_local_checks,
+                                                  kit_handle_checks,
+                                                  kit_data_checks,
+                                                  kit_optional_checks,
+                                                  kit_leak_checks,
+                                                  kit_rank_checks,
+                                                  NULL};
 static const kit_check_t *const net_parts[] = {
     kit_net_checks, kit_net_amo_checks, kit_net_order_checks, NULL};
 /* The device checks, or with --net the net adaptor's. */
@@ -371,7 +376,8 @@ static int load_adaptor(void) {
     snprintf(m, sizeof m,
              "no %s adaptor '%s' is registered (a plugin? set "
              "SYMHEAP_PLUGIN=name-or-path)%s%s",
-             K.net ? "net" : "device", K.net ? K.net : K.name, symheap_last_error()[0] ? "; " : "", symheap_last_error());
+             K.net ? "net" : "device", K.net ? K.net : K.name,
+             symheap_last_error()[0] ? "; " : "", symheap_last_error());
     print_verdict("table", KIT_FAIL, m);
     return 0;
   }
@@ -384,8 +390,8 @@ static int run_all(const char *only) {
   int unavailable = 0;
   for (size_t p = 0; p < NPARTS; p++)
     for (const kit_check_t *c = parts[p]; c->name; c++) {
-      int avail = !strcmp(c->name, "available") ||
-                  !strcmp(c->name, "net_available");
+      int avail =
+          !strcmp(c->name, "available") || !strcmp(c->name, "net_available");
       if (!selected(only, c->name) && !avail)
         continue;
       if (unavailable) {

@@ -26,7 +26,8 @@ static void check_available(void) {
   char why[512] = "";
   kit_stage("available");
   if (!K.N.ops.available(&symheap__host_services, why, sizeof why)) {
-    kit_skip("the net adaptor cannot run here: %s", why[0] ? why : "(no reason)");
+    kit_skip("the net adaptor cannot run here: %s",
+             why[0] ? why : "(no reason)");
     return;
   }
   char list[2048] = "";
@@ -54,8 +55,8 @@ static void check_available(void) {
   kit_clear_error();
   r = K.N.ops.open(&symheap__host_services, &a, &ctx, addr, &alen);
   if (r != SYMHEAP_SUCCESS) {
-    kit_skip("provider %s cannot be opened here: %s", K.provider ? K.provider : "(default)",
-             kit_said(r));
+    kit_skip("provider %s cannot be opened here: %s",
+             K.provider ? K.provider : "(default)", kit_said(r));
     return;
   }
   symheap_net_caps_t caps;
@@ -132,8 +133,8 @@ static void check_put(void) {
       src[j] = (char)pat(i, j);
     kit_stage("rank 0: put of %zu bytes", sizes[i]);
     kit_clear_error();
-    symheap_result_t r = n.T->ops.put(n.ctx, 1, src, NULL, sizes[i], n.rkey,
-                                      slot(i), 0);
+    symheap_result_t r =
+        n.T->ops.put(n.ctx, 1, src, NULL, sizes[i], n.rkey, slot(i), 0);
     memset(src, 0xEE, sizes[i]); /* the source is the caller's again */
     if (r != SYMHEAP_SUCCESS) {
       kit_fail("put of %zu bytes %s", sizes[i], kit_said(r));
@@ -142,8 +143,8 @@ static void check_put(void) {
     char *nb = n.mem + REGION / 2 + slot(i);
     for (size_t j = 0; j < sizes[i]; j++)
       nb[j] = (char)pat(i + NSIZES, j);
-    r = n.T->ops.put(n.ctx, 1, nb, n.mr, sizes[i], n.rkey,
-                     REGION / 2 + slot(i), SYMHEAP_NET_NBI);
+    r = n.T->ops.put(n.ctx, 1, nb, n.mr, sizes[i], n.rkey, REGION / 2 + slot(i),
+                     SYMHEAP_NET_NBI);
     if (r != SYMHEAP_SUCCESS) {
       kit_fail("non-blocking put of %zu bytes %s", sizes[i], kit_said(r));
       goto out;
@@ -184,8 +185,8 @@ static void check_get(void) {
     memset(dst, 0, sizes[i]);
     kit_stage("rank 0: get of %zu bytes", sizes[i]);
     kit_clear_error();
-    symheap_result_t r = n.T->ops.get(n.ctx, 1, dst, NULL, sizes[i], n.rkey,
-                                      slot(i), 0);
+    symheap_result_t r =
+        n.T->ops.get(n.ctx, 1, dst, NULL, sizes[i], n.rkey, slot(i), 0);
     if (r == SYMHEAP_SUCCESS)
       r = n.T->ops.get(n.ctx, 1, n.mem + slot(i), n.mr, sizes[i], n.rkey,
                        slot(i), SYMHEAP_NET_NBI);
@@ -227,8 +228,8 @@ static void check_close_outstanding(void) {
   kit_stage("rank 0: 32 puts of 64 KiB and 32 atomics, then close");
   uint64_t one = 1, fetched[32];
   for (int i = 0; i < 32; i++) {
-    (void)n.T->ops.put(n.ctx, 1, n.mem + (size_t)i * 65536, n.mr, 65536,
-                       n.rkey, (size_t)i * 65536, SYMHEAP_NET_NBI);
+    (void)n.T->ops.put(n.ctx, 1, n.mem + (size_t)i * 65536, n.mr, 65536, n.rkey,
+                       (size_t)i * 65536, SYMHEAP_NET_NBI);
     if (n.caps.caps & SYMHEAP_NET_CAP_ATOMIC)
       (void)n.T->ops.atomic(n.ctx, 1, SYMHEAP_NET_AMO_FETCH_ADD, 8, n.rkey,
                             REGION - 64, &one, NULL, &fetched[i]);
@@ -263,8 +264,8 @@ static void check_timeout(void) {
   }
   kill(n.other, SIGSTOP);
   kit_stage("rank 0: put and atomic to a stopped peer, quiet(1000 ms)");
-  symheap_result_t r = n.T->ops.put(n.ctx, 1, n.mem, n.mr, 65536, n.rkey, 0,
-                                    SYMHEAP_NET_NBI);
+  symheap_result_t r =
+      n.T->ops.put(n.ctx, 1, n.mem, n.mr, 65536, n.rkey, 0, SYMHEAP_NET_NBI);
   if (r == SYMHEAP_SUCCESS && (n.caps.caps & SYMHEAP_NET_CAP_ATOMIC))
     r = n.T->ops.atomic(n.ctx, 1, SYMHEAP_NET_AMO_FETCH_ADD, 8, n.rkey, 65536,
                         &one, NULL, &f);
@@ -346,7 +347,8 @@ const kit_check_t kit_net_checks[] = {
     {"net_unknown_provider", check_unknown_provider,
      "an unknown provider is refused, naming the available ones"},
     {"net_put", check_put,
-     "put (blocking and NBI, 1 B-1 MiB) then quiet: the target sees every byte"},
+     "put (blocking and NBI, 1 B-1 MiB) then quiet: the target sees every "
+     "byte"},
     {"net_get", check_get, "get (1 B-1 MiB) into any and registered memory"},
     {"net_close_outstanding", check_close_outstanding,
      "close with puts and atomics outstanding: no crash"},

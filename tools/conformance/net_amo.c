@@ -15,8 +15,8 @@ static symheap_net_amo_t op_of(int k) {
   return k == 9 ? SYMHEAP_NET_AMO_CSWAP : (symheap_net_amo_t)k;
 }
 static const char *const op_names[NOPS] = {
-    "fetch", "set", "add", "fetch_add", "swap", "cswap(match)",
-    "and",   "or",  "xor", "cswap(mismatch)"};
+    "fetch",        "set", "add", "fetch_add", "swap",
+    "cswap(match)", "and", "or",  "xor",       "cswap(mismatch)"};
 
 static uint64_t mask(size_t size) {
   return size == 8 ? ~(uint64_t)0 : 0xffffffffu;
@@ -61,7 +61,9 @@ static int fetches(int k) {
   return k == 0 || k == 3 || k == 4 || k == 5 || k == 9;
 }
 /* Slot of op k at size: 16 bytes apart, neighbours left as guards. */
-static size_t at(int k, size_t size) { return (size == 8 ? 0 : 512) + 16 * (size_t)k; }
+static size_t at(int k, size_t size) {
+  return (size == 8 ? 0 : 512) + 16 * (size_t)k;
+}
 
 static uint64_t load(const char *p, size_t size) {
   uint64_t v = 0;
@@ -144,10 +146,10 @@ static void check_atomic_ops(void) {
       kit_clear_error();
       /* A 4-byte op reads and writes 4-byte operands: little-endian low
        * halves of these. */
-      symheap_result_t r = n.T->ops.atomic(
-          n.ctx, 1, op_of(k), size, n.rkey, at(k, size),
-          op_of(k) == SYMHEAP_NET_AMO_FETCH ? NULL : &opnd,
-          op_of(k) == SYMHEAP_NET_AMO_CSWAP ? &cmp : NULL, f);
+      symheap_result_t r =
+          n.T->ops.atomic(n.ctx, 1, op_of(k), size, n.rkey, at(k, size),
+                          op_of(k) == SYMHEAP_NET_AMO_FETCH ? NULL : &opnd,
+                          op_of(k) == SYMHEAP_NET_AMO_CSWAP ? &cmp : NULL, f);
       if (r != SYMHEAP_SUCCESS) {
         kit_fail("%s of %zu bytes %s", op_names[k], size, kit_said(r));
         goto out;
@@ -163,9 +165,8 @@ static void check_atomic_ops(void) {
         continue;
       uint64_t got = load((const char *)&fetched[size / 8][k], size);
       if (got != f)
-        kit_fail("%s of %zu bytes fetched 0x%llx, expected 0x%llx",
-                 op_names[k], size, (unsigned long long)got,
-                 (unsigned long long)f);
+        kit_fail("%s of %zu bytes fetched 0x%llx, expected 0x%llx", op_names[k],
+                 size, (unsigned long long)got, (unsigned long long)f);
     }
   if (kit_net_send(&n, 1) && kit_net_recv(&n, &w))
     kit_pass("fetch, set, add, fetch_add, swap, cswap (match and not), and, "
@@ -191,11 +192,11 @@ static void check_atomic_contention(void) {
   kit_stage("rank %d: %d fetch-adds at 8 and 4 bytes", n.rank, CONTEND);
   for (int i = 0; i < CONTEND && !kit_failed(); i++) {
     kit_clear_error();
-    symheap_result_t r = n.T->ops.atomic(n.ctx, 1, SYMHEAP_NET_AMO_FETCH_ADD,
-                                         8, rkey, 0, &one, NULL, &f8[i]);
+    symheap_result_t r = n.T->ops.atomic(n.ctx, 1, SYMHEAP_NET_AMO_FETCH_ADD, 8,
+                                         rkey, 0, &one, NULL, &f8[i]);
     if (r == SYMHEAP_SUCCESS)
-      r = n.T->ops.atomic(n.ctx, 1, SYMHEAP_NET_AMO_FETCH_ADD, 4, rkey, 8,
-                          &one, NULL, &f4[i]);
+      r = n.T->ops.atomic(n.ctx, 1, SYMHEAP_NET_AMO_FETCH_ADD, 4, rkey, 8, &one,
+                          NULL, &f4[i]);
     if (r != SYMHEAP_SUCCESS)
       kit_fail("rank %d: fetch_add %d %s", n.rank, i, kit_said(r));
     if (i % 64 == 63 && !kit_net_quiet(&n, "64 fetch-adds"))

@@ -25,7 +25,8 @@ static symheap_result_t put_signal(kit_net_t *n, const void *src, size_t len,
   if (n->T->has_put_signal)
     return n->T->ops.put_signal(n->ctx, 1, src, NULL, len, n->rkey, off,
                                 n->rkey, sig_off, value, op, 0);
-  symheap_result_t r = n->T->ops.put(n->ctx, 1, src, NULL, len, n->rkey, off, 0);
+  symheap_result_t r =
+      n->T->ops.put(n->ctx, 1, src, NULL, len, n->rkey, off, 0);
   if (r == SYMHEAP_SUCCESS)
     r = n->T->ops.fence(n->ctx);
   if (r == SYMHEAP_SUCCESS)
@@ -89,9 +90,9 @@ static void check_put_signal(void) {
       kit_stage("rank 0: put_signal %llu (%s)", (unsigned long long)i,
                 pass ? "ADD" : "SET");
       kit_clear_error();
-      symheap_result_t r = put_signal(&n, src, sizeof src,
-                                      pass ? 2 * DATA : DATA, pass ? 8 : 0,
-                                      pass ? 1 : i, op);
+      symheap_result_t r =
+          put_signal(&n, src, sizeof src, pass ? 2 * DATA : DATA, pass ? 8 : 0,
+                     pass ? 1 : i, op);
       if (r != SYMHEAP_SUCCESS)
         kit_fail("put_signal %llu %s", (unsigned long long)i, kit_said(r));
     }
@@ -237,8 +238,7 @@ static void check_keys(void) {
   memset(b3, 0x33, 4096);
   kit_clear_error();
   r = n.T->ops.put(n.ctx, 1, b3, NULL, 64, bkey, 0, 0);
-  symheap_result_t q =
-      r == SYMHEAP_SUCCESS ? n.T->ops.quiet(n.ctx, 5000) : r;
+  symheap_result_t q = r == SYMHEAP_SUCCESS ? n.T->ops.quiet(n.ctx, 5000) : r;
   char said[300];
   snprintf(said, sizeof said, "%s", kit_said(q));
   if (kit_net_send(&n, 1) && kit_net_recv(&n, &w) && !kit_failed()) {

@@ -144,8 +144,7 @@ static int setup(kit_net_t *n, size_t size) {
   unsigned char key[SYMHEAP_NET_KEY_MAX], tkey[SYMHEAP_NET_KEY_MAX];
   size_t klen = 0;
   kit_stage("rank %d: mem_register", n->rank);
-  if ((r = n->T->ops.mem_register(n->ctx, n->mem, size, 0, &n->mr, key,
-                                  &klen)))
+  if ((r = n->T->ops.mem_register(n->ctx, n->mem, size, 0, &n->mr, key, &klen)))
     return fail_step(n, "mem_register", r);
   if (klen == 0 || klen > SYMHEAP_NET_KEY_MAX) {
     kit_fail("rank %d: mem_register wrote a key of %zu bytes (1..%d allowed)",

@@ -53,13 +53,13 @@ static const symheap_param_t ofi_params[] = {
      "the libfabric provider the net adaptor opens, as FI_PROVIDER names it "
      "(\"tcp;ofi_rxm\", \"shm\", \"verbs;ofi_rxm\"...); unset: the first "
      "that offers FI_EP_RDM with RMA, shm last; symheap-info lists them"},
-    {sizeof(symheap_param_t), SYMHEAP_PARAM_STRING, "SYMHEAP_NET_DOMAIN",
-     NULL, 0, 0, NULL,
+    {sizeof(symheap_param_t), SYMHEAP_PARAM_STRING, "SYMHEAP_NET_DOMAIN", NULL,
+     0, 0, NULL,
      "the provider's domain or fabric to open (an interface such as \"lo\" "
      "or \"eth0\" for tcp, a device such as \"mlx5_0\" for verbs; fi_info "
      "lists them); unset: the provider's first"},
-    {sizeof(symheap_param_t), SYMHEAP_PARAM_BOOL, "SYMHEAP_NET_HMEM", "0", 0,
-     1, NULL,
+    {sizeof(symheap_param_t), SYMHEAP_PARAM_BOOL, "SYMHEAP_NET_HMEM", "0", 0, 1,
+     NULL,
      "1: ask libfabric for a provider that registers device memory "
      "(FI_HMEM, CUDA) first, so GPU memory is reached without staging"},
     {sizeof(symheap_param_t), SYMHEAP_PARAM_STRING, "SYMHEAP_OFI_LIBRARY",

@@ -121,10 +121,9 @@ symheap_result_t ofi_open(const symheap_host_services_t *svc,
   size_t len = SYMHEAP_NET_ADDR_MAX;
   int ret;
   if (r == SYMHEAP_SUCCESS && (ret = fi_getname(&c->ep->fid, addr, &len)))
-    r = ofi_fail(ret == -FI_ETOOSMALL ? SYMHEAP_ERR_UNSUPPORTED
-                                      : SYMHEAP_ERR_DEVICE,
-                 ret, "fi_getname (addresses up to %d bytes)",
-                 SYMHEAP_NET_ADDR_MAX);
+    r = ofi_fail(
+        ret == -FI_ETOOSMALL ? SYMHEAP_ERR_UNSUPPORTED : SYMHEAP_ERR_DEVICE,
+        ret, "fi_getname (addresses up to %d bytes)", SYMHEAP_NET_ADDR_MAX);
   if (r != SYMHEAP_SUCCESS) {
     SYMHEAP_KEEP_ERROR(svc, ofi_close(c));
     return r;
@@ -222,9 +221,9 @@ int ofi_again(ofi_ctx_t *c, uint64_t deadline) {
 
 symheap_result_t ofi_quiet(void *ctx, int timeout_ms) {
   ofi_ctx_t *c = ctx;
-  uint64_t end = ofi_svc->now_ns() +
-                 (uint64_t)(timeout_ms < 0 ? c->timeout_ms : timeout_ms) *
-                     1000000u;
+  uint64_t end =
+      ofi_svc->now_ns() +
+      (uint64_t)(timeout_ms < 0 ? c->timeout_ms : timeout_ms) * 1000000u;
   symheap_result_t r = SYMHEAP_SUCCESS;
   for (;;) {
     uint64_t ok = fi_cntr_read(c->cntr), bad = fi_cntr_readerr(c->cntr);
@@ -236,8 +235,7 @@ symheap_result_t ofi_quiet(void *ctx, int timeout_ms) {
         r = c->svc->error(SYMHEAP_ERR_REMOTE,
                           "%llu %s operation(s) failed (the peer is gone or "
                           "refused the access)",
-                          (unsigned long long)failed,
-                          c->provider);
+                          (unsigned long long)failed, c->provider);
     }
     if (ok + bad >= c->issued)
       break;

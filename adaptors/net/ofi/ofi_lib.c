@@ -20,7 +20,8 @@ static int loaded;
 
 static void load(void) {
   const char *lib = NULL;
-  if (ofi_svc->param_get_string("SYMHEAP_OFI_LIBRARY", &lib) != SYMHEAP_SUCCESS ||
+  if (ofi_svc->param_get_string("SYMHEAP_OFI_LIBRARY", &lib) !=
+          SYMHEAP_SUCCESS ||
       !lib)
     lib = OFI_LIBRARY_DEFAULT;
   /* The library stays loaded: providers start threads and keep state. */
@@ -34,8 +35,8 @@ static void load(void) {
   }
   /* FABRIC_1.0 and later symbol versions: take the default one. */
   ofi_api.getinfo = (int (*)(uint32_t, const char *, const char *, uint64_t,
-                             const struct fi_info *, struct fi_info **))
-      dlsym(dl, "fi_getinfo");
+                             const struct fi_info *,
+                             struct fi_info **))dlsym(dl, "fi_getinfo");
   ofi_api.freeinfo = (void (*)(struct fi_info *))dlsym(dl, "fi_freeinfo");
   ofi_api.dupinfo =
       (struct fi_info * (*)(const struct fi_info *)) dlsym(dl, "fi_dupinfo");
@@ -79,8 +80,8 @@ static struct fi_info *hints_for(const char *provider, uint64_t caps) {
   struct fi_info *h = ofi_api.dupinfo(NULL);
   if (!h)
     return NULL;
-  h->caps = FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |
-            caps;
+  h->caps =
+      FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | caps;
   h->mode = 0;
   h->ep_attr->type = FI_EP_RDM;
   h->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
@@ -178,9 +179,8 @@ symheap_result_t ofi_choose(const char *provider, struct fi_info **out) {
     return SYMHEAP_ERR_INVALID_ARG;
   /* From the most to the least we can use: a provider without FI_FENCE
    * gets fence = quiet, one without atomics no SYMHEAP_NET_CAP_ATOMIC. */
-  const uint64_t tries[] = {
-      FI_HMEM | FI_ATOMIC | FI_FENCE, FI_HMEM | FI_ATOMIC, FI_ATOMIC | FI_FENCE,
-      FI_ATOMIC, 0};
+  const uint64_t tries[] = {FI_HMEM | FI_ATOMIC | FI_FENCE, FI_HMEM | FI_ATOMIC,
+                            FI_ATOMIC | FI_FENCE, FI_ATOMIC, 0};
   int any = 0;
   for (size_t t = hmem ? 0 : 2; t < sizeof tries / sizeof *tries; t++) {
     struct fi_info *h = hints_for(provider, tries[t]), *list = NULL;

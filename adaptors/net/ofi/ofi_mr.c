@@ -30,8 +30,8 @@ static int reg(ofi_ctx_t *c, const void *buf, size_t len, uint64_t access,
   if (ret)
     return ret;
   /* FI_MR_ENDPOINT: a region is bound to the endpoint, then enabled. */
-  if (c->mr_endpoint && ((ret = fi_mr_bind(*mr, &c->ep->fid, 0)) ||
-                         (ret = fi_mr_enable(*mr)))) {
+  if (c->mr_endpoint &&
+      ((ret = fi_mr_bind(*mr, &c->ep->fid, 0)) || (ret = fi_mr_enable(*mr)))) {
     (void)fi_close(&(*mr)->fid);
     *mr = NULL;
   }
@@ -57,10 +57,9 @@ symheap_result_t ofi_mem_register(void *ctx, void *ptr, size_t size,
   int ret = reg(c, ptr, size, ACCESS_ALL, want, is_device, &m->mr);
   if (ret) {
     free(m);
-    return ofi_fail(ret == -FI_ENOMEM ? SYMHEAP_ERR_NO_MEMORY
-                                      : SYMHEAP_ERR_DEVICE,
-                    ret, "fi_mr_reg of %zu bytes at %p (provider %s)", size,
-                    ptr, c->provider);
+    return ofi_fail(
+        ret == -FI_ENOMEM ? SYMHEAP_ERR_NO_MEMORY : SYMHEAP_ERR_DEVICE, ret,
+        "fi_mr_reg of %zu bytes at %p (provider %s)", size, ptr, c->provider);
   }
   m->key = c->prov_key ? fi_mr_key(m->mr) : want;
   if (m->key == FI_KEY_NOTAVAIL) {
@@ -138,8 +137,8 @@ symheap_result_t ofi_local_desc(ofi_ctx_t *c, const void *buf, size_t len,
   ofi_tmp_mr_t *t = calloc(1, sizeof *t);
   if (!t)
     return c->svc->error(SYMHEAP_ERR_NO_MEMORY, "ofi: no memory");
-  int ret = reg(c, buf, len, FI_READ | FI_WRITE | FI_SEND | FI_RECV, 0, 0,
-                &t->mr);
+  int ret =
+      reg(c, buf, len, FI_READ | FI_WRITE | FI_SEND | FI_RECV, 0, 0, &t->mr);
   if (ret) {
     free(t);
     return ofi_fail(SYMHEAP_ERR_DEVICE, ret,
@@ -160,9 +159,8 @@ symheap_result_t ofi_bounce_open(ofi_ctx_t *c) {
     return c->svc->error(SYMHEAP_ERR_NO_MEMORY, "ofi: no memory");
   if (!c->mr_local)
     return SYMHEAP_SUCCESS;
-  int ret = reg(c, c->bounce, c->bounce_size, FI_READ | FI_WRITE | FI_SEND |
-                                                  FI_RECV,
-                0, 0, &c->bounce_mr);
+  int ret = reg(c, c->bounce, c->bounce_size,
+                FI_READ | FI_WRITE | FI_SEND | FI_RECV, 0, 0, &c->bounce_mr);
   if (ret)
     return ofi_fail(SYMHEAP_ERR_DEVICE, ret, "fi_mr_reg of the bounce arena");
   c->bounce_desc = fi_mr_desc(c->bounce_mr);

@@ -12,15 +12,13 @@
 static symheap_result_t check_peer(ofi_ctx_t *c, int peer, const void *rkey,
                                    const char *op) {
   if (!c->peers)
-    return c->svc->error(SYMHEAP_ERR_INVALID_ARG,
-                         "ofi %s before connect", op);
+    return c->svc->error(SYMHEAP_ERR_INVALID_ARG, "ofi %s before connect", op);
   if (peer < 0 || peer >= c->nranks)
     return c->svc->error(SYMHEAP_ERR_INVALID_ARG,
                          "ofi %s: rank %d is not in 0..%d", op, peer,
                          c->nranks - 1);
   if (!rkey)
-    return c->svc->error(SYMHEAP_ERR_INVALID_ARG, "ofi %s: no remote key",
-                         op);
+    return c->svc->error(SYMHEAP_ERR_INVALID_ARG, "ofi %s: no remote key", op);
   return SYMHEAP_SUCCESS;
 }
 
@@ -205,8 +203,7 @@ symheap_result_t ofi_atomic(void *ctx, int peer, symheap_net_amo_t op,
                               .rma_iov_count = 1,
                               .datatype = size == 4 ? FI_UINT32 : FI_UINT64,
                               .op = fop};
-  int ret = post_atomic(c, &msg, op, &cmp, &cdesc, fetch ? &res : NULL,
-                        &fdesc);
+  int ret = post_atomic(c, &msg, op, &cmp, &cdesc, fetch ? &res : NULL, &fdesc);
   return issued(c, ret, "atomic", peer);
 }
 
@@ -226,8 +223,7 @@ symheap_result_t ofi_put_signal(void *ctx, int peer, const void *src, void *mr,
   /* No remote CQ data path yet: the data, then the signal's atomic, with a
    * fence between them (FI_FENCE, or a quiet where the provider has none)
    * unless the provider places writes of this size in order. */
-  symheap_result_t r =
-      ofi_put(c, peer, src, mr, len, rkey, offset, flags);
+  symheap_result_t r = ofi_put(c, peer, src, mr, len, rkey, offset, flags);
   if (r == SYMHEAP_SUCCESS && len > c->waw_size)
     r = ofi_fence(c);
   if (r == SYMHEAP_SUCCESS)
