@@ -385,7 +385,7 @@ net_ofi_missing_named() {
   [ $rc -eq 3 ] && grep -q "^SKIP conformance/net_available: .*libfabric1" <<<"$out" ||
     { echo "kit exit $rc:"; echo "$out" | head -3; return 1; }
 }
-check "net adaptor: libfabric missing names libfabric1" net_ofi_missing_named
+check_needs "libfabric" "net adaptor: libfabric missing names libfabric1" net_ofi_missing_named
 
 net_providers_listed() {
   build/bin/symheap-info | grep -q "^  ofi      available; providers here .*tcp;ofi_rxm" ||
