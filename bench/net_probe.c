@@ -107,46 +107,66 @@ static int iters_for(size_t len, int quick) {
   return quick ? n / 10 + 2 : n;
 }
 
-/* One latency series: op(size) then wait, timed after a warm-up. */
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The median of n samples (sorted in place): robust on a shared machine,
+ * where a mean carries every time the scheduler took the core away. */
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* One latency series: op(size) then wait, each timed, after a warm-up;
+ * the median is printed. */
 static int latency(const probe_engine_t *e, const char *name, int op,
                    int quick) {
-  for (size_t len = 8; len <= (op == 2 ? 8u : 256u << 10); len *= 2) {
+  double *t = malloc(sizeof *t * 1000);
+  for (size_t len = 8; t && len <= (op == 2 ? 8u : 256u << 10); len *= 2) {
     int n = iters_for(len, quick);
-    double t0 = 0;
     uint64_t got;
     for (int i = -n / 10 - 1; i < n; i++) {
-      if (i == 0)
-        t0 = now_us();
+      double t0 = now_us();
       int rc = op == 0   ? e->put(0, len)
                : op == 1 ? e->get(0, len)
                          : e->fetch_add(PROBE_REGION - 8, &got);
-      if (rc || e->wait())
+      if (rc || e->wait()) {
+        free(t);
         return -1;
+      }
+      if (i >= 0)
+        t[i] = now_us() - t0;
     }
-    printf("%s %zu %.2f\n", name, len, (now_us() - t0) / n);
+    printf("%s %zu %.2f\n", name, len, median(t, n));
     fflush(stdout);
   }
-  return 0;
+  free(t);
+  return t ? 0 : -1;
 }
 
+/* Rounds of `window` puts in flight then a wait; the median round's
+ * rate is printed. */
 static int bandwidth(const probe_engine_t *e, int quick) {
+  double t[64];
   for (size_t len = 4096; len <= (4u << 20); len *= 2) {
     size_t window = 64,
            per = PROBE_REGION / len < window ? PROBE_REGION / len : window;
     int rounds = (int)((quick ? 16u << 20 : 128u << 20) / (len * per));
-    rounds = rounds < 2 ? 2 : rounds;
-    double t0 = 0;
+    rounds = rounds < 3 ? 3 : rounds > 64 ? 64 : rounds;
     for (int r = -1; r < rounds; r++) {
-      if (r == 0)
-        t0 = now_us();
+      double t0 = now_us();
       for (size_t k = 0; k < per; k++)
         if (e->put(k * len % PROBE_REGION, len))
           return -1;
       if (e->wait())
         return -1;
+      if (r >= 0)
+        t[r] = now_us() - t0;
     }
-    double bytes = (double)len * (double)per * rounds;
-    printf("put_bw %zu %.1f\n", len, bytes / (now_us() - t0));
+    printf("put_bw %zu %.1f\n", len,
+           (double)len * (double)per / median(t, rounds));
     fflush(stdout);
   }
   return 0;

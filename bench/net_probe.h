@@ -8,11 +8,13 @@
  *
  * The server listens on HOST:PORT (TCP, for the rendezvous only: endpoint
  * addresses and keys), progresses its endpoint and answers nothing else;
- * the client measures against it and prints, one line per size:
+ * the client measures against it and prints, one line per size, the
+ * median over the iterations (robust on a shared machine):
  *   put_quiet <bytes> <usec>    put, then wait until delivered
  *   get <bytes> <usec>          get, then wait until it landed
  *   fetch_add 8 <usec>          64-bit fetch-add, then wait for the value
- *   put_bw <bytes> <MB/s>       64 puts in flight, then wait for all
+ *   put_bw <bytes> <MB/s>       rounds of 64 puts in flight (fewer past
+ *                               8 MiB a round), then wait for all
  * Lines starting with '#' are comments (provider, fabric, engine). */
 #ifndef SYMHEAP_NET_PROBE_H
 #define SYMHEAP_NET_PROBE_H

@@ -106,7 +106,11 @@ symheap_result_t ofi_get(void *ctx, int peer, void *dst, void *mr, size_t len,
   uint64_t fl = take_fence(c);
   uint64_t end = ofi_deadline(c);
   int ret;
-  while ((ret = (int)fi_readmsg(c->ep, &msg, fl)) == -FI_EAGAIN &&
+  /* Without a fence, fi_read: the endpoint's own flags, which some
+   * providers (shm) serve on a faster path than fi_readmsg's. */
+  while ((ret = fl ? (int)fi_readmsg(c->ep, &msg, fl)
+                   : (int)fi_read(c->ep, dst, len, desc, c->peers[peer],
+                                  rma.addr, rma.key, NULL)) == -FI_EAGAIN &&
          ofi_again(c, end))
     ;
   return issued(c, ret, "get", peer);
