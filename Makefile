@@ -17,13 +17,19 @@ LIBS = -ldl
 # architecture.md), and the built-in adaptors: every adaptor source but the
 # MPI ccl, which is a shared object of its own.
 CORE_SRCS := $(wildcard core/*/*.c)
-ADAPTOR_SRCS := $(filter-out adaptors/ccl/mpi/%,$(wildcard adaptors/*/*.c adaptors/*/*/*.c))
+# The ofi net adaptor compiles against libfabric's headers (Debian's
+# libfabric-dev; the library itself is opened at run time): built in where
+# they are, left out (symheap-info says so) where they are not.
+HAVE_OFI := $(shell printf '\043include <rdma/fabric.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo 1)
+OFI_DIRS := $(if $(HAVE_OFI),adaptors/net/ofi)
+ADAPTOR_SRCS := $(filter-out adaptors/ccl/mpi/% $(if $(HAVE_OFI),,adaptors/net/ofi/%),\
+  $(wildcard adaptors/*/*.c adaptors/*/*/*.c))
 LIB_SRCS := $(CORE_SRCS) $(ADAPTOR_SRCS)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/builtins.o
 TOOLS := symheap-run symheap-info symheap-bench symheap-conformance
 TESTS := test_unit test_multirank test_faults test_hostile test_kill test_exhaust \
   test_plugins test_rdma test_window_path test_split_ccl test_stall \
-  test_window_find test_window_local
+  test_window_find test_window_local test_net_registry
 HEADERS := $(wildcard include/*.h) $(wildcard core/*/*.h) \
   $(wildcard adaptors/*/*.h adaptors/*/*/*.h)
 
@@ -87,7 +93,7 @@ $(BUILD)/lib/libsymheap.a: $(LIB_OBJS)
 # tree and compiled with include/ as its only include path, so a core header
 # reached by any path fails the build.
 BOUNDARY_DIRS := adaptors/device adaptors/common adaptors/ccl/nccl \
-  adaptors/net/ibverbs plugins test/plugins test/conformance
+  adaptors/net/ibverbs $(OFI_DIRS) plugins test/plugins test/conformance
 $(BUILD)/boundary.ok: $(foreach d,$(BOUNDARY_DIRS),$(wildcard $(d)/*.[ch])) $(wildcard include/*.h)
 	@rm -rf $(BUILD)/boundary && mkdir -p $(BUILD)/boundary
 	@set -e; for d in $(BOUNDARY_DIRS); do \
@@ -114,6 +120,18 @@ NM ?= nm
 PLUGINS := $(patsubst plugins/%.c,%,$(wildcard plugins/*.c))
 PLUGIN_LIBS := $(PLUGINS:%=$(BUILD)/lib/libsymheap-plugin-%.so)
 plugins: $(PLUGIN_LIBS)
+# The ofi net adaptor built as a plugin too (it calls itself ofi_plugin),
+# to show that it is written from the public headers alone.
+ifneq ($(HAVE_OFI),)
+$(BUILD)/obj/core/base/net_registry.o: CFLAGS_ALL += -DSYMHEAP_HAVE_OFI
+OFI_SRCS := $(wildcard adaptors/net/ofi/*.c)
+PLUGIN_LIBS += $(BUILD)/lib/libsymheap-plugin-ofi.so
+plugins: $(BUILD)/lib/libsymheap-plugin-ofi.so
+endif
+$(BUILD)/lib/libsymheap-plugin-ofi.so: $(OFI_SRCS) adaptors/net/ofi/ofi.h $(wildcard include/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -DSYMHEAP_PLUGIN_BUILD -shared -o $@ $(OFI_SRCS) \
+	  -Wl,--no-undefined $(LDFLAGS_ALL) -ldl
 $(BUILD)/lib/libsymheap-plugin-%.so: plugins/%.c $(wildcard include/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -shared -o $@ $< -Wl,--no-undefined $(LDFLAGS_ALL)
@@ -326,6 +344,24 @@ $(BUILD)/test/test_coll_xfer: test/gpu/test_coll_xfer.cu \
 gpu-tests: $(BUILD)/test/test_coll_xfer
 endif
 
+# The net probe (bench/net_probe.h): the raw libfabric floor (linked with
+# -lfabric) and the same measurement through the ofi adaptor's table; where
+# libfabric-dev is installed.  `make net-bench`.
+.PHONY: net-bench
+ifneq ($(HAVE_OFI),)
+net-bench: $(BUILD)/bin/net-raw $(BUILD)/bin/net-adaptor
+$(BUILD)/bin/net-raw: bench/net_raw.c bench/net_probe.c bench/net_probe.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ bench/net_raw.c bench/net_probe.c $(LDFLAGS_ALL) -lfabric
+$(BUILD)/bin/net-adaptor: bench/net_adaptor.c bench/net_probe.c bench/net_probe.h \
+    $(BUILD)/lib/libsymheap.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Icore -o $@ bench/net_adaptor.c bench/net_probe.c \
+	  $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
+else
+net-bench:
+	@echo "net-bench: libfabric's headers are missing (apt-get install libfabric-dev)"
+endif
 # libFuzzer targets (clang): the library built with coverage and ASan/UBSan
 # into build/fuzz, each target linked against it.  test/run.sh runs them for
 # a bounded time on copies of test/fuzz/corpus.
@@ -380,7 +416,7 @@ env-doc: $(BUILD)/bin/symheap-info
 format:
 	clang-format -i include/*.h core/*.[ch] adaptors/device/*.[ch] adaptors/ccl/mpi/*.c tools/*.c test/*.[ch] \
 	  test/fake_cuda/*.[ch] test/fake_ibverbs/*.[ch] test/gpu/*.cu bench/*.c \
-	  tools/conformance/*.[ch] test/conformance/*.c
+	  tools/conformance/*.[ch] test/conformance/*.c adaptors/net/*/*.[ch]
 
 clean:
 	rm -rf build

@@ -17,6 +17,7 @@ py-dev python3-dev
 c++ g++
 autoconf autoconf
 cmake cmake
+libfabric libfabric1 libfabric-dev
 LIST
 }
 
@@ -46,12 +47,17 @@ deps_install() {
 
 # have_tool CMD: is CMD usable now?  py-numpy: Debian's python3 imports
 # numpy (the Python tests' interpreter); py-pip: it has pip and setuptools
-# (the pip test); py-dev: its Python.h (symheap._fast).
+# (the pip test); py-dev: its Python.h (symheap._fast); libfabric: its
+# library and headers.
 have_tool() {
   case $1 in
   py-numpy) /usr/bin/python3 -c 'import numpy' >/dev/null 2>&1 ;;
   py-pip) /usr/bin/python3 -c 'import pip, setuptools' >/dev/null 2>&1 ;;
   py-dev) [ -e "$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)/Python.h" ] ;;
+  # libfabric: the run-time library the ofi net adaptor opens, and the
+  # headers the adaptor and bench/net_raw.c compile against.
+  libfabric) [ -e /usr/include/rdma/fabric.h ] &&
+    ldconfig -p 2>/dev/null | grep -q 'libfabric\.so\.1 ' ;;
   *) command -v "$1" >/dev/null 2>&1 ;;
   esac
 }

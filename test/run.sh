@@ -160,6 +160,7 @@ suite() { # suite PREFIX BUILD WRAPPER...
   run "$prefix window_local procs x3" build/bin/symheap-run -n 3 \
     "$@" "$b/test/test_window_local"
   run "$prefix plugins" "$@" "$b/test/test_plugins" "$PWD/$b/lib" "$PWD/$b/test/bad_plugins"
+  run "$prefix net adaptor registry" "$@" "$b/test/test_net_registry"
   run "$prefix example plugin procs x4" $plug SYMHEAP_PLUGIN=example SYMHEAP_DEVICE=example \
     build/bin/symheap-run -n 4 "$@" "$b/test/test_multirank"
   run "$prefix ccl plugin (SYMHEAP_CCL=shmccl) procs x4" env \
@@ -180,6 +181,20 @@ suite() { # suite PREFIX BUILD WRAPPER...
   # unless allowed.
   run "$prefix conformance stub templates" $plug SYMHEAP_PLUGIN=stub_vmm,stub_ipc \
     "$@" "$b/bin/symheap-conformance" --device stub_ipc --allow-unavailable
+  # The net adaptor on libfabric between two processes of this host: tcp
+  # (rxm) over loopback and shm; the plugin build of it through
+  # SYMHEAP_PLUGIN.  A provider that is not here SKIPs, saying why.
+  if ! have_tool libfabric; then
+    skip_pass "$prefix conformance net ofi" "libfabric1 and libfabric-dev are not installed (see test/deps.sh)"
+  else
+    run "$prefix conformance net ofi tcp;ofi_rxm" env SYMHEAP_NET_DOMAIN=lo \
+      "$@" "$b/bin/symheap-conformance" --net ofi --provider "tcp;ofi_rxm" --allow-unavailable
+    run "$prefix conformance net ofi shm" "$@" "$b/bin/symheap-conformance" \
+      --net ofi --provider shm --allow-unavailable
+    run "$prefix conformance net ofi as a plugin (shm)" $plug SYMHEAP_PLUGIN=ofi \
+      "$@" "$b/bin/symheap-conformance" --net ofi_plugin --provider shm \
+      --allow-unavailable --only net_put,net_atomic_ops,net_put_signal
+  fi
 }
 
 mkdir -p build/test-logs

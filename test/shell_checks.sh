@@ -371,3 +371,24 @@ launch_errors_early() {
   [ $((SECONDS - start)) -lt 20 ] || { echo "EMFILE case took $((SECONDS - start)) s"; return 1; }
 }
 check "launch errors: every rank told why, at once" launch_errors_early
+
+# The net adaptor: libfabric missing names the Debian package (symheap-info
+# and the kit say why, the kit exits 3 for "nothing checked"); symheap-info
+# lists the providers where it is there.
+net_ofi_missing_named() {
+  local out rc
+  out=$(SYMHEAP_OFI_LIBRARY=libfabric-missing.so.1 build/bin/symheap-info) || true
+  grep -q "ofi .*unavailable: libfabric is not installed (Debian package libfabric1)" <<<"$out" ||
+    { echo "symheap-info:"; echo "$out" | sed -n '/^net adaptors/,/^$/p'; return 1; }
+  out=$(SYMHEAP_OFI_LIBRARY=libfabric-missing.so.1 build/bin/symheap-conformance --net ofi 2>&1)
+  rc=$?
+  [ $rc -eq 3 ] && grep -q "^SKIP conformance/net_available: .*libfabric1" <<<"$out" ||
+    { echo "kit exit $rc:"; echo "$out" | head -3; return 1; }
+}
+check_needs "libfabric" "net adaptor: libfabric missing names libfabric1" net_ofi_missing_named
+
+net_providers_listed() {
+  build/bin/symheap-info | grep -q "^  ofi      available; providers here .*tcp;ofi_rxm" ||
+    { build/bin/symheap-info | sed -n '/^net adaptors/,/^$/p'; return 1; }
+}
+check_needs "libfabric" "symheap-info lists libfabric's providers" net_providers_listed

@@ -1,5 +1,6 @@
 /* symheap-info: what this build of symheap can use here.
- *   symheap-info      version, device adaptors and their capabilities, ccls
+ *   symheap-info      version, device adaptors and their capabilities, ccls,
+ *                     net adaptors and their providers
  *   symheap-info -e   every environment variable, its value and its help
  *   symheap-info -e --markdown   the same as the table in docs/env.md
  *   symheap-info --stats [BYTES]  the accounting of a one-rank comm on the
@@ -15,6 +16,7 @@
 #include "base/plugin.h"
 #include "comm/ccl_env.h"
 #include "base/registry.h"
+#include "base/net_registry.h"
 
 static int stats_at(symheap_comm_t c, symheap_comm_stats_t *s) {
   s->struct_size = sizeof *s;
@@ -130,6 +132,7 @@ static const symheap__cfg_var_t *var_at(size_t i, const char **owner) {
 
 static void load_declarations(void) {
   symheap__builtins_load();
+  (void)symheap__net_list(NULL, 0);
   (void)symheap__plugins_load();
 }
 
@@ -238,6 +241,44 @@ static void print_devices(symheap__device_table_t *chosen) {
     printf("  selected now: none: %s\n", symheap_last_error());
     problem("device adaptor", symheap_last_error());
   }
+}
+
+/* The net adaptors (other hosts' ranks), each one's providers here.
+ * Listing providers asks the engine (libfabric's fi_getinfo), which is
+ * what fi_info does too. */
+static void print_nets(void) {
+  symheap__net_table_t all[8];
+  int n = symheap__net_list(all, 8);
+  printf("\nnet adaptors (SYMHEAP_NET=<name>; SYMHEAP_NET_PROVIDER picks the "
+         "provider):\n");
+  if (!symheap__net_builtin_ofi())
+    printf("  ofi      not built: libfabric's headers (Debian package "
+           "libfabric-dev) were missing at build time\n");
+  if (n == 0 && symheap__net_builtin_ofi())
+    printf("  none registered\n");
+  for (int i = 0; i < n && i < 8; i++) {
+    char why[512] = "";
+    if (!all[i].ops.available(&symheap__host_services, why, sizeof why)) {
+      printf("  %-8s unavailable: %s\n", all[i].ops.name, why);
+      continue;
+    }
+    char list[2048] = "";
+    if (all[i].ops.providers(&symheap__host_services, list, sizeof list) !=
+        SYMHEAP_SUCCESS) {
+      printf("  %-8s available; providers: cannot list: %s\n", all[i].ops.name,
+             symheap_last_error());
+      continue;
+    }
+    for (char *p = list; *p; p++)
+      if (*p == '\n')
+        *p = p[1] ? ',' : '\0';
+    printf("  %-8s available; providers here (FI_EP_RDM with RMA): %s\n",
+           all[i].ops.name, list[0] ? list : "none");
+  }
+  const char *prov = NULL;
+  if (symheap__cfg_string("SYMHEAP_NET_PROVIDER", &prov) == SYMHEAP_SUCCESS &&
+      prov)
+    printf("  SYMHEAP_NET_PROVIDER=%s\n", prov);
 }
 
 /* The ccl adaptors, and which one symheap_comm_init_env would join on. */
@@ -418,6 +459,7 @@ int main(int argc, char **argv) {
   print_devices(&chosen);
   const char *base = chosen.ops.name ? chosen.ops.name : "?";
   print_ccls();
+  print_nets();
   print_plugins(pr, plugin_error);
   if (symheap__plugin_count())
     print_hook_resolution(base);

@@ -1,6 +1,7 @@
 /* The adaptor-facing public calls: the services the core lends, registering
  * a device adaptor, and a comm over a caller's communicator of a built-in
  * ccl adaptor (symheap_comm_init_nccl). */
+#include "base/net_registry.h"
 #include "base/plugin.h"
 
 SYMHEAP__EXPORT const symheap_host_services_t *symheap_host_services(void) {
@@ -15,6 +16,15 @@ symheap_register_device_adaptor(const symheap_device_ops *ops) {
   symheap_result_t r = symheap__device_add(ops);
   if (r == SYMHEAP_SUCCESS)
     SYMHEAP_INFO("registered device adaptor '%s'", ops->name);
+  return r;
+}
+
+SYMHEAP__EXPORT symheap_result_t
+symheap_register_net_adaptor(const symheap_net_ops *ops) {
+  symheap__builtins_load(); /* a built-in's name stays taken */
+  symheap_result_t r = symheap__net_add(ops);
+  if (r == SYMHEAP_SUCCESS)
+    SYMHEAP_INFO("registered net adaptor '%s'", ops->name);
   return r;
 }
 

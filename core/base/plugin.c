@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "dl.h"
+#include "net_registry.h"
 #include "plugin.h"
 
 #define MAX_PLUGINS 16
@@ -111,8 +112,12 @@ static const char *table_fault(const symheap_plugin_t *in, char *buf,
     return "it has no name";
   if (!in->init || !in->fini)
     return "it lacks the required init or fini";
-  if (!in->device && !in->ccl && !in->hooks)
-    return "it provides nothing (no device adaptor, ccl or hooks)";
+  /* net: appended in plugin ABI minor 1, read only where covered. */
+  const symheap_net_ops *net =
+      COVERS(in->struct_size, symheap_plugin_t, net) ? in->net : NULL;
+  if (!in->device && !in->ccl && !in->hooks && !net)
+    return "it provides nothing (no device adaptor, ccl, hooks or net "
+           "adaptor)";
   if (in->hooks &&
       (!COVERS(in->hooks->struct_size, symheap_device_hooks, target) ||
        !in->hooks->target))
@@ -174,6 +179,12 @@ static symheap_result_t load_one(const char *name) {
      * object any more; it stays mapped only for a table that was taken. */
     return r;
   }
+  if (COVERS(in->struct_size, symheap_plugin_t, net) && in->net &&
+      (r = symheap__net_add(in->net)) != SYMHEAP_SUCCESS) {
+    in->fini();
+    return symheap__error_context(
+        SYMHEAP_ERR_PLUGIN, "plugin %s: its net adaptor is refused", path);
+  }
   loaded_t *l = &plugins[nplugins++];
   memset(l, 0, sizeof *l);
   memcpy(&l->p, in,
@@ -208,6 +219,9 @@ static void admit_builtin(const symheap_plugin_t *p) {
     r = symheap__device_add(p->device);
   if (r == SYMHEAP_SUCCESS && p->ccl && nbuiltin_ccls < MAX_BUILTINS)
     builtin_ccls[nbuiltin_ccls++] = p->ccl;
+  if (r == SYMHEAP_SUCCESS && COVERS(p->struct_size, symheap_plugin_t, net) &&
+      p->net)
+    r = symheap__net_add(p->net);
   if (r != SYMHEAP_SUCCESS)
     SYMHEAP_WARN("built-in adaptor '%s' refused: %s", p->name,
                  symheap__error_peek());

@@ -15,6 +15,7 @@
 
 #include "base/internal.h"
 #include "base/registry.h"
+#include "base/net_registry.h"
 
 /* --- the run ------------------------------------------------------------ */
 typedef struct {
@@ -23,6 +24,10 @@ typedef struct {
   int ranks;                 /* --ranks */
   int cycles;                /* --cycles: create/release rounds */
   int timeout_s;             /* --timeout: the bound of one check */
+  /* --net NAME [--provider P]: the net adaptor's checks (net.c) instead. */
+  const char *net;
+  const char *provider;
+  symheap__net_table_t N; /* the net adaptor as registered */
 } kit_config_t;
 extern kit_config_t K;
 
@@ -48,6 +53,9 @@ extern const kit_check_t kit_data_checks[];
 extern const kit_check_t kit_optional_checks[];
 extern const kit_check_t kit_leak_checks[];
 extern const kit_check_t kit_rank_checks[];
+extern const kit_check_t kit_net_checks[];
+extern const kit_check_t kit_net_amo_checks[];
+extern const kit_check_t kit_net_order_checks[];
 
 /* --- the adaptor under test (dev.c) ------------------------------------ */
 typedef struct {
@@ -84,6 +92,38 @@ int kit_map(kit_dev_t *d, symheap_mem_handle_t h, size_t off, size_t size,
             char **va);
 /* Unmap and free what kit_map made (errors ignored: cleanup). */
 void kit_unmap(kit_dev_t *d, char *va, size_t size);
+
+/* --- two processes over a net adaptor (net_pair.c) --------------------- */
+typedef struct {
+  symheap__net_table_t *T; /* &K.N */
+  void *ctx;
+  symheap_net_caps_t caps;
+  int rank;  /* 0: the check's process; 1: the one it forked */
+  int fd;    /* a stream socket to the other process */
+  int other; /* rank 0: rank 1's process id */
+  char *mem; /* this process's registered region: [mem, mem + size) */
+  size_t size;
+  void *mr;
+  void *rkey;      /* the other process's region */
+  void *self_rkey; /* this process's own region, through the adaptor */
+} kit_net_t;
+/* Fork rank 1, open the adaptor in both (K.provider), exchange addresses
+ * and connect, register a region of `size` bytes (zeroed, guard pages
+ * around it) in each and exchange keys.  Returns 1 in both processes, or
+ * 0 in rank 0 after a FAIL naming the step (rank 1 exits on failure). */
+int kit_net_start(kit_net_t *n, size_t size);
+/* Send one word to the other process; receive one, progressing the engine
+ * while waiting (rxm's atomics need the target to progress), bounded by
+ * --timeout.  0 and a FAIL when the other is gone or silent. */
+int kit_net_send(kit_net_t *n, uint64_t v);
+int kit_net_recv(kit_net_t *n, uint64_t *v);
+/* Both: send, then receive (a barrier that progresses). */
+int kit_net_sync(kit_net_t *n);
+/* Quiet, FAILing (and returning 0) when it does not succeed. */
+int kit_net_quiet(kit_net_t *n, const char *after);
+/* Release and close; rank 1 exits here, rank 0 waits for it (FAILing if it
+ * died) and returns. */
+void kit_net_finish(kit_net_t *n);
 
 /* --- resources and probes (res.c) -------------------------------------- */
 typedef struct {

@@ -24,7 +24,8 @@
 #include "kit.h"
 #include "base/plugin.h"
 
-kit_config_t K = {NULL, {{0}, 0, 0, 0, 0, 0}, 2, 200, 60};
+kit_config_t K = {NULL, {{0}, 0, 0, 0, 0, 0}, 2, 200, 60, NULL,
+                  NULL, {{0}, 0, 0}};
 
 /* The verdict of the running check (shared with its child). */
 typedef struct {
@@ -203,20 +204,34 @@ static int run_check(const kit_check_t *c) {
   return kind;
 }
 
-static const kit_check_t *const parts[] = {
-    kit_local_checks,    kit_handle_checks, kit_data_checks,
-    kit_optional_checks, kit_leak_checks,   kit_rank_checks};
-#define NPARTS (sizeof parts / sizeof *parts)
+static const kit_check_t *const device_parts[] = {kit_local_checks,
+                                                  kit_handle_checks,
+                                                  kit_data_checks,
+                                                  kit_optional_checks,
+                                                  kit_leak_checks,
+                                                  kit_rank_checks,
+                                                  NULL};
+static const kit_check_t *const net_parts[] = {
+    kit_net_checks, kit_net_amo_checks, kit_net_order_checks, NULL};
+/* The device checks, or with --net the net adaptor's. */
+static const kit_check_t *const *parts = device_parts;
+#define NPARTS (parts == net_parts ? 3u : 6u)
 
 static void usage(FILE *f) {
   fprintf(
       f,
       "usage: symheap-conformance --device NAME [options]\n"
+      "       symheap-conformance --net NAME [--provider P] [options]\n"
       "Checks a device adaptor (built in, or a plugin loaded with\n"
       "SYMHEAP_PLUGIN=name-or-path) against the contracts of\n"
       "include/symheap_adaptor.h.  Each check runs in its own process;\n"
       "a crash or a hang fails that check only.\n"
       "  --device NAME        the adaptor (what SYMHEAP_DEVICE=NAME selects)\n"
+      "  --net NAME           a net adaptor instead (what SYMHEAP_NET=NAME\n"
+      "                       selects): put/get/atomic/signal/fence/quiet\n"
+      "                       between two processes the kit forks\n"
+      "  --provider P         the net adaptor's provider (as\n"
+      "                       SYMHEAP_NET_PROVIDER: \"tcp;ofi_rxm\", \"shm\")\n"
       "  --ranks N            ranks for the multi-rank checks, run as\n"
       "                       threads and as processes the kit forks (2..16,\n"
       "                       default 2)\n"
@@ -260,6 +275,17 @@ static int int_arg(const char *v, int lo, int hi, const char *opt) {
 }
 
 static int find_adaptor(void) {
+  if (K.net) {
+    symheap__net_table_t all[16];
+    symheap__builtins_load();
+    int n = symheap__net_list(all, 16);
+    for (int i = 0; i < n && i < 16; i++)
+      if (strcmp(all[i].ops.name, K.net) == 0) {
+        K.N = all[i];
+        return 1;
+      }
+    return 0;
+  }
   for (int i = 0; i < symheap__device_count(); i++)
     if (symheap__device_get(i, &K.T) == SYMHEAP_SUCCESS &&
         strcmp(K.T.ops.name, K.name) == 0)
@@ -289,6 +315,11 @@ static int parse_args(int argc, char **argv, opts_t *o) {
       return 0;
     } else if (!strcmp(a, "--device") && v) {
       K.name = v, i++;
+    } else if (!strcmp(a, "--net") && v) {
+      K.net = v, i++;
+      parts = net_parts;
+    } else if (!strcmp(a, "--provider") && v) {
+      K.provider = v, i++;
     } else if (!strcmp(a, "--ranks")) {
       K.ranks = int_arg(v, 2, 16, a), i++;
     } else if (!strcmp(a, "--cycles")) {
@@ -317,7 +348,12 @@ static int parse_args(int argc, char **argv, opts_t *o) {
     }
     p += l + (p[l] == ',');
   }
-  if (!o->list && !K.name) {
+  if (K.name && K.net) {
+    fprintf(stderr, "symheap-conformance: --device and --net exclude each "
+                    "other (one adaptor per run)\n");
+    return 2;
+  }
+  if (!o->list && !K.name && !K.net) {
     usage(stderr);
     return 2;
   }
@@ -339,9 +375,10 @@ static int load_adaptor(void) {
   if (!find_adaptor()) {
     char m[256];
     snprintf(m, sizeof m,
-             "no device adaptor '%s' is registered (a plugin? set "
+             "no %s adaptor '%s' is registered (a plugin? set "
              "SYMHEAP_PLUGIN=name-or-path)%s%s",
-             K.name, symheap_last_error()[0] ? "; " : "", symheap_last_error());
+             K.net ? "net" : "device", K.net ? K.net : K.name,
+             symheap_last_error()[0] ? "; " : "", symheap_last_error());
     print_verdict("table", KIT_FAIL, m);
     return 0;
   }
@@ -354,7 +391,9 @@ static int run_all(const char *only) {
   int unavailable = 0;
   for (size_t p = 0; p < NPARTS; p++)
     for (const kit_check_t *c = parts[p]; c->name; c++) {
-      if (!selected(only, c->name) && strcmp(c->name, "available") != 0)
+      int avail =
+          !strcmp(c->name, "available") || !strcmp(c->name, "net_available");
+      if (!selected(only, c->name) && !avail)
         continue;
       if (unavailable) {
         print_verdict(c->name, KIT_SKIP,
@@ -363,7 +402,7 @@ static int run_all(const char *only) {
         continue;
       }
       int kind = run_check(c);
-      if (!strcmp(c->name, "available") && kind == KIT_SKIP)
+      if (avail && kind == KIT_SKIP)
         unavailable = 1;
     }
   return unavailable;
@@ -382,9 +421,14 @@ int main(int argc, char **argv) {
   }
   setvbuf(stdout, NULL, _IOLBF, 0);
   V = kit_shared(sizeof *V);
-  printf("# symheap-conformance: device adaptor '%s', %d ranks, %d cycles, "
-         "%d s per check\n",
-         K.name, K.ranks, K.cycles, K.timeout_s);
+  if (K.net)
+    printf("# symheap-conformance: net adaptor '%s', provider %s, 2 "
+           "processes, %d s per check\n",
+           K.net, K.provider ? K.provider : "(default)", K.timeout_s);
+  else
+    printf("# symheap-conformance: device adaptor '%s', %d ranks, %d cycles, "
+           "%d s per check\n",
+           K.name, K.ranks, K.cycles, K.timeout_s);
   int unavailable = load_adaptor() ? run_all(o.only) : 0;
   printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
   if (failed)
