@@ -214,8 +214,9 @@ gpu_adaptors_out_of_tree() {
   make -s install PREFIX="$dir/prefix" >/dev/null || return 1
   for a in cuda hip; do
     mkdir "$dir/$a"
-    cp adaptors/device/$a.c adaptors/device/${a}_api.h adaptors/device/ipc_table.[ch] "$dir/$a/"
-    [ $a = cuda ] && cp adaptors/device/cuda_driver.[ch] "$dir/$a/"
+    cp adaptors/device/$a.c adaptors/device/ipc_table.[ch] adaptors/common/dl.[ch] adaptors/common/vendor_error.[ch] "$dir/$a/"
+    [ $a = hip ] && cp adaptors/device/hip_api.h "$dir/$a/"
+    [ $a = cuda ] && cp adaptors/common/cuda_api.h adaptors/common/cuda_driver.[ch] "$dir/$a/"
     (cd "$dir/$a" && cc -std=c11 -Wall -Wextra -Werror -shared -fPIC \
       -fvisibility=hidden -DSYMHEAP_PLUGIN_BUILD \
       $(PKG_CONFIG_PATH="$dir/prefix/lib/pkgconfig" pkg-config --cflags symheap) \

@@ -71,9 +71,12 @@ struct shm_group {
   long *sync; /* SHM_SYNC_WORDS symmetric longs */
 };
 
-/* Errors that the specification leaves undefined end the job, saying why. */
+/* state.c: the state above, and the fatal path.  Errors that the
+ * specification leaves undefined end the job, saying why. */
 void shm__fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 __attribute__((noreturn));
+/* End the job with `status`: every PE is asked to exit (shmem_global_exit). */
+void shm__exit_job(int status) __attribute__((noreturn));
 void shm__require_init(const char *fn);
 
 /* Where `addr` (symmetric, in this PE's view) lives on world PE `pe`. */
