@@ -372,3 +372,26 @@ launch_errors_early() {
   [ $((SECONDS - start)) -lt 20 ] || { echo "EMFILE case took $((SECONDS - start)) s"; return 1; }
 }
 check "launch errors: every rank told why, at once" launch_errors_early
+
+# The floors check (test/floors.sh, run by make) refuses a core file that
+# includes a higher floor's header or calls into a higher floor, naming the
+# file and the symbol.
+floors_refuse_upward() {
+  local dir out
+  dir=$(mktemp -d)
+  cp -r core include test "$dir/" && mkdir -p "$dir/obj" && cp -r build/obj/core "$dir/obj/" || return 1
+  (cd "$dir" && sh test/floors.sh obj/core) || { echo "the tree as it is fails"; return 1; }
+  sed -i '1i #include "win/window.h"' "$dir/core/mem/alloc.c"
+  out=$(cd "$dir" && sh test/floors.sh obj/core 2>&1) && { echo "an upward include passed"; return 1; }
+  grep -q 'core/mem/alloc.c:1: includes "win/window.h", of floor win, above mem' <<<"$out" ||
+    { echo "$out"; return 1; }
+  sed -i '1d' "$dir/core/mem/alloc.c"
+  # An object of the memory floor that calls a function of the window floor.
+  printf 'void symheap__window_free(void *w);\nvoid up(void) { symheap__window_free(0); }\n' >"$dir/up.c"
+  cc -c "$dir/up.c" -o "$dir/obj/core/mem/up.o" || return 1
+  out=$(cd "$dir" && sh test/floors.sh obj/core 2>&1) && { echo "an upward call passed"; return 1; }
+  grep -q 'core/mem/up.c calls symheap__window_free, defined in core/win/window.c' <<<"$out" ||
+    { echo "$out"; return 1; }
+  rm -rf "$dir"
+}
+check_needs nm "floors: an upward include or call fails the build, named" floors_refuse_upward
