@@ -191,10 +191,6 @@ $(BUILD)/bin/%: tools/%.c $(BUILD)/lib/libsymheap.so $(HEADERS)
 	$(CC) $(CFLAGS_ALL) -o $@ $< -L$(BUILD)/lib -lsymheap \
 	  -Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_ALL) -lm
 
-# symheap-info reads the adaptor registry and the variable table directly.
-$(BUILD)/bin/symheap-info: tools/symheap-info.c $(BUILD)/lib/libsymheap.a $(HEADERS)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -Icore -o $@ $< $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
 
 # symheap-conformance (tools/conformance/) drives adaptors directly, through
 # the registry of the core it links statically.

@@ -422,6 +422,121 @@ symheap_result_t symheap_signal_wait_until(symheap_window_t win, size_t offset,
 symheap_result_t symheap_window_peer_reach(symheap_window_t win, int peer,
                                            int *reach);
 
+/* --- Introspection (symheap-info) ------------------------------------------
+ * What this library can use here, without a comm.  The first of these calls
+ * admits the built-in adaptors (which declare their variables); the ones
+ * that list plugins or adaptors load what SYMHEAP_PLUGIN names first, as the
+ * first comm init does.  Structs are caller-sized: set struct_size. */
+
+/* Load the plugins SYMHEAP_PLUGIN names (once per process; later calls
+ * repeat the outcome, naming the file that failed). */
+symheap_result_t symheap_plugins_load(void);
+
+/* One variable symheap reads: the core's, then each adaptor's and plugin's
+ * (the order symheap-info -e lists them in). */
+#define SYMHEAP_VAR_TEXT 0
+#define SYMHEAP_VAR_INT 1
+#define SYMHEAP_VAR_BOOL 2 /* 0 or 1 */
+#define SYMHEAP_VAR_CHOICE 3
+typedef struct {
+  uint32_t struct_size;
+  uint32_t type;       /* SYMHEAP_VAR_* */
+  const char *name;    /* e.g. "SYMHEAP_TIMEOUT_MS" */
+  const char *owner;   /* "core", or the adaptor or plugin that declared it */
+  const char *def;     /* the default as text; NULL: unset by default */
+  const char *choices; /* SYMHEAP_VAR_CHOICE: "a|b|c" */
+  long min, max;       /* SYMHEAP_VAR_INT */
+  const char *help;
+  const char *value; /* as the environment sets it, or NULL */
+} symheap_var_info_t;
+symheap_result_t symheap_var_count(int *count);
+/* Variable i, 0 <= i < count. */
+symheap_result_t symheap_var_get(int i, symheap_var_info_t *info);
+/* Every variable that is set, validated: the first malformed one fails,
+ * named (as a comm init would). */
+symheap_result_t symheap_vars_check(void);
+
+/* A device adaptor this process knows (built in, registered, or a plugin's),
+ * probed: whether it can run here and, when it can, what one rank's
+ * instance of it reports (symheap_adaptor.h: symheap_device_caps_t). */
+typedef struct {
+  uint32_t struct_size;
+  int32_t available; /* it can run here */
+  char name[32];     /* what SYMHEAP_DEVICE=<name> selects */
+  char why[256];     /* when not available: why */
+  int32_t has_multicast, has_ipc; /* it implements multicast, IPC fallback */
+  int32_t caps_known;             /* the capabilities below were read */
+  char caps_why[256];             /* when not: why */
+  char device[64];
+  uint32_t caps;         /* SYMHEAP_CAP_* bits */
+  uint32_t handle_kinds; /* (1u << symheap_handle_kind_t) bits */
+  uint64_t granularity, recommended_granularity, multicast_granularity;
+} symheap_device_adaptor_info_t;
+symheap_result_t symheap_device_adaptor_count(int *count);
+symheap_result_t symheap_device_adaptor_get(int i,
+                                            symheap_device_adaptor_info_t *info);
+/* The device adaptor a comm would take now (SYMHEAP_DEVICE), and why. */
+symheap_result_t symheap_device_adaptor_choice(char *name, size_t name_len,
+                                               char *why, size_t why_len);
+
+/* A plugin SYMHEAP_PLUGIN loaded. */
+typedef struct {
+  uint32_t struct_size;
+  uint32_t abi_major, abi_minor;
+  char name[64];
+  char path[512];
+  char device[32];       /* the device adaptor it provides, or "" */
+  char ccl[32];          /* the ccl adaptor it provides, or "" */
+  int32_t ccl_joins;     /* that ccl joins a job (SYMHEAP_CCL=<its name>) */
+  char hooks_target[32]; /* "" without hooks; "*": whichever adaptor */
+  char hooked[256];      /* the operations its hooks override, comma-separated */
+} symheap_plugin_info_t;
+symheap_result_t symheap_plugin_count(int *count);
+symheap_result_t symheap_plugin_get(int i, symheap_plugin_info_t *info);
+
+/* How symheap_comm_init_env would join now: "local", "mpi" or a plugin's
+ * ccl, and why. */
+symheap_result_t symheap_ccl_env_choice(char *name, size_t name_len, char *why,
+                                        size_t why_len);
+/* Where the MPI ccl adaptor (libsymheap-ccl-mpi.so) is; when it is nowhere,
+ * the error says where it was looked for. */
+symheap_result_t symheap_ccl_mpi_path(char *path, size_t len);
+/* Which window path a comm would take (SYMHEAP_WINDOW_PATH): "symheap",
+ * "nccl" or "ccl". */
+symheap_result_t symheap_window_path(char *name, size_t len);
+/* Which variable turns multicast off (*by: "SYMHEAP_DISABLE_MULTICAST=1",
+ * "NCCL_NVLS_ENABLE=0"), or NULL when multicast is allowed. */
+symheap_result_t symheap_multicast_disabled_by(const char **by);
+
+/* RDMA registration as a comm spanning hosts would have it: the net
+ * adaptor opens the device the variables name, and closes it again. */
+#define SYMHEAP_NET_AUTO 0
+#define SYMHEAP_NET_ALWAYS 1 /* SYMHEAP_NET=ibverbs */
+#define SYMHEAP_NET_NONE 2
+typedef struct {
+  uint32_t struct_size;
+  int32_t mode;      /* SYMHEAP_NET_* */
+  int32_t available; /* a device could be opened here */
+  char adaptor[32];  /* the net adaptor, e.g. "ibverbs" */
+  char device[64];   /* e.g. "mlx5_0" */
+  char why_not[256]; /* when not available: why */
+} symheap_net_info_t;
+symheap_result_t symheap_net_probe(symheap_net_info_t *info);
+
+/* A net adaptor this process knows (built in, registered, or a plugin's):
+ * whether it can run here, and the providers its engine offers here
+ * (SYMHEAP_NET=<name>, SYMHEAP_NET_PROVIDER; docs/network.md). */
+typedef struct {
+  uint32_t struct_size;
+  int32_t available;    /* it can run here */
+  char name[32];        /* what SYMHEAP_NET=<name> selects */
+  char why[256];        /* when not available: why (the package to install) */
+  char providers[1024]; /* when available: its providers, comma-separated */
+} symheap_net_adaptor_info_t;
+symheap_result_t symheap_net_adaptor_count(int *count);
+symheap_result_t symheap_net_adaptor_get(int i,
+                                         symheap_net_adaptor_info_t *info);
+
 #ifdef __cplusplus
 }
 #endif

@@ -214,8 +214,9 @@ gpu_adaptors_out_of_tree() {
   make -s install PREFIX="$dir/prefix" >/dev/null || return 1
   for a in cuda hip; do
     mkdir "$dir/$a"
-    cp adaptors/device/$a.c adaptors/device/${a}_api.h adaptors/device/ipc_table.[ch] "$dir/$a/"
-    [ $a = cuda ] && cp adaptors/device/cuda_driver.[ch] "$dir/$a/"
+    cp adaptors/device/$a.c adaptors/device/ipc_table.[ch] adaptors/common/dl.[ch] adaptors/common/vendor_error.[ch] "$dir/$a/"
+    [ $a = hip ] && cp adaptors/device/hip_api.h "$dir/$a/"
+    [ $a = cuda ] && cp adaptors/common/cuda_api.h adaptors/common/cuda_driver.[ch] "$dir/$a/"
     (cd "$dir/$a" && cc -std=c11 -Wall -Wextra -Werror -shared -fPIC \
       -fvisibility=hidden -DSYMHEAP_PLUGIN_BUILD \
       $(PKG_CONFIG_PATH="$dir/prefix/lib/pkgconfig" pkg-config --cflags symheap) \
@@ -392,3 +393,26 @@ net_providers_listed() {
     { build/bin/symheap-info | sed -n '/^net adaptors/,/^$/p'; return 1; }
 }
 check_needs "libfabric" "symheap-info lists libfabric's providers" net_providers_listed
+
+# The floors check (test/floors.sh, run by make) refuses a core file that
+# includes a higher floor's header or calls into a higher floor, naming the
+# file and the symbol.
+floors_refuse_upward() {
+  local dir out
+  dir=$(mktemp -d)
+  cp -r core include test "$dir/" && mkdir -p "$dir/obj" && cp -r build/obj/core "$dir/obj/" || return 1
+  (cd "$dir" && sh test/floors.sh obj/core) || { echo "the tree as it is fails"; return 1; }
+  sed -i '1i #include "win/window.h"' "$dir/core/mem/alloc.c"
+  out=$(cd "$dir" && sh test/floors.sh obj/core 2>&1) && { echo "an upward include passed"; return 1; }
+  grep -q 'core/mem/alloc.c:1: includes "win/window.h", of floor win, above mem' <<<"$out" ||
+    { echo "$out"; return 1; }
+  sed -i '1d' "$dir/core/mem/alloc.c"
+  # An object of the memory floor that calls a function of the window floor.
+  printf 'void symheap__window_free(void *w);\nvoid up(void) { symheap__window_free(0); }\n' >"$dir/up.c"
+  cc -c "$dir/up.c" -o "$dir/obj/core/mem/up.o" || return 1
+  out=$(cd "$dir" && sh test/floors.sh obj/core 2>&1) && { echo "an upward call passed"; return 1; }
+  grep -q 'core/mem/up.c calls symheap__window_free, defined in core/win/window.c' <<<"$out" ||
+    { echo "$out"; return 1; }
+  rm -rf "$dir"
+}
+check_needs nm "floors: an upward include or call fails the build, named" floors_refuse_upward

@@ -393,6 +393,77 @@ static void test_msg_decoders(void) {
   th_end();
 }
 
+/* The introspection calls symheap-info is written on: every variable with
+ * its owner (adaptors declare their own), the device adaptors probed, the
+ * choices a comm would make, refusals of bad arguments. */
+static void test_introspection(void) {
+  th_begin(T, "introspection", 0);
+  int n = 0, seen_core = 0, seen_ib = 0, seen_zero_sm = 0;
+  CHECK_OK(symheap_var_count(&n));
+  for (int i = 0; i < n; i++) {
+    symheap_var_info_t v;
+    v.struct_size = sizeof v;
+    CHECK_OK(symheap_var_get(i, &v));
+    CHECK(v.name && v.help && v.owner, "variable %d incomplete", i);
+    if (strcmp(v.name, "SYMHEAP_TIMEOUT_MS") == 0)
+      seen_core = strcmp(v.owner, "core") == 0 && v.type == SYMHEAP_VAR_INT;
+    if (strcmp(v.name, "SYMHEAP_IB_DEVICE") == 0)
+      seen_ib = strcmp(v.owner, "ibverbs") == 0;
+    if (strcmp(v.name, "SYMHEAP_CUDA_ZERO_SM") == 0)
+      seen_zero_sm = strcmp(v.owner, "cuda") == 0;
+  }
+  CHECK(seen_core && seen_ib && seen_zero_sm,
+        "owners: core %d, ibverbs %d, cuda %d", seen_core, seen_ib,
+        seen_zero_sm);
+  symheap_var_info_t v;
+  v.struct_size = sizeof v;
+  CHECK_ERR(symheap_var_get(n, &v), SYMHEAP_ERR_INVALID_ARG);
+  CHECK_ERR(symheap_var_get(0, NULL), SYMHEAP_ERR_INVALID_ARG);
+  CHECK_OK(symheap_vars_check());
+  int ndev = 0, host = 0;
+  CHECK_OK(symheap_device_adaptor_count(&ndev));
+  for (int i = 0; i < ndev; i++) {
+    symheap_device_adaptor_info_t d;
+    d.struct_size = sizeof d;
+    CHECK_OK(symheap_device_adaptor_get(i, &d));
+    if (strcmp(d.name, "host") == 0)
+      host = d.available && d.caps_known && d.granularity > 0;
+  }
+  CHECK(host, "the host adaptor is not listed as available with its caps");
+  char name[32], why[256];
+  setenv("SYMHEAP_DEVICE", "host", 1);
+  CHECK_OK(symheap_device_adaptor_choice(name, sizeof name, why, sizeof why));
+  CHECK(strcmp(name, "host") == 0, "chose %s", name);
+  setenv("SYMHEAP_DEVICE", "nonesuch", 1);
+  CHECK_ERR(symheap_device_adaptor_choice(name, sizeof name, why, sizeof why),
+            SYMHEAP_ERR_INVALID_ARG);
+  unsetenv("SYMHEAP_DEVICE");
+  CHECK_OK(symheap_window_path(name, sizeof name));
+  CHECK(strcmp(name, "symheap") == 0, "window path %s", name);
+  setenv("SYMHEAP_NET", "none", 1);
+  symheap_net_info_t net;
+  net.struct_size = sizeof net;
+  CHECK_OK(symheap_net_probe(&net));
+  CHECK(net.mode == SYMHEAP_NET_NONE && !net.available &&
+            strcmp(net.adaptor, "ibverbs") == 0,
+        "net: mode %d available %d adaptor %s", net.mode, net.available,
+        net.adaptor);
+  unsetenv("SYMHEAP_NET");
+  const char *by = "x";
+  setenv("SYMHEAP_DISABLE_MULTICAST", "1", 1);
+  CHECK_OK(symheap_multicast_disabled_by(&by));
+  CHECK(by && strcmp(by, "SYMHEAP_DISABLE_MULTICAST=1") == 0, "by %s",
+        by ? by : "NULL");
+  unsetenv("SYMHEAP_DISABLE_MULTICAST");
+  int np = -1;
+  CHECK_OK(symheap_plugin_count(&np));
+  symheap_plugin_info_t pi;
+  pi.struct_size = sizeof pi;
+  CHECK_ERR(symheap_plugin_get(np, &pi), SYMHEAP_ERR_INVALID_ARG);
+  CHECK_ERR(symheap_var_count(NULL), SYMHEAP_ERR_INVALID_ARG);
+  th_end();
+}
+
 int main(void) {
   test_msg_decoders();
   test_log_file();
@@ -403,5 +474,6 @@ int main(void) {
   test_declared_params();
   test_normalise();
   test_call_sequence();
+  test_introspection();
   return th_total_failures() ? 1 : 0;
 }

@@ -11,12 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/comm.h"
-#include "base/config.h"
-#include "base/plugin.h"
-#include "comm/ccl_env.h"
-#include "base/registry.h"
-#include "base/net_registry.h"
+#include "symheap.h"
+#include "symheap_adaptor.h"
 
 static int stats_at(symheap_comm_t c, symheap_comm_stats_t *s) {
   s->struct_size = sizeof *s;
@@ -85,86 +81,73 @@ static int print_stats(size_t bytes) {
   return symheap_comm_destroy(c) == SYMHEAP_SUCCESS ? 0 : 1;
 }
 
-static void print_caps(const symheap__device_table_t *t) {
-  symheap_device_init_t args = {sizeof args, 0, 1, 0, 1};
-  void *ctx = NULL;
-  symheap_device_caps_t caps;
-  memset(&caps, 0, sizeof caps);
-  caps.struct_size = sizeof caps;
-  if (t->ops.init(&symheap__host_services, &args, &ctx) != SYMHEAP_SUCCESS ||
-      t->ops.query(ctx, &caps) != SYMHEAP_SUCCESS) {
-    printf("    capabilities: unknown (%s)\n", symheap_last_error());
-    if (ctx)
-      t->ops.fini(ctx);
+static void print_caps(const symheap_device_adaptor_info_t *t) {
+  if (!t->caps_known) {
+    printf("    capabilities: unknown (%s)\n", t->caps_why);
     return;
   }
-  t->ops.fini(ctx);
-  printf("    device:       %s\n", caps.device_name);
-  printf("    granularity:  %zu bytes (recommended %zu)\n", caps.granularity,
-         caps.recommended_granularity);
-  printf("    VMM:          %s\n", caps.caps & SYMHEAP_CAP_VMM ? "yes" : "no");
+  printf("    device:       %s\n", t->device);
+  printf("    granularity:  %llu bytes (recommended %llu)\n",
+         (unsigned long long)t->granularity,
+         (unsigned long long)t->recommended_granularity);
+  printf("    VMM:          %s\n", t->caps & SYMHEAP_CAP_VMM ? "yes" : "no");
   printf("    CPU access:   %s\n",
-         caps.caps & SYMHEAP_CAP_HOST_ACCESS ? "yes" : "no");
+         t->caps & SYMHEAP_CAP_HOST_ACCESS ? "yes" : "no");
   printf("    handles:      %s%s\n",
-         caps.handle_kinds & (1u << SYMHEAP_HANDLE_FD) ? "fd " : "",
-         caps.handle_kinds & (1u << SYMHEAP_HANDLE_BYTES) ? "bytes" : "");
+         t->handle_kinds & (1u << SYMHEAP_HANDLE_FD) ? "fd " : "",
+         t->handle_kinds & (1u << SYMHEAP_HANDLE_BYTES) ? "bytes" : "");
   printf("    multicast:    %s",
-         t->has_multicast && (caps.caps & SYMHEAP_CAP_MULTICAST) ? "supported"
-                                                                 : "no");
-  if (t->has_multicast && caps.multicast_granularity)
-    printf(" (granularity %zu)", caps.multicast_granularity);
+         t->has_multicast && (t->caps & SYMHEAP_CAP_MULTICAST) ? "supported"
+                                                              : "no");
+  if (t->has_multicast && t->multicast_granularity)
+    printf(" (granularity %llu)",
+           (unsigned long long)t->multicast_granularity);
   printf("\n    IPC fallback: %s\n", t->has_ipc ? "yes" : "no");
 }
 
-/* Every variable: the core's table, then what adaptors and plugins
- * declared (the built-ins are admitted, and SYMHEAP_PLUGIN loaded, first).
- * Returns the i-th, or NULL past the end; *owner is "core" or who declared
- * it. */
-static const symheap__cfg_var_t *var_at(size_t i, const char **owner) {
-  size_t n;
-  const symheap__cfg_var_t *v = symheap__cfg_table(&n);
-  if (i < n) {
-    *owner = "core";
-    return &v[i];
-  }
-  return symheap__cfg_declared((int)(i - n), owner);
+/* Every variable: the core's, then what adaptors and plugins declared (the
+ * built-ins are admitted, and SYMHEAP_PLUGIN loaded, first).  The i-th into
+ * *v, or 0 past the end. */
+static int var_at(int i, symheap_var_info_t *v) {
+  memset(v, 0, sizeof *v);
+  v->struct_size = sizeof *v;
+  int n = 0;
+  return symheap_var_count(&n) == SYMHEAP_SUCCESS && i < n &&
+         symheap_var_get(i, v) == SYMHEAP_SUCCESS;
 }
 
-static void load_declarations(void) {
-  symheap__builtins_load();
-  (void)symheap__net_list(NULL, 0);
-  (void)symheap__plugins_load();
-}
+static void load_declarations(void) { (void)symheap_plugins_load(); }
 
 static void print_env(void) {
-  const char *owner, *last = NULL;
-  const symheap__cfg_var_t *v;
+  const char *last = NULL;
+  symheap_var_info_t var, *v = &var;
   load_declarations();
-  for (size_t i = 0; (v = var_at(i, &owner)) != NULL; i++) {
+  for (int i = 0; var_at(i, v); i++) {
+    const char *owner = v->owner;
     if (!last || strcmp(last, owner) != 0)
       printf("%s== %s%s\n\n", last ? "\n" : "",
              strcmp(owner, "core") == 0 ? "" : "adaptor ", owner);
     last = owner;
-    const char *set = symheap__cfg_raw(v->name);
+    const char *set = v->value;
     printf("%s\n  value:   %s\n  default: %s\n", v->name, set ? set : "(unset)",
            v->def ? v->def : "(unset)");
-    if (v->kind == SYMHEAP_CFG_CHOICE)
+    if (v->type == SYMHEAP_VAR_CHOICE)
       printf("  values:  %s\n", v->choices);
-    else if (v->kind == SYMHEAP_CFG_INT)
+    else if (v->type == SYMHEAP_VAR_INT)
       printf("  values:  %ld to %ld\n", v->min, v->max);
-    else if (v->kind == SYMHEAP_CFG_BOOL)
+    else if (v->type == SYMHEAP_VAR_BOOL)
       printf("  values:  0 or 1\n");
     printf("  %s\n", v->help);
   }
-  symheap_result_t r = symheap__cfg_validate_all();
+  symheap_result_t r = symheap_vars_check();
   if (r != SYMHEAP_SUCCESS)
     printf("\nerror: %s\n", symheap_last_error());
 }
 
 /* The accepted values of a variable as a Markdown cell ('|' would split
  * it). */
-static void values_cell(const symheap__cfg_var_t *v, char *out, size_t len) {
-  if (v->kind == SYMHEAP_CFG_CHOICE) {
+static void values_cell(const symheap_var_info_t *v, char *out, size_t len) {
+  if (v->type == SYMHEAP_VAR_CHOICE) {
     size_t o = 0;
     for (const char *p = v->choices; *p && o + 3 < len; p++)
       if (*p == '|') {
@@ -174,9 +157,9 @@ static void values_cell(const symheap__cfg_var_t *v, char *out, size_t len) {
         out[o++] = *p;
       }
     out[o] = '\0';
-  } else if (v->kind == SYMHEAP_CFG_INT)
+  } else if (v->type == SYMHEAP_VAR_INT)
     snprintf(out, len, "%ld to %ld", v->min, v->max);
-  else if (v->kind == SYMHEAP_CFG_BOOL)
+  else if (v->type == SYMHEAP_VAR_BOOL)
     snprintf(out, len, "0 or 1");
   else
     snprintf(out, len, "text");
@@ -184,15 +167,14 @@ static void values_cell(const symheap__cfg_var_t *v, char *out, size_t len) {
 
 /* The same table as Markdown: docs/env.md is this output (a test checks). */
 static void print_env_markdown(void) {
-  const char *owner;
-  const symheap__cfg_var_t *v;
+  symheap_var_info_t var, *v = &var;
   load_declarations();
   printf("| variable | read by | default | accepted values | meaning |\n"
          "|---|---|---|---|---|\n");
-  for (size_t i = 0; (v = var_at(i, &owner)) != NULL; i++) {
+  for (int i = 0; var_at(i, v); i++) {
     char values[64];
     values_cell(v, values, sizeof values);
-    printf("| `%s` | %s | %s | %s | %s |\n", v->name, owner,
+    printf("| `%s` | %s | %s | %s | %s |\n", v->name, v->owner,
            v->def ? v->def : "(unset)", values, v->help);
   }
 }
@@ -218,26 +200,27 @@ static int report_problems(void) {
 }
 
 /* The device adaptors, each one's capabilities, and which one a comm would
- * take now (into *chosen; its name stays NULL when none would). */
-static void print_devices(symheap__device_table_t *chosen) {
-  for (int i = 0; i < symheap__device_count(); i++) {
-    symheap__device_table_t t;
-    if (symheap__device_get(i, &t) != SYMHEAP_SUCCESS)
+ * take now (its name into chosen, "" when none would). */
+static void print_devices(char *chosen, size_t len) {
+  int n = 0;
+  (void)symheap_device_adaptor_count(&n);
+  for (int i = 0; i < n; i++) {
+    symheap_device_adaptor_info_t t;
+    t.struct_size = sizeof t;
+    if (symheap_device_adaptor_get(i, &t) != SYMHEAP_SUCCESS)
       continue;
-    char why[256] = "";
-    int ok = t.ops.available(&symheap__host_services, why, sizeof why);
-    printf("  %-8s %s%s%s\n", t.ops.name, ok ? "available" : "unavailable",
-           ok ? "" : ": ", ok ? "" : why);
-    if (ok)
+    printf("  %-8s %s%s%s\n", t.name, t.available ? "available" : "unavailable",
+           t.available ? "" : ": ", t.available ? "" : t.why);
+    if (t.available)
       print_caps(&t);
   }
-  const char *want = "auto";
-  symheap__cfg_string("SYMHEAP_DEVICE", &want);
   char why[512];
-  if (symheap__device_select(want, chosen, why, sizeof why) ==
+  chosen[0] = '\0';
+  if (symheap_device_adaptor_choice(chosen, len, why, sizeof why) ==
       SYMHEAP_SUCCESS) {
-    printf("  selected now: %s (%s)\n", chosen->ops.name, why);
+    printf("  selected now: %s (%s)\n", chosen, why);
   } else {
+    chosen[0] = '\0';
     printf("  selected now: none: %s\n", symheap_last_error());
     problem("device adaptor", symheap_last_error());
   }
@@ -247,38 +230,39 @@ static void print_devices(symheap__device_table_t *chosen) {
  * Listing providers asks the engine (libfabric's fi_getinfo), which is
  * what fi_info does too. */
 static void print_nets(void) {
-  symheap__net_table_t all[8];
-  int n = symheap__net_list(all, 8);
+  int n = 0, ofi = 0;
+  (void)symheap_net_adaptor_count(&n);
   printf("\nnet adaptors (SYMHEAP_NET=<name>; SYMHEAP_NET_PROVIDER picks the "
          "provider):\n");
-  if (!symheap__net_builtin_ofi())
+  for (int i = 0; i < n; i++) {
+    symheap_net_adaptor_info_t a;
+    a.struct_size = sizeof a;
+    if (symheap_net_adaptor_get(i, &a) != SYMHEAP_SUCCESS)
+      continue;
+    ofi |= strcmp(a.name, "ofi") == 0;
+    if (!a.available)
+      printf("  %-8s unavailable: %s\n", a.name, a.why);
+    else
+      printf("  %-8s available; providers here (FI_EP_RDM with RMA): %s\n",
+             a.name, a.providers[0] ? a.providers : "none");
+  }
+  if (!ofi)
     printf("  ofi      not built: libfabric's headers (Debian package "
            "libfabric-dev) were missing at build time\n");
-  if (n == 0 && symheap__net_builtin_ofi())
-    printf("  none registered\n");
-  for (int i = 0; i < n && i < 8; i++) {
-    char why[512] = "";
-    if (!all[i].ops.available(&symheap__host_services, why, sizeof why)) {
-      printf("  %-8s unavailable: %s\n", all[i].ops.name, why);
-      continue;
-    }
-    char list[2048] = "";
-    if (all[i].ops.providers(&symheap__host_services, list, sizeof list) !=
-        SYMHEAP_SUCCESS) {
-      printf("  %-8s available; providers: cannot list: %s\n", all[i].ops.name,
-             symheap_last_error());
-      continue;
-    }
-    for (char *p = list; *p; p++)
-      if (*p == '\n')
-        *p = p[1] ? ',' : '\0';
-    printf("  %-8s available; providers here (FI_EP_RDM with RMA): %s\n",
-           all[i].ops.name, list[0] ? list : "none");
-  }
-  const char *prov = NULL;
-  if (symheap__cfg_string("SYMHEAP_NET_PROVIDER", &prov) == SYMHEAP_SUCCESS &&
-      prov)
+  const char *prov = getenv("SYMHEAP_NET_PROVIDER");
+  if (prov && prov[0])
     printf("  SYMHEAP_NET_PROVIDER=%s\n", prov);
+}
+
+static int plugin_at(int i, symheap_plugin_info_t *p) {
+  p->struct_size = sizeof *p;
+  return symheap_plugin_get(i, p) == SYMHEAP_SUCCESS;
+}
+
+static int plugins(void) {
+  int n = 0;
+  (void)symheap_plugin_count(&n);
+  return n;
 }
 
 /* The ccl adaptors, and which one symheap_comm_init_env would join on. */
@@ -286,37 +270,27 @@ static void print_ccls(void) {
   printf("\nccl adaptors:\n  local    built-in bootstrap over Unix sockets "
          "(one host); used by symheap_comm_init and symheap_comm_init_env\n");
   char mpi_path[512];
-  if (symheap__find_library("libsymheap-ccl-mpi.so", mpi_path,
-                            sizeof mpi_path) == SYMHEAP_SUCCESS)
+  if (symheap_ccl_mpi_path(mpi_path, sizeof mpi_path) == SYMHEAP_SUCCESS)
     printf("  mpi      %s (symheap_comm_init_mpi; symheap_comm_init_env under "
            "mpirun)\n",
            mpi_path);
   else
     printf("  mpi      not installed: %s\n", symheap_last_error());
-  for (int i = 0; i < symheap__plugin_count(); i++) {
-    const char *path;
-    const symheap_plugin_t *p = symheap__plugin_get(i, &path);
-    if (p && p->ccl)
-      printf("  %-8s from plugin '%s' (%s)\n", p->ccl->name, p->name,
-             SYMHEAP_HAS_MEMBER(p->ccl, symheap_ccl_ops, open) && p->ccl->open
-                 ? "SYMHEAP_CCL=<this name> joins through it"
-                 : "pass it to symheap_comm_init_ccl");
-  }
-  const char *ccl_why;
-  const symheap_ccl_ops *ccl_plugin = NULL;
-  symheap_result_t ccl_r;
-  symheap__ccl_kind_t kind =
-      symheap__ccl_env_choice(&ccl_r, &ccl_why, &ccl_plugin);
-  if (ccl_r != SYMHEAP_SUCCESS) {
+  symheap_plugin_info_t p;
+  for (int i = 0; i < plugins(); i++)
+    if (plugin_at(i, &p) && p.ccl[0])
+      printf("  %-8s from plugin '%s' (%s)\n", p.ccl, p.name,
+             p.ccl_joins ? "SYMHEAP_CCL=<this name> joins through it"
+                         : "pass it to symheap_comm_init_ccl");
+  char name[64], why[256];
+  if (symheap_ccl_env_choice(name, sizeof name, why, sizeof why) !=
+      SYMHEAP_SUCCESS) {
     printf("  symheap_comm_init_env would join through: none: %s\n",
            symheap_last_error());
     problem("SYMHEAP_CCL", symheap_last_error());
   } else {
-    printf("  symheap_comm_init_env would join through: %s (%s)\n",
-           kind == SYMHEAP__CCL_MPI      ? "mpi"
-           : kind == SYMHEAP__CCL_PLUGIN ? ccl_plugin->name
-                                         : "local",
-           ccl_why);
+    printf("  symheap_comm_init_env would join through: %s (%s)\n", name,
+           why);
   }
 }
 
@@ -324,25 +298,24 @@ static void print_plugins(symheap_result_t pr, const char *plugin_error) {
   printf("\nplugins (SYMHEAP_PLUGIN):\n");
   if (pr != SYMHEAP_SUCCESS)
     printf("  NOT LOADED: %s\n", plugin_error);
-  else if (symheap__plugin_count() == 0)
+  else if (plugins() == 0)
     printf("  none\n");
-  for (int i = 0; i < symheap__plugin_count(); i++) {
-    const char *path;
-    const symheap_plugin_t *p = symheap__plugin_get(i, &path);
-    char hooked[256];
-    symheap__plugin_hooked_ops(i, hooked, sizeof hooked);
-    printf("  %-8s %s (ABI %u.%u)\n", p->name, path, p->abi_major,
-           p->abi_minor);
-    if (p->device)
-      printf("    provides device adaptor '%s'\n", p->device->name);
-    if (p->ccl)
-      printf("    provides ccl adaptor '%s'\n", p->ccl->name);
-    if (p->hooks)
+  symheap_plugin_info_t p;
+  for (int i = 0; i < plugins(); i++) {
+    if (!plugin_at(i, &p))
+      continue;
+    printf("  %-8s %s (ABI %u.%u)\n", p.name, p.path, p.abi_major,
+           p.abi_minor);
+    if (p.device[0])
+      printf("    provides device adaptor '%s'\n", p.device);
+    if (p.ccl[0])
+      printf("    provides ccl adaptor '%s'\n", p.ccl);
+    if (p.hooks_target[0])
       printf("    hooks over %s: %s\n",
-             strcmp(p->hooks->target, "*") == 0
+             strcmp(p.hooks_target, "*") == 0
                  ? "whichever adaptor a comm uses"
-                 : p->hooks->target,
-             hooked);
+                 : p.hooks_target,
+             p.hooked);
   }
 }
 
@@ -358,19 +331,18 @@ static void print_hook_resolution(const char *base) {
     char chain[256];
     size_t o = 0;
     chain[0] = '\0';
-    for (int i = symheap__plugin_count() - 1; i >= 0; i--) {
-      const char *path;
-      const symheap_plugin_t *p = symheap__plugin_get(i, &path);
-      char hooked[256], needle[32];
-      symheap__plugin_hooked_ops(i, hooked, sizeof hooked);
+    for (int i = plugins() - 1; i >= 0; i--) {
+      symheap_plugin_info_t p;
+      if (!plugin_at(i, &p))
+        continue;
+      char needle[32], padded[260];
       snprintf(needle, sizeof needle, ",%s,", ops[k]);
-      char padded[260];
-      snprintf(padded, sizeof padded, ",%s,", hooked);
-      if (p->hooks &&
-          (strcmp(p->hooks->target, "*") == 0 ||
-           strcmp(p->hooks->target, base) == 0) &&
+      snprintf(padded, sizeof padded, ",%s,", p.hooked);
+      if (p.hooks_target[0] &&
+          (strcmp(p.hooks_target, "*") == 0 ||
+           strcmp(p.hooks_target, base) == 0) &&
           strstr(padded, needle) && o < sizeof chain)
-        o += (size_t)snprintf(chain + o, sizeof chain - o, "%s -> ", p->name);
+        o += (size_t)snprintf(chain + o, sizeof chain - o, "%s -> ", p.name);
     }
     printf("    %-14s %s%s\n", ops[k], chain, base);
   }
@@ -378,9 +350,12 @@ static void print_hook_resolution(const char *base) {
 
 static void print_window_path(const char *base) {
   int path = 0;
-  if (symheap__cfg_choice("SYMHEAP_WINDOW_PATH", &path) != SYMHEAP_SUCCESS)
+  char name[16];
+  if (symheap_window_path(name, sizeof name) != SYMHEAP_SUCCESS)
     printf("\nwindow path: %s\n", symheap_last_error());
-  else if (path == 0)
+  else if ((path = strcmp(name, "nccl") == 0  ? 1
+                  : strcmp(name, "ccl") == 0 ? 2
+                                             : 0) == 0)
     printf("\nwindow path: symheap's own flat VA (import every rank's "
            "memory, map at base + rank * stride)\n");
   else if (path == 1)
@@ -395,28 +370,25 @@ static void print_window_path(const char *base) {
 
 /* RDMA: what a comm spanning hosts would use. */
 static void print_rdma(void) {
-  int net = 0;
-  void *v = NULL;
-  const symheap_netops_t *ops = symheap__builtin_net("ibverbs");
-  if (symheap__cfg_choice("SYMHEAP_NET", &net) != SYMHEAP_SUCCESS)
+  symheap_net_info_t n;
+  n.struct_size = sizeof n;
+  if (symheap_net_probe(&n) != SYMHEAP_SUCCESS)
     printf("RDMA registration: %s\n", symheap_last_error());
-  else if (net == 2)
+  else if (n.mode == SYMHEAP_NET_NONE)
     printf("RDMA registration: off (SYMHEAP_NET=none)\n");
-  else if (ops->open(&v) != SYMHEAP_SUCCESS) {
-    printf("RDMA registration: unavailable: %s\n", symheap_last_error());
-    if (net == 1)
-      problem("SYMHEAP_NET=ibverbs", symheap_last_error());
+  else if (!n.available) {
+    printf("RDMA registration: unavailable: %s\n", n.why_not);
+    if (n.mode == SYMHEAP_NET_ALWAYS)
+      problem("SYMHEAP_NET=ibverbs", n.why_not);
   } else
     printf("RDMA registration: %s on %s (SYMHEAP_NET=%s)\n",
-           net == 1 ? "always" : "for comms spanning hosts",
-           ops->device_name(v), net == 1 ? "ibverbs" : "auto");
-  if (v)
-    ops->close(v);
+           n.mode == SYMHEAP_NET_ALWAYS ? "always" : "for comms spanning hosts",
+           n.device, n.mode == SYMHEAP_NET_ALWAYS ? "ibverbs" : "auto");
 }
 
 static void print_multicast_policy(void) {
   const char *by = NULL;
-  if (symheap__multicast_disabled_by(&by) != SYMHEAP_SUCCESS)
+  if (symheap_multicast_disabled_by(&by) != SYMHEAP_SUCCESS)
     printf("multicast policy: %s\n", symheap_last_error());
   else
     printf("multicast policy: %s\n", by ? by : "allowed where supported");
@@ -430,7 +402,7 @@ int main(int argc, char **argv) {
   }
   if (argc > 1 && strcmp(argv[1], "-e") == 0) {
     print_env();
-    return symheap__cfg_validate_all() == SYMHEAP_SUCCESS ? 0 : 1;
+    return symheap_vars_check() == SYMHEAP_SUCCESS ? 0 : 1;
   }
   if (argc > 1 && strcmp(argv[1], "--stats") == 0) {
     size_t bytes = argc > 2 ? (size_t)strtoull(argv[2], NULL, 0) : 1u << 20;
@@ -443,25 +415,23 @@ int main(int argc, char **argv) {
   }
   int major, minor, patch;
   symheap_get_version(&major, &minor, &patch);
-  symheap_result_t pr = symheap__plugins_load();
+  symheap_result_t pr = symheap_plugins_load();
   char plugin_error[1024];
   snprintf(plugin_error, sizeof plugin_error, "%s", symheap_last_error());
   if (pr != SYMHEAP_SUCCESS)
     problem("plugins", plugin_error);
-  symheap__builtins_load(); /* built-ins declare their variables */
-  if (symheap__cfg_validate_all() != SYMHEAP_SUCCESS)
+  if (symheap_vars_check() != SYMHEAP_SUCCESS)
     problem("variables", symheap_last_error());
   printf("symheap %d.%d.%d (adaptor ABI %d)\n\ndevice adaptors "
          "(SYMHEAP_DEVICE=auto prefers a usable GPU adaptor, else host):\n",
          major, minor, patch, SYMHEAP_ADAPTOR_ABI_VERSION);
-  symheap__device_table_t chosen;
-  memset(&chosen, 0, sizeof chosen);
-  print_devices(&chosen);
-  const char *base = chosen.ops.name ? chosen.ops.name : "?";
+  char chosen[32];
+  print_devices(chosen, sizeof chosen);
+  const char *base = chosen[0] ? chosen : "?";
   print_ccls();
   print_nets();
   print_plugins(pr, plugin_error);
-  if (symheap__plugin_count())
+  if (plugins())
     print_hook_resolution(base);
   print_window_path(base);
   print_rdma();

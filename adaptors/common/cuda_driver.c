@@ -6,6 +6,7 @@
 
 #include "cuda_driver.h"
 #include "dl.h"
+#include "vendor_error.h"
 
 static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
 cu_lib_t symheap_cu;
@@ -110,8 +111,10 @@ symheap_result_t symheap_cu_fail(const char *fn, cu_result_t e) {
     symheap_cu.cuGetErrorName(e, &name);
   if (symheap_cu.cuGetErrorString)
     symheap_cu.cuGetErrorString(e, &text);
-  symheap_result_t r = e == CU_ERR_OUT_OF_MEMORY   ? SYMHEAP_ERR_NO_MEMORY
-                       : e == CU_ERR_NOT_SUPPORTED ? SYMHEAP_ERR_UNSUPPORTED
-                                                   : SYMHEAP_ERR_DEVICE;
-  return symheap_cu_svc->error(r, "%s failed: %s (%d): %s", fn, name, e, text);
+  static const symheap_vendor_code_t map[] = {
+      {CU_ERR_OUT_OF_MEMORY, SYMHEAP_ERR_NO_MEMORY},
+      {CU_ERR_NOT_SUPPORTED, SYMHEAP_ERR_UNSUPPORTED},
+  };
+  return symheap_vendor_fail(symheap_cu_svc, fn, e, name, text, map,
+                             sizeof map / sizeof map[0]);
 }

@@ -13,8 +13,9 @@
  * machine can take its GPUs out of service).
  *
  * Public headers and the host services only, like any vendor's adaptor:
- * with cuda_api.h, cuda_driver.[ch] and ipc_table.[ch] beside it, it builds
- * out of the tree as a plugin (-DSYMHEAP_PLUGIN_BUILD). */
+ * with ipc_table.[ch] and adaptors/common's cuda_api.h, cuda_driver.[ch]
+ * and dl.[ch] beside it, it builds out of the tree as a plugin
+ * (-DSYMHEAP_PLUGIN_BUILD). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -10,8 +10,8 @@
  * current device per thread, so every operation first sets the rank's.
  *
  * Public headers and the host services only, like any vendor's adaptor:
- * with hip_api.h and ipc_table.[ch] beside it, it builds out of the tree as
- * a plugin (-DSYMHEAP_PLUGIN_BUILD). */
+ * with hip_api.h, ipc_table.[ch] and adaptors/common's dl.[ch] beside it,
+ * it builds out of the tree as a plugin (-DSYMHEAP_PLUGIN_BUILD). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +21,7 @@
 #include "dl.h"
 #include "hip_api.h"
 #include "ipc_table.h"
+#include "vendor_error.h"
 #include "symheap_adaptor.h"
 
 /* The core's services, from plugin init on. */
@@ -77,10 +78,12 @@ static symheap_result_t hip_load(void) {
 }
 
 static symheap_result_t hip_fail(const char *fn, hip_error_t e) {
-  const char *name = hip.hipGetErrorName ? hip.hipGetErrorName(e) : NULL;
-  return hip_svc->error(e == HIP_ERR_OUT_OF_MEMORY ? SYMHEAP_ERR_NO_MEMORY
-                                                   : SYMHEAP_ERR_DEVICE,
-                        "%s failed: %s (%d)", fn, name ? name : "?", e);
+  static const symheap_vendor_code_t map[] = {
+      {HIP_ERR_OUT_OF_MEMORY, SYMHEAP_ERR_NO_MEMORY},
+  };
+  return symheap_vendor_fail(
+      hip_svc, fn, e, hip.hipGetErrorName ? hip.hipGetErrorName(e) : NULL,
+      NULL, map, sizeof map / sizeof map[0]);
 }
 
 #define HIP_TRY(call)                                                          \

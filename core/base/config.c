@@ -55,8 +55,9 @@ static const symheap__cfg_var_t cfg_vars[] = {
      "symheap_comm_split_local groups by it; unset: host name and boot id. "
      "For tests that pretend one machine is several"},
     {"SYMHEAP_NET", SYMHEAP_CFG_CHOICE, "auto", 0, 0, "auto|ibverbs|none",
-     "RDMA registration of windows: auto (with libibverbs and an RDMA device, "
-     "when the comm spans more than one host), ibverbs (always; a comm init "
+     "RDMA registration of windows: auto (with the ibverbs net adaptor and an "
+     "RDMA device, when the comm spans more than one host), ibverbs (always; "
+     "a comm init "
      "without a usable RDMA device fails), none"},
     {"SYMHEAP_CCL", SYMHEAP_CFG_STRING, "auto", 0, 0, NULL,
      "how symheap_comm_init_env joins: local (symheap-run's SYMHEAP_RANK, "
@@ -68,8 +69,8 @@ static const symheap__cfg_var_t cfg_vars[] = {
     {"SYMHEAP_WINDOW_PATH", SYMHEAP_CFG_CHOICE, "symheap", 0, 0,
      "symheap|nccl|ccl",
      "who maps windows: symheap (its own flat VA), nccl (NCCL's symmetric "
-     "windows, ncclCommWindowRegister with NCCL_WIN_COLL_SYMMETRIC, over an "
-     "NCCL communicator the comm makes; cuda adaptor, one host), or ccl (the "
+     "windows, through the nccl ccl adaptor, over an NCCL communicator the "
+     "comm makes; cuda adaptor, one host), or ccl (the "
      "window_register of the ccl adaptor the comm was made on)"},
     {"SYMHEAP_UNIQUE_ID", SYMHEAP_CFG_STRING, NULL, 0, 0, NULL,
      "the job's unique id as 256 hex digits, for symheap_comm_init_env (set by "

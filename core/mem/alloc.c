@@ -75,9 +75,10 @@ symheap_result_t symheap__alloc_free(symheap_comm_t c, symheap__alloc_t *a) {
       break;
     }
   /* Undo everything even if one step fails; report the first failure. */
-  symheap_result_t r = ops->unmap(c->dev_ctx, a->ptr, a->size);
-  symheap_result_t r2 = ops->va_free(c->dev_ctx, a->ptr, a->size);
-  symheap_result_t r3 = ops->mem_release(c->dev_ctx, a->handle);
+  symheap_result_t r = SYMHEAP_SUCCESS;
+  SYMHEAP_KEEP_FIRST(r, ops->unmap(c->dev_ctx, a->ptr, a->size));
+  SYMHEAP_KEEP_FIRST(r, ops->va_free(c->dev_ctx, a->ptr, a->size));
+  SYMHEAP_KEEP_FIRST(r, ops->mem_release(c->dev_ctx, a->handle));
   c->stats.allocations_live--;
   c->stats.bytes_allocated -= a->size;
   c->stats.va_reserved -= a->size;
@@ -85,5 +86,5 @@ symheap_result_t symheap__alloc_free(symheap_comm_t c, symheap__alloc_t *a) {
   c->mapped_from[c->rank] -= a->size;
   c->stats.descriptors_held--;
   free(a);
-  return r != SYMHEAP_SUCCESS ? r : r2 != SYMHEAP_SUCCESS ? r2 : r3;
+  return r;
 }

@@ -176,11 +176,8 @@ symheap_result_t symheap__heap_trim_local(symheap_comm_t c) {
   symheap__heap_t *h = c->heap;
   symheap_result_t first = SYMHEAP_SUCCESS;
   for (uint32_t i = 0; h && i < h->arena.nchunks; i++)
-    if (symheap__arena_chunk_idle(&h->arena, i)) {
-      symheap_result_t r = chunk_release(c, i);
-      if (r != SYMHEAP_SUCCESS && first == SYMHEAP_SUCCESS)
-        first = r;
-    }
+    if (symheap__arena_chunk_idle(&h->arena, i))
+      SYMHEAP_KEEP_FIRST(first, chunk_release(c, i));
   return first;
 }
 

@@ -6,7 +6,7 @@
  * heap's own; a kept mapping has none.
  *
  * Kept mappings (SYMHEAP_WINDOW_CACHE).  Building a flat mapping is mostly
- * cuMemSetAccess on GPUs (about a millisecond per rank for small windows,
+ * the device's set_access on GPUs (about a millisecond per rank for small windows,
  * ten per GiB, and the driver serialises it across processes), so at its
  * last release a registration's mapping is kept and handed to the next
  * registration of the same memory.  Correctness does not rest on the

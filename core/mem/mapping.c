@@ -17,10 +17,9 @@ symheap_result_t symheap__unmap_peers(symheap_comm_t c, char *base,
   for (int p = 0; p < mapped; p++) {
     if (!c->reach[p]) /* another host's place: reserved, never mapped */
       continue;
-    symheap_result_t r =
-        c->dev.ops.unmap(c->dev_ctx, base + (size_t)p * stride, len);
-    if (r != SYMHEAP_SUCCESS && first == SYMHEAP_SUCCESS)
-      first = r;
+    SYMHEAP_KEEP_FIRST(first,
+                       c->dev.ops.unmap(c->dev_ctx, base + (size_t)p * stride,
+                                        len));
     c->stats.bytes_mapped -= len;
     c->mapped_from[p] -= len;
   }

@@ -36,10 +36,8 @@ symheap_result_t symheap__mc_teardown(symheap_comm_t c,
                                       struct symheap_window *w) {
   const symheap_device_ops *ops = &c->dev.ops;
   symheap__mc_t *m = &w->mc;
-  symheap_result_t first = SYMHEAP_SUCCESS, r;
-#define KEEP(x)                                                                \
-  if ((r = (x)) != SYMHEAP_SUCCESS && first == SYMHEAP_SUCCESS)                \
-  first = r
+  symheap_result_t first = SYMHEAP_SUCCESS;
+#define KEEP(x) SYMHEAP_KEEP_FIRST(first, x)
   if (m->mapped) {
     KEEP(ops->unmap(c->dev_ctx, m->va, m->size));
     c->stats.bytes_mapped -= m->size;

@@ -16,9 +16,7 @@ static symheap_result_t close_ipc(symheap_comm_t c, void **peer) {
   symheap_result_t first = SYMHEAP_SUCCESS;
   for (int p = 0; p < c->nranks; p++)
     if (p != c->rank && peer[p]) {
-      symheap_result_t r = c->dev.ops.ipc_close(c->dev_ctx, peer[p]);
-      if (r != SYMHEAP_SUCCESS && first == SYMHEAP_SUCCESS)
-        first = r;
+      SYMHEAP_KEEP_FIRST(first, c->dev.ops.ipc_close(c->dev_ctx, peer[p]));
       peer[p] = NULL;
     }
   return first;
@@ -70,9 +68,7 @@ static symheap_result_t teardown_heap(symheap_comm_t c,
   symheap_result_t r = symheap__map_release(c, w->map, 0);
   symheap__window_free(w);
   if (b && --b->views == 0 && b->released) {
-    symheap_result_t rb = symheap__window_teardown(c, b, keep);
-    if (r == SYMHEAP_SUCCESS)
-      r = rb;
+    SYMHEAP_KEEP_FIRST(r, symheap__window_teardown(c, b, keep));
   }
   return r;
 }
@@ -86,9 +82,7 @@ symheap_result_t symheap__window_teardown(symheap_comm_t c,
    * the memory goes with the mapping's last view. */
   if (w->owns_alloc && !keep)
     w->map->free_alloc = 1;
-  symheap_result_t r = symheap__map_release(c, w->map, keep);
-  if (first == SYMHEAP_SUCCESS)
-    first = r;
+  SYMHEAP_KEEP_FIRST(first, symheap__map_release(c, w->map, keep));
   count_out(c, w);
   if (w == c->pad) { /* never counted as a window */
     c->stats.windows_live++;

@@ -95,7 +95,7 @@ void symheap__window_free(struct symheap_window *w);
  * rank (layout in symheap_device.h), cleared on every rank before it returns.
  * Device signals and the collectives' state live there.  Keeping a mapping of
  * every peer's memory alive also keeps the driver's peer mappings warm: on
- * H200 it takes a later registration's cuMemSetAccess from about 1.9 ms to
+ * H200 it takes a later registration's set_access from about 1.9 ms to
  * 0.1 ms (bench/vmm_costs.c measures it). */
 symheap_result_t symheap__pad_create(symheap_comm_t c);
 /* slot.c */

@@ -42,8 +42,8 @@ static symheap_result_t fail(const mpi_ctx_t *m, symheap_result_t r,
  * MPI's own waits have no timeout, and every symheap wait has one. */
 static symheap_result_t wait_for(const mpi_ctx_t *m, MPI_Request *req,
                                  int timeout_ms, const char *what) {
-  struct timespec t0, now, nap = {0, 0};
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  struct timespec nap = {0, 0};
+  uint64_t t0 = m->svc->now_ns(); /* the core's clock */
   for (;;) {
     int done = 0;
     int err = MPI_Test(req, &done, MPI_STATUS_IGNORE);
@@ -51,9 +51,7 @@ static symheap_result_t wait_for(const mpi_ctx_t *m, MPI_Request *req,
       return fail(m, SYMHEAP_ERR_REMOTE, what, err);
     if (done)
       return SYMHEAP_SUCCESS;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    int64_t ms =
-        (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+    int64_t ms = (int64_t)((m->svc->now_ns() - t0) / 1000000u);
     if (ms >= timeout_ms)
       /* The request cannot be cancelled (collectives can't be); the comm is
        * broken from here on, which the core records. */

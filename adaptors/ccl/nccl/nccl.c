@@ -18,6 +18,7 @@
 
 #include "cuda_driver.h"
 #include "dl.h"
+#include "vendor_error.h"
 #include "symheap_adaptor.h"
 
 static const symheap_host_services_t *svc;
@@ -62,9 +63,9 @@ static nccl_lib_t lib;
 static int lib_version;
 
 static symheap_result_t nccl_fail(const char *fn, int e) {
-  return svc->error(SYMHEAP_ERR_DEVICE, "%s failed: NCCL error %d (%s)", fn,
-                        e,
-                        lib.get_error_string ? lib.get_error_string(e) : "?");
+  return symheap_vendor_fail(
+      svc, fn, e, "NCCL error",
+      lib.get_error_string ? lib.get_error_string(e) : NULL, NULL, 0);
 }
 
 /* Once per process, never unloaded (NCCL keeps threads of its own). */
