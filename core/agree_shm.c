@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "comm.h"
+#include "config.h"
 
 typedef struct {
   uint64_t seq; /* the agreement whose record this slot holds */
@@ -86,8 +87,11 @@ symheap_result_t symheap__agree_shm_setup(symheap_comm_t c) {
   /* The same answer on every rank: both are facts of the whole comm. */
   if (c->local_nranks != c->nranks || !c->peer_fd || c->nranks < 2)
     return SYMHEAP_SUCCESS;
+  int want = 1; /* SYMHEAP_AGREE_SHM=0 anywhere: the ccl, agreed below */
+  if (symheap__cfg_bool("SYMHEAP_AGREE_SHM", &want) != SYMHEAP_SUCCESS)
+    want = 1; /* validated at comm init already */
   char **area = calloc((size_t)c->nranks, sizeof *area);
-  int fd = area ? memfd_create("symheap-agree", MFD_CLOEXEC) : -1;
+  int fd = area && want ? memfd_create("symheap-agree", MFD_CLOEXEC) : -1;
   int ok = fd >= 0 && ftruncate(fd, SYMHEAP__AGREE_SHM_BYTES) == 0 &&
            (area[c->rank] = map_fd(fd)) != NULL;
   int *fds = c->scratch_fds;

@@ -41,6 +41,9 @@ symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn) {
     return live;
   if (symheap__in_forked_child(c))
     return forked(c, fn);
+  c->call_fn = fn; /* what its agreements say they are (agree.c) */
+  c->call_digest = 0;
+  c->call_counted = 0;
   c->call_deadline_ms = symheap__now_ms() + c->timeout_ms;
   symheap__log_set_rank(c->rank);
   if (c->broken != SYMHEAP_SUCCESS)
@@ -568,7 +571,7 @@ static symheap_result_t destroy_in_child(symheap_comm_t c) {
   return SYMHEAP_SUCCESS;
 }
 
-static symheap_result_t comm_barrier_one(symheap_comm_t c);
+static symheap_result_t comm_barrier_one(symheap_comm_t c, const char *fn);
 
 static symheap_result_t comm_destroy_one(symheap_comm_t c) {
   if (symheap__comm_check(c, "symheap_comm_destroy") != SYMHEAP_SUCCESS)
@@ -576,7 +579,8 @@ static symheap_result_t comm_destroy_one(symheap_comm_t c) {
   if (symheap__in_forked_child(c))
     return destroy_in_child(c);
   symheap__log_set_rank(c->rank);
-  if (c->broken == SYMHEAP_SUCCESS && comm_barrier_one(c) != SYMHEAP_SUCCESS)
+  if (c->broken == SYMHEAP_SUCCESS &&
+      comm_barrier_one(c, "symheap_comm_destroy") != SYMHEAP_SUCCESS)
     SYMHEAP_WARN("comm destroy: final barrier failed (%s); tearing down anyway",
                  symheap_last_error());
   release_all(c);
@@ -623,24 +627,20 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_size(symheap_comm_t c,
   return SYMHEAP_SUCCESS;
 }
 
-static symheap_result_t comm_barrier_one(symheap_comm_t c) {
-  symheap_result_t r = symheap__comm_enter(c, "symheap_comm_barrier");
+static symheap_result_t comm_barrier_one(symheap_comm_t c, const char *fn) {
+  symheap_result_t r = symheap__comm_enter(c, fn);
   if (r != SYMHEAP_SUCCESS)
     return r;
   if (symheap__collectives_by_shm(c)) /* comm_shm.c says why */
     return symheap__barrier_shm(c);
-  if (c->ccl.barrier) {
-    r = c->ccl.barrier(c->ccl_ctx, symheap__call_remaining_ms(c));
-    return r == SYMHEAP_SUCCESS ? r : symheap__comm_break(c, r);
-  }
-  /* Into the comm's own buffer: a barrier never allocates, so it cannot
-   * skip its part and pair the ranks' barriers off by one. */
-  char one = 0;
-  return symheap__comm_allgather(c, &one, c->agree_buf, 1);
+  /* An agreement, not the ccl's bare barrier: its record names the call,
+   * so a barrier never pairs with another rank's malloc or free. */
+  return symheap__agree(c, SYMHEAP_SUCCESS, 0, NULL, 0, NULL);
 }
 
 SYMHEAP__EXPORT symheap_result_t symheap_comm_barrier(symheap_comm_t c) {
-  SYMHEAP__CLAIMED(c, "symheap_comm_barrier", comm_barrier_one(c));
+  SYMHEAP__CLAIMED(c, "symheap_comm_barrier",
+                   comm_barrier_one(c, "symheap_comm_barrier"));
 }
 
 /* Bytes per rank one round of symheap_comm_allgather carries: small enough

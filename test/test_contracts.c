@@ -1,0 +1,156 @@
+/* Contracts every channel keeps (issue 28): two different collective calls
+ * never pair.  Rank 0 makes one call while every other rank makes another;
+ * every rank must fail with SYMHEAP_ERR_MISMATCH, "out of step", naming
+ * the same rank (1, the first whose call differs from rank 0's), and the
+ * comm must be broken on every rank alike.  Run over the shared-memory
+ * channel (the default where every rank is on this host) and over the
+ * ccl's sockets (SYMHEAP_AGREE_SHM=0), as processes (symheap-run) and as
+ * threads (--threads N).  Each case runs on a split of the job's comm, so
+ * the job's comm stays healthy between cases.
+ *  - malloc_vs_barrier, free_vs_allgather, malloc_vs_reserve,
+ *    free_vs_deregister: the pairings issue 28 lists.
+ *  - barrier_then_malloc: a barrier leaves no bytes for a later call to
+ *    read as its own (malloc after barriers on every rank still works).
+ *  - threshold (processes only: the variable is per process): one rank
+ *    with another SYMHEAP_HEAP_THRESHOLD is refused at the first malloc. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+#include "harness.h"
+
+static char tag[64] = "contracts";
+
+typedef enum { OP_MALLOC, OP_BARRIER, OP_FREE, OP_ALLGATHER, OP_RESERVE,
+               OP_DEREGISTER } op_t;
+
+static symheap_result_t call(symheap_comm_t c, op_t op, symheap_window_t w) {
+  symheap_window_t nw = NULL;
+  char in[8] = {0}, out[8 * 64];
+  switch (op) {
+  case OP_MALLOC:
+    return symheap_malloc(c, 4096, 0, &nw);
+  case OP_BARRIER:
+    return symheap_comm_barrier(c);
+  case OP_FREE:
+    return symheap_free(c, w);
+  case OP_ALLGATHER:
+    return symheap_comm_allgather(c, in, out, sizeof in);
+  case OP_RESERVE:
+    return symheap_heap_reserve(c, 1 << 20);
+  case OP_DEREGISTER:
+    return symheap_window_deregister(c, w);
+  }
+  return SYMHEAP_ERR_INTERNAL;
+}
+
+/* Rank 0 calls a, the others b, on a fresh split; `prep`: a window made
+ * first (for free and deregister). */
+static void pairing(th_ctx_t *t, const char *name, op_t a, op_t b, int prep) {
+  th_begin(tag, name, t->rank);
+  symheap_comm_t s = NULL;
+  CHECK_OK(symheap_comm_split(t->comm, 0, t->rank, &s));
+  if (!s) {
+    th_end();
+    return;
+  }
+  symheap_window_t w = NULL;
+  if (prep)
+    CHECK_OK(symheap_malloc(s, 4096, 0, &w));
+  symheap_result_t r = call(s, t->rank == 0 ? a : b, w);
+  const char *e = symheap_last_error();
+  CHECK(r == SYMHEAP_ERR_MISMATCH, "got %s (%s), expected a mismatch",
+        symheap_strerror(r), e);
+  CHECK(strstr(e, "out of step") != NULL && strstr(e, "rank 1 ") != NULL,
+        "the error does not name rank 1 as out of step: %s", e);
+  /* The same end state everywhere: the comm is broken on every rank. */
+  r = symheap_comm_barrier(s);
+  CHECK(r != SYMHEAP_SUCCESS, "the comm still works after the mismatch");
+  CHECK_OK(symheap_comm_destroy(s));
+  CHECK_OK(symheap_comm_barrier(t->comm));
+  th_end();
+}
+
+static void case_barrier_then_malloc(th_ctx_t *t) {
+  th_begin(tag, "barrier_then_malloc", t->rank);
+  /* The channel this run is about is the one in use. */
+  const char *ch = getenv("SYMHEAP_AGREE_SHM");
+  int want_shm = !(ch && strcmp(ch, "0") == 0);
+  CHECK((t->comm->agree_shm != NULL) == want_shm,
+        "agreements over shared memory: %s, expected %s",
+        t->comm->agree_shm ? "yes" : "no", want_shm ? "yes" : "no");
+  symheap_window_t w = NULL;
+  int *mine = NULL;
+  CHECK_OK(symheap_malloc(t->comm, 64, 0, &w));
+  CHECK_OK(symheap_comm_barrier(t->comm));
+  CHECK_OK(symheap_comm_barrier(t->comm));
+  symheap_window_t w2 = NULL;
+  CHECK_OK(symheap_malloc(t->comm, 128, 0, &w2));
+  if (w2 && symheap_window_local_ptr(w2, (void **)&mine) == SYMHEAP_SUCCESS)
+    *mine = t->rank;
+  CHECK_OK(symheap_comm_barrier(t->comm));
+  for (int p = 0; w2 && p < t->n; p++) {
+    int *theirs = NULL;
+    CHECK_OK(symheap_window_peer_ptr(w2, p, (void **)&theirs));
+    CHECK(theirs && *theirs == p, "rank %d's block reads %d", p,
+          theirs ? *theirs : -1);
+  }
+  CHECK_OK(symheap_comm_barrier(t->comm));
+  if (w2)
+    CHECK_OK(symheap_free(t->comm, w2));
+  if (w)
+    CHECK_OK(symheap_free(t->comm, w));
+  th_end();
+}
+
+static void case_threshold(th_ctx_t *t) {
+  th_begin(tag, "threshold", t->rank);
+  if (t->rank == 1)
+    setenv("SYMHEAP_HEAP_THRESHOLD", "2048", 1);
+  symheap_comm_t s = NULL;
+  CHECK_OK(symheap_comm_split(t->comm, 0, t->rank, &s));
+  symheap_window_t w = NULL;
+  if (s) {
+    symheap_result_t r = symheap_malloc(s, 1024, 0, &w);
+    CHECK(r == SYMHEAP_ERR_MISMATCH &&
+              strstr(symheap_last_error(), "SYMHEAP_HEAP_THRESHOLD"),
+          "a different threshold on rank 1: %s (%s)", symheap_strerror(r),
+          symheap_last_error());
+    CHECK(strstr(symheap_last_error(), "symheap_malloc: symheap_malloc") ==
+              NULL,
+          "doubled prefix: %s", symheap_last_error());
+    if (r == SYMHEAP_SUCCESS)
+      CHECK_OK(symheap_free(s, w));
+    CHECK_OK(symheap_comm_destroy(s));
+  }
+  unsetenv("SYMHEAP_HEAP_THRESHOLD");
+  CHECK_OK(symheap_comm_barrier(t->comm));
+  th_end();
+}
+
+static int threads_mode;
+
+static void rank_main(th_ctx_t *t, void *arg) {
+  (void)arg;
+  if (t->n < 2) {
+    if (t->rank == 0)
+      printf("SKIP %s/all: needs 2 ranks or more\n", tag);
+    return;
+  }
+  case_barrier_then_malloc(t);
+  pairing(t, "malloc_vs_barrier", OP_MALLOC, OP_BARRIER, 0);
+  pairing(t, "barrier_vs_malloc", OP_BARRIER, OP_MALLOC, 0);
+  pairing(t, "free_vs_allgather", OP_FREE, OP_ALLGATHER, 1);
+  pairing(t, "malloc_vs_reserve", OP_MALLOC, OP_RESERVE, 0);
+  pairing(t, "free_vs_deregister", OP_FREE, OP_DEREGISTER, 1);
+  if (!threads_mode)
+    case_threshold(t);
+}
+
+int main(int argc, char **argv) {
+  const char *ch = getenv("SYMHEAP_AGREE_SHM");
+  return th_main(argc, argv,
+                 ch && strcmp(ch, "0") == 0 ? "contracts_sock_"
+                                            : "contracts_shm_",
+                 tag, sizeof tag, &threads_mode, rank_main, NULL);
+}
