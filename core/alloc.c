@@ -14,13 +14,14 @@ symheap__alloc_t *symheap__alloc_find(symheap_comm_t c, const void *ptr) {
   return NULL;
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_mem_alloc(symheap_comm_t c,
-                                                   size_t size, void **ptr) {
+/* Local, but claimed like every call that changes the comm (its list of
+ * allocations, its counts): a second thread is refused, not interleaved;
+ * and a forked child's calls are refused (its parent's comm). */
+symheap_result_t symheap__mem_alloc(symheap_comm_t c, size_t size, void **ptr) {
   /* Local: a comm whose collectives failed can still allocate. */
-  if (symheap__comm_check(c, "symheap_mem_alloc") != SYMHEAP_SUCCESS)
-    return SYMHEAP_ERR_INVALID_ARG;
-  symheap__log_set_rank(c->rank);
-  symheap_result_t r;
+  symheap_result_t r = symheap__comm_enter_local(c, "symheap_mem_alloc");
+  if (r != SYMHEAP_SUCCESS)
+    return r;
   if (!ptr || size == 0)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG, "symheap_mem_alloc: %s",
                           !ptr ? "ptr is NULL" : "size is zero");
@@ -75,6 +76,11 @@ fail:
   return symheap__error_context(r, "symheap_mem_alloc(%zu)", size);
 }
 
+SYMHEAP__EXPORT symheap_result_t symheap_mem_alloc(symheap_comm_t c,
+                                                   size_t size, void **ptr) {
+  SYMHEAP__CLAIMED(c, "symheap_mem_alloc", symheap__mem_alloc(c, size, ptr));
+}
+
 symheap_result_t symheap__alloc_free(symheap_comm_t c, symheap__alloc_t *a) {
   const symheap_device_ops *ops = &c->dev.ops;
   symheap__map_drop_alloc(c, a);
@@ -103,10 +109,10 @@ symheap_result_t symheap__alloc_free(symheap_comm_t c, symheap__alloc_t *a) {
   return r != SYMHEAP_SUCCESS ? r : r2 != SYMHEAP_SUCCESS ? r2 : r3;
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_mem_free(symheap_comm_t c, void *ptr) {
-  if (symheap__comm_check(c, "symheap_mem_free") != SYMHEAP_SUCCESS)
-    return SYMHEAP_ERR_INVALID_ARG;
-  symheap__log_set_rank(c->rank);
+symheap_result_t symheap__mem_free(symheap_comm_t c, void *ptr) {
+  symheap_result_t enter = symheap__comm_enter_local(c, "symheap_mem_free");
+  if (enter != SYMHEAP_SUCCESS)
+    return enter;
   symheap__fdx_drain(c);
   symheap__alloc_t *a = ptr ? symheap__alloc_find(c, ptr) : NULL;
   if (!a || a->ptr != ptr)
@@ -127,4 +133,8 @@ SYMHEAP__EXPORT symheap_result_t symheap_mem_free(symheap_comm_t c, void *ptr) {
   symheap_result_t r = symheap__alloc_free(c, a);
   return r == SYMHEAP_SUCCESS ? r
                               : symheap__error_context(r, "symheap_mem_free");
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_mem_free(symheap_comm_t c, void *ptr) {
+  SYMHEAP__CLAIMED(c, "symheap_mem_free", symheap__mem_free(c, ptr));
 }

@@ -35,6 +35,13 @@ int symheap__call_remaining_ms(symheap_comm_t c) {
   return left < 1 ? 1 : left > INT32_MAX ? INT32_MAX : (int)left;
 }
 
+symheap_result_t symheap__comm_enter_local(symheap_comm_t c, const char *fn) {
+  if (symheap__in_forked_child(c))
+    return forked(c, fn);
+  symheap__log_set_rank(c->rank);
+  return SYMHEAP_SUCCESS;
+}
+
 symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn) {
   symheap_result_t live = symheap__comm_check(c, fn);
   if (live != SYMHEAP_SUCCESS)

@@ -238,6 +238,10 @@ symheap_result_t symheap__comm_setup(symheap_comm_t *out,
                                      int64_t deadline_ms);
 /* The device adaptor may refuse while a graph capture is in progress. */
 symheap_result_t symheap__capture_check(symheap_comm_t c, const char *fn);
+/* Enter a local public call that changes the comm's state (claimed):
+ * refused in a forked child; tags log lines with the rank.  Unlike
+ * symheap__comm_enter it works on a broken comm. */
+symheap_result_t symheap__comm_enter_local(symheap_comm_t c, const char *fn);
 /* Enter a public call: checks the comm, tags log lines with the rank. */
 symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn);
 /* Copy our struct into a caller-sized one (its struct_size first): no more
@@ -367,6 +371,10 @@ void symheap__fdx_drain(symheap_comm_t c);
 /* alloc.c */
 symheap__alloc_t *symheap__alloc_find(symheap_comm_t c, const void *ptr);
 symheap_result_t symheap__alloc_free(symheap_comm_t c, symheap__alloc_t *a);
+/* symheap_mem_alloc and symheap_mem_free inside a call that holds the
+ * comm already (symheap_malloc's own allocation). */
+symheap_result_t symheap__mem_alloc(symheap_comm_t c, size_t size, void **ptr);
+symheap_result_t symheap__mem_free(symheap_comm_t c, void *ptr);
 
 /* pad.c */
 /* Collective, at comm init: the comm's own window, SYMHEAP_PAD_BYTES per

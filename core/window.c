@@ -80,11 +80,11 @@ static symheap_result_t malloc_registered(symheap_comm_t c,
     if ((flags & SYMHEAP_WINDOW_MULTICAST) &&
         size <= SIZE_MAX - c->caps.multicast_granularity)
       alloc = symheap__round_up(size, c->caps.multicast_granularity);
-    r = symheap_mem_alloc(c, alloc, &ptr);
+    r = symheap__mem_alloc(c, alloc, &ptr);
   }
   r = symheap__register(c, ptr, size, flags, r, 1, win);
   if (r != SYMHEAP_SUCCESS && ptr)
-    SYMHEAP__KEEP_ERROR((void)symheap_mem_free(c, ptr));
+    SYMHEAP__KEEP_ERROR((void)symheap__mem_free(c, ptr));
   return r;
 }
 

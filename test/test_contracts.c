@@ -11,10 +11,18 @@
  *    free_vs_deregister: the pairings issue 28 lists.
  *  - barrier_then_malloc: a barrier leaves no bytes for a later call to
  *    read as its own (malloc after barriers on every rank still works).
+ *  - mem_calls_claimed: symheap_mem_alloc and symheap_mem_free from a
+ *    second thread while the first is in a collective are refused, and
+ *    change nothing (they once corrupted the allocation list).
+ *  - mem_calls_fork: a forked child's symheap_mem_free and
+ *    symheap_mem_alloc on its parent's comm are refused.
  *  - threshold (processes only: the variable is per process): one rank
  *    with another SYMHEAP_HEAP_THRESHOLD is refused at the first malloc. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "comm.h"
 #include "harness.h"
@@ -128,6 +136,92 @@ static void case_threshold(th_ctx_t *t) {
   th_end();
 }
 
+typedef struct {
+  symheap_comm_t comm;
+  void *held; /* an allocation of the owner's, to free */
+  symheap_result_t ra, rf;
+  char ma[512], mf[512];
+} intruder_t;
+
+static void *intruder(void *arg) {
+  intruder_t *x = arg;
+  void *p = NULL;
+  usleep(100 * 1000); /* its owner is in a barrier by now (400 ms long) */
+  x->ra = symheap_mem_alloc(x->comm, 4096, &p);
+  snprintf(x->ma, sizeof x->ma, "%s", symheap_last_error());
+  if (x->ra == SYMHEAP_SUCCESS)
+    (void)symheap_mem_free(x->comm, p);
+  x->rf = symheap_mem_free(x->comm, x->held);
+  snprintf(x->mf, sizeof x->mf, "%s", symheap_last_error());
+  return NULL;
+}
+
+static void case_mem_claimed(th_ctx_t *t) {
+  th_begin(tag, "mem_calls_claimed", t->rank);
+  void *held = NULL;
+  CHECK_OK(symheap_mem_alloc(t->comm, 4096, &held));
+  symheap_comm_stats_t before, after;
+  memset(&before, 0, sizeof before);
+  before.struct_size = sizeof before;
+  after = before;
+  CHECK_OK(symheap_comm_get_stats(t->comm, &before));
+  if (t->rank != 0) {
+    usleep(400 * 1000); /* rank 0 waits in its barrier meanwhile */
+    CHECK_OK(symheap_comm_barrier(t->comm));
+  } else {
+    intruder_t x;
+    memset(&x, 0, sizeof x);
+    x.comm = t->comm;
+    x.held = held;
+    pthread_t th;
+    pthread_create(&th, NULL, intruder, &x);
+    CHECK_OK(symheap_comm_barrier(t->comm)); /* the intruder comes in */
+    pthread_join(th, NULL);
+    CHECK(x.ra == SYMHEAP_ERR_INVALID_ARG && strstr(x.ma, "another thread"),
+          "the second thread's mem_alloc: %s (%s)", symheap_strerror(x.ra),
+          x.ma);
+    CHECK(x.rf == SYMHEAP_ERR_INVALID_ARG && strstr(x.mf, "another thread"),
+          "the second thread's mem_free: %s (%s)", symheap_strerror(x.rf),
+          x.mf);
+  }
+  CHECK_OK(symheap_comm_get_stats(t->comm, &after));
+  CHECK(before.allocations_live == after.allocations_live,
+        "the refused calls changed the allocations: %llu, then %llu",
+        (unsigned long long)before.allocations_live,
+        (unsigned long long)after.allocations_live);
+  if (held)
+    CHECK_OK(symheap_mem_free(t->comm, held));
+  CHECK_OK(symheap_comm_barrier(t->comm));
+  th_end();
+}
+
+static void case_mem_fork(th_ctx_t *t) {
+  th_begin(tag, "mem_calls_fork", t->rank);
+  void *held = NULL;
+  CHECK_OK(symheap_mem_alloc(t->comm, 4096, &held));
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    void *p = NULL;
+    int bad = symheap_mem_free(t->comm, held) != SYMHEAP_ERR_INVALID_ARG ||
+              !strstr(symheap_last_error(), "fork");
+    bad |= (symheap_mem_alloc(t->comm, 4096, &p) != SYMHEAP_ERR_INVALID_ARG ||
+            !strstr(symheap_last_error(), "fork"))
+           << 1;
+    _exit(bad);
+  }
+  int status = -1;
+  CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork/wait failed");
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+        "the child's mem calls on its parent's comm were not refused "
+        "(status %d: 1 mem_free, 2 mem_alloc)",
+        WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  if (held)
+    CHECK_OK(symheap_mem_free(t->comm, held)); /* the parent's is intact */
+  CHECK_OK(symheap_comm_barrier(t->comm));
+  th_end();
+}
+
 static int threads_mode;
 
 static void rank_main(th_ctx_t *t, void *arg) {
@@ -143,6 +237,10 @@ static void rank_main(th_ctx_t *t, void *arg) {
   pairing(t, "free_vs_allgather", OP_FREE, OP_ALLGATHER, 1);
   pairing(t, "malloc_vs_reserve", OP_MALLOC, OP_RESERVE, 0);
   pairing(t, "free_vs_deregister", OP_FREE, OP_DEREGISTER, 1);
+  case_mem_claimed(t);
+  const char *tool = getenv("SYMHEAP_TEST_UNDER_TOOL");
+  if (!(threads_mode && tool)) /* a threaded fork under a tool "leaks" */
+    case_mem_fork(t);
   if (!threads_mode)
     case_threshold(t);
 }
