@@ -184,6 +184,10 @@ static symheap_result_t agree_via(symheap_comm_t c, int shm,
                               : SYMHEAP_ERR_REMOTE;
   if (culprit == c->rank)
     return local; /* our own, full message is still the thread's error */
+  char self[24];
+  snprintf(self, sizeof self, "rank %d ", culprit);
+  if (strncmp(s.msg, self, strlen(self)) == 0) /* it names itself */
+    return symheap__error(code, "%s", s.msg);
   return symheap__error(code, "rank %d: %s", culprit, s.msg);
 }
 

@@ -16,12 +16,18 @@
  *    change nothing (they once corrupted the allocation list).
  *  - mem_calls_fork: a forked child's symheap_mem_free and
  *    symheap_mem_alloc on its parent's comm are refused.
+ *  - split_out_of_fds (processes only: the limit is per process): rank 1
+ *    runs out of descriptors in symheap_comm_split; every rank fails
+ *    within the timeout naming rank 1, and the parent comm goes on (it
+ *    took the whole timeout, then broke the parent blaming another rank).
  *  - threshold (processes only: the variable is per process): one rank
  *    with another SYMHEAP_HEAP_THRESHOLD is refused at the first malloc. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "comm.h"
@@ -222,6 +228,56 @@ static void case_mem_fork(th_ctx_t *t) {
   th_end();
 }
 
+static long now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void case_split_fds(th_ctx_t *t) {
+  th_begin(tag, "split_out_of_fds", t->rank);
+  const char *to = getenv("SYMHEAP_TIMEOUT_MS");
+  long timeout = to ? atol(to) : 30000;
+  struct rlimit old, low;
+  getrlimit(RLIMIT_NOFILE, &old);
+  low = old;
+  if (t->rank == 1) {
+    low.rlim_cur = (rlim_t)th_count_fds() + 3;
+    setrlimit(RLIMIT_NOFILE, &low);
+  }
+  symheap_comm_t s = NULL;
+  long t0 = now_ms();
+  /* Rank 1 first in the new comm: a message in its numbering would name
+   * another rank. */
+  symheap_result_t r =
+      symheap_comm_split(t->comm, 0, t->rank == 1 ? -1 : t->rank, &s);
+  long took = now_ms() - t0;
+  if (t->rank == 1)
+    setrlimit(RLIMIT_NOFILE, &old);
+  const char *e = symheap_last_error();
+  if (getenv("CONTRACTS_VERBOSE"))
+    printf("rank %d: %s\n", t->rank, e);
+  CHECK(r != SYMHEAP_SUCCESS && !s, "the split succeeded with rank 1 out of "
+                                    "descriptors");
+  CHECK(strstr(e, "rank 1 ") && strstr(e, "file descriptors"),
+        "the error does not name rank 1 running out: %s", e);
+  CHECK(took <= timeout, "(%s) the split took %ld ms, the timeout is %ld", e,
+        took, timeout);
+  if (s)
+    CHECK_OK(symheap_comm_destroy(s));
+  /* The parent goes on, on every rank. */
+  symheap_window_t w = NULL;
+  CHECK_OK(symheap_comm_barrier(t->comm));
+  CHECK_OK(symheap_malloc(t->comm, 4096, 0, &w));
+  if (w)
+    CHECK_OK(symheap_free(t->comm, w));
+  s = NULL;
+  CHECK_OK(symheap_comm_split(t->comm, 0, t->rank, &s));
+  if (s)
+    CHECK_OK(symheap_comm_destroy(s));
+  th_end();
+}
+
 static int threads_mode;
 
 static void rank_main(th_ctx_t *t, void *arg) {
@@ -241,8 +297,10 @@ static void rank_main(th_ctx_t *t, void *arg) {
   const char *tool = getenv("SYMHEAP_TEST_UNDER_TOOL");
   if (!(threads_mode && tool)) /* a threaded fork under a tool "leaks" */
     case_mem_fork(t);
-  if (!threads_mode)
+  if (!threads_mode) {
+    case_split_fds(t);
     case_threshold(t);
+  }
 }
 
 int main(int argc, char **argv) {
