@@ -353,7 +353,7 @@ install-python: python
 # The conformance kit's own test: one adaptor written from the public
 # headers alone, built once correct (0) and once per mistake (-DBREAK=N);
 # test/conformance/run_broken.sh runs the kit on each.
-BROKEN_IDS := $(shell seq 0 32)
+BROKEN_IDS := $(shell seq 0 36)
 BROKEN_ADAPTORS := $(BROKEN_IDS:%=$(BUILD)/test/broken/broken%.so)
 $(BUILD)/test/broken/broken%.so: test/conformance/broken_adaptor.c $(wildcard include/*.h)
 	@mkdir -p $(dir $@)
