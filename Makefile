@@ -89,6 +89,13 @@ mpi-win-bench: $(BUILD)/bin/mpi-win-bench
 $(BUILD)/bin/mpi-win-bench: bench/mpi_win_alloc.c
 	@mkdir -p $(dir $@)
 	OMPI_CC=$(CC) MPICH_CC=$(CC) $(MPICC) $(CFLAGS_ALL) -o $@ $< $(LDFLAGS_ALL)
+else
+# Said on every build without it, so that MPI installed after the first
+# build is not silently left out: mpicc is looked for each time make runs.
+.PHONY: mpi-note
+lib: mpi-note
+mpi-note:
+	@echo "note: no mpicc on PATH: the MPI module (libsymheap-ccl-mpi.so, symheap_mpi.h installed) is not built; install MPI (apt-get install libopenmpi-dev) and run make again"
 endif
 
 # examples/embed: a collective library embedding symheap (its own
@@ -309,6 +316,8 @@ install: all
 	  install -m 755 $(BUILD)/lib/libsymheap-ccl-mpi.so $(DESTDIR)$(PREFIX)/lib/ && \
 	  install -m 644 include/symheap_mpi.h $(DESTDIR)$(PREFIX)/include/; fi
 	install -m 755 $(TOOLS:%=$(BUILD)/bin/%) $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 644 $(TOOLS:%=docs/man/%.1) $(DESTDIR)$(PREFIX)/share/man/man1/
 	if [ -e $(BUILD)/lib/libsymheap_cuda.so.0 ]; then \
 	  install -m 755 $(BUILD)/lib/libsymheap_cuda.so.0 $(DESTDIR)$(PREFIX)/lib/ && \
 	  ln -sf libsymheap_cuda.so.0 $(DESTDIR)$(PREFIX)/lib/libsymheap_cuda.so && \

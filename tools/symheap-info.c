@@ -133,6 +133,41 @@ static void load_declarations(void) {
   (void)symheap__plugins_load();
 }
 
+/* Variables the bindings read themselves (bindings/openshmem,
+ * bindings/python): not the core's, so not validated here, but listed with
+ * the rest so that -e and docs/env.md name every variable symheap reads. */
+typedef struct {
+  const char *name, *owner, *def, *values, *help;
+} binding_var_t;
+static const binding_var_t binding_vars[] = {
+    {"SHMEM_SYMMETRIC_SIZE", "openshmem", "128M", "bytes, or with K, M or G",
+     "bytes of symmetric heap per PE; the memory is committed as it is "
+     "touched"},
+    {"SYMHEAP_SHMEM_DATA_SEGMENT", "openshmem", "1", "0 or 1",
+     "0 leaves the data segment alone (statics are then not symmetric)"},
+    {"SYMHEAP_SHMEM_SPIN", "openshmem", "64", "a count",
+     "pause-spins in a wait before each wait yields the CPU"},
+    {"SYMHEAP_LIBRARY", "python", "(unset)", "a path",
+     "the libsymheap.so.0 the Python package loads, before its own search"},
+    {"SYMHEAP_CUDA_COLL_LIBRARY", "python", "(unset)", "a path",
+     "the libsymheap_cuda.so.0 symheap.cuda loads (default: beside "
+     "libsymheap)"},
+};
+#define NBINDING_VARS (sizeof binding_vars / sizeof binding_vars[0])
+
+static void print_binding_env(void) {
+  const char *last = NULL;
+  for (size_t i = 0; i < NBINDING_VARS; i++) {
+    const binding_var_t *b = &binding_vars[i];
+    if (!last || strcmp(last, b->owner) != 0)
+      printf("\n== binding %s (read by the binding itself)\n\n", b->owner);
+    last = b->owner;
+    const char *set = getenv(b->name);
+    printf("%s\n  value:   %s\n  default: %s\n  values:  %s\n  %s\n", b->name,
+           set && *set ? set : "(unset)", b->def, b->values, b->help);
+  }
+}
+
 static void print_env(void) {
   const char *owner, *last = NULL;
   const symheap__cfg_var_t *v;
@@ -153,6 +188,7 @@ static void print_env(void) {
       printf("  values:  0 or 1\n");
     printf("  %s\n", v->help);
   }
+  print_binding_env();
   symheap_result_t r = symheap__cfg_validate_all();
   if (r != SYMHEAP_SUCCESS)
     printf("\nerror: %s\n", symheap_last_error());
@@ -192,6 +228,10 @@ static void print_env_markdown(void) {
     printf("| `%s` | %s | %s | %s | %s |\n", v->name, owner,
            v->def ? v->def : "(unset)", values, v->help);
   }
+  for (size_t i = 0; i < NBINDING_VARS; i++)
+    printf("| `%s` | %s binding | %s | %s | %s |\n", binding_vars[i].name,
+           binding_vars[i].owner, binding_vars[i].def, binding_vars[i].values,
+           binding_vars[i].help);
 }
 
 /* What would make comm init fail here, as set: symheap-info says so and
@@ -251,7 +291,10 @@ static void print_ccls(void) {
            "mpirun)\n",
            mpi_path);
   else
-    printf("  mpi      not installed: %s\n", symheap_last_error());
+    printf("  mpi      not installed: %s; it is built where mpicc is on "
+           "PATH when make runs (apt-get install libopenmpi-dev, then make "
+           "again)\n",
+           symheap_last_error());
   for (int i = 0; i < symheap__plugin_count(); i++) {
     const char *path;
     const symheap_plugin_t *p = symheap__plugin_get(i, &path);
@@ -383,6 +426,12 @@ static void print_multicast_policy(void) {
 }
 
 int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+    int major, minor, patch;
+    symheap_get_version(&major, &minor, &patch);
+    printf("symheap-info %d.%d.%d\n", major, minor, patch);
+    return 0;
+  }
   if (argc > 2 && strcmp(argv[1], "-e") == 0 &&
       strcmp(argv[2], "--markdown") == 0) {
     print_env_markdown();
@@ -398,7 +447,8 @@ int main(int argc, char **argv) {
   }
   if (argc > 1) {
     fprintf(stderr,
-            "usage: symheap-info [-e [--markdown]] | --stats [BYTES]\n");
+            "usage: symheap-info [-e [--markdown]] | --stats [BYTES] | "
+            "--version\n");
     return 2;
   }
   int major, minor, patch;
