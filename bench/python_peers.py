@@ -113,6 +113,13 @@ def bench_symheap(R, comm, nb, iters):
         R["symheap_algo_%d" % nb] = symheap.cuda.all_reduce_algo(inp)
         fn = functools.partial(symheap.cuda.all_reduce, inp, out=out)
         measure(R, "symheap_%d" % nb, fn, iters)
+        R["symheap_path"] = symheap._hot.path()
+        if symheap.cuda._bound():  # the same call through ctypes, eager
+            symheap.cuda._fast_bound = False
+            try:
+                R["symheap_ctypes_%d_eager_us" % nb] = timeit(fn, iters)
+            finally:
+                symheap.cuda._fast_bound = True
         torch.cuda.synchronize()
         del fn, inp, out  # free() refuses while tensors over it live
 
@@ -190,13 +197,17 @@ def table(R):
         return "%9s" % "-"
     print("ranks %d on %d GPU(s) (%s), torch %s, backend %s" %
           (R["ranks"], R["gpus"], R["device"], R["torch"], R["backend"]))
-    print("us per bf16 all-reduce (median of 5); eager | CUDA graph")
-    print("%9s %9s %9s | %9s %9s | %9s %9s | %9s %9s | %s" % (
-        "bytes", "symheap", "graph", "t.1shot", "graph", "t.2shot", "graph",
-        "nccl", "graph", "symheap result"))
+    print("us per bf16 all-reduce (median of 5); eager | CUDA graph; "
+          "symheap's Python entry: %s (ctypes: the same call through "
+          "ctypes, eager)" % R.get("symheap_path", "?"))
+    print("%9s %9s %9s %9s | %9s %9s | %9s %9s | %9s %9s | %s" % (
+        "bytes", "symheap", "ctypes", "graph", "t.1shot", "graph", "t.2shot",
+        "graph", "nccl", "graph", "symheap result"))
     for nb in R["sizes"]:
-        print("%9d %s %s | %s %s | %s %s | %s %s | %s %s" % (
-            nb, cell("symheap_%d_eager" % nb), cell("symheap_%d_graph" % nb),
+        print("%9d %s %s %s | %s %s | %s %s | %s %s | %s %s" % (
+            nb, cell("symheap_%d_eager" % nb),
+            cell("symheap_ctypes_%d_eager" % nb),
+            cell("symheap_%d_graph" % nb),
             cell("torch_one_shot_%d_eager" % nb),
             cell("torch_one_shot_%d_graph" % nb),
             cell("torch_two_shot_%d_eager" % nb),

@@ -12,7 +12,11 @@ pkg-config pkg-config
 nm binutils
 mpicc openmpi-bin libopenmpi-dev
 py-numpy python3-numpy
+py-pip python3-pip python3-setuptools
+py-dev python3-dev
 c++ g++
+autoconf autoconf
+cmake cmake
 LIST
 }
 
@@ -41,10 +45,13 @@ deps_install() {
 }
 
 # have_tool CMD: is CMD usable now?  py-numpy: Debian's python3 imports
-# numpy (the Python tests' interpreter).
+# numpy (the Python tests' interpreter); py-pip: it has pip and setuptools
+# (the pip test); py-dev: its Python.h (symheap._fast).
 have_tool() {
   case $1 in
   py-numpy) /usr/bin/python3 -c 'import numpy' >/dev/null 2>&1 ;;
+  py-pip) /usr/bin/python3 -c 'import pip, setuptools' >/dev/null 2>&1 ;;
+  py-dev) [ -e "$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)/Python.h" ] ;;
   *) command -v "$1" >/dev/null 2>&1 ;;
   esac
 }

@@ -159,6 +159,14 @@ suite() { # suite PREFIX BUILD WRAPPER...
     "$@" "$b/test/test_window_path"
   run "$prefix split of comms on a caller's runtime procs x4" build/bin/symheap-run -n 4 \
     "$@" "$b/test/test_split_ccl"
+  # symheap_window_find (core/window_find.c): threads and processes.
+  run "$prefix window_find threads x3" "$@" "$b/test/test_window_find" --threads 3
+  run "$prefix window_find procs x2" build/bin/symheap-run -n 2 \
+    "$@" "$b/test/test_window_find"
+  # symheap_window_release_local (core/window_local.c): threads and processes.
+  run "$prefix window_local threads x2" "$@" "$b/test/test_window_local" --threads 2
+  run "$prefix window_local procs x3" build/bin/symheap-run -n 3 \
+    "$@" "$b/test/test_window_local"
   run "$prefix plugins" "$@" "$b/test/test_plugins" "$PWD/$b/lib" "$PWD/$b/test/bad_plugins"
   run "$prefix example plugin procs x4" $plug SYMHEAP_PLUGIN=example SYMHEAP_DEVICE=example \
     build/bin/symheap-run -n 4 "$@" "$b/test/test_multirank"
@@ -285,6 +293,31 @@ if [ -n "$PY_NUMPY" ]; then
     rm -rf "$dir"
   )
   check " python: make install + README example" py_installed
+  # The ctypes fallback of the hot path (symheap._fast not used).
+  run " python (numpy, host, ctypes path) procs x2" env PYTHONPATH="$PYPATH" \
+    SYMHEAP_DEVICE=host SYMHEAP_PYTHON_FAST=0 CYCLES=100 \
+    build/bin/symheap-run -n 2 "$PY_NUMPY" test/python/test_host.py
+  # pip (issue 30): `make install PREFIX=tmp`, then pip install of
+  # bindings/python offline into a --target, found by SYMHEAP_PREFIX; the
+  # host test runs on what pip installed (its library: PREFIX's).
+  py_pip() { # one rank's PASS lines, or a FAIL line saying why
+    local dir here=$PWD
+    dir=$(mktemp -d)
+    make -s install PREFIX="$dir" >/dev/null || { echo "FAIL python-pip make install"; return 1; }
+    SYMHEAP_PREFIX="$dir" "$PY_NUMPY" -m pip install -q --no-build-isolation \
+      --no-index --target "$dir/pip" ./bindings/python >"$dir/pip.log" 2>&1 ||
+      { echo "FAIL python-pip pip install: $(tail -n 2 "$dir/pip.log" | tr '\n' ' ')"; return 1; }
+    (cd "$dir" && PYTHONPATH="$dir/pip" "$PY_NUMPY" -c "import symheap, sys; sys.exit(not symheap.library_path.startswith('$dir/lib/'))") ||
+      { echo "FAIL python-pip the pip package does not use PREFIX's library"; return 1; }
+    (cd "$dir" && PYTHONPATH="$dir/pip" SYMHEAP_DEVICE=host CYCLES=100 \
+      "$dir/bin/symheap-run" -n 2 "$PY_NUMPY" "$here/test/python/test_host.py") || return 1
+    rm -rf "$dir"
+  }
+  if "$PY_NUMPY" -m pip --version >/dev/null 2>&1 && "$PY_NUMPY" -c 'import setuptools' 2>/dev/null; then
+    run " python: pip install + host test procs x2" py_pip
+  else
+    skip_pass "python: pip install" "no pip/setuptools for $PY_NUMPY (apt-get install python3-pip python3-setuptools)"
+  fi
 else
   skip_pass "python (numpy, host)" "no python3 with NumPy (apt-get install python3-numpy)"
 fi
@@ -292,6 +325,15 @@ PY_TORCH=$(py_with torch)
 run " python (torch, cuda) procs x2" env PYTHONPATH="$PYPATH" SYMHEAP_DISABLE_MULTICAST=1 \
   NCCL_NVLS_ENABLE=0 build/bin/symheap-run -n 2 "${PY_TORCH:-${PY_NUMPY:-python3}}" \
   test/python/test_gpu.py
+run " python torch.ops.symheap (cuda) procs x2" env PYTHONPATH="$PYPATH" SYMHEAP_DISABLE_MULTICAST=1 \
+  NCCL_NVLS_ENABLE=0 build/bin/symheap-run -n 2 "${PY_TORCH:-${PY_NUMPY:-python3}}" \
+  test/python/test_torch_ops.py
+# symheap.torch: torch's SymmetricMemory on the SYMHEAP backend (needs
+# `make python-torch`; SKIP without torch >= 2.9, a GPU or the extension).
+run " python symheap.torch SYMHEAP backend (cuda) procs x2" env PYTHONPATH="$PYPATH" \
+  SYMHEAP_DISABLE_MULTICAST=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
+  NVSHMEM_DISABLE_NVLS=1 build/bin/symheap-run -n 2 "${PY_TORCH:-${PY_NUMPY:-python3}}" \
+  test/python/test_torch_symm.py
 . test/shell_checks.sh
 . test/shmem/run_shmem.sh
 
@@ -319,6 +361,8 @@ if [ "${QUICK:-0}" != 1 ]; then
     run "valgrind unit" $VG build/test/test_unit
     run "valgrind faults" $VG --trace-children=yes build/test/test_faults
     run "valgrind exhaustion, concurrency" $VG build/test/test_exhaust
+    run "valgrind window_find threads x2" $VG build/test/test_window_find --threads 2
+    run "valgrind window_local threads x2" $VG build/test/test_window_local --threads 2
     run "valgrind cuda(fake) threads x2" env SYMHEAP_DEVICE=cuda \
       SYMHEAP_CUDA_LIBRARY="$PWD/build/fake_cuda/libcuda.so.1" SYMHEAP_DISABLE_MULTICAST=1 \
       $VG build/test/test_multirank --threads 2

@@ -5,8 +5,11 @@ and 8 ranks).  CYCLES sets the empty/free cycles of the leak case."""
 import ctypes
 import os
 import re
+import signal
 import subprocess
 import sys
+import threading
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -238,6 +241,230 @@ def case_device_view(comm):
         del flat
 
 
+def agreed_refusal(comm, what, bad_call, good_call, bad=None):
+    """bad_call on one rank, good_call on the others: every rank gets the
+    same InvalidArgError at once (not after the timeout), naming the rank
+    that refused, and the comm's next calls still pair."""
+    bad = comm.size - 1 if bad is None else bad
+    t0 = time.monotonic()
+    e = raises(symheap.InvalidArgError,
+               bad_call if comm.rank == bad else good_call)
+    took = time.monotonic() - t0
+    check(took < 5, "%s: refused after %.1f s (a timeout)" % (what, took))
+    if comm.rank != bad:
+        check(e.message.startswith("rank %d: " % bad), "%s: %s" % (what, e))
+    got = comm.allgather(b"%04d" % comm.rank)
+    check(got == [b"%04d" % r for r in range(comm.size)],
+          "%s: the next allgather got %r" % (what, got))
+    return e
+
+
+def case_refusals_agreed(comm):
+    """Issue 28 item 5: a bad argument on one rank fails the collective on
+    every rank, at once, and the comm stays usable and in step."""
+    agreed_refusal(comm, "split('x')", lambda: comm.split("x"),
+                   lambda: comm.split(0))
+    agreed_refusal(comm, "split(2**32-1)", lambda: comm.split(2**32 - 1),
+                   lambda: comm.split(1))
+    agreed_refusal(comm, "split key 2**31", lambda: comm.split(0, 2**31),
+                   lambda: comm.split(0, 0), bad=0)
+    agreed_refusal(comm, "split(1.5)", lambda: comm.split(1.5),
+                   lambda: comm.split(1))
+    e = agreed_refusal(comm, "allgather(str)", lambda: comm.allgather("ab"),
+                       lambda: comm.allgather(b"ab"))
+    check(comm.rank != comm.size - 1 or "not str" in e.message, e.message)
+    agreed_refusal(comm, "allgather(int)", lambda: comm.allgather(7),
+                   lambda: comm.allgather(bytes(7)), bad=0)
+    e = agreed_refusal(comm, "empty(2**62+4)",
+                       lambda: comm.empty(2**62 + 4, "float32"),
+                       lambda: comm.empty(16, "float32"))
+    check(comm.rank != comm.size - 1 or "size_t" in e.message, e.message)
+    agreed_refusal(comm, "empty(-1)", lambda: comm.empty(-1),
+                   lambda: comm.empty(16), bad=0)
+    if comm.heap_info()["enabled"]:
+        before = comm.heap_info()
+        agreed_refusal(comm, "heap_reserve(2**64)",
+                       lambda: comm.heap_reserve(2**64),
+                       lambda: comm.heap_reserve(0))
+        agreed_refusal(comm, "heap_reserve(-1)",
+                       lambda: comm.heap_reserve(-1),
+                       lambda: comm.heap_reserve(4096), bad=0)
+        agreed_refusal(comm, "heap_reserve('1')",
+                       lambda: comm.heap_reserve("1"),
+                       lambda: comm.heap_reserve(4096))
+        check(comm.heap_info() == before, "a refused heap_reserve changed "
+              "the heap")
+    # The same bad integer on every rank: refused, never truncated.
+    e = raises(symheap.InvalidArgError, comm.split, 2**32 - 1)
+    check("out of range" in e.message, e.message)
+    e = raises(symheap.InvalidArgError, comm.empty, (2**62 + 4,), "float32")
+    check("size_t" in e.message, e.message)
+    with comm.empty(4) as w:
+        raises(symheap.InvalidArgError, w.peer, 2**32)
+    raises(symheap.InvalidArgError, comm.world_rank, 2**32)
+    check(comm.stats()["windows_live"] == 0, "windows left")
+
+
+def interrupted(comm, victim, call, signal_at):
+    """call() on every rank; on `victim` a SIGINT lands at signal_at
+    ("agreed": just after the argument agreement, before the C call;
+    a number: that many seconds into the call, while it waits for the
+    others, who start 1 s late).  The KeyboardInterrupt must come out at
+    the end, with what the call made as .symheap_result."""
+    orig, orig_ag = comm._agree, comm._allgather
+    timers = []
+    if comm.rank == victim and signal_at == "agreed":
+        def agree_then_interrupt(local):
+            orig(local)
+            signal.raise_signal(signal.SIGINT)
+        comm._agree = agree_then_interrupt
+    elif comm.rank == victim:
+        # Armed from inside the call's first exchange (however slow this
+        # rank is to get there), it fires while the exchange waits for the
+        # others.
+        def allgather_then_interrupt(data):
+            del comm._allgather  # once
+            t = threading.Timer(signal_at, os.kill,
+                                (os.getpid(), signal.SIGINT))
+            timers.append(t)
+            t.start()
+            return orig_ag(data)
+        comm._allgather = allgather_then_interrupt
+    elif signal_at != "agreed":
+        time.sleep(1.0)
+    try:
+        got = call()
+        check(comm.rank != victim, "no KeyboardInterrupt")
+    except KeyboardInterrupt as e:
+        check(comm.rank == victim, "KeyboardInterrupt on rank %d" %
+              comm.rank)
+        check(hasattr(e, "symheap_result"), "the interrupt came before the "
+              "call's end (no .symheap_result)")
+        got = e.symheap_result
+    finally:
+        comm.__dict__.pop("_agree", None)
+        comm.__dict__.pop("_allgather", None)
+        for t in timers:
+            t.join()
+    check(signal.getsignal(signal.SIGINT) is signal.default_int_handler,
+          "the SIGINT handler was not restored")
+    return got
+
+
+def case_interrupt_deferred(comm):
+    """Issue 28 item 5: a SIGINT between the agreement and the C call (or
+    during either) leaves every rank in step."""
+    victim = comm.size - 1
+    for at in ("agreed", 0.1):
+        live = comm.stats()["windows_live"]
+        w = interrupted(comm, victim, lambda: comm.empty(64, "int32"), at)
+        check(isinstance(w, symheap.Window), "empty gave %r" % (w,))
+        n = comm.allgather(b"%d" % comm.stats()["windows_live"])
+        check(n == [b"%d" % (live + 1)] * comm.size,
+              "windows live per rank: %r" % n)
+        w.local[:] = comm.rank
+        comm.barrier()
+        check((w.peer(victim) == victim).all(), "window not shared")
+        comm.barrier()
+        w.free()
+        sub = interrupted(comm, victim, lambda: comm.split(0, comm.rank), at)
+        check(isinstance(sub, symheap.Comm) and sub.size == comm.size,
+              "split gave %r" % (sub,))
+        sub.destroy()
+    g = interrupted(comm, 0, lambda: comm.allgather(b"%d" % comm.rank),
+                    "agreed")
+    check(g == [b"%d" % r for r in range(comm.size)], "allgather %r" % g)
+    check(comm.stats()["windows_live"] == 0, "windows left")
+
+
+def case_window_lookup(comm):
+    """Issue 30: the window of an address (symheap_window_find), through
+    the compiled entry and through ctypes alike; compiled wherever Python's
+    headers were there to build it."""
+    from symheap import _hot
+    import sysconfig
+    inc = sysconfig.get_paths()["include"]
+    if os.path.exists(os.path.join(inc, "Python.h")) and \
+            os.environ.get("SYMHEAP_PYTHON_FAST", "1") != "0":
+        check(_hot.path() == "compiled", "symheap._fast is not used here")
+    wins = [comm.empty(n, "uint8") for n in (100, 4096, 1 << 20)]
+    ptrs = [w.local.__array_interface__["data"][0] for w in wins]
+    for w, p in zip(wins, ptrs):
+        for off, n in ((0, 1), (7, 16), (w.nbytes - 1, 1), (0, w.nbytes)):
+            want = (w.handle, off)
+            check(_hot.locate(p + off, n) == want, "locate %d+%d" % (off, n))
+            check(_hot.locate_ctypes(p + off, n, "x")[:2] == want,
+                  "ctypes locate %d+%d" % (off, n))
+        # One past the end: not this window (perhaps the next one).
+        try:
+            check(_hot.locate(p + w.nbytes, 1)[0] != w.handle, "past end")
+        except symheap.InvalidArgError:
+            pass
+        # Starting inside, running past the end: refused.
+        e = raises(symheap.InvalidArgError, _hot.locate, p + w.nbytes - 1, 2)
+        check("not inside" in e.message, e.message)
+        raises(symheap.InvalidArgError, _hot.locate_ctypes, p + w.nbytes - 1,
+               2, "x")
+    e = raises(symheap.InvalidArgError, _hot.locate, 2**64, 1)
+    if _hot.fast is not None:
+        raises(symheap.InvalidArgError, _hot.fast.locate, _hot.comms, -1, 1)
+        raises(symheap.InvalidArgError, _hot.fast.locate, _hot.comms, 1.5, 1)
+    for w in wins:
+        w.free()
+    raises(symheap.InvalidArgError, _hot.locate, ptrs[1], 1)
+    # The ctypes path remembers answers: never past the window's free, and
+    # a window made at the same address is the one named.
+    for _ in range(3):
+        with comm.empty(4096, "uint8") as w:
+            p = w.local.__array_interface__["data"][0]
+            check(_hot.locate_ctypes(p, 8, "x")[:2] == (w.handle, 0), "hit")
+            check(_hot.locate_ctypes(p, 8, "x")[:2] == (w.handle, 0), "again")
+        raises(symheap.InvalidArgError, _hot.locate_ctypes, p, 8, "x")
+
+
+def case_gc_free_during_collective(comm):
+    """Issue 28 item 3 on the Python side: alloc() memory released by
+    another thread (the garbage collector's, say) while this comm is in a
+    collective is freed after it, never during the C call."""
+    inside, seen = [False], []
+    real_ag, real_free = _lib.lib.symheap_comm_allgather, \
+        _lib.lib.symheap_mem_free
+
+    def allgather(*a):
+        inside[0] = True
+        try:
+            return real_ag(*a)
+        finally:
+            inside[0] = False
+
+    def mem_free(*a):
+        seen.append(inside[0])
+        return real_free(*a)
+    live = comm.stats()["allocations_live"]
+    box = [comm.alloc(1024, "float32")]
+    dropper = threading.Timer(0.2, box.clear)  # the last reference, there
+    _lib.lib.symheap_comm_allgather = allgather
+    _lib.lib.symheap_mem_free = mem_free
+    try:
+        if comm.rank == 0:
+            dropper.start()
+        else:
+            time.sleep(1.0)  # rank 0 waits in the allgather meanwhile
+        comm.allgather(b"x")
+        if comm.rank == 0:
+            dropper.join()
+    finally:
+        _lib.lib.symheap_comm_allgather = real_ag
+        _lib.lib.symheap_mem_free = real_free
+    check(comm.rank != 0 or not box, "the array is still held")
+    box.clear()  # the other ranks' own
+    check(True not in seen, "symheap_mem_free ran during a collective's C "
+          "call")
+    check(comm.stats()["allocations_live"] == live, "the memory was not "
+          "given back after the collective (%d live, %d before)" %
+          (comm.stats()["allocations_live"], live))
+
+
 def counts():
     fds = len(os.listdir("/proc/self/fd"))
     with open("/proc/self/maps") as f:
@@ -339,6 +566,13 @@ def main():
     t.run("python-split", case_split, comm)
     t.run("python-register", case_register, comm)
     t.run("python-errors", case_errors, comm)
+    if comm.size > 1:
+        t.run("python-refusals-agreed", case_refusals_agreed, comm)
+    t.run("python-interrupt-deferred", case_interrupt_deferred, comm)
+    t.run("python-window-lookup", case_window_lookup, comm)
+    if comm.size > 1:
+        t.run("python-gc-free-during-collective",
+              case_gc_free_during_collective, comm)
     t.run("python-dlpack", case_dlpack, comm)
     t.run("python-device-view", case_device_view, comm)
     if comm.heap_info()["enabled"]:

@@ -2,11 +2,13 @@
 
 Where the library is looked for, first found wins:
   1. $SYMHEAP_LIBRARY (a path to libsymheap.so[.0]);
-  2. beside this package as `make install` lays it out
+  2. $SYMHEAP_PREFIX/lib (what `make install PREFIX=...` was given);
+  3. beside this package as `make install` lays it out
      (PREFIX/lib/python3/site-packages/symheap -> PREFIX/lib), which is also
      the build tree's layout (build/lib/python3/site-packages/symheap);
-  3. the source tree's build (bindings/python/symheap -> build/lib);
-  4. the dynamic linker's search path (libsymheap.so.0).
+  4. the source tree's build (bindings/python/symheap -> build/lib);
+  5. where `pip install` found it (symheap/_config.py, written by setup.py);
+  6. the dynamic linker's search path (libsymheap.so.0).
 """
 import ctypes
 import os
@@ -20,9 +22,20 @@ def _candidates():
     env = os.environ.get("SYMHEAP_LIBRARY")
     if env:
         return [env]  # asked for by name: nothing else is tried
+    dirs = []
+    prefix = os.environ.get("SYMHEAP_PREFIX")
+    if prefix:
+        dirs.append(os.path.join(prefix, "lib"))
+    dirs += [os.path.normpath(os.path.join(_HERE, rel))
+             for rel in ("../../..", "../../../build/lib")]
+    try:
+        from . import _config  # only in a package pip installed
+        if _config.LIBDIR:
+            dirs.append(_config.LIBDIR)
+    except ImportError:
+        pass
     out = []
-    for rel in ("../../..", "../../../build/lib"):
-        d = os.path.normpath(os.path.join(_HERE, rel))
+    for d in dirs:
         out += [os.path.join(d, "libsymheap.so.0"),
                 os.path.join(d, "libsymheap.so")]
     return [p for p in out if os.path.exists(p)] + ["libsymheap.so.0"]
@@ -37,7 +50,8 @@ def _load():
             tried.append("%s (%s)" % (path, e))
     raise ImportError("symheap: cannot load libsymheap: tried " +
                       "; ".join(tried) +
-                      ". Set SYMHEAP_LIBRARY to its path.")
+                      ". Set SYMHEAP_LIBRARY to its path, or SYMHEAP_PREFIX to the "
+                      "PREFIX of `make install`.")
 
 
 lib, path = _load()
@@ -143,6 +157,8 @@ _PROTOS = {
     "symheap_window_flat_base": (_R, [c_void_p, P(c_void_p), P(c_size_t)]),
     "symheap_window_multicast_ptr": (_R, [c_void_p, P(c_void_p)]),
     "symheap_window_size": (_R, [c_void_p, P(c_size_t)]),
+    "symheap_window_find": (_R, [c_void_p, c_void_p, P(c_void_p),
+                                 P(c_size_t)]),
     "symheap_window_device_view": (_R, [c_void_p, c_void_p]),
     "symheap_heap_get_info": (_R, [c_void_p, P(HeapInfo)]),
     "symheap_heap_reserve": (_R, [c_void_p, c_size_t]),

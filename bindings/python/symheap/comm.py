@@ -1,13 +1,14 @@
 """Communicators: init (environment, unique id, torch.distributed), the
 comm's properties, barrier, split, and the collective window calls."""
+import contextlib
 import ctypes
 import gc
-import math
 import re
 import struct
 import threading
 
-from . import _dlpack, _dtypes, _lib, errors
+from . import _args, _dlpack, _dtypes, _hot, _lib, errors
+from ._interrupt import deferred
 from .window import Window, contiguous_strides
 
 COLOR_NONE = -1  # SYMHEAP_COLOR_NONE: join no sub-communicator
@@ -35,14 +36,15 @@ def init(rank=None, size=None, uid=None):
     if rank is None or size is None or uid is None:
         raise errors.InvalidArgError("init takes no argument, or rank, size "
                                      "and uid")
-    uid = bytes(uid)
+    rank, size = _args.integer(rank, "rank"), _args.integer(size, "size")
+    uid = _args.data(uid, "uid")
     if len(uid) != 128:
         raise errors.InvalidArgError("uid must be the 128 bytes of "
                                      "unique_id(), not %d" % len(uid))
     c_uid = _lib.UniqueId()
     ctypes.memmove(c_uid.bytes, uid, 128)
-    _lib.call("symheap_comm_init", ctypes.byref(h), int(size),
-              ctypes.byref(c_uid), int(rank))
+    _lib.call("symheap_comm_init", ctypes.byref(h), size,
+              ctypes.byref(c_uid), rank)
     return Comm(h.value)
 
 
@@ -64,12 +66,18 @@ def init_torch(group=None):
 
 
 def _shape(shape):
-    if isinstance(shape, int) or hasattr(shape, "__index__"):
+    if hasattr(shape, "__index__"):
         shape = (shape,)
-    shape = tuple(int(n) for n in shape)
-    if any(n < 0 for n in shape):
-        raise ValueError("negative dimension in shape %r" % (shape,))
+    shape = tuple(_args.integer(n, "dimension", 0, _args.SIZE_MAX)
+                  for n in shape)
     return shape
+
+
+def _local_error(what, e):
+    """The symheap error for a refusal made here in Python."""
+    if isinstance(e, errors.Error):
+        return e
+    return errors.InvalidArgError("%s: %s" % (what, e))
 
 
 class Comm:
@@ -79,7 +87,11 @@ class Comm:
         self._h = handle
         self._windows = set()
         self._allocs = set()
-        self._lock = threading.Lock()
+        # Held by the thread in a collective of this comm: another thread's
+        # release of alloc() memory (the garbage collector's) waits in
+        # _pending_frees until the collective is over (_flush_frees).
+        self._busy = threading.RLock()
+        self._pending_frees = []
         info = self.info()
         self.rank = info["rank"]
         self.size = info["nranks"]
@@ -95,6 +107,7 @@ class Comm:
             self._device = (_dlpack.CPU, 0)
         else:
             self._device = None
+        _hot.add_comm(handle)  # where symheap.cuda finds tensors' windows
 
     # -- arrays --
     def _dl_device(self):
@@ -169,7 +182,10 @@ class Comm:
         allocated without growing (e.g. before CUDA-graph capture, where
         growth is refused)."""
         self._alive()
-        _lib.call("symheap_heap_reserve", self._h, int(nbytes))
+        with self._collective():
+            n = self._checked("heap_reserve",
+                              lambda: _args.size(nbytes, "nbytes"))
+            _lib.call("symheap_heap_reserve", self._h, n)
 
     def heap_trim(self):
         """Collective: give back the heap's chunks that hold no allocation."""
@@ -180,8 +196,8 @@ class Comm:
         """The job-wide rank of `rank` of this comm."""
         self._alive()
         out = ctypes.c_int()
-        _lib.call("symheap_comm_world_rank", self._h, int(rank),
-                  ctypes.byref(out))
+        _lib.call("symheap_comm_world_rank", self._h,
+                  _args.integer(rank, "rank"), ctypes.byref(out))
         return out.value
 
     def local_ranks(self):
@@ -199,14 +215,58 @@ class Comm:
         _lib.call("symheap_comm_barrier", self._h)
 
     def allgather(self, data):
-        """Collective: every rank gives the same number of bytes; returns the
-        list of every rank's bytes (the bootstrap's speed: for setup)."""
+        """Collective: every rank gives the same number of bytes (a
+        bytes-like object); returns the list of every rank's bytes (the
+        bootstrap's speed: for setup)."""
         self._alive()
-        data = bytes(data)
+        with self._collective() as d:
+            data = self._checked("allgather",
+                                 lambda: _args.data(data, "allgather"))
+            d.result = self._allgather(data)
+            return d.result
+
+    @contextlib.contextmanager
+    def _collective(self):
+        """Around each collective of the package: SIGINT held to its end
+        (_interrupt.deferred), and this comm marked busy for the other
+        threads; frees they queued meanwhile are made at its end."""
+        got = self._busy.acquire(blocking=False)
+        try:
+            with deferred() as d:
+                yield d
+        finally:
+            if got:
+                self._busy.release()
+                self._flush_frees()
+
+    def _flush_frees(self):
+        """symheap_mem_free of what other threads released during a
+        collective, unless another thread is in one now (it flushes)."""
+        if not self._pending_frees or not self._busy.acquire(blocking=False):
+            return
+        try:
+            while self._pending_frees and self._h is not None:
+                _lib.lib.symheap_mem_free(self._h, self._pending_frees.pop())
+        finally:
+            self._busy.release()
+
+    def _allgather(self, data):
         out = ctypes.create_string_buffer(max(1, len(data) * self.size))
         _lib.call("symheap_comm_allgather", self._h, data, out, len(data))
         n = len(data)
         return [out.raw[r * n:(r + 1) * n] for r in range(self.size)]
+
+    def _checked(self, what, prepare):
+        """Collective: prepare() (this rank's checks and conversions of a
+        call's arguments), then one verdict on every rank (_agree): its
+        value, or the error of the first rank whose prepare() failed."""
+        local, value = None, None
+        try:
+            value = prepare()
+        except Exception as e:  # whatever it is, every rank hears of it
+            local = _local_error(what, e)
+        self._agree(local)
+        return value
 
     def _agree(self, local_exc):
         """Collective: fail on every rank if this check failed on any, with
@@ -219,12 +279,13 @@ class Comm:
             msg = str(getattr(local_exc, "message", local_exc)).encode()
         # The codes first: 4 bytes, which ride the comm's shared memory on
         # one host; the messages only when some rank failed.
-        codes = [struct.unpack("<i", got)[0]
-                 for got in self.allgather(struct.pack("<i", code))]
-        if not any(codes):
-            return
-        texts = self.allgather(msg[:_AGREE_BYTES - 1].ljust(_AGREE_BYTES,
-                                                            b"\0"))
+        with self._collective():  # both exchanges, or neither
+            codes = [struct.unpack("<i", got)[0]
+                     for got in self._allgather(struct.pack("<i", code))]
+            if not any(codes):
+                return
+            texts = self._allgather(
+                msg[:_AGREE_BYTES - 1].ljust(_AGREE_BYTES, b"\0"))
         for r, c in enumerate(codes):
             if c == 0:
                 continue
@@ -238,37 +299,42 @@ class Comm:
         by key then rank; COLOR_NONE (-1) joins none and gets None."""
         self._alive()
         out = ctypes.c_void_p()
-        _lib.call("symheap_comm_split", self._h, int(color), int(key),
-                  ctypes.byref(out))
-        return Comm(out.value) if out.value else None
+        with self._collective() as d:
+            c, k = self._checked("split", lambda: (
+                _args.integer(color, "color"), _args.integer(key, "key")))
+            _lib.call("symheap_comm_split", self._h, c, k, ctypes.byref(out))
+            d.result = Comm(out.value) if out.value else None
+            return d.result
 
     def split_local(self):
         """Collective: the ranks that share this rank's host."""
         self._alive()
         out = ctypes.c_void_p()
-        _lib.call("symheap_comm_split_local", self._h, ctypes.byref(out))
-        return Comm(out.value)
+        with self._collective() as d:
+            _lib.call("symheap_comm_split_local", self._h, ctypes.byref(out))
+            d.result = Comm(out.value)
+            return d.result
 
     def empty(self, shape, dtype="float32", multicast=False):
         """Collective: a Window of `shape` and `dtype` on every rank
         (symheap_malloc); uninitialised memory."""
         self._alive()
-        local = None
-        try:
-            shape = _shape(shape)
+
+        def prepare():
+            s = _shape(shape)
             dt = _dtypes.get(dtype)
-            nbytes = math.prod(shape) * _dtypes.itemsize(dt)
-        except (TypeError, ValueError) as e:
-            local = errors.InvalidArgError("empty: %s" % e)
-        self._agree(local)
-        h = ctypes.c_void_p()
-        _lib.call("symheap_malloc", self._h, nbytes,
-                  WINDOW_MULTICAST if multicast else 0, ctypes.byref(h))
-        try:
-            return Window(self, h.value, shape, dt, owned=True)
-        except BaseException:
-            _lib.lib.symheap_free(self._h, h.value)  # every rank got here
-            raise
+            return s, dt, _args.nbytes(s, _dtypes.itemsize(dt), "empty")
+        with self._collective() as d:
+            shape, dt, nbytes = self._checked("empty", prepare)
+            h = ctypes.c_void_p()
+            _lib.call("symheap_malloc", self._h, nbytes,
+                      WINDOW_MULTICAST if multicast else 0, ctypes.byref(h))
+            try:
+                d.result = Window(self, h.value, shape, dt, owned=True)
+            except BaseException:
+                _lib.lib.symheap_free(self._h, h.value)  # every rank got here
+                raise
+            return d.result
 
     def alloc(self, shape, dtype="float32"):
         """Local: an array over device memory from symheap_mem_alloc, which
@@ -277,7 +343,7 @@ class Comm:
         self._alive()
         shape = _shape(shape)
         dt = _dtypes.get(dtype)
-        nbytes = math.prod(shape) * _dtypes.itemsize(dt)
+        nbytes = _args.nbytes(shape, _dtypes.itemsize(dt), "alloc")
         p = ctypes.c_void_p()
         _lib.call("symheap_mem_alloc", self._h, nbytes, ctypes.byref(p))
         owner = _Allocation(self, p.value)
@@ -295,22 +361,19 @@ class Comm:
         memory the driver can export (then every rank must register the same
         offset inside its allocation)."""
         self._alive()
-        local = None
-        try:
-            ptr, nbytes, shape, dt = self._describe(obj)
-        except (TypeError, ValueError, errors.Error) as e:
-            local = e if isinstance(e, errors.Error) else \
-                errors.InvalidArgError("register: %s" % e)
-            ptr, nbytes, shape, dt = None, 0, (), None
-        self._agree(local)
-        h = ctypes.c_void_p()
-        _lib.call("symheap_window_register", self._h, ptr, nbytes,
-                  WINDOW_MULTICAST if multicast else 0, ctypes.byref(h))
-        try:
-            return Window(self, h.value, shape, dt, owned=False, base=obj)
-        except BaseException:
-            _lib.lib.symheap_window_deregister(self._h, h.value)
-            raise
+        with self._collective() as d:
+            ptr, nbytes, shape, dt = self._checked(
+                "register", lambda: self._describe(obj))
+            h = ctypes.c_void_p()
+            _lib.call("symheap_window_register", self._h, ptr, nbytes,
+                      WINDOW_MULTICAST if multicast else 0, ctypes.byref(h))
+            try:
+                d.result = Window(self, h.value, shape, dt, owned=False,
+                                  base=obj)
+            except BaseException:
+                _lib.lib.symheap_window_deregister(self._h, h.value)
+                raise
+            return d.result
 
     def _describe(self, obj):
         """(pointer, bytes, shape, DType) of a contiguous array or tensor on
@@ -355,16 +418,19 @@ class Comm:
         local = errors.InvalidArgError(
             "comm.destroy: %d array(s) or tensor(s) over its windows or "
             "allocations still alive; del them first" % busy) if busy else None
-        try:
-            self._agree(local)
-        except errors.Error as e:
-            if busy or e.code not in (errors.RemoteError.code,
-                                      errors.TimeoutError.code):
-                raise  # a refusal; a failed comm is destroyed locally
-        for w in list(self._windows):
-            w._forget()
-        h, self._h = self._h, None
-        _lib.call("symheap_comm_destroy", h)
+        with self._collective():
+            try:
+                self._agree(local)
+            except errors.Error as e:
+                if busy or e.code not in (errors.RemoteError.code,
+                                          errors.TimeoutError.code):
+                    raise  # a refusal; a failed comm is destroyed locally
+            for w in list(self._windows):
+                w._forget()
+            self._flush_frees()
+            h, self._h = self._h, None
+            _hot.remove_comm(h)
+            _lib.call("symheap_comm_destroy", h)
 
     close = destroy
 
@@ -395,7 +461,16 @@ class _Allocation:
 
     def _export_done(self):
         self.exports -= 1
-        if self.exports <= 0 and self.comm._h is not None:
-            self.comm._allocs.discard(self)
-            self.comm._quiesce()  # queued kernels may still use it
-            _lib.lib.symheap_mem_free(self.comm._h, self.ptr)
+        c = self.comm
+        if self.exports <= 0 and c._h is not None:
+            c._allocs.discard(self)
+            c._quiesce()  # queued kernels may still use it
+            if not c._busy.acquire(blocking=False):
+                # Another thread is in a collective of this comm (we are the
+                # garbage collector, say): the C library would refuse.
+                c._pending_frees.append(self.ptr)
+                return
+            try:
+                _lib.lib.symheap_mem_free(c._h, self.ptr)
+            finally:
+                c._busy.release()

@@ -15,7 +15,7 @@ _in_window and calls _call(name, ...).
 import ctypes
 import os
 
-from . import _dtypes, _lib, errors, window
+from . import _args, _dtypes, _hot, _lib, errors
 
 c_int, c_size_t, c_void_p = ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p
 
@@ -31,11 +31,18 @@ _PROTOS = {
                          c_void_p],
     "symheap_cuda_get": [c_void_p, c_void_p, c_int, c_size_t, c_size_t,
                          c_void_p],
+    "symheap_cuda_reduce_scatter": [c_void_p, c_size_t, c_void_p, c_size_t,
+                                    c_size_t, c_int, c_int, c_int, c_void_p],
+    "symheap_cuda_all_to_all": [c_void_p, c_size_t, c_void_p, c_size_t,
+                                c_size_t, c_void_p],
+    "symheap_cuda_broadcast": [c_void_p, c_size_t, c_void_p, c_size_t,
+                               c_size_t, c_int, ctypes.c_uint, c_void_p],
 }
 OPS = {"sum": 0, "max": 1}  # symheap_redop_t
 ALGOS = {"auto": 0, "one_shot": 1, "two_shot": 2}  # symheap_algo_t
 
 _cuda = None
+_fast_bound = None  # _bound(): None until the first call
 
 
 def _library():
@@ -67,6 +74,21 @@ def _library():
     return lib
 
 
+def _bound():
+    """Whether the compiled entry is bound to libsymheap_cuda's calls."""
+    global _fast_bound
+    if _fast_bound is None:
+        _fast_bound = False
+        if _hot.fast is not None:
+            lib = _library()
+            ar = getattr(lib, "symheap_cuda_all_reduce", None)
+            ag = getattr(lib, "symheap_cuda_all_gather", None)
+            if ar is not None and ag is not None:
+                _hot.fast.bind_cuda(_hot._addr(ar), _hot._addr(ag))
+                _fast_bound = True
+    return _fast_bound
+
+
 def available():
     """Whether libsymheap_cuda.so loads here."""
     try:
@@ -84,38 +106,56 @@ def _call(name, *args):
     _lib.check(f(*args))
 
 
-def _stream(stream):
+_raw_stream = None  # torch._C._cuda_getCurrentRawStream, once looked up
+
+
+def _stream(stream, t=None):
+    global _raw_stream
     if stream is None:
+        if _raw_stream is None:
+            import torch
+            _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream",
+                                  False)
+        if _raw_stream and t is not None:  # much cheaper than the below
+            return _raw_stream(t.get_device())
         import torch
         return torch.cuda.current_stream().cuda_stream
     if hasattr(stream, "cuda_stream"):
         return stream.cuda_stream
-    return int(stream)
+    return _args.size(stream, "stream")
 
 
 def _nbytes(t):
     return t.numel() * t.element_size()
 
 
-def _in_window(t, what):
-    """(window, byte offset) of a contiguous tensor inside a window's local
-    copy."""
+def _contiguous(t, what):
     if not t.is_contiguous():
         raise errors.InvalidArgError("%s is not contiguous" % what)
-    win, off = window.find(t.data_ptr(), _nbytes(t))
-    if win is None:
-        raise errors.InvalidArgError(
-            "%s is not inside a symheap window's local copy (make it with "
-            "comm.empty or comm.register)" % what)
-    return win, off
+
+
+def _in_window(t, what):
+    """(window handle, byte offset) of a contiguous tensor inside a window's
+    local copy (symheap_window_find, _hot.py)."""
+    _contiguous(t, what)
+    if _hot.fast is not None:
+        return _hot.fast.locate(_hot.comms, t.data_ptr(), _nbytes(t))
+    return _hot.locate_ctypes(t.data_ptr(), _nbytes(t), what)[:2]
+
+
+_COLL = {}  # torch dtype -> symheap_dtype_t, filled as they come
 
 
 def _coll_dtype(t):
+    code = _COLL.get(t.dtype)
+    if code is not None:
+        return code
     dt = _dtypes.get(t.dtype)
     if dt.coll is None:
         raise errors.InvalidArgError(
             "the collectives take float32, bfloat16 or float16, not %s"
             % dt.name)
+    _COLL[t.dtype] = dt.coll
     return dt.coll
 
 
@@ -129,16 +169,32 @@ def _choice(table, value, what):
 def all_reduce(tensor, op="sum", algo="auto", stream=None, out=None):
     """Collective: out (default: tensor, in place) = op over ranks of tensor.
     Returns out."""
-    out = tensor if out is None else out
-    if out.dtype != tensor.dtype or out.numel() != tensor.numel():
+    n = tensor.numel()
+    nb = n * tensor.element_size()
+    if out is None:
+        out = tensor
+    elif out.dtype != tensor.dtype or out.numel() != n:
         raise errors.InvalidArgError("all_reduce: out must have the input's "
                                      "dtype and number of elements")
-    win_in, off_in = _in_window(tensor, "all_reduce input")
-    win_out, off_out = _in_window(out, "all_reduce output")
-    _call("symheap_cuda_all_reduce", win_in.handle, off_in, win_out.handle,
-          off_out, tensor.numel(), _coll_dtype(tensor),
-          _choice(OPS, op, "op"), _choice(ALGOS, algo, "algo"),
-          _stream(stream))
+    else:
+        _contiguous(out, "all_reduce output")
+    _contiguous(tensor, "all_reduce input")
+    opc, alg = OPS.get(op), ALGOS.get(algo)
+    if opc is None or alg is None:
+        _choice(OPS, op, "op")
+        _choice(ALGOS, algo, "algo")
+    ptr = tensor.data_ptr()
+    args = (ptr, nb, out.data_ptr() if out is not tensor else ptr, nb, n,
+            _coll_dtype(tensor), opc, alg, _stream(stream, tensor))
+    if _bound():
+        _hot.fast.all_reduce(_hot.comms, *args)
+        return out
+    win_in, off_in, _ = _hot.locate_ctypes(args[0], args[1],
+                                           "all_reduce input")
+    win_out, off_out, _ = _hot.locate_ctypes(args[2], args[3],
+                                             "all_reduce output")
+    _call("symheap_cuda_all_reduce", win_in, off_in, win_out, off_out,
+          *args[4:])
     return out
 
 
@@ -146,7 +202,7 @@ def all_reduce_algo(tensor):
     """What algo="auto" picks for this tensor: "one_shot" or "two_shot"."""
     win, _ = _in_window(tensor, "tensor")
     got = c_int()
-    _call("symheap_cuda_all_reduce_algo", win.handle, tensor.numel(),
+    _call("symheap_cuda_all_reduce_algo", win, tensor.numel(),
           _coll_dtype(tensor), ctypes.byref(got))
     return {v: k for k, v in ALGOS.items()}[got.value]
 
@@ -154,15 +210,25 @@ def all_reduce_algo(tensor):
 def all_gather(out, inp, stream=None):
     """Collective: every rank's inp lands in out, rank r's block at r (out
     holds comm.size times inp's bytes).  Returns out."""
-    win_in, off_in = _in_window(inp, "all_gather input")
-    win_out, off_out = _in_window(out, "all_gather output")
-    nb = _nbytes(inp)
-    if _nbytes(out) != nb * win_out.comm.size:
+    _contiguous(inp, "all_gather input")
+    _contiguous(out, "all_gather output")
+    args = (inp.data_ptr(), _nbytes(inp), out.data_ptr(), _nbytes(out),
+            _stream(stream, inp))
+    if _bound():
+        _hot.fast.all_gather(_hot.comms, *args)
+        return out
+    win_in, off_in, _ = _hot.locate_ctypes(args[0], args[1],
+                                           "all_gather input")
+    win_out, off_out, c = _hot.locate_ctypes(args[2], args[3],
+                                             "all_gather output")
+    n = c_int()
+    _lib.call("symheap_comm_size", c, ctypes.byref(n))
+    if args[3] != args[1] * n.value:
         raise errors.InvalidArgError(
             "all_gather: out has %d bytes, not %d ranks x %d" %
-            (_nbytes(out), win_out.comm.size, nb))
-    _call("symheap_cuda_all_gather", win_in.handle, off_in, win_out.handle,
-          off_out, nb, _stream(stream))
+            (args[3], n.value, args[1]))
+    _call("symheap_cuda_all_gather", win_in, off_in, win_out, off_out,
+          args[1], args[4])
     return out
 
 
@@ -174,7 +240,7 @@ def put(dst, src, peer, stream=None):
     if not src.is_contiguous() or _nbytes(src) > _nbytes(dst):
         raise errors.InvalidArgError("put: src must be contiguous and fit in "
                                      "dst")
-    _call("symheap_cuda_put", win.handle, int(peer), off, src.data_ptr(),
+    _call("symheap_cuda_put", win, _args.integer(peer, "peer"), off, src.data_ptr(),
           _nbytes(src), _stream(stream))
     return dst
 
@@ -186,6 +252,60 @@ def get(dst, src, peer, stream=None):
     if not dst.is_contiguous() or _nbytes(dst) < _nbytes(src):
         raise errors.InvalidArgError("get: dst must be contiguous and hold "
                                      "src")
-    _call("symheap_cuda_get", dst.data_ptr(), win.handle, int(peer), off,
+    _call("symheap_cuda_get", dst.data_ptr(), win, _args.integer(peer, "peer"), off,
           _nbytes(src), _stream(stream))
     return dst
+
+
+def _win(t, what):
+    """(window handle, offset, comm handle) of a contiguous tensor."""
+    _contiguous(t, what)
+    return _hot.locate_ctypes(t.data_ptr(), _nbytes(t), what)
+
+
+def _nranks(comm):
+    n = c_int()
+    _lib.call("symheap_comm_size", comm, ctypes.byref(n))
+    return n.value
+
+
+def reduce_scatter(out, inp, op="sum", algo="auto", stream=None):
+    """Collective: out (count elements) = op over ranks of this rank's block
+    of inp (nranks x count elements, block r for rank r).  Returns out."""
+    wi, oi, c = _win(inp, "reduce_scatter input")
+    wo, oo, _ = _win(out, "reduce_scatter output")
+    if out.dtype != inp.dtype or inp.numel() != out.numel() * _nranks(c):
+        raise errors.InvalidArgError(
+            "reduce_scatter: inp must hold nranks x out's elements, same dtype")
+    _call("symheap_cuda_reduce_scatter", wi, oi, wo, oo, out.numel(),
+          _coll_dtype(out), _choice(OPS, op, "op"),
+          _choice(ALGOS, algo, "algo"), _stream(stream, out))
+    return out
+
+
+def all_to_all(out, inp, stream=None):
+    """Collective: block p of inp (nbytes / nranks each) lands in block r
+    (this rank) of rank p's out.  Returns out."""
+    wi, oi, c = _win(inp, "all_to_all input")
+    wo, oo, _ = _win(out, "all_to_all output")
+    n = _nranks(c)
+    if _nbytes(out) != _nbytes(inp) or _nbytes(inp) % n:
+        raise errors.InvalidArgError(
+            "all_to_all: out and inp must have the same bytes, a multiple of "
+            "%d ranks" % n)
+    _call("symheap_cuda_all_to_all", wi, oi, wo, oo, _nbytes(inp) // n,
+          _stream(stream, out))
+    return out
+
+
+def broadcast(out, inp, root, stream=None):
+    """Collective: root's inp lands in out on every rank (same bytes).
+    Returns out."""
+    wi, oi, _ = _win(inp, "broadcast input")
+    wo, oo, _ = _win(out, "broadcast output")
+    if _nbytes(out) != _nbytes(inp):
+        raise errors.InvalidArgError("broadcast: out and inp must have the "
+                                     "same bytes")
+    _call("symheap_cuda_broadcast", wi, oi, wo, oo, _nbytes(inp),
+          _args.integer(root, "root"), 0, _stream(stream, out))
+    return out

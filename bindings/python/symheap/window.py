@@ -10,24 +10,7 @@ import ctypes
 import gc
 import threading
 
-from . import _dlpack, _dtypes, _lib, errors
-
-# Every live window, to find the window and offset of a tensor's address
-# (symheap.cuda takes tensors, the C collectives take windows).
-_live = set()
-_live_lock = threading.Lock()
-
-
-def find(ptr, nbytes):
-    """The live window whose local copy holds [ptr, ptr + nbytes), and the
-    byte offset of ptr in it; (None, 0) when none does."""
-    with _live_lock:
-        wins = list(_live)
-    for w in wins:
-        if w._local <= ptr and ptr + nbytes <= w._local + w.nbytes:
-            return w, ptr - w._local
-    return None, 0
-
+from . import _args, _dlpack, _dtypes, _hot, _lib, errors
 
 def contiguous_strides(shape):
     strides, acc = [], 1
@@ -55,9 +38,8 @@ class Window:
         n = ctypes.c_size_t()
         _lib.call("symheap_window_size", handle, ctypes.byref(n))
         self.nbytes = n.value
-        with _live_lock:
-            _live.add(self)
         comm._windows.add(self)
+        _hot.forget()  # an address may now lie in this window
 
     # -- what the arrays' owners call (_dlpack) --
     def _export_begin(self):
@@ -108,8 +90,8 @@ class Window:
         memory (UnsupportedError for a rank on another host)."""
         self._alive()
         ptr = ctypes.c_void_p()
-        _lib.call("symheap_window_peer_ptr", self._h, int(p),
-                  ctypes.byref(ptr))
+        _lib.call("symheap_window_peer_ptr", self._h,
+                  _args.integer(p, "peer"), ctypes.byref(ptr))
         return self._array(ptr.value, self.shape,
                            contiguous_strides(self.shape))
 
@@ -164,14 +146,15 @@ class Window:
                 "del them before free()" % self._exports)
         else:
             self._comm._quiesce()
-        self._comm._agree(local)
-        fn = "symheap_free" if self._owned else "symheap_window_deregister"
-        _lib.call(fn, self._comm._h, self._h)
-        self._forget()
+        with self._comm._collective():  # agreement and C call, or neither
+            self._comm._agree(local)
+            fn = "symheap_free" if self._owned else \
+                "symheap_window_deregister"
+            _lib.call(fn, self._comm._h, self._h)
+            self._forget()
 
     def _forget(self):
-        with _live_lock:
-            _live.discard(self)
+        _hot.forget()  # no answer may name this window any more
         self._comm._windows.discard(self)
         self._h = None
         self._base = None
