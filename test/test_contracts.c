@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "comm.h"
+#include "comm/comm.h"
 #include "harness.h"
 
 static char tag[64] = "contracts";

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "agree.h"
-#include "config.h"
+#include "base/config.h"
 
 symheap_result_t symheap__agree_shm_setup(symheap_comm_t c) {
   c->agree_shm = NULL;
