@@ -29,7 +29,7 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/builtins.o
 TOOLS := symheap-run symheap-info symheap-bench symheap-conformance
 TESTS := test_unit test_multirank test_faults test_hostile test_kill test_exhaust \
   test_plugins test_rdma test_window_path test_split_ccl test_stall \
-  test_window_find test_window_local test_net_registry
+  test_window_find test_window_local test_net_registry test_contracts
 HEADERS := $(wildcard include/*.h) $(wildcard core/*/*.h) \
   $(wildcard adaptors/*/*.h adaptors/*/*/*.h)
 
@@ -160,6 +160,13 @@ mpi-win-bench: $(BUILD)/bin/mpi-win-bench
 $(BUILD)/bin/mpi-win-bench: bench/mpi_win_alloc.c
 	@mkdir -p $(dir $@)
 	OMPI_CC=$(CC) MPICH_CC=$(CC) $(MPICC) $(CFLAGS_ALL) -o $@ $< $(LDFLAGS_ALL)
+else
+# Said on every build without it, so that MPI installed after the first
+# build is not silently left out: mpicc is looked for each time make runs.
+.PHONY: mpi-note
+lib: mpi-note
+mpi-note:
+	@echo "note: no mpicc on PATH: the MPI module (libsymheap-ccl-mpi.so, symheap_mpi.h installed) is not built; install MPI (apt-get install libopenmpi-dev) and run make again"
 endif
 
 # examples/embed: a collective library embedding symheap (its own
@@ -394,6 +401,8 @@ install: all
 	  install -m 755 $(BUILD)/lib/libsymheap-ccl-mpi.so $(DESTDIR)$(PREFIX)/lib/ && \
 	  install -m 644 include/symheap_mpi.h $(DESTDIR)$(PREFIX)/include/; fi
 	install -m 755 $(TOOLS:%=$(BUILD)/bin/%) $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 644 $(TOOLS:%=docs/man/%.1) $(DESTDIR)$(PREFIX)/share/man/man1/
 	if [ -e $(BUILD)/lib/libsymheap_cuda.so.0 ]; then \
 	  install -m 755 $(BUILD)/lib/libsymheap_cuda.so.0 $(DESTDIR)$(PREFIX)/lib/ && \
 	  ln -sf libsymheap_cuda.so.0 $(DESTDIR)$(PREFIX)/lib/libsymheap_cuda.so && \
@@ -473,7 +482,7 @@ install-python: python
 # The conformance kit's own test: one adaptor written from the public
 # headers alone, built once correct (0) and once per mistake (-DBREAK=N);
 # test/conformance/run_broken.sh runs the kit on each.
-BROKEN_IDS := $(shell seq 0 32)
+BROKEN_IDS := $(shell seq 0 36)
 BROKEN_ADAPTORS := $(BROKEN_IDS:%=$(BUILD)/test/broken/broken%.so)
 $(BUILD)/test/broken/broken%.so: test/conformance/broken_adaptor.c $(wildcard include/*.h)
 	@mkdir -p $(dir $@)

@@ -325,20 +325,36 @@ EXPORT symheap_result_t symheap_cuda_all_gather_flags(
             &a);
   if (r != SYMHEAP_SUCCESS)
     return r;
-  /* In place is the input at this rank's block of the output; any other
-   * overlap is overwritten by peers' blocks while it is being sent. */
-  const char *li = (const char *)symheap_device_local_ptr(&a.in, in_offset);
-  const char *lo = (const char *)symheap_device_local_ptr(&a.out, out_offset);
+  /* An input inside the output must be one whole block of it.  The rule
+   * names no rank, so ranks given the same arguments reach the same verdict
+   * (it once accepted block 0 on rank 0 alone, which then waited in the
+   * kernel for peers that had refused).  In place is this rank's block;
+   * another block k is first copied to this rank's block (peers write
+   * into block k only after the kernel's first barrier, which follows the
+   * copy on this stream), then it runs in place.  Any other overlap is
+   * overwritten by peers' blocks while it is being sent. */
+  char *li = (char *)symheap_device_local_ptr(&a.in, in_offset);
+  char *lo = (char *)symheap_device_local_ptr(&a.out, out_offset);
   size_t total = bytes * (size_t)v.nranks;
-  if (bytes && li < lo + total && lo < li + bytes &&
-      li != lo + (size_t)v.rank * bytes)
+  bool over = bytes && li < lo + total && lo < li + bytes;
+  if (over && (li < lo || (size_t)(li - lo) % bytes != 0))
     return fail(SYMHEAP_ERR_INVALID_ARG,
-                "%s: the input overlaps the output other than at this rank's "
-                "block (offset + rank * bytes)",
+                "%s: the input overlaps the output other than as one whole "
+                "block of it (out_offset + k * bytes; in place: k = rank)",
                 fn);
   a.stream = (cudaStream_t)stream;
   if ((r = device_ok(&a, fn)) != SYMHEAP_SUCCESS || bytes == 0)
     return r;
+  char *mine = lo + (size_t)v.rank * bytes;
+  if (over && li != mine) {
+    cudaError_t ce = cudaMemcpyAsync(mine, li, bytes, cudaMemcpyDeviceToDevice,
+                                     a.stream);
+    if (ce != cudaSuccess)
+      return cuda_fail(fn, ce);
+    a.in = a.out;
+    a.in_off = out_offset + (size_t)v.rank * bytes;
+    in_offset = a.in_off;
+  }
   a.count = bytes;
   if ((flags & SYMHEAP_CUDA_ZERO_SM) || zero_sm_env())
     return all_gather_ce(a, fn);

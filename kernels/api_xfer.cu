@@ -56,13 +56,20 @@ EXPORT symheap_result_t symheap_cuda_reduce_scatter(
   if ((r = views(in, in_offset, out, out_offset, n * bytes, bytes, fn, &a)) !=
       SYMHEAP_SUCCESS)
     return r;
-  /* In place: the output is this rank's block of its input, which only this
-   * rank reads (each rank reduces its own block). */
+  /* An output inside the input must be one whole block of it: the rule
+   * names no rank, so ranks given the same arguments reach the same
+   * verdict (it once accepted block 0 on rank 0 alone, which then waited
+   * in the kernel for peers that had refused).  In place is this rank's
+   * block, which only this rank reads (each rank reduces its own block);
+   * another block k is reached through it (moved_to, below).  Any other
+   * overlap is read by a peer while this rank writes it. */
   const char *li = local(a.in, in_offset), *lo = local(a.out, out_offset);
-  if (overlaps(li, n * bytes, lo, bytes) && lo != li + (size_t)v.rank * bytes)
+  const bool over = overlaps(li, n * bytes, lo, bytes);
+  if (over && (lo < li || (size_t)(lo - li) % bytes != 0))
     return fail(SYMHEAP_ERR_INVALID_ARG,
-                "%s: the output overlaps the input other than at this rank's "
-                "block (in_offset + rank * count * element size)",
+                "%s: the output overlaps the input other than as one whole "
+                "block of it (in_offset + k * count * element size; in place: "
+                "k = rank)",
                 fn);
   const size_t cap = ll_capacity(v.nranks);
   if (algo == SYMHEAP_ALGO_AUTO)
@@ -79,7 +86,28 @@ EXPORT symheap_result_t symheap_cuda_reduce_scatter(
   a.count = count;
   a.dtype = dtype;
   a.op = op;
-  cudaError_t e;
+  /* The output is block k != rank of the input: reduce in place at this
+   * rank's block (saved first), then move the result to block k and put
+   * the block back.  Block k is read by rank k only, and no rank reads this
+   * rank's input once its kernel is done (LL: each rank reads only its own
+   * input; pipelined: its closing barrier). */
+  char *mine = (char *)li + (size_t)v.rank * bytes, *moved_to = NULL;
+  void *saved = NULL;
+  cudaError_t e = cudaSuccess;
+  if (over && lo != mine) {
+    moved_to = (char *)lo;
+    e = cudaMallocAsync(&saved, bytes, a.stream);
+    if (e == cudaSuccess)
+      e = cudaMemcpyAsync(saved, mine, bytes, cudaMemcpyDeviceToDevice,
+                          a.stream);
+    if (e != cudaSuccess) {
+      if (saved)
+        (void)cudaFreeAsync(saved, a.stream);
+      return cuda_fail(fn, e);
+    }
+    a.out = a.in;
+    a.out_off = out_offset = in_offset + (size_t)v.rank * bytes;
+  }
   if (algo == SYMHEAP_ALGO_ONE_SHOT) {
     e = launch_ll_reduce_scatter(a);
   } else {
@@ -91,6 +119,16 @@ EXPORT symheap_result_t symheap_cuda_reduce_scatter(
     a.aligned = aligned16(a.in, in_offset + rs.first * es) &&
                 aligned16(a.out, out_offset);
     e = launch_reduce_scatter(a, rs);
+  }
+  if (moved_to) {
+    if (e == cudaSuccess)
+      e = cudaMemcpyAsync(moved_to, mine, bytes, cudaMemcpyDeviceToDevice,
+                          a.stream);
+    if (e == cudaSuccess)
+      e = cudaMemcpyAsync(mine, saved, bytes, cudaMemcpyDeviceToDevice,
+                          a.stream);
+    cudaError_t f = cudaFreeAsync(saved, a.stream);
+    e = e == cudaSuccess ? f : e;
   }
   return e == cudaSuccess ? SYMHEAP_SUCCESS : cuda_fail(fn, e);
 }

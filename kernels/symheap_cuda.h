@@ -96,7 +96,9 @@ symheap_result_t symheap_cuda_all_reduce_algo(symheap_window_t win,
 
 /* Every rank's bytes at in[in_offset..] land at out[out_offset + r*bytes] on
  * every rank (rank r's block at index r).  In place when the input is this
- * rank's block of the output; other overlaps are refused. */
+ * rank's block of the output; an input that is another whole block of the
+ * output is copied to this rank's block first (the rule names no rank, so
+ * ranks given the same offsets agree); other overlaps are refused. */
 symheap_result_t symheap_cuda_all_gather(symheap_window_t in, size_t in_offset,
                                          symheap_window_t out,
                                          size_t out_offset, size_t bytes,
@@ -110,7 +112,9 @@ symheap_result_t symheap_cuda_all_gather_flags(
 /* out[out_offset..] (count elements) = op over ranks of rank r's block of
  * in: in[in_offset + r * count * elem ..], count elements, on rank r.  The
  * input holds nranks * count elements.  In place when the output is this
- * rank's block of the input; other overlaps are refused.  Every rank's
+ * rank's block of the input; an output that is another whole block of the
+ * input is reached through this rank's block (the rule names no rank, so
+ * ranks given the same offsets agree); other overlaps are refused.  Every rank's
  * result is bitwise what the all-reduce gives for that block: ranks reduced
  * in rank order (0, 1, ..., n-1) in float32, rounded once to dtype.
  * SYMHEAP_ALGO_ONE_SHOT: each rank stores block p of its input into p's LL

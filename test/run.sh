@@ -105,6 +105,14 @@ suite() { # suite PREFIX BUILD WRAPPER...
   run "$prefix agreement wait procs x2 threads x2" build/bin/symheap-run -n 2 "$@" \
     "$b/test/test_agree_wait" --mixed 2
   run "$prefix agreement wait: exit, death" "$@" "$b/test/test_agree_wait" --forked
+  # Two different calls never pair (issue 28), over shared memory and over
+  # the ccl's sockets, as processes and threads.
+  for ch in 1 0; do
+    run "$prefix contracts shm=$ch procs x3" env SYMHEAP_AGREE_SHM=$ch SYMHEAP_TIMEOUT_MS=10000 \
+      build/bin/symheap-run -n 3 "$@" "$b/test/test_contracts"
+    run "$prefix contracts shm=$ch threads x2" env SYMHEAP_AGREE_SHM=$ch SYMHEAP_TIMEOUT_MS=10000 \
+      "$@" "$b/test/test_contracts" --threads 2
+  done
   # The cuda adaptor over the fake driver: the same multi-rank suite (multicast
   # off, as on the shared GPU machines), then its own fault and fallback tests.
   local fake="$PWD/$b/fake_cuda/libcuda.so.1"

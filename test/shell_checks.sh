@@ -81,6 +81,62 @@ env_doc_current() {
 }
 check "docs/env.md matches the variable table" env_doc_current
 
+# What a newcomer trips on (issue 28): every tool says its version; each has
+# a man page that make install installs; symheap-info -e names the
+# bindings' variables too; a missing MPI module is looked for in lib/, and
+# said so; a healthy run logs no failed notice of a freed allocation.
+tools_have_version() {
+  local t v
+  v=$(sed -n 's/#define SYMHEAP_VERSION_\(MAJOR\|MINOR\|PATCH\) //p' include/symheap.h | paste -sd.)
+  for t in symheap-run symheap-info symheap-bench symheap-conformance; do
+    build/bin/$t --version | grep -qx "$t $v" || { echo "$t --version: not '$t $v'"; return 1; }
+    [ -s "docs/man/$t.1" ] || { echo "no docs/man/$t.1"; return 1; }
+  done
+}
+check "every tool has --version and a man page" tools_have_version
+
+man_pages_installed() {
+  local dir t
+  dir=$(mktemp -d)
+  make -s install PREFIX="$dir" >/dev/null || return 1
+  for t in symheap-run symheap-info symheap-bench symheap-conformance; do
+    [ -s "$dir/share/man/man1/$t.1" ] || { echo "$t.1 not installed"; rm -rf "$dir"; return 1; }
+  done
+  rm -rf "$dir"
+}
+check "make install installs the man pages" man_pages_installed
+
+info_lists_binding_vars() {
+  local out v
+  out=$(build/bin/symheap-info -e)
+  for v in SHMEM_SYMMETRIC_SIZE SYMHEAP_SHMEM_SPIN SYMHEAP_SHMEM_DATA_SEGMENT \
+    SYMHEAP_LIBRARY SYMHEAP_CUDA_COLL_LIBRARY; do
+    grep -q "^$v\$" <<<"$out" || { echo "symheap-info -e does not list $v"; return 1; }
+  done
+}
+check "symheap-info -e lists the OpenSHMEM and Python variables" info_lists_binding_vars
+
+info_mpi_missing_names_lib() {
+  local dir out
+  dir=$(mktemp -d)
+  mkdir -p "$dir/bin" "$dir/lib"
+  cp build/bin/symheap-info "$dir/bin/"
+  out=$("$dir/bin/symheap-info" 2>&1 | grep '^  mpi ')
+  rm -rf "$dir"
+  echo "$out"
+  grep -q "$dir/lib" <<<"$out" && grep -q "libopenmpi-dev" <<<"$out" &&
+    ! grep -q "($dir/bin)" <<<"$out"
+}
+check "symheap-info: a missing MPI module is looked for in lib/" info_mpi_missing_names_lib
+
+healthy_run_quiet() {
+  local out
+  out=$(SYMHEAP_DEBUG=INFO build/bin/symheap-run -n 3 build/bin/symheap-bench \
+    --max-size 1M --bw-size 1M --count 1024 --iters 2 2>&1) || { echo "$out" | tail -3; return 1; }
+  ! grep "could not tell rank" <<<"$out"
+}
+check "a healthy run logs no failed free notice" healthy_run_quiet
+
 # The CUDA collectives library (built wherever nvcc is) exports its C API
 # only, and installs with its headers.
 cuda_lib_exports() {

@@ -125,7 +125,7 @@ static void xfer_checks(th_ctx_t *c, void *arg) {
   CHECK_MSG(symheap_cuda_reduce_scatter(w, 0, w, 4, 1024, SYMHEAP_FLOAT32,
                                         SYMHEAP_OP_SUM, SYMHEAP_ALGO_AUTO,
                                         NULL),
-            SYMHEAP_ERR_INVALID_ARG, "other than at this rank's block");
+            SYMHEAP_ERR_INVALID_ARG, "other than as one whole block");
   CHECK_MSG(symheap_cuda_reduce_scatter(w, 2, w, wb / 2, 16, SYMHEAP_FLOAT32,
                                         SYMHEAP_OP_SUM, SYMHEAP_ALGO_AUTO,
                                         NULL),
@@ -197,6 +197,51 @@ static void xfer_checks(th_ctx_t *c, void *arg) {
   th_end();
 }
 
+/* Ranks given the same arguments reach the same verdict (issue 28): an
+ * all-gather whose input is block 0 of the output, or a reduce-scatter
+ * whose output is block 0 of the input, was accepted by rank 0 alone
+ * (its own block), which then waited in the kernel for peers that had
+ * refused.  Here every rank passes the same offsets; each says whether the
+ * overlap check refused it, and every rank must have said the same (and,
+ * the input being a whole block, none refuses for the overlap: host memory
+ * is refused next, on every rank). */
+static void same_verdict(th_ctx_t *c, void *arg) {
+  (void)arg;
+  th_begin(tag, "same_verdict_every_rank", c->rank);
+  symheap_window_t w;
+  size_t bytes = 4096, n = (size_t)c->n;
+  CHECK_OK(symheap_malloc(c->comm, bytes * n * 2, 0, &w));
+  int mine[4], all[4 * 8];
+  mine[0] = symheap_cuda_all_gather(w, 0, w, 0, bytes, NULL) ==
+                SYMHEAP_ERR_INVALID_ARG &&
+            strstr(symheap_last_error(), "overlap") != NULL;
+  mine[1] = symheap_cuda_all_gather(w, (n - 1) * bytes, w, 0, bytes, NULL) ==
+                SYMHEAP_ERR_INVALID_ARG &&
+            strstr(symheap_last_error(), "overlap") != NULL;
+  mine[2] = symheap_cuda_reduce_scatter(w, 0, w, 0, bytes / 4, SYMHEAP_FLOAT32,
+                                        SYMHEAP_OP_SUM, SYMHEAP_ALGO_AUTO,
+                                        NULL) == SYMHEAP_ERR_INVALID_ARG &&
+            strstr(symheap_last_error(), "overlap") != NULL;
+  mine[3] = symheap_cuda_reduce_scatter(w, 0, w, (n - 1) * bytes, bytes / 4,
+                                        SYMHEAP_FLOAT32, SYMHEAP_OP_SUM,
+                                        SYMHEAP_ALGO_AUTO, NULL) ==
+                SYMHEAP_ERR_INVALID_ARG &&
+            strstr(symheap_last_error(), "overlap") != NULL;
+  CHECK_OK(symheap_comm_allgather(c->comm, mine, all, sizeof mine));
+  static const char *what[4] = {"all-gather, input at block 0",
+                                "all-gather, input at the last block",
+                                "reduce-scatter, output at block 0",
+                                "reduce-scatter, output at the last block"};
+  for (int k = 0; k < 4; k++)
+    for (int p = 0; p < c->n; p++)
+      CHECK(all[4 * p + k] == 0,
+            "%s, the same on every rank: rank %d refused it for the "
+            "overlap (rank 0 %s)",
+            what[k], p, all[k] ? "too" : "did not");
+  CHECK_OK(symheap_free(c->comm, w));
+  th_end();
+}
+
 /* Windows of two comms cannot meet in one collective. */
 static void two_comms(th_ctx_t *c, void *arg) {
   (void)arg;
@@ -257,6 +302,7 @@ int main(int argc, char **argv) {
     fails |= th_run_threads(n, body, NULL);
     fails |= th_run_threads(n, two_comms, NULL);
     fails |= th_run_threads(n, xfer_checks, NULL);
+    fails |= th_run_threads(n, same_verdict, NULL);
   }
   return fails || th_total_failures() ? 1 : 0;
 }

@@ -413,6 +413,12 @@ int main(int argc, char **argv) {
   size_t max_size = 1u << 30, bw_bytes = 64u << 20, count = 4u << 20;
   int iters = 21, heap_only = 0;
   for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--version") == 0) {
+      int major, minor, patch;
+      symheap_get_version(&major, &minor, &patch);
+      printf("symheap-bench %d.%d.%d\n", major, minor, patch);
+      return 0;
+    }
     if (strcmp(argv[i], "--heap") == 0)
       heap_only = 1;
     else if (strcmp(argv[i], "--max-size") == 0 && i + 1 < argc)
@@ -427,7 +433,7 @@ int main(int argc, char **argv) {
       fprintf(
           stderr,
           "usage: symheap-run -n N symheap-bench [--heap] [--max-size BYTES] "
-          "[--bw-size BYTES] [--count FLOATS] [--iters N]\n"
+          "[--bw-size BYTES] [--count FLOATS] [--iters N] | --version\n"
           "       symheap-run -n N symheap-bench --collectives "
           "[see symheap-bench-cuda --help]\n");
       return 2;

@@ -118,6 +118,49 @@ static int var_at(int i, symheap_var_info_t *v) {
 
 static void load_declarations(void) { (void)symheap_plugins_load(); }
 
+/* Variables the bindings read themselves (bindings/openshmem,
+ * bindings/python): not the core's, so not validated here, but listed with
+ * the rest so that -e and docs/env.md name every variable symheap reads. */
+typedef struct {
+  const char *name, *owner, *def, *values, *help;
+} binding_var_t;
+static const binding_var_t binding_vars[] = {
+    {"SHMEM_SYMMETRIC_SIZE", "openshmem", "1G",
+     "bytes, with K, M, G or T (decimal fractions allowed)",
+     "the most symmetric heap per PE; address space is reserved, memory is "
+     "committed as the heap grows (SMA_SYMMETRIC_SIZE: the deprecated name)"},
+    {"SHMEM_DEBUG", "openshmem", "(unset)", "any",
+     "if set, a failed allocation says why (SMA_DEBUG: the deprecated name)"},
+    {"SHMEM_VERSION", "openshmem", "(unset)", "any",
+     "if set, PE 0 prints the library's version at shmem_init (SMA_VERSION)"},
+    {"SHMEM_INFO", "openshmem", "(unset)", "any",
+     "if set, PE 0 prints the OpenSHMEM variables with their help at "
+     "shmem_init (SMA_INFO)"},
+    {"SYMHEAP_SHMEM_DATA_SEGMENT", "openshmem", "1", "0 or 1",
+     "0 leaves the data segment alone (statics are then not symmetric)"},
+    {"SYMHEAP_SHMEM_SPIN", "openshmem", "64", "a count",
+     "pause-spins in a wait before each wait yields the CPU"},
+    {"SYMHEAP_LIBRARY", "python", "(unset)", "a path",
+     "the libsymheap.so.0 the Python package loads, before its own search"},
+    {"SYMHEAP_CUDA_COLL_LIBRARY", "python", "(unset)", "a path",
+     "the libsymheap_cuda.so.0 symheap.cuda loads (default: beside "
+     "libsymheap)"},
+};
+#define NBINDING_VARS (sizeof binding_vars / sizeof binding_vars[0])
+
+static void print_binding_env(void) {
+  const char *last = NULL;
+  for (size_t i = 0; i < NBINDING_VARS; i++) {
+    const binding_var_t *b = &binding_vars[i];
+    if (!last || strcmp(last, b->owner) != 0)
+      printf("\n== binding %s (read by the binding itself)\n\n", b->owner);
+    last = b->owner;
+    const char *set = getenv(b->name);
+    printf("%s\n  value:   %s\n  default: %s\n  values:  %s\n  %s\n", b->name,
+           set && *set ? set : "(unset)", b->def, b->values, b->help);
+  }
+}
+
 static void print_env(void) {
   const char *last = NULL;
   symheap_var_info_t var, *v = &var;
@@ -139,6 +182,7 @@ static void print_env(void) {
       printf("  values:  0 or 1\n");
     printf("  %s\n", v->help);
   }
+  print_binding_env();
   symheap_result_t r = symheap_vars_check();
   if (r != SYMHEAP_SUCCESS)
     printf("\nerror: %s\n", symheap_last_error());
@@ -177,6 +221,10 @@ static void print_env_markdown(void) {
     printf("| `%s` | %s | %s | %s | %s |\n", v->name, v->owner,
            v->def ? v->def : "(unset)", values, v->help);
   }
+  for (size_t i = 0; i < NBINDING_VARS; i++)
+    printf("| `%s` | %s binding | %s | %s | %s |\n", binding_vars[i].name,
+           binding_vars[i].owner, binding_vars[i].def, binding_vars[i].values,
+           binding_vars[i].help);
 }
 
 /* What would make comm init fail here, as set: symheap-info says so and
@@ -275,16 +323,8 @@ static void print_ccls(void) {
            "mpirun)\n",
            mpi_path);
   else
-    printf("  mpi      not installed: %s\n", symheap_last_error());
-  symheap_plugin_info_t p;
-  for (int i = 0; i < plugins(); i++)
-    if (plugin_at(i, &p) && p.ccl[0])
-      printf("  %-8s from plugin '%s' (%s)\n", p.ccl, p.name,
-             p.ccl_joins ? "SYMHEAP_CCL=<this name> joins through it"
-                         : "pass it to symheap_comm_init_ccl");
-  char name[64], why[256];
-  if (symheap_ccl_env_choice(name, sizeof name, why, sizeof why) !=
-      SYMHEAP_SUCCESS) {
+  print_binding_env();
+  symheap_result_t r = symheap_vars_check();
     printf("  symheap_comm_init_env would join through: none: %s\n",
            symheap_last_error());
     problem("SYMHEAP_CCL", symheap_last_error());
@@ -395,6 +435,12 @@ static void print_multicast_policy(void) {
 }
 
 int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+    int major, minor, patch;
+    symheap_get_version(&major, &minor, &patch);
+    printf("symheap-info %d.%d.%d\n", major, minor, patch);
+    return 0;
+  }
   if (argc > 2 && strcmp(argv[1], "-e") == 0 &&
       strcmp(argv[2], "--markdown") == 0) {
     print_env_markdown();
@@ -410,7 +456,8 @@ int main(int argc, char **argv) {
   }
   if (argc > 1) {
     fprintf(stderr,
-            "usage: symheap-info [-e [--markdown]] | --stats [BYTES]\n");
+            "usage: symheap-info [-e [--markdown]] | --stats [BYTES] | "
+            "--version\n");
     return 2;
   }
   int major, minor, patch;

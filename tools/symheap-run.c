@@ -37,7 +37,7 @@ static void on_signal(int sig) { got_signal = sig; }
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: symheap-run -n N [--] PROGRAM [ARGS...]\n"
+          "usage: symheap-run -n N [--] PROGRAM [ARGS...] | --version\n"
           "Starts N ranks of PROGRAM on this host.  Each gets SYMHEAP_RANK,\n"
           "SYMHEAP_NRANKS, SYMHEAP_LOCAL_RANK and SYMHEAP_UNIQUE_ID, which\n"
           "symheap_comm_init_env reads.  If one rank fails, the others are\n"
@@ -108,6 +108,12 @@ static int parse_args(int argc, char **argv, int *rc) {
       bind_given = 1;
     } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
       usage(stdout);
+      *rc = 0;
+      return -1;
+    } else if (strcmp(argv[i], "--version") == 0) {
+      int major, minor, patch;
+      symheap_get_version(&major, &minor, &patch);
+      printf("symheap-run %d.%d.%d\n", major, minor, patch);
       *rc = 0;
       return -1;
     } else if (strcmp(argv[i], "--") == 0) {

@@ -100,10 +100,27 @@ static symheap_result_t host_query(void *ctx, symheap_device_caps_t *caps) {
   return SYMHEAP_SUCCESS;
 }
 
+/* This adaptor's memory: a memfd named "symheap", its size sealed.  Only
+ * that is imported: a peer's descriptor of any other file (or of someone
+ * else's memfd) is refused, and a sealed size cannot be truncated under
+ * this rank's mappings (a load beyond the end would be SIGBUS). */
+#define HOST_SEALS (F_SEAL_SHRINK | F_SEAL_GROW)
+static int host_own_memfd(int fd) {
+  char path[48], link[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(path, link, sizeof link - 1);
+  if (n < 0)
+    return 0;
+  link[n] = '\0';
+  int seals = fcntl(fd, F_GET_SEALS);
+  return strncmp(link, "/memfd:symheap ", 15) == 0 && seals >= 0 &&
+         (seals & HOST_SEALS) == HOST_SEALS;
+}
+
 static symheap_result_t host_mem_create(void *ctx, size_t size,
                                         symheap_mem_handle_t *out) {
   host_t *h = ctx;
-  int fd = memfd_create("symheap", MFD_CLOEXEC);
+  int fd = memfd_create("symheap", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   struct rlimit rl;
   if (fd < 0 && errno == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0)
     return h->svc->error(
@@ -124,6 +141,12 @@ static symheap_result_t host_mem_create(void *ctx, size_t size,
     return h->svc->error(e == ENOMEM || e == ENOSPC ? SYMHEAP_ERR_NO_MEMORY
                                                     : SYMHEAP_ERR_DEVICE,
                          "ftruncate(memfd, %zu): %s", size, strerror(e));
+  }
+  if (fcntl(fd, F_ADD_SEALS, HOST_SEALS) != 0) {
+    int e = errno;
+    close(fd);
+    return h->svc->error(SYMHEAP_ERR_DEVICE, "sealing the memfd's size: %s",
+                         strerror(e));
   }
   *out = (symheap_mem_handle_t)fd + 1;
   return SYMHEAP_SUCCESS;
@@ -164,10 +187,13 @@ static symheap_result_t host_mem_import(void *ctx,
                          "host adaptor imports file descriptors only");
   }
   struct stat st;
-  if (fstat(in->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (fstat(in->fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      !host_own_memfd(in->fd)) {
     close(in->fd);
     return h->svc->error(SYMHEAP_ERR_REMOTE,
-                         "received descriptor is not shared memory");
+                         "received descriptor is not the host adaptor's "
+                         "shared memory (a memfd 'symheap' with its size "
+                         "sealed)");
   }
   *out = (symheap_mem_handle_t)in->fd + 1;
   return SYMHEAP_SUCCESS;

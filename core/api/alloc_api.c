@@ -4,13 +4,15 @@
 
 #include "mem/mem.h"
 
-SYMHEAP__EXPORT symheap_result_t symheap_mem_alloc(symheap_comm_t c,
-                                                   size_t size, void **ptr) {
+/* Local, but claimed like every call that changes the comm (its list of
+ * allocations, its counts): a second thread is refused, not interleaved;
+ * and a forked child's calls are refused (its parent's comm). */
+static symheap_result_t mem_alloc_one(symheap_comm_t c, size_t size,
+                                      void **ptr) {
   /* Local: a comm whose collectives failed can still allocate. */
-  if (symheap__comm_check(c, "symheap_mem_alloc") != SYMHEAP_SUCCESS)
-    return SYMHEAP_ERR_INVALID_ARG;
-  symheap__log_set_rank(c->rank);
-  symheap_result_t r;
+  symheap_result_t r = symheap__comm_enter_local(c, "symheap_mem_alloc");
+  if (r != SYMHEAP_SUCCESS)
+    return r;
   if (!ptr || size == 0)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG, "symheap_mem_alloc: %s",
                           !ptr ? "ptr is NULL" : "size is zero");
@@ -23,10 +25,15 @@ SYMHEAP__EXPORT symheap_result_t symheap_mem_alloc(symheap_comm_t c,
   return symheap__mem_alloc(c, size, ptr);
 }
 
-SYMHEAP__EXPORT symheap_result_t symheap_mem_free(symheap_comm_t c, void *ptr) {
-  if (symheap__comm_check(c, "symheap_mem_free") != SYMHEAP_SUCCESS)
-    return SYMHEAP_ERR_INVALID_ARG;
-  symheap__log_set_rank(c->rank);
+SYMHEAP__EXPORT symheap_result_t symheap_mem_alloc(symheap_comm_t c,
+                                                   size_t size, void **ptr) {
+  SYMHEAP__CLAIMED(c, "symheap_mem_alloc", mem_alloc_one(c, size, ptr));
+}
+
+static symheap_result_t mem_free_one(symheap_comm_t c, void *ptr) {
+  symheap_result_t enter = symheap__comm_enter_local(c, "symheap_mem_free");
+  if (enter != SYMHEAP_SUCCESS)
+    return enter;
   symheap__comm_drain(c);
   symheap__alloc_t *a = ptr ? symheap__alloc_find(c, ptr) : NULL;
   if (!a || a->ptr != ptr)
@@ -47,4 +54,8 @@ SYMHEAP__EXPORT symheap_result_t symheap_mem_free(symheap_comm_t c, void *ptr) {
   symheap_result_t r = symheap__alloc_free(c, a);
   return r == SYMHEAP_SUCCESS ? r
                               : symheap__error_context(r, "symheap_mem_free");
+}
+
+SYMHEAP__EXPORT symheap_result_t symheap_mem_free(symheap_comm_t c, void *ptr) {
+  SYMHEAP__CLAIMED(c, "symheap_mem_free", mem_free_one(c, ptr));
 }

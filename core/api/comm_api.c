@@ -30,24 +30,20 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_size(symheap_comm_t c,
   return SYMHEAP_SUCCESS;
 }
 
-symheap_result_t symheap__comm_barrier(symheap_comm_t c) {
-  symheap_result_t r = symheap__comm_enter(c, "symheap_comm_barrier");
+symheap_result_t symheap__comm_barrier(symheap_comm_t c, const char *fn) {
+  symheap_result_t r = symheap__comm_enter(c, fn);
   if (r != SYMHEAP_SUCCESS)
     return r;
   if (symheap__collectives_by_shm(c)) /* comm_shm.c says why */
     return symheap__barrier_shm(c);
-  if (c->ccl.barrier) {
-    r = c->ccl.barrier(c->ccl_ctx, symheap__call_remaining_ms(c));
-    return r == SYMHEAP_SUCCESS ? r : symheap__comm_break(c, r);
-  }
-  /* Into the comm's own buffer: a barrier never allocates, so it cannot
-   * skip its part and pair the ranks' barriers off by one. */
-  char one = 0;
-  return symheap__comm_allgather(c, &one, c->agree_buf, 1);
+  /* An agreement, not the ccl's bare barrier: its record names the call,
+   * so a barrier never pairs with another rank's malloc or free. */
+  return symheap__agree(c, SYMHEAP_SUCCESS, 0, NULL, 0, NULL);
 }
 
 SYMHEAP__EXPORT symheap_result_t symheap_comm_barrier(symheap_comm_t c) {
-  SYMHEAP__CLAIMED(c, "symheap_comm_barrier", symheap__comm_barrier(c));
+  SYMHEAP__CLAIMED(c, "symheap_comm_barrier",
+                   symheap__comm_barrier(c, "symheap_comm_barrier"));
 }
 
 /* Bytes per rank one round of symheap_comm_allgather carries: small enough

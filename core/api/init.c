@@ -262,7 +262,8 @@ static symheap_result_t comm_destroy_one(symheap_comm_t c) {
   if (symheap__in_forked_child(c))
     return destroy_in_child(c);
   symheap__log_set_rank(c->rank);
-  if (c->broken == SYMHEAP_SUCCESS && symheap__comm_barrier(c) != SYMHEAP_SUCCESS)
+  if (c->broken == SYMHEAP_SUCCESS &&
+      symheap__comm_barrier(c, "symheap_comm_destroy") != SYMHEAP_SUCCESS)
     SYMHEAP_WARN("comm destroy: final barrier failed (%s); tearing down anyway",
                  symheap__error_peek());
   stages_down(c, NSTAGES - 1);

@@ -12,6 +12,6 @@ symheap_result_t symheap__comm_setup(symheap_comm_t *out,
                                      int owned, int timeout_ms,
                                      int64_t deadline_ms);
 /* symheap_comm_barrier's body, the call already claimed. */
-symheap_result_t symheap__comm_barrier(symheap_comm_t c);
+symheap_result_t symheap__comm_barrier(symheap_comm_t c, const char *fn);
 
 #endif

@@ -7,8 +7,12 @@
  * so a parent spanning hosts without a ccl split is refused.  Failures agree
  * over the parent, so every rank of it returns the same result and nothing
  * is left half made. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "boot/bootstrap.h"
 #include "boot/host.h"
@@ -80,6 +84,58 @@ static symheap_result_t child_over_ccl(symheap_comm_t c, int color, int key,
                              symheap__call_deadline(c));
 }
 
+/* Descriptors a new comm of at most n ranks may open on one rank (its
+ * bootstrap's sockets, the descriptor mesh, the pad's and the agreements'
+ * memfds, the device's own), with room to spare. */
+static int fds_needed(int n) { return 2 * n + 16; }
+
+/* Before the parent's first agreement: this rank opens the descriptors
+ * its part of the new comm may need (held in fds until the comm is made),
+ * so a rank that would run out says so in that agreement, naming itself,
+ * instead of failing inside the new comm's join while its peers wait there
+ * for it until the timeout. */
+static symheap_result_t reserve_fds(symheap_comm_t c, int *fds, int need) {
+  int got = 0;
+  for (; got < need; got++)
+    if ((fds[got] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+      break;
+  if (got == need)
+    return SYMHEAP_SUCCESS;
+  int e = errno;
+  while (got > 0)
+    close(fds[--got]);
+  fds[0] = -1;
+  return symheap__error(SYMHEAP_ERR_SYSTEM,
+                        "rank %d ran out of file descriptors: its part of the "
+                        "new comm needs about %d, and opening them failed: "
+                        "%s (raise the limit: ulimit -n, RLIMIT_NOFILE)",
+                        c->rank, need, strerror(e));
+}
+
+static void release_fds(int *fds, int need) {
+  for (int i = 0; fds && i < need && fds[i] >= 0; i++) {
+    close(fds[i]);
+    fds[i] = -1;
+  }
+}
+
+/* A failure inside the new comm names its ranks in its own numbering: say
+ * which of this comm's ranks they are. */
+static symheap_result_t child_failed(symheap_result_t r, int color,
+                                     const int *mem, int m) {
+  char list[160] = "";
+  size_t at = 0;
+  for (int i = 0; i < m && at < sizeof list - 16; i++)
+    at += (size_t)snprintf(list + at, sizeof list - at, "%s%d", i ? "," : "",
+                           mem[i]);
+  if (at >= sizeof list - 16)
+    snprintf(list + at, sizeof list - at, ",...");
+  return symheap__error_context(r,
+                                "in the new comm of color %d (its ranks 0, "
+                                "1, ... are this comm's ranks %s)",
+                                color, list);
+}
+
 static symheap_result_t split(symheap_comm_t c, int color, int key,
                               symheap_comm_t *out, const char *fn) {
   symheap_result_t r = symheap__comm_enter(c, fn);
@@ -108,12 +164,24 @@ static symheap_result_t split(symheap_comm_t c, int color, int key,
                        fn, c->ccl.name, c->nhosts);
   else if (color != SYMHEAP_COLOR_NONE && split_via(c) == VIA_BOOTSTRAP)
     r = symheap_get_unique_id(&me.id);
+  int need = fds_needed(c->nranks);
+  int *held = r == SYMHEAP_SUCCESS && color != SYMHEAP_COLOR_NONE
+                  ? calloc((size_t)need, sizeof *held)
+                  : NULL;
+  if (r == SYMHEAP_SUCCESS && color != SYMHEAP_COLOR_NONE)
+    r = held ? reserve_fds(c, held, need)
+             : symheap__error(SYMHEAP_ERR_NO_MEMORY, "%s: no memory", fn);
   r = symheap__agree(c, r, 0, &me, sizeof me, all);
+  int settled = r != SYMHEAP_SUCCESS; /* every rank has this verdict */
+  release_fds(held, need); /* the new comm opens them now */
+  free(held);
   symheap_comm_t child = NULL;
   if (r == SYMHEAP_SUCCESS && split_via(c) == VIA_CCL_SPLIT) {
-    r = child_over_ccl(c, color, key, &child);
     int m =
         color != SYMHEAP_COLOR_NONE ? members(all, c->nranks, color, mem) : 0;
+    r = child_over_ccl(c, color, key, &child);
+    if (r != SYMHEAP_SUCCESS && m)
+      r = child_failed(r, color, mem, m);
     for (int i = 0; r == SYMHEAP_SUCCESS && child && i < m; i++)
       child->world[i] = c->world[mem[i]];
     symheap__log_set_rank(c->rank);
@@ -125,15 +193,25 @@ static symheap_result_t split(symheap_comm_t c, int color, int key,
      * GPU adaptor follows it rather than choosing by the new local rank. */
     symheap_device_caps_t caps = {sizeof caps, 0, 0, 0, 0, 0, 0, ""};
     r = c->dev.ops.query(c->dev_ctx, &caps);
-    if (r == SYMHEAP_SUCCESS)
-      r = symheap_comm_init(&child, m, &all[mem[0]].id, newrank);
+    if (r == SYMHEAP_SUCCESS &&
+        (r = symheap_comm_init(&child, m, &all[mem[0]].id, newrank)) !=
+            SYMHEAP_SUCCESS)
+      r = child_failed(r, color, mem, m);
     if (r == SYMHEAP_SUCCESS)
       for (int i = 0; i < m; i++)
         child->world[i] = c->world[mem[i]];
     symheap__log_set_rank(c->rank);
   }
-  /* Over the parent: a member whose new comm failed fails everyone. */
-  r = symheap__agree(c, r, 0, NULL, 0, NULL);
+  /* Over the parent: a member whose new comm failed fails everyone.  With
+   * a deadline of its own: the new comm's join may have used up the call's
+   * (a peer that failed there leaves the others waiting until it passes),
+   * and the parent must stay usable.  A member that only waited for a peer
+   * there is not the cause. */
+  if (!settled) {
+    c->call_deadline_ms = symheap__now_ms() + c->timeout_ms;
+    int waited = r == SYMHEAP_ERR_TIMEOUT || r == SYMHEAP_ERR_REMOTE;
+    r = symheap__agree(c, r, waited, NULL, 0, NULL);
+  }
   if (r != SYMHEAP_SUCCESS && child) {
     /* Its peers may be gone: tear down locally, no final barrier. */
     child->broken = SYMHEAP_ERR_REMOTE;

@@ -79,6 +79,10 @@ static const symheap__cfg_var_t cfg_vars[] = {
      "1: symheap_malloc carves windows from the comm's symmetric heap "
      "(docs/heap.md); 0: every symheap_malloc is its own registration. Must "
      "be the same on every rank"},
+    {"SYMHEAP_AGREE_SHM", SYMHEAP_CFG_BOOL, "1", 0, 0, NULL,
+     "1: where every rank of a comm is on this host, the heap's agreements "
+     "and the comm's barrier go through shared memory; 0: over the ccl (for "
+     "tests and debugging; off on every rank if any rank sets 0)"},
     {"SYMHEAP_HEAP_RESERVE", SYMHEAP_CFG_STRING, "64G", 0, 0, NULL,
      "address space per rank reserved for the heap (bytes, or with a K, M, G "
      "or T suffix); it costs address space only: memory is committed in "

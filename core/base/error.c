@@ -29,6 +29,11 @@ symheap_result_t symheap__error_context(symheap_result_t r, const char *fmt,
   vsnprintf(prefix, sizeof prefix, fmt, ap);
   va_end(ap);
   memcpy(old, tls_msg, sizeof old);
+  /* A message that already starts with this context keeps it once
+   * ("symheap_malloc: symheap_malloc: ..." said nothing more). */
+  size_t n = strlen(prefix);
+  if (strncmp(old, prefix, n) == 0 && old[n] == ':' && old[n + 1] == ' ')
+    return r;
   snprintf(tls_msg, sizeof tls_msg, "%s: %s", prefix, old);
   return r;
 }

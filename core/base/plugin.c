@@ -7,6 +7,7 @@
  * the reason, naming the file. */
 #include <pthread.h>
 #include <stddef.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,17 +60,34 @@ symheap_result_t symheap__find_library(const char *file, char *path,
   /* Linked statically, "the library" is the program: its ../lib then. */
   snprintf(dirs, sizeof dirs, "%s%s%s%s%s/../lib", sp ? sp : "",
            sp && libdir[0] ? ":" : "", libdir, libdir[0] ? ":" : "", libdir);
+  /* Every directory looked in, as the user would find it (bin/../lib is
+   * named as the lib directory it is, not as bin/). */
+  char looked[1024] = "";
+  size_t at = 0;
   for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d;
        d = strtok_r(NULL, ":", &save)) {
     snprintf(path, len, "%s/%s", d, file);
     if (access(path, R_OK) == 0)
       return SYMHEAP_SUCCESS;
+    char real[PATH_MAX];
+    const char *shown = d, *up = strstr(d, "/../");
+    if (realpath(d, real))
+      shown = real;
+    else if (up && up > d) { /* gone: name it without the "..": x/bin/../lib */
+      const char *cut = up;
+      while (cut > d && cut[-1] != '/')
+        cut--;
+      snprintf(real, sizeof real, "%.*s%s", (int)(cut - d), d, up + 4);
+      shown = real;
+    }
+    if (at < sizeof looked)
+      at += (size_t)snprintf(looked + at, sizeof looked - at, "%s%s",
+                             at ? ", " : "", shown);
   }
   return symheap__error(SYMHEAP_ERR_PLUGIN,
-                        "no %s in SYMHEAP_PLUGIN_PATH (%s) or the library's "
-                        "directory (%s)",
-                        file, sp ? sp : "unset",
-                        libdir[0] ? libdir : "unknown");
+                        "no %s in %s (SYMHEAP_PLUGIN_PATH %s, then the "
+                        "library's own directory and its ../lib)",
+                        file, looked, sp ? "first" : "unset");
 }
 
 static symheap_result_t find(const char *name, char *path, size_t len) {

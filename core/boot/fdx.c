@@ -2,6 +2,7 @@
  * the node-local team, built once per comm, over which file-descriptor handles
  * travel with SCM_RIGHTS.  The core owns it so that fd-based adaptors stay
  * small and any ccl (which only moves bytes) can carry a comm. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,12 +190,22 @@ void symheap__fdx_send_freed(symheap__fdx_t *c, uint64_t id) {
   fdx_rec_t rec = {FDX_MAGIC, FDX_FREED, id};
   /* A notice that cannot go now is only a delay: the peer drops the
    * mapping when its cache evicts it or the comm is destroyed. */
-  for (int p = 0; p < c->nranks; p++)
-    if (p != c->rank && c->peer_fd[p] >= 0 &&
-        send(c->peer_fd[p], &rec, sizeof rec, MSG_DONTWAIT | MSG_NOSIGNAL) !=
+  for (int p = 0; p < c->nranks; p++) {
+    if (p == c->rank || c->peer_fd[p] < 0 ||
+        send(c->peer_fd[p], &rec, sizeof rec, MSG_DONTWAIT | MSG_NOSIGNAL) ==
             (ssize_t)sizeof rec)
-      SYMHEAP_INFO("could not tell rank %d that allocation %llu is freed", p,
-                   (unsigned long long)id);
+      continue;
+    /* A peer whose end is closed destroyed its comm, and its kept mappings
+     * with it: nothing to tell (every healthy job ends so, the last frees
+     * coming after the final barrier). */
+    if (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN)
+      SYMHEAP_TRACE("rank %d is gone: no notice of allocation %llu needed", p,
+                    (unsigned long long)id);
+    else
+      SYMHEAP_INFO("could not tell rank %d now that allocation %llu is freed "
+                   "(%s); it drops its mapping later",
+                   p, (unsigned long long)id, strerror(errno));
+  }
 }
 
 void symheap__fdx_drain(symheap__fdx_t *c) {

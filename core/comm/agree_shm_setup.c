@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "agree.h"
+#include "base/config.h"
 
 symheap_result_t symheap__agree_shm_setup(symheap_comm_t c) {
   c->agree_shm = NULL;
@@ -14,8 +15,11 @@ symheap_result_t symheap__agree_shm_setup(symheap_comm_t c) {
   /* The same answer on every rank: both are facts of the whole comm. */
   if (c->local_nranks != c->nranks || !c->fdx.peer_fd || c->nranks < 2)
     return SYMHEAP_SUCCESS;
+  int want = 1; /* SYMHEAP_AGREE_SHM=0 anywhere: the ccl, agreed below */
+  if (symheap__cfg_bool("SYMHEAP_AGREE_SHM", &want) != SYMHEAP_SUCCESS)
+    want = 1; /* validated at comm init already */
   char **area = calloc((size_t)c->nranks, sizeof *area);
-  int fd = area ? memfd_create("symheap-agree", MFD_CLOEXEC) : -1;
+  int fd = area && want ? memfd_create("symheap-agree", MFD_CLOEXEC) : -1;
   int ok = fd >= 0 && ftruncate(fd, SYMHEAP__AGREE_SHM_BYTES) == 0 &&
            (area[c->rank] = symheap__agree_shm_map(fd)) != NULL;
   int *fds = c->scratch_fds;

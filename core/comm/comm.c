@@ -39,12 +39,22 @@ int symheap__call_remaining_ms(symheap_comm_t c) {
   return left < 1 ? 1 : left > INT32_MAX ? INT32_MAX : (int)left;
 }
 
+symheap_result_t symheap__comm_enter_local(symheap_comm_t c, const char *fn) {
+  if (symheap__in_forked_child(c))
+    return forked(c, fn);
+  symheap__log_set_rank(c->rank);
+  return SYMHEAP_SUCCESS;
+}
+
 symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn) {
   symheap_result_t live = symheap__comm_check(c, fn);
   if (live != SYMHEAP_SUCCESS)
     return live;
   if (symheap__in_forked_child(c))
     return forked(c, fn);
+  c->call_fn = fn; /* what its agreements say they are (agree.c) */
+  c->call_digest = 0;
+  c->call_counted = 0;
   c->call_deadline_ms = symheap__now_ms() + c->timeout_ms;
   symheap__log_set_rank(c->rank);
   if (c->broken != SYMHEAP_SUCCESS)

@@ -13,7 +13,8 @@
 /* Longest host identity (SYMHEAP_HOST_ID), with its terminating NUL. */
 #define SYMHEAP__HOST_ID_MAX 96
 /* The size of one agreement record (agree.c). */
-#define SYMHEAP__AGREE_REC (256 + SYMHEAP__AGREE_MAX)
+/* The call's identity and status, then the payload (agree.c). */
+#define SYMHEAP__AGREE_REC (320 + SYMHEAP__AGREE_MAX)
 /* Bytes of host memory per rank for agreements over shared memory
  * (agree_shm.c): two slots. */
 #define SYMHEAP__AGREE_SHM_BYTES 4096
@@ -104,6 +105,14 @@ struct symheap_comm {
    * next value, doubled each time a yield is slow again. */
   uint32_t agree_no_yield, agree_backoff;
   uint64_t heap_reserve, heap_chunk, heap_threshold;
+  /* The public call in progress, as every agreement record names it
+   * (agree.c): two different calls never pair.  call_fn is set on entry
+   * (symheap__comm_enter), call_seq counts the calls that took part in an
+   * agreement (call_counted: this one has), call_digest is what the call
+   * set of the arguments every rank must pass alike (0: none). */
+  const char *call_fn;
+  uint64_t call_seq, call_digest;
+  int call_counted;
 };
 
 /* comm.c */
@@ -111,6 +120,10 @@ struct symheap_comm {
 symheap_result_t symheap__capture_check(symheap_comm_t c, const char *fn);
 /* Enter a public call: checks the comm, tags log lines with the rank. */
 symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn);
+/* Enter a local public call that changes the comm's state (claimed):
+ * refused in a forked child; tags log lines with the rank.  Unlike
+ * symheap__comm_enter it works on a broken comm. */
+symheap_result_t symheap__comm_enter_local(symheap_comm_t c, const char *fn);
 /* Copy our struct into a caller-sized one (its struct_size first): no more
  * than either size; INVALID_ARG when struct_size is unset. */
 symheap_result_t symheap__copy_sized(void *dst, const void *src, size_t ours,

@@ -256,19 +256,21 @@ static symheap_result_t compare(symheap_comm_t c, const char *fn,
           (unsigned long long)y->size, (unsigned long long)y->flags);
     if ((x->route == SYMHEAP__ROUTE_REGISTER) !=
             (y->route == SYMHEAP__ROUTE_REGISTER) ||
-        x->reserve != y->reserve || x->chunk != y->chunk)
+        x->reserve != y->reserve || x->chunk != y->chunk ||
+        x->threshold != y->threshold)
       return symheap__error(
           SYMHEAP_ERR_MISMATCH,
           "%s: ranks disagree on the heap: rank 0 %s it "
-          "(reserve %llu, chunk %llu), rank %d %s it "
-          "(reserve %llu, chunk %llu); SYMHEAP_HEAP, "
+          "(reserve %llu, chunk %llu, threshold %llu), rank %d %s it "
+          "(reserve %llu, chunk %llu, threshold %llu); SYMHEAP_HEAP, "
           "SYMHEAP_HEAP_RESERVE, SYMHEAP_HEAP_CHUNK and "
           "SYMHEAP_HEAP_THRESHOLD must be the same on every "
           "rank",
           fn, x->route ? "uses" : "does not use",
-          (unsigned long long)x->reserve, (unsigned long long)x->chunk, p,
+          (unsigned long long)x->reserve, (unsigned long long)x->chunk,
+          (unsigned long long)x->threshold, p,
           y->route ? "uses" : "does not use", (unsigned long long)y->reserve,
-          (unsigned long long)y->chunk);
+          (unsigned long long)y->chunk, (unsigned long long)y->threshold);
   }
   for (int p = 1; p < c->nranks; p++) {
     const symheap__heap_rec_t *x = &all[0], *y = &all[p];
@@ -305,6 +307,7 @@ symheap_result_t symheap__heap_agree(symheap_comm_t c, symheap_result_t r,
   me->seq = c->heap ? c->heap->seq : 0;
   me->reserve = c->heap_reserve;
   me->chunk = c->heap_chunk;
+  me->threshold = c->heap_threshold;
   r = symheap__agree_fast(c, r, me, sizeof *me, all);
   if (r == SYMHEAP_SUCCESS)
     r = compare(c, fn, all);

@@ -28,9 +28,12 @@ typedef struct {
   uint64_t off;     /* where the block goes */
   uint64_t first;   /* chunks to commit first: the uncommitted ones of */
   uint64_t count;   /* [first, first + count) */
-  uint64_t reserve; /* SYMHEAP_HEAP_RESERVE and _CHUNK as this rank has them */
-  uint64_t chunk;
+  uint64_t reserve; /* SYMHEAP_HEAP_RESERVE, _CHUNK and _THRESHOLD as this */
+  uint64_t chunk;   /* rank has them: a different threshold routes another */
+  uint64_t threshold; /* size elsewhere, so the first call catches it */
 } symheap__heap_rec_t;
+_Static_assert(sizeof(symheap__heap_rec_t) <= sizeof(symheap_shareable_t),
+               "heap records live in the comm's scratch");
 
 enum {
   SYMHEAP__ROUTE_REGISTER = 0, /* not for the heap: its own registration */

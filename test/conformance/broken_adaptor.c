@@ -58,6 +58,10 @@
   30                      /* foreign memory: INVALID_ARG, not UNSUPPORTED */
 #define DMABUF_LEAKS 31   /* dmabuf_export keeps a descriptor each time */
 #define CAPTURE_ALWAYS 32 /* capture_check refuses with no capture */
+#define RECOMMENDED_2G 33 /* recommended granularity 2 GiB (core: 1 GiB) */
+#define IMPORT_ANY_FILE 34 /* mem_import takes any regular file */
+#define IMPORT_ANY_MEMFD 35 /* mem_import takes anyone's sealed memfd */
+#define MAP_ACCESSIBLE 36   /* map opens the range before set_access */
 
 static const symheap_host_services_t *svc;
 
@@ -189,7 +193,8 @@ static symheap_result_t b_query(void *ctx, symheap_device_caps_t *caps) {
     caps->caps |= SYMHEAP_CAP_IPC;
   caps->handle_kinds = 1u << SYMHEAP_HANDLE_FD;
   caps->granularity = BREAK == BAD_GRANULARITY ? 3000 : c->page;
-  caps->recommended_granularity = caps->granularity;
+  caps->recommended_granularity =
+      BREAK == RECOMMENDED_2G ? (size_t)2 << 30 : caps->granularity;
   caps->multicast_granularity = 0;
   if (BREAK == NAME_UNTERMINATED)
     memset(caps->device_name, 'x', sizeof caps->device_name);
@@ -206,7 +211,7 @@ static symheap_result_t b_mem_create(void *ctx, size_t size,
     return FAILED(SYMHEAP_ERR_NO_MEMORY, "broken: mem_create fails, always");
   if (BREAK == WRITES_STDERR)
     fprintf(stderr, "broken: mem_create(%zu)\n", size);
-  int fd = memfd_create("broken", MFD_CLOEXEC);
+  int fd = memfd_create("broken", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0)
     return FAILED(SYMHEAP_ERR_DEVICE, "memfd_create: %s", strerror(errno));
   if (ftruncate(fd, (off_t)size) != 0) {
@@ -214,6 +219,7 @@ static symheap_result_t b_mem_create(void *ctx, size_t size,
     close(fd);
     return FAILED(SYMHEAP_ERR_NO_MEMORY, "ftruncate: %s", strerror(e));
   }
+  (void)fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
   *h = put(fd, size);
   return SYMHEAP_SUCCESS;
 }
@@ -255,6 +261,26 @@ static symheap_result_t b_mem_export(void *ctx, symheap_mem_handle_t h,
   return SYMHEAP_SUCCESS;
 }
 
+/* Its own memory only: a memfd named "broken", its size sealed (as the
+ * host adaptor does).  Mistakes 34 and 35 skip one part each. */
+static int own_memfd(int fd) {
+  char path[48], link[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(path, link, sizeof link - 1);
+  int seals = fcntl(fd, F_GET_SEALS);
+  if (n < 0)
+    return 0;
+  link[n] = '\0';
+  int sealed = seals >= 0 && (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) ==
+                                 (F_SEAL_SHRINK | F_SEAL_GROW);
+  int named = strncmp(link, "/memfd:broken ", 14) == 0;
+  if (BREAK == IMPORT_ANY_FILE)
+    return 1;
+  if (BREAK == IMPORT_ANY_MEMFD)
+    return sealed;
+  return sealed && named;
+}
+
 static symheap_result_t b_mem_import(void *ctx, const symheap_shareable_t *in,
                                      symheap_mem_handle_t *h) {
   (void)ctx;
@@ -264,7 +290,7 @@ static symheap_result_t b_mem_import(void *ctx, const symheap_shareable_t *in,
     return SYMHEAP_SUCCESS;
   }
   if (in->kind != SYMHEAP_HANDLE_FD || in->fd < 0 || fstat(in->fd, &st) != 0 ||
-      !S_ISREG(st.st_mode)) {
+      !S_ISREG(st.st_mode) || !own_memfd(in->fd)) {
     if (BREAK != IMPORT_LEAKS_ON_FAIL && in->kind == SYMHEAP_HANDLE_FD &&
         in->fd >= 0)
       close(in->fd);
@@ -322,7 +348,8 @@ static symheap_result_t b_map(void *ctx, void *va, size_t size,
     return FAILED(SYMHEAP_ERR_UNSUPPORTED, "broken: whole allocations only");
   if (BREAK == MAP_IGNORES_OFFSET)
     offset = 0;
-  if (mmap(va, size, PROT_NONE, MAP_SHARED | MAP_FIXED, fd, (off_t)offset) ==
+  int prot = BREAK == MAP_ACCESSIBLE ? PROT_READ | PROT_WRITE : PROT_NONE;
+  if (mmap(va, size, prot, MAP_SHARED | MAP_FIXED, fd, (off_t)offset) ==
       MAP_FAILED)
     return FAILED(SYMHEAP_ERR_DEVICE, "mmap(memfd): %s", strerror(errno));
   map_add(va, size, fd, offset);

@@ -47,6 +47,10 @@ CASES=(
   "30|mem_retain of foreign memory not UNSUPPORTED|expected SYMHEAP_ERR_UNSUPPORTED, which sends the core to IPC"
   "31|dmabuf_export leaks|dmabuf_export + close, 100 rounds: 100 descriptors leaked"
   "32|capture_check refuses with no capture|capture_check with nothing being captured returned"
+  "33|recommended granularity above the core's 1 GiB|at most 1 GiB (the core refuses more)"
+  "34|mem_import accepts any regular file|mem_import accepted a regular file's descriptor"
+  "35|mem_import accepts someone else's memfd|mem_import accepted someone else's memfd"
+  "36|map opens the range before set_access|after map, before set_access, the range is readable"
 )
 
 # kit LOGNAME BREAK ARGS...: run the kit on broken adaptor BREAK.

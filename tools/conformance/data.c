@@ -166,6 +166,41 @@ out:
   kit_close(&d);
 }
 static void check_unmap_keeps_reservation(void) { unmap_case(0); }
+
+/* The docs: map makes the range mapped but not yet accessible; set_access
+ * opens it.  An adaptor that opens it in map lets a rank touch memory the
+ * core has not agreed on yet (a failed set_access elsewhere). */
+static void check_map_before_access(void) {
+  kit_dev_t d;
+  if (!kit_open_vmm(&d))
+    return;
+  if (!d.host) {
+    kit_skip("no SYMHEAP_CAP_HOST_ACCESS: the CPU cannot tell");
+    kit_close(&d);
+    return;
+  }
+  symheap_mem_handle_t h = 0;
+  char *va = NULL;
+  size_t sz = 2 * d.g;
+  if (kit_create(&d, sz, &h) && kit_reserve(&d, sz, d.g, &va)) {
+    kit_stage("map, then probe before set_access");
+    kit_clear_error();
+    symheap_result_t r = d.t.ops.map(d.ctx, va, sz, h, 0);
+    if (r != SYMHEAP_SUCCESS)
+      kit_fail("map %s", kit_said(r));
+    else if (first_readable(va, sz) >= 0)
+      kit_fail("after map, before set_access, the range is readable: map "
+               "must leave it inaccessible until set_access opens it");
+    else
+      kit_pass("after map and before set_access a load faults");
+    if (r == SYMHEAP_SUCCESS)
+      d.t.ops.unmap(d.ctx, va, sz);
+    d.t.ops.va_free(d.ctx, va, sz);
+  }
+  if (h)
+    d.t.ops.mem_release(d.ctx, h);
+  kit_close(&d);
+}
 static void check_unmap_makes_inaccessible(void) { unmap_case(1); }
 
 static int partial(kit_dev_t *d) {
@@ -300,6 +335,8 @@ const kit_check_t kit_data_checks[] = {
      "a reservation is in /proc/self/maps and a load from it faults"},
     {"va_free_releases", check_va_free_releases,
      "after va_free nothing of the range is in /proc/self/maps"},
+    {"map_before_access", check_map_before_access,
+     "after map and before set_access a load from the range faults"},
     {"set_access", check_set_access,
      "after map and set_access every page loads and stores (host access)"},
     {"unmap_keeps_reservation", check_unmap_keeps_reservation,

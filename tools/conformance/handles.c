@@ -2,8 +2,10 @@
  * exported descriptor, and imports of handles that are not memory. */
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "kit.h"
@@ -260,6 +262,29 @@ static void check_import_refuses_foreign(void) {
       n += refuse_fd(&d, z, "/dev/null's descriptor");
     if (!kit_failed())
       n += refuse_fd(&d, -1, "descriptor -1");
+    /* Shared memory that is not the adaptor's: mapping it would hand a
+     * peer's window memory of any other program (or one a peer may
+     * truncate under this rank).  A regular file of the right size, and a
+     * memfd of someone else's, sealed as an adaptor may seal its own. */
+    char tmpl[] = "/tmp/symheap-kit-XXXXXX";
+    int f = kit_failed() ? -1 : mkstemp(tmpl);
+    if (f >= 0) {
+      unlink(tmpl);
+      if (ftruncate(f, (off_t)d.g) == 0)
+        n += refuse_fd(&d, f, "a regular file's descriptor");
+      else
+        close(f);
+    }
+    int m = kit_failed() ? -1
+                         : memfd_create("not-the-adaptors",
+                                        MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (m >= 0) {
+      if (ftruncate(m, (off_t)d.g) == 0 &&
+          fcntl(m, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) == 0)
+        n += refuse_fd(&d, m, "someone else's memfd");
+      else
+        close(m);
+    }
   }
   if (!kit_failed() && (d.caps.handle_kinds & (1u << SYMHEAP_HANDLE_BYTES))) {
     symheap_shareable_t sh;

@@ -87,13 +87,16 @@ static void check_granularity(void) {
              c->granularity, page);
   else if (!c->recommended_granularity ||
            c->recommended_granularity % c->granularity ||
-           c->recommended_granularity > ((size_t)16 << 30))
+           c->recommended_granularity > ((size_t)1 << 30))
+    /* The core's limit (core/registry.c): more is refused at comm init. */
     kit_fail("recommended granularity %zu: expected a multiple of the "
-             "granularity (%zu), at most 16 GiB",
+             "granularity (%zu), at most 1 GiB (the core refuses more)",
              c->recommended_granularity, c->granularity);
   else if ((c->caps & SYMHEAP_CAP_MULTICAST) &&
-           !kit_pow2(c->multicast_granularity))
-    kit_fail("multicast granularity %zu: expected a power of two",
+           (!kit_pow2(c->multicast_granularity) ||
+            c->multicast_granularity > ((size_t)1 << 30)))
+    kit_fail("multicast granularity %zu: expected a power of two, at most "
+             "1 GiB (the core refuses more)",
              c->multicast_granularity);
   else
     kit_pass("granularity %zu, recommended %zu, multicast %zu", c->granularity,

@@ -241,6 +241,7 @@ static void usage(FILE *f) {
       "  --allow-unavailable  exit 0 when the adaptor cannot run here\n"
       "  --list               list the checks and exit\n"
       "  --help               this text\n"
+      "  --version            the version, then exit\n"
       "Output: PASS/FAIL/SKIP conformance/<check>: <why>, one line each,\n"
       "then \"N passed, N failed, N skipped\".\n"
       "Exit status: 0 no FAIL; 1 a FAIL; 2 usage or setup error; 3 the\n"
@@ -311,6 +312,11 @@ static int parse_args(int argc, char **argv, opts_t *o) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--version")) {
+      int major, minor, patch;
+      symheap_get_version(&major, &minor, &patch);
+      printf("symheap-conformance %d.%d.%d\n", major, minor, patch);
       return 0;
     } else if (!strcmp(a, "--device") && v) {
       K.name = v, i++;
