@@ -323,8 +323,19 @@ static void print_ccls(void) {
            "mpirun)\n",
            mpi_path);
   else
-  print_binding_env();
-  symheap_result_t r = symheap_vars_check();
+    printf("  mpi      not installed: %s; it is built where mpicc is on "
+           "PATH when make runs (apt-get install libopenmpi-dev, then make "
+           "again)\n",
+           symheap_last_error());
+  symheap_plugin_info_t p;
+  for (int i = 0; i < plugins(); i++)
+    if (plugin_at(i, &p) && p.ccl[0])
+      printf("  %-8s from plugin '%s' (%s)\n", p.ccl, p.name,
+             p.ccl_joins ? "SYMHEAP_CCL=<this name> joins through it"
+                         : "pass it to symheap_comm_init_ccl");
+  char name[64], why[256];
+  if (symheap_ccl_env_choice(name, sizeof name, why, sizeof why) !=
+      SYMHEAP_SUCCESS) {
     printf("  symheap_comm_init_env would join through: none: %s\n",
            symheap_last_error());
     problem("SYMHEAP_CCL", symheap_last_error());
