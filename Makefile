@@ -120,6 +120,13 @@ $(BUILD)/bin/%: tools/%.c $(BUILD)/lib/libsymheap.so $(HEADERS)
 	$(CC) $(CFLAGS_ALL) -o $@ $< -L$(BUILD)/lib -lsymheap \
 	  -Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_ALL) -lm
 
+# symheap-run's launcher across hosts and its agent live in tools/run/.
+RUN_SRCS := $(wildcard tools/run/*.c)
+$(BUILD)/bin/symheap-run: tools/symheap-run.c $(RUN_SRCS) $(wildcard tools/run/*.h) $(BUILD)/lib/libsymheap.so $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ tools/symheap-run.c $(RUN_SRCS) -L$(BUILD)/lib -lsymheap \
+	  -Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_ALL) -lm
+
 # symheap-info reads the adaptor registry and the variable table directly.
 $(BUILD)/bin/symheap-info: tools/symheap-info.c $(BUILD)/lib/libsymheap.a $(HEADERS)
 	@mkdir -p $(dir $@)

@@ -105,7 +105,9 @@ static symheap_result_t split(symheap_comm_t c, int color, int key,
                        "(symheap_comm_init_ccl), or give the ccl a split",
                        fn, c->ccl.name, c->nhosts);
   else if (color != SYMHEAP_COLOR_NONE && split_via(c) == VIA_BOOTSTRAP)
-    r = symheap_get_unique_id(&me.id);
+    r = strcmp(c->ccl.name, symheap__local_ccl_ops.name) == 0
+            ? symheap__local_ccl_new_uid(c->ccl_ctx, &me.id) /* its kind */
+            : symheap_get_unique_id(&me.id);
   r = symheap__agree(c, r, 0, &me, sizeof me, all);
   symheap_comm_t child = NULL;
   if (r == SYMHEAP_SUCCESS && split_via(c) == VIA_CCL_SPLIT) {
@@ -130,6 +132,10 @@ static symheap_result_t split(symheap_comm_t c, int color, int key,
         child->world[i] = c->world[mem[i]];
     symheap__log_set_rank(c->rank);
   }
+  /* A TCP id listens from the start: the one its comm's rank 0 took is
+   * gone from the table, the ids not chosen stop here. */
+  if (color != SYMHEAP_COLOR_NONE && split_via(c) == VIA_BOOTSTRAP)
+    symheap__uid_release(&me.id);
   /* Over the parent: a member whose new comm failed fails everyone. */
   r = symheap__agree(c, r, 0, NULL, 0, NULL);
   if (r != SYMHEAP_SUCCESS && child) {

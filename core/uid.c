@@ -47,13 +47,25 @@ symheap_get_unique_id(symheap_unique_id_t *id) {
   if (!id)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_get_unique_id: id is NULL");
+  int tcp = 0, report = 0;
+  symheap_result_t r = symheap__cfg_choice("SYMHEAP_BOOTSTRAP", &tcp);
+  if (r == SYMHEAP_SUCCESS)
+    r = symheap__cfg_bool("SYMHEAP_RUN_ROOT_REPORT", &report);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  return tcp ? symheap__uid_make_tcp(NULL, report, id)
+             : symheap__uid_make_unix(id);
+}
+
+symheap_result_t symheap__uid_make_unix(symheap_unique_id_t *id) {
+  symheap_result_t r;
   symheap__uid_t u;
   memset(&u, 0, sizeof u);
   memcpy(u.magic, SYMHEAP__UID_MAGIC, sizeof u.magic);
   u.version = SYMHEAP__UID_VERSION;
   int abstract;
   const char *dir;
-  symheap_result_t r = symheap__ipc_socket_mode(&abstract, &dir);
+  r = symheap__ipc_socket_mode(&abstract, &dir);
   if (r != SYMHEAP_SUCCESS)
     return r;
   r = symheap__random(u.token, sizeof u.token);
@@ -82,7 +94,7 @@ symheap_result_t symheap__uid_decode(const symheap_unique_id_t *id,
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "unique id has version %u, this library reads %u",
                           out->version, SYMHEAP__UID_VERSION);
-  if (out->abstract > 1 || memchr(out->name, '\0', sizeof out->name) == NULL ||
+  if (out->abstract > SYMHEAP__UID_TCP || memchr(out->name, '\0', sizeof out->name) == NULL ||
       out->name[0] == '\0')
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "unique id is corrupt (bad socket name)");
