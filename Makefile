@@ -17,7 +17,7 @@ LIB_SRCS := $(wildcard core/*.c) $(wildcard adaptors/device/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 TOOLS := symheap-run symheap-info symheap-bench symheap-conformance
 TESTS := test_unit test_multirank test_faults test_hostile test_kill test_exhaust \
-  test_plugins test_rdma test_window_path test_split_ccl test_stall
+  test_plugins test_rdma test_window_path test_split_ccl test_stall test_net_boot
 HEADERS := $(wildcard include/*.h) $(wildcard core/*.h) \
   $(wildcard adaptors/*/*.h)
 
