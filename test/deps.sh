@@ -13,6 +13,7 @@ nm binutils
 mpicc openmpi-bin libopenmpi-dev
 py-numpy python3-numpy
 c++ g++
+ip iproute2
 LIST
 }
 

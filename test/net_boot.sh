@@ -108,8 +108,53 @@ link_down() {
   grep '# rank' "$log"
 }
 
+# No process left in either namespace within 5 s.
+gone() {
+  local until=$((SECONDS + 5))
+  while [ -n "$(ip netns pids "$NETNS_A")$(ip netns pids "$NETNS_B")" ]; do
+    [ $SECONDS -ge $until ] && return 1
+    sleep 0.1
+  done
+}
+
+# launcher HOW: symheap-run killed (SIGKILL), stopped (SIGTERM), or a rank
+# on host B failing (exit 3): no rank outlives the job, and the exit status
+# says what happened.
+launcher() {
+  local how=$1 log="$LOG/launcher-$1" mode=hang want
+  [ "$how" = fail ] && mode=fail
+  # No timeout wrapper: the signal must reach symheap-run itself (the
+  # ranks sleep 2 minutes at most).
+  "${RUN[@]}" --hosts "$NETNS_A:2,$NETNS_B:1" --rsh "$RSH" \
+    "$PROG" $mode >"$log" 2>&1 &
+  local pid=$!
+  if ! wait_for "$log" "READY 2" 30; then
+    kill -9 $pid
+    fail "launcher/$how" "the ranks never got ready: $(tail -n 3 "$log" | tr '\n' ' ')"
+    return
+  fi
+  case $how in
+  sigkill) kill -KILL $pid; want=137 ;;
+  sigterm) kill -TERM $pid; want=143 ;;
+  fail) want=3 ;;
+  esac
+  { wait $pid; } 2>/dev/null # bash's "Killed" notice is expected here
+  local rc=$?
+  if [ $rc -ne $want ]; then
+    fail "launcher/$how" "symheap-run exited $rc, expected $want: $(tail -n 3 "$log" | tr '\n' ' ')"
+  elif ! gone; then
+    fail "launcher/$how" "processes left: $(ip netns pids "$NETNS_A") / $(ip netns pids "$NETNS_B")"
+  else
+    echo "PASS launcher/$how"
+  fi
+  netns_kill_all
+}
+
 suite 2
 suite 4
+launcher sigkill
+launcher sigterm
+launcher fail
 strangers
 link_down
 exit $status

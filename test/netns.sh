@@ -30,7 +30,19 @@ netns_why_not() {
   return 0
 }
 
+# Whatever still runs in the namespaces (a test that failed may leave
+# ranks behind): deleting a namespace would not stop them.
+netns_kill_all() {
+  local ns pid
+  for ns in ${NETNS_A:-} ${NETNS_B:-}; do
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do
+      kill -9 "$pid" 2>/dev/null
+    done
+  done
+}
+
 netns_cleanup() {
+  netns_kill_all
   [ -n "${NETNS_A:-}" ] && ip netns del "$NETNS_A" >/dev/null 2>&1
   [ -n "${NETNS_B:-}" ] && ip netns del "$NETNS_B" >/dev/null 2>&1
   NETNS_A= NETNS_B=

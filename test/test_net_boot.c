@@ -190,6 +190,13 @@ int main(int argc, char **argv) {
     case_window(&c);
   } else if (strcmp(mode, "linkdown") == 0) {
     case_linkdown(&c);
+  } else if (strcmp(mode, "hang") == 0 || strcmp(mode, "fail") == 0) {
+    CHECK_OK(symheap_comm_barrier(c.comm));
+    printf("READY %d\n", c.rank);
+    fflush(stdout);
+    if (strcmp(mode, "fail") == 0 && c.rank == c.n - 1)
+      return 3;
+    sleep(120);
   } else {
     th_begin(tag, "joined_despite_strangers", c.rank);
     CHECK_OK(symheap_comm_barrier(c.comm));

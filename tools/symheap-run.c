@@ -19,7 +19,7 @@
 
 static pid_t *pids;
 static int nranks;
-static run_job_t job = {0, NULL, 0, "ssh", NULL};
+static run_job_t job = {0, NULL, 0, "ssh", NULL, 1};
 static char *hosts_spec;
 static volatile sig_atomic_t got_signal;
 
@@ -41,7 +41,8 @@ static void usage(FILE *f) {
           "ssh; e.g. --rsh 'ip netns exec' for network namespaces; host\n"
           "localhost runs here), which runs this symheap-run, at the same\n"
           "path, as the rank's agent.  The ranks meet over TCP at rank 0\n"
-          "(SYMHEAP_BOOTSTRAP=tcp); their output comes back tagged \"[rank] \".\n"
+          "(SYMHEAP_BOOTSTRAP=tcp); their output comes back tagged \"[rank] \"\n"
+          "(--no-tag: as it is).  Stopping symheap-run stops every rank.\n"
           "-n may be left out; if given it must match the hosts' sum.\n"
           "SYMHEAP_BOOTSTRAP=tcp without --hosts runs --hosts localhost:N.\n");
 }
@@ -95,6 +96,8 @@ static int parse_args(int argc, char **argv, int *rc) {
       hosts_spec = argv[++i];
     } else if (strcmp(argv[i], "--rsh") == 0 && i + 1 < argc) {
       job.rsh = argv[++i];
+    } else if (strcmp(argv[i], "--no-tag") == 0) {
+      job.tag = 0;
     } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
       usage(stdout);
       *rc = 0;
@@ -124,9 +127,10 @@ static int maybe_hosts(char **prog) {
   char local[32];
   if (!hosts_spec && !(boot && strcmp(boot, "tcp") == 0))
     return -1;
-  if (!hosts_spec) {
+  if (!hosts_spec) { /* one host: the output as without TCP, untagged */
     snprintf(local, sizeof local, "localhost:%d", nranks);
     hosts_spec = local;
+    job.tag = 0;
   }
   int n = run_parse_hosts(hosts_spec, &job);
   if (n < 0 || (nranks && n != nranks)) {

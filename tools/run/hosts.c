@@ -35,6 +35,7 @@ static rank_t *ranks;
 static int nranks;
 static volatile sig_atomic_t got_signal;
 static char root_id[600];
+static int tag_lines;
 
 static void on_signal(int sig) { got_signal = sig; }
 
@@ -192,7 +193,10 @@ static void emit(int r, int s, const char *line, size_t len) {
       return;
   }
   FILE *f = s ? stderr : stdout;
-  fprintf(f, "[%d] %.*s\n", r, (int)len, line);
+  if (tag_lines)
+    fprintf(f, "[%d] %.*s\n", r, (int)len, line);
+  else
+    fprintf(f, "%.*s\n", (int)len, line);
   fflush(f);
 }
 
@@ -357,6 +361,7 @@ int run_hosts(run_job_t *job) {
   char self[PATH_MAX];
   ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
   nranks = job->nranks;
+  tag_lines = job->tag;
   ranks = calloc((size_t)nranks, sizeof *ranks);
   if (sl <= 0 || !ranks)
     return 2;

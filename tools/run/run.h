@@ -15,6 +15,7 @@ typedef struct {
   int nhosts;
   const char *rsh; /* the remote-start command, split on spaces */
   char **prog;     /* the program and its arguments */
+  int tag;         /* prefix each output line with "[rank] " */
 } run_job_t;
 
 /* "A:2,B:2" into hosts (names point into spec); the rank count, or -1. */
