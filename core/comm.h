@@ -157,6 +157,10 @@ struct symheap_comm {
    * the flat range keeps every rank's place, unmapped for the others. */
   int local_rank, local_nranks, nhosts;
   unsigned char *reach;
+  /* The host map (symheap__comm_host): each rank's host, numbered in the
+   * order hosts first appear among the ranks, and each host's rank count
+   * (nranks entries each; the first nhosts of host_nranks are used). */
+  int *host, *host_nranks;
   symheap_ccl_ops ccl;
   void *ccl_ctx;
   int ccl_owned;
@@ -217,6 +221,16 @@ struct symheap_comm {
   uint32_t agree_no_yield, agree_backoff;
   uint64_t heap_reserve, heap_chunk, heap_threshold;
 };
+
+/* The host map: rank p's host (0 .. nhosts-1, rank 0's host is 0), and
+ * how many ranks host h runs.  Same-host paths (descriptors, mappings,
+ * shared memory) are for ranks with this rank's host only. */
+static inline int symheap__comm_host(symheap_comm_t c, int p) {
+  return c->host[p];
+}
+static inline int symheap__comm_host_nranks(symheap_comm_t c, int h) {
+  return c->host_nranks[h];
+}
 
 /* comm.c */
 /* This host's identity ("name/boot id"), or SYMHEAP_HOST_ID's value. */

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "comm.h" /* the host map */
 #include "harness.h"
 
 static char tag[32];
@@ -61,6 +62,14 @@ static void case_hosts(th_ctx_t *c) {
             info.local_rank == c->rank % (c->n / 2),
         "nhosts %d, local rank %d of %d", info.nhosts, info.local_rank,
         info.local_nranks);
+  /* The internal host map the net paths use. */
+  for (int p = 0; p < c->n; p++)
+    CHECK(symheap__comm_host(c->comm, p) == host_of(p, c->n),
+          "rank %d on host %d", p, symheap__comm_host(c->comm, p));
+  CHECK(symheap__comm_host_nranks(c->comm, 0) == c->n / 2 &&
+            symheap__comm_host_nranks(c->comm, 1) == c->n - c->n / 2,
+        "ranks per host %d, %d", symheap__comm_host_nranks(c->comm, 0),
+        symheap__comm_host_nranks(c->comm, 1));
   int ranks[8], count = 0;
   CHECK_OK(symheap_comm_local_ranks(c->comm, ranks, 8, &count));
   for (int i = 0; i < count; i++)
