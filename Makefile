@@ -334,7 +334,7 @@ env-doc: $(BUILD)/bin/symheap-info
 format:
 	clang-format -i include/*.h core/*.[ch] adaptors/device/*.[ch] adaptors/ccl/mpi/*.c tools/*.c test/*.[ch] \
 	  test/fake_cuda/*.[ch] test/fake_ibverbs/*.[ch] test/gpu/*.cu bench/*.c \
-	  tools/conformance/*.[ch] test/conformance/*.c
+	  tools/conformance/*.[ch] test/conformance/*.c tools/run/*.[ch]
 
 clean:
 	rm -rf build

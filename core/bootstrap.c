@@ -156,9 +156,9 @@ static void tell_late_joiners(local_t *l, int lfd, int missing) {
   char saved[SYMHEAP_ERROR_MAX];
   snprintf(saved, sizeof saved, "%s", symheap__error_peek());
   char from[SYMHEAP__TCP_ADDR_MAX];
-  for (int fd; missing > 0 && symheap__boot_accept(&l->where, lfd, until, &fd,
-                                                    from, sizeof from) ==
-                                  SYMHEAP_SUCCESS;
+  for (int fd;
+       missing > 0 && symheap__boot_accept(&l->where, lfd, until, &fd, from,
+                                           sizeof from) == SYMHEAP_SUCCESS;
        missing--) {
     answer_with_abort(fd, &a, until);
     close(fd);
@@ -235,9 +235,9 @@ static symheap_result_t root_join(local_t *l, const symheap__uid_t *uid,
   symheap__sockname_t name;
   uid_sockname(uid, &name);
   int lfd;
-  symheap_result_t r = l->where.tcp ? symheap__boot_tcp_listen(uid, &l->where,
-                                                               &lfd)
-                                    : symheap__sock_listen(&name, &lfd);
+  symheap_result_t r = l->where.tcp
+                           ? symheap__boot_tcp_listen(uid, &l->where, &lfd)
+                           : symheap__sock_listen(&name, &lfd);
   if (r != SYMHEAP_SUCCESS)
     return symheap__error_context(r, "rank 0 cannot open the bootstrap socket");
   char from[SYMHEAP__TCP_ADDR_MAX];
@@ -280,9 +280,9 @@ static symheap_result_t peer_join(local_t *l, const symheap__uid_t *uid,
   symheap__sockname_t name;
   uid_sockname(uid, &name);
   symheap_result_t r =
-      l->where.tcp ? symheap__boot_tcp_connect(uid, &l->where, deadline,
-                                               &l->fds[0])
-                   : symheap__sock_connect(&name, deadline, 0, &l->fds[0]);
+      l->where.tcp
+          ? symheap__boot_tcp_connect(uid, &l->where, deadline, &l->fds[0])
+          : symheap__sock_connect(&name, deadline, 0, &l->fds[0]);
   if (r != SYMHEAP_SUCCESS)
     return r;
   hello_t hello;
@@ -325,9 +325,8 @@ symheap_result_t symheap__local_ccl_create(const symheap__uid_t *uid,
   int64_t deadline = symheap__now_ms() + timeout_ms;
   symheap_result_t r = SYMHEAP_SUCCESS;
   /* Alone, this rank needs no listener: drop one its id came with. */
-  int unused = nranks == 1 && l->where.tcp
-                   ? symheap__uid_take_listener(uid->token)
-                   : -1;
+  int unused =
+      nranks == 1 && l->where.tcp ? symheap__uid_take_listener(uid->token) : -1;
   if (unused >= 0)
     close(unused);
   if (nranks > 1)
@@ -340,7 +339,8 @@ symheap_result_t symheap__local_ccl_create(const symheap__uid_t *uid,
   return SYMHEAP_SUCCESS;
 }
 
-symheap_result_t symheap__local_ccl_new_uid(void *ctx, symheap_unique_id_t *id) {
+symheap_result_t symheap__local_ccl_new_uid(void *ctx,
+                                            symheap_unique_id_t *id) {
   local_t *l = ctx;
   if (l->where.tcp)
     return symheap__uid_make_tcp(l->where.ip[0] ? l->where.ip : NULL, 0, id);

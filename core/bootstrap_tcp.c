@@ -2,6 +2,7 @@
  * admits a connection (bootstrap.c checks the HELLO, in constant time):
  * between hosts there is no SO_PEERCRED to ask. */
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -11,9 +12,38 @@
 #include "config.h"
 #include "sock.h"
 
+/* The address rank 0 reported for a launcher's id: the other ranks hold
+ * it, so a later comm of the same job (symheap_comm_init_env again, after
+ * a destroy) listens there again instead of reporting a new one. */
+static pthread_mutex_t reported_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned char reported_token[16];
+static char reported_addr[SYMHEAP__TCP_ADDR_MAX];
+
+static int reported_before(const symheap__uid_t *uid, char *addr, size_t len) {
+  pthread_mutex_lock(&reported_lock);
+  int same = reported_addr[0] &&
+             memcmp(reported_token, uid->token, sizeof reported_token) == 0;
+  if (same)
+    snprintf(addr, len, "%s", reported_addr);
+  pthread_mutex_unlock(&reported_lock);
+  return same;
+}
+
+static void remember(const symheap__uid_t *uid, const char *addr) {
+  pthread_mutex_lock(&reported_lock);
+  memcpy(reported_token, uid->token, sizeof reported_token);
+  snprintf(reported_addr, sizeof reported_addr, "%s", addr);
+  pthread_mutex_unlock(&reported_lock);
+}
+
 /* Rank 0 of a launcher's job: listen here, and tell the launcher where. */
 static symheap_result_t listen_and_report(const symheap__uid_t *uid,
                                           symheap__boot_where_t *w, int *lfd) {
+  char again[SYMHEAP__TCP_ADDR_MAX], mine[SYMHEAP__TCP_ADDR_MAX];
+  int port;
+  if (reported_before(uid, again, sizeof again) &&
+      symheap__tcp_parse(again, w->ip, sizeof w->ip, &port) == 0)
+    return symheap__tcp_listen(w->ip, port, lfd, mine, sizeof mine);
   int report = 0;
   symheap_result_t r = symheap__cfg_bool("SYMHEAP_RUN_ROOT_REPORT", &report);
   if (r == SYMHEAP_SUCCESS && !report)
@@ -46,6 +76,7 @@ static symheap_result_t listen_and_report(const symheap__uid_t *uid,
                           "rank 0 cannot report its bootstrap address to "
                           "symheap-run on stdout");
   }
+  remember(uid, addr);
   SYMHEAP_INFO("bootstrap: listening on %s (%s)", addr, ifname);
   return SYMHEAP_SUCCESS;
 }

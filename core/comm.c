@@ -360,8 +360,7 @@ static symheap_result_t comm_join(symheap_comm_t c, char *why, size_t len) {
   join_rec_t me, *all = calloc((size_t)c->nranks, sizeof *all);
   memset(&me, 0, sizeof me);
   symheap_result_t r =
-      all && c->world && c->mapped_from && c->reach && c->host &&
-              c->host_nranks
+      all && c->world && c->mapped_from && c->reach && c->host && c->host_nranks
           ? prepare_join(c, &me, why, len)
           : symheap__error(SYMHEAP_ERR_NO_MEMORY, "comm: no memory");
   r = symheap__agree(c, r, 0, &me, sizeof me, all);

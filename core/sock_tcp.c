@@ -64,8 +64,7 @@ static int make_addr(const char *ip, int port, struct sockaddr_storage *a,
 }
 
 /* "ip:port" of a socket address. */
-static void addr_text(const struct sockaddr_storage *a, char *out,
-                      size_t len) {
+static void addr_text(const struct sockaddr_storage *a, char *out, size_t len) {
   char ip[INET6_ADDRSTRLEN] = "?";
   int port = 0;
   if (a->ss_family == AF_INET) {
@@ -94,6 +93,10 @@ symheap_result_t symheap__tcp_listen(const char *ip, int port, int *fd,
   if (s < 0)
     return symheap__error(SYMHEAP_ERR_SYSTEM, "socket(TCP): %s",
                           strerror(errno));
+  /* A later comm of the same job listens on the same port again, while the
+   * last one's connections may linger in TIME_WAIT. */
+  int one = 1;
+  (void)setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (bind(s, (struct sockaddr *)&a, alen) != 0 || listen(s, 256) != 0 ||
       getsockname(s, (struct sockaddr *)&a, &alen) != 0) {
     int e = errno;
@@ -113,8 +116,8 @@ static void nodelay(int s) {
 }
 
 /* One non-blocking connect, finished before the deadline: 0, or errno. */
-static int connect_once(int s, const struct sockaddr_storage *a,
-                        socklen_t alen, int64_t deadline_ms) {
+static int connect_once(int s, const struct sockaddr_storage *a, socklen_t alen,
+                        int64_t deadline_ms) {
   if (connect(s, (const struct sockaddr *)a, alen) == 0)
     return 0;
   if (errno != EINPROGRESS)
@@ -169,8 +172,9 @@ symheap_result_t symheap__tcp_connect(const char *addr, int64_t deadline_ms,
     if (delay < 50)
       delay *= 2;
   }
-  return symheap__error(SYMHEAP_ERR_SYSTEM, "cannot connect to rank %d at %s: %s",
-                        peer, addr, strerror(e));
+  return symheap__error(SYMHEAP_ERR_SYSTEM,
+                        "cannot connect to rank %d at %s: %s", peer, addr,
+                        strerror(e));
 }
 
 symheap_result_t symheap__tcp_accept(int lfd, int64_t deadline_ms, int *fd,

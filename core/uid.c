@@ -94,8 +94,8 @@ symheap_result_t symheap__uid_decode(const symheap_unique_id_t *id,
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "unique id has version %u, this library reads %u",
                           out->version, SYMHEAP__UID_VERSION);
-  if (out->abstract > SYMHEAP__UID_TCP || memchr(out->name, '\0', sizeof out->name) == NULL ||
-      out->name[0] == '\0')
+  if (out->abstract > SYMHEAP__UID_TCP ||
+      memchr(out->name, '\0', sizeof out->name) == NULL || out->name[0] == '\0')
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "unique id is corrupt (bad socket name)");
   return SYMHEAP_SUCCESS;

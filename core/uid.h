@@ -10,7 +10,7 @@
 typedef struct {
   char magic[8];
   uint32_t version;
-  uint32_t abstract;        /* 0: a path, 1: abstract, SYMHEAP__UID_TCP */
+  uint32_t abstract;       /* 0: a path, 1: abstract, SYMHEAP__UID_TCP */
   unsigned char token[16]; /* random (getrandom): the job's secret, which
                               every connection to rank 0 proves first */
   char name[96];           /* rank 0's listening socket; TCP: "ip:port",

@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include "bootstrap_msg.h"
-#include "sock_tcp.h"
 #include "harness.h"
 #include "registry.h"
+#include "sock_tcp.h"
 #include "uid.h"
 
 static const char *T = "unit";

@@ -26,25 +26,25 @@ static volatile sig_atomic_t got_signal;
 static void on_signal(int sig) { got_signal = sig; }
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: symheap-run -n N [--hosts A:2,B:2 [--rsh CMD]] [--] PROGRAM "
-          "[ARGS...]\n"
-          "Starts N ranks of PROGRAM on this host.  Each gets SYMHEAP_RANK,\n"
-          "SYMHEAP_NRANKS, SYMHEAP_LOCAL_RANK and SYMHEAP_UNIQUE_ID, which\n"
-          "symheap_comm_init_env reads.  If one rank fails, the others are\n"
-          "stopped (SIGTERM, then SIGKILL after 2 s) and symheap-run exits\n"
-          "with the failed rank's status (128+signal if it was killed).\n"
-          "SIGINT, SIGTERM and SIGHUP to symheap-run go to every rank; if\n"
-          "symheap-run is killed outright, its ranks are killed with it.\n"
-          "--hosts HOST:COUNT,... starts the ranks on those hosts in order\n"
-          "(ranks 0..COUNT-1 on the first), each through CMD HOST (default\n"
-          "ssh; e.g. --rsh 'ip netns exec' for network namespaces; host\n"
-          "localhost runs here), which runs this symheap-run, at the same\n"
-          "path, as the rank's agent.  The ranks meet over TCP at rank 0\n"
-          "(SYMHEAP_BOOTSTRAP=tcp); their output comes back tagged \"[rank] \"\n"
-          "(--no-tag: as it is).  Stopping symheap-run stops every rank.\n"
-          "-n may be left out; if given it must match the hosts' sum.\n"
-          "SYMHEAP_BOOTSTRAP=tcp without --hosts runs --hosts localhost:N.\n");
+  fprintf(
+      f, "usage: symheap-run -n N [--hosts A:2,B:2 [--rsh CMD]] [--] PROGRAM "
+         "[ARGS...]\n"
+         "Starts N ranks of PROGRAM on this host.  Each gets SYMHEAP_RANK,\n"
+         "SYMHEAP_NRANKS, SYMHEAP_LOCAL_RANK and SYMHEAP_UNIQUE_ID, which\n"
+         "symheap_comm_init_env reads.  If one rank fails, the others are\n"
+         "stopped (SIGTERM, then SIGKILL after 2 s) and symheap-run exits\n"
+         "with the failed rank's status (128+signal if it was killed).\n"
+         "SIGINT, SIGTERM and SIGHUP to symheap-run go to every rank; if\n"
+         "symheap-run is killed outright, its ranks are killed with it.\n"
+         "--hosts HOST:COUNT,... starts the ranks on those hosts in order\n"
+         "(ranks 0..COUNT-1 on the first), each through CMD HOST (default\n"
+         "ssh; e.g. --rsh 'ip netns exec' for network namespaces; host\n"
+         "localhost runs here), which runs this symheap-run, at the same\n"
+         "path, as the rank's agent.  The ranks meet over TCP at rank 0\n"
+         "(SYMHEAP_BOOTSTRAP=tcp); their output comes back tagged \"[rank] \"\n"
+         "(--no-tag: as it is).  Stopping symheap-run stops every rank.\n"
+         "-n may be left out; if given it must match the hosts' sum.\n"
+         "SYMHEAP_BOOTSTRAP=tcp without --hosts runs --hosts localhost:N.\n");
 }
 
 static void hex(const unsigned char *in, size_t n, char *out) {

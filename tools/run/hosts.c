@@ -24,9 +24,9 @@
 #define ROOT_REPORT "@@symheap-run-root@@ "
 
 typedef struct {
-  pid_t pid;       /* the remote-start command (or the local agent) */
-  int in, fd[2];   /* its stdin; its stdout and stderr (-1: closed) */
-  char *buf[2];    /* a partial line of each */
+  pid_t pid;     /* the remote-start command (or the local agent) */
+  int in, fd[2]; /* its stdin; its stdout and stderr (-1: closed) */
+  char *buf[2];  /* a partial line of each */
   size_t len[2];
   int host, reaped, status;
 } rank_t;
@@ -118,9 +118,9 @@ static void send_env(int fd, int r, int local_rank, const char *id) {
   FILE *f = fdopen(dup(fd), "w");
   if (!f)
     return;
-  static const char *ours[] = {"SYMHEAP_RANK=", "SYMHEAP_NRANKS=",
-                               "SYMHEAP_LOCAL_RANK=", "SYMHEAP_UNIQUE_ID=",
-                               "SYMHEAP_RUN_ROOT_REPORT=", "SYMHEAP_BOOTSTRAP="};
+  static const char *ours[] = {
+      "SYMHEAP_RANK=",      "SYMHEAP_NRANKS=",          "SYMHEAP_LOCAL_RANK=",
+      "SYMHEAP_UNIQUE_ID=", "SYMHEAP_RUN_ROOT_REPORT=", "SYMHEAP_BOOTSTRAP="};
   /* A remote shell starts with its own environment: the job's settings go
    * along. */
   for (char **e = environ; *e; e++) {
@@ -276,8 +276,10 @@ static void signal_all(int sig) {
 static int status_code(int r) {
   int st = ranks[r].status;
   if (WIFSIGNALED(st)) {
-    fprintf(stderr, "symheap-run: rank %d (its start command) was killed by "
-                    "signal %d\n", r, WTERMSIG(st));
+    fprintf(stderr,
+            "symheap-run: rank %d (its start command) was killed by "
+            "signal %d\n",
+            r, WTERMSIG(st));
     return 128 + WTERMSIG(st);
   }
   fprintf(stderr, "symheap-run: rank %d exited with status %d\n", r,
@@ -311,8 +313,7 @@ static int supervise(int *failed, time_t *kill_at) {
       *failed = r;
       result = status_code(r);
       if (live() > 0) {
-        fprintf(stderr, "symheap-run: stopping the other %d rank(s)\n",
-                live());
+        fprintf(stderr, "symheap-run: stopping the other %d rank(s)\n", live());
         signal_all(SIGTERM);
         *kill_at = time(NULL) + 2;
       }
@@ -406,7 +407,8 @@ int run_hosts(run_job_t *job) {
   }
   /* What they wrote last; a stream a stray background process holds open
    * gets a second. */
-  for (time_t until = time(NULL) + 1; open_streams() > 0 && time(NULL) <= until;)
+  for (time_t until = time(NULL) + 1;
+       open_streams() > 0 && time(NULL) <= until;)
     pump(100);
   int rc = supervise(&failed, &kill_at);
   return result ? result : rc;
