@@ -63,14 +63,21 @@ row("symheap", [f"{f(ours[n], 'peer_put_GBps')} / {f(ours[n], 'peer_get_GBps')};
                 f"{f(ours[n], 'allpeers_put_GBps')} / {f(ours[n], 'allpeers_get_GBps')}" for n in ranks])
 row("PyTorch copy_", [f"{f(base[n], 'sm_peer_write_GBps')} / {f(base[n], 'sm_peer_read_GBps')}" for n in ranks])
 head("registration, ms (slowest rank, median): first / again")
-for n in ranks:
-    pass
 regs = {}
 for n in ranks:
+    # Only the registration table: it starts at the "window  first reg" header
+    # and ends at the blank line before the heap table, whose rows have the
+    # same shape (reading those put the heap's figures under registration).
     try:
+        in_table = False
         for line in open(os.path.join(out, f"n{n}", "reg.txt")):
+            if line.startswith("window") and "first reg" in line:
+                in_table = True
+                continue
+            if in_table and not line.strip():
+                break
             m = re.match(r"(\d+ [KMG]iB)\s+([\d.]+)\s+([\d.]+)", line)
-            if m: regs.setdefault(m.group(1), {})[n] = (m.group(2), m.group(3))
+            if in_table and m: regs.setdefault(m.group(1), {})[n] = (m.group(2), m.group(3))
     except Exception: pass
 for k in ["1 MiB", "64 MiB", "1 GiB"]:
     row(k, [" / ".join(regs.get(k, {}).get(n, ("-", "-"))) for n in ranks])

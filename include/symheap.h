@@ -317,6 +317,85 @@ symheap_result_t symheap_window_rdma_key(symheap_window_t win, int peer,
 /* The local key of this rank's memory region over the window. */
 symheap_result_t symheap_window_rdma_lkey(symheap_window_t win, uint32_t *lkey);
 
+/* --- One-sided access (docs/network.md) -------------------------------------
+ * Location-transparent: a peer on this host is reached by load/store through
+ * the flat VA (the window's memory must be CPU-accessible), a peer on
+ * another host through the comm's net adaptor (SYMHEAP_NET).  Offsets are
+ * from the start of the peer's copy of the window; [offset, offset+len)
+ * outside the window is SYMHEAP_ERR_INVALID_ARG before anything is sent.
+ * Not collective; a comm's one-sided calls are made by one thread at a time,
+ * like its other calls.  Every wait progresses the net adaptor and is
+ * bounded by SYMHEAP_TIMEOUT_MS.
+ *
+ * put returns with src reusable; put_nbi leaves src in use until quiet.
+ * get returns with dst filled; get_nbi fills dst by quiet.  fence orders
+ * this rank's puts, atomics and signals to each peer; quiet completes them
+ * all (visible at their targets). */
+symheap_result_t symheap_put(symheap_window_t win, int peer, size_t offset,
+                             const void *src, size_t len);
+symheap_result_t symheap_put_nbi(symheap_window_t win, int peer, size_t offset,
+                                 const void *src, size_t len);
+symheap_result_t symheap_get(symheap_window_t win, int peer, size_t offset,
+                             void *dst, size_t len);
+symheap_result_t symheap_get_nbi(symheap_window_t win, int peer, size_t offset,
+                                 void *dst, size_t len);
+symheap_result_t symheap_fence(symheap_comm_t comm);
+symheap_result_t symheap_quiet(symheap_comm_t comm);
+
+/* Atomics on 4- or 8-byte words (size), aligned to their size.  One
+ * atomicity domain per window: on a comm that spans hosts, every atomic on a
+ * window goes through the net adaptor, this host's peers and this rank
+ * included, so atomics of different ranks never race; plain stores to the
+ * same word do race with them.  result receives the old value for the
+ * fetching forms (NULL allowed for the others); compare is read by CSWAP
+ * only.  Blocking: returns once the result is known (non-fetching forms
+ * return once issued and complete by quiet). */
+typedef enum {
+  SYMHEAP_AMO_FETCH = 0,
+  SYMHEAP_AMO_SET = 1,
+  SYMHEAP_AMO_ADD = 2,
+  SYMHEAP_AMO_FETCH_ADD = 3,
+  SYMHEAP_AMO_SWAP = 4,
+  SYMHEAP_AMO_CSWAP = 5,
+  SYMHEAP_AMO_AND = 6,
+  SYMHEAP_AMO_OR = 7,
+  SYMHEAP_AMO_XOR = 8,
+} symheap_amo_t;
+symheap_result_t symheap_atomic(symheap_window_t win, int peer, size_t offset,
+                                symheap_amo_t op, size_t size,
+                                const void *operand, const void *compare,
+                                void *result);
+
+/* Put len bytes to peer, then update the 8-byte signal word at sig_offset of
+ * peer's copy of sig_win (SYMHEAP_AMO_SET or SYMHEAP_AMO_ADD): the data is
+ * visible at the peer before the signal.  src is reusable on return. */
+symheap_result_t symheap_put_signal(symheap_window_t win, int peer,
+                                    size_t offset, const void *src, size_t len,
+                                    symheap_window_t sig_win,
+                                    size_t sig_offset, uint64_t value,
+                                    symheap_amo_t sig_op);
+typedef enum {
+  SYMHEAP_CMP_EQ = 0,
+  SYMHEAP_CMP_NE = 1,
+  SYMHEAP_CMP_GT = 2,
+  SYMHEAP_CMP_GE = 3,
+  SYMHEAP_CMP_LT = 4,
+  SYMHEAP_CMP_LE = 5,
+} symheap_cmp_t;
+/* Wait until this rank's 8-byte word at offset of win compares true with
+ * value; *observed (NULL allowed) gets the word's value.  Progresses the
+ * net adaptor; SYMHEAP_ERR_TIMEOUT after timeout_ms (< 0:
+ * SYMHEAP_TIMEOUT_MS). */
+symheap_result_t symheap_signal_wait_until(symheap_window_t win, size_t offset,
+                                           symheap_cmp_t cmp, uint64_t value,
+                                           uint64_t *observed, int timeout_ms);
+
+/* How this rank reaches peer's copy of a window. */
+#define SYMHEAP_REACH_LOAD_STORE 1 /* same host: peer_ptr, kernels, memcpy */
+#define SYMHEAP_REACH_NET 2        /* another host: the net adaptor */
+symheap_result_t symheap_window_peer_reach(symheap_window_t win, int peer,
+                                           int *reach);
+
 #ifdef __cplusplus
 }
 #endif

@@ -327,7 +327,10 @@ static void case_all_to_allv(th_ctx_t *c) {
 
 // --- broadcast and zero-SM all-gather ------------------------------------
 static void case_broadcast_zero_sm(th_ctx_t *c) {
-  win_t w = make_win(c, 64u << 20);
+  // The all-gather's output starts at 32 MiB + 3 and takes n blocks of up to
+  // 8 MiB: size the window for the rank count (a fixed 64 MiB fit 2 ranks).
+  size_t span = (32u << 20) + 4096 + (size_t)c->n * (8u << 20);
+  win_t w = make_win(c, span > (64u << 20) ? span : (64u << 20));
   cudaStream_t s;
   CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   const size_t sizes[] = {1, 15, 16, 4099, 1u << 20, 8u << 20};
