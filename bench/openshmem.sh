@@ -5,8 +5,29 @@
 # plain peer pointer.  Prints the rows of both programs, then markdown tables
 # (docs/perf/openshmem.md).  Usage: bench/openshmem.sh [NPES...] (default
 # 2 4 8).  Needs `make` and, for the MPI side, mpicc/mpirun (Open MPI).
+#
+# bench/openshmem.sh osu: OSU's OpenSHMEM benchmarks (OSU_OSHM, default
+# ../shared/osu-oshm: someone else's BSD code, run from there with its
+# run.sh, never copied here) against symheap-shmem (symheap-run -n N, as a
+# user runs it: ranks bound by default) and Open MPI's oshmem (oshrun --mca
+# osc ^rdma, --oversubscribe for more PEs than cores), and MPI-3 RMA (osc/sm)
+# in the same run, at 2 and 4 PEs; raw output in build/bench/osu-*.txt, then
+# one markdown table per benchmark (docs/perf/openshmem.md).
 set -eu
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = osu ]; then
+  OSU=${OSU_OSHM:-../shared/osu-oshm}
+  [ -x "$OSU/run.sh" ] || { echo "no $OSU/run.sh (set OSU_OSHM)" >&2; exit 2; }
+  make -s shmem tools
+  mkdir -p build/bench
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  # run.sh takes an installed prefix: build/ has the same layout.
+  MPI=1 "$OSU/run.sh" "$PWD/build" >build/bench/osu-symheap.txt 2>&1 || true
+  OSHCC=oshcc OSHRUN="oshrun --mca osc ^rdma --oversubscribe -n" "$OSU/run.sh" - \
+    >build/bench/osu-oshmem.txt 2>&1 || true
+  python3 bench/osu_tables.py build/bench/osu-symheap.txt build/bench/osu-oshmem.txt
+  exit 0
+fi
 make -s shmem
 mkdir -p build/bench
 build/bin/symheap-oshcc -O2 -o build/bench/shmem_bench bench/shmem_bench.c

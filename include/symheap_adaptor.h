@@ -312,6 +312,7 @@ typedef struct symheap_device_ops {
  * return SYMHEAP_ERR_REMOTE (naming the rank, through svc->error) when a peer
  * is gone.  After a failure the core treats the context as broken. */
 struct symheap_vendor_window;
+struct symheap_path_env;
 typedef struct symheap_ccl_ops {
   uint32_t abi_version;
   uint32_t struct_size;
@@ -358,7 +359,44 @@ typedef struct symheap_ccl_ops {
    * which reaches one host only. */
   symheap_result_t (*split)(void *ctx, int color, int key, int timeout_ms,
                             void **child);
+  /* Optional: this runtime's window path for a comm made on another ccl
+   * (SYMHEAP_WINDOW_PATH=<name>): collective over the comm's ranks, which
+   * agree through env->agree; *ctx is then what window_register and
+   * window_deregister take, until path_close. */
+  symheap_result_t (*path_open)(const symheap_host_services_t *svc,
+                                const struct symheap_path_env *env,
+                                void **ctx);
+  void (*path_close)(void *ctx);
+  /* Optional: a context over a communicator of this runtime that the caller
+   * made (symheap_comm_init_nccl); fini releases the context, never the
+   * caller's communicator. */
+  symheap_result_t (*wrap)(const symheap_host_services_t *svc,
+                           void *vendor_comm, void **ctx);
 } symheap_ccl_ops;
+
+/* What a window path's path_open learns of the comm it serves. */
+typedef struct symheap_path_env {
+  uint32_t struct_size;
+  int32_t rank, nranks;
+  int32_t local_nranks, nhosts;
+  const char *device; /* the comm's device adaptor */
+  /* One agreement among the comm's ranks: each passes its status and `len`
+   * bytes (at most 256, the same len on every rank); SUCCESS only when every
+   * rank succeeded, with every rank's bytes in `all` (nranks * len, or
+   * NULL). */
+  symheap_result_t (*agree)(void *arg, symheap_result_t local,
+                            const void *payload, size_t len, void *all);
+  void *arg;
+} symheap_path_env_t;
+
+/* Teardown goes on past a failure and reports the first: `first` keeps the
+ * first result that is not SUCCESS of the calls put through here. */
+#define SYMHEAP_KEEP_FIRST(first, call)                                        \
+  do {                                                                         \
+    symheap_result_t keep_first_ = (call);                                     \
+    if (keep_first_ != SYMHEAP_SUCCESS && (first) == SYMHEAP_SUCCESS)          \
+      (first) = keep_first_;                                                   \
+  } while (0)
 
 /* A window as a vendor window path registered it. */
 typedef struct symheap_vendor_window {

@@ -13,6 +13,8 @@ nm binutils
 mpicc openmpi-bin libopenmpi-dev
 py-numpy python3-numpy
 c++ g++
+autoconf autoconf
+cmake cmake
 ip iproute2
 LIST
 }

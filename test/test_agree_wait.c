@@ -30,8 +30,8 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "internal.h"
-#include "uid.h"
+#include "base/internal.h"
+#include "boot/uid.h"
 
 #define LATE_MS 300
 #define FORKED_RANKS 3

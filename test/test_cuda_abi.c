@@ -1,11 +1,11 @@
-/* adaptors/device/cuda_api.h declares the driver API symheap uses without
+/* adaptors/common/cuda_api.h declares the driver API symheap uses without
  * the toolkit; this checks every layout and value against the real cuda.h.
  * Built only where the toolkit is installed (CI has it). */
 #include <cuda.h>
 #include <stddef.h>
 #include <stdio.h>
 
-#include "../adaptors/device/cuda_api.h"
+#include "../adaptors/common/cuda_api.h"
 
 #define SAME_SIZE(ours, theirs)                                                \
   _Static_assert(sizeof(ours) == sizeof(theirs), #ours " size")

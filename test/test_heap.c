@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "harness.h"
-#include "heap.h"
-#include "uid.h"
+#include "mem/heap.h"
+#include "boot/uid.h"
 
 static char tag[32];
 static int g_threads, g_first_rank;

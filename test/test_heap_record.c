@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "heap.h"
+#include "mem/heap.h"
 
 void test_heap_record(void);
 

@@ -14,10 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bootstrap_msg.h"
-#include "config.h"
+#include "boot/bootstrap_msg.h"
+#include "base/config.h"
 #include "harness.h"
-#include "uid.h"
+#include "boot/uid.h"
 
 static symheap_unique_id_t g_id;
 

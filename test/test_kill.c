@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "internal.h"
+#include "base/internal.h"
 
 #define NRANKS 3
 #define TIMEOUT_MS 2000

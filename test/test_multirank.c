@@ -7,7 +7,7 @@
 #include <sys/wait.h>
 
 #include "harness.h"
-#include "uid.h"
+#include "boot/uid.h"
 
 static char tag[32];
 static int g_threads;

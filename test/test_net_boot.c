@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "comm.h" /* the host map */
+#include "comm/comm.h" /* the host map */
 #include "harness.h"
 
 static char tag[32];

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "internal.h"
+#include "base/internal.h"
 
 static const char *plugdir, *baddir;
 

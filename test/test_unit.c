@@ -5,11 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bootstrap_msg.h"
+#include "boot/bootstrap_msg.h"
 #include "harness.h"
-#include "registry.h"
-#include "sock_tcp.h"
-#include "uid.h"
+#include "base/registry.h"
+#include "boot/sock_tcp.h"
+#include "boot/uid.h"
 
 static const char *T = "unit";
 

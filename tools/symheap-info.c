@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm.h"
-#include "config.h"
-#include "plugin.h"
-#include "rdma_ibverbs.h"
-#include "registry.h"
+#include "comm/comm.h"
+#include "base/config.h"
+#include "base/plugin.h"
+#include "comm/ccl_env.h"
+#include "base/registry.h"
 
 static int stats_at(symheap_comm_t c, symheap_comm_stats_t *s) {
   s->struct_size = sizeof *s;
@@ -129,7 +129,7 @@ static const symheap__cfg_var_t *var_at(size_t i, const char **owner) {
 }
 
 static void load_declarations(void) {
-  (void)symheap__device_count();
+  symheap__builtins_load();
   (void)symheap__plugins_load();
 }
 
@@ -355,23 +355,22 @@ static void print_window_path(const char *base) {
 /* RDMA: what a comm spanning hosts would use. */
 static void print_rdma(void) {
   int net = 0;
-  const char *lib = NULL, *dev = NULL;
-  symheap__ibv_t *v = NULL;
-  if (symheap__cfg_choice("SYMHEAP_NET", &net) != SYMHEAP_SUCCESS ||
-      symheap__cfg_string("SYMHEAP_IBVERBS_LIBRARY", &lib) != SYMHEAP_SUCCESS ||
-      symheap__cfg_string("SYMHEAP_IB_DEVICE", &dev) != SYMHEAP_SUCCESS)
+  void *v = NULL;
+  const symheap_netops_t *ops = symheap__builtin_net("ibverbs");
+  if (symheap__cfg_choice("SYMHEAP_NET", &net) != SYMHEAP_SUCCESS)
     printf("RDMA registration: %s\n", symheap_last_error());
   else if (net == 2)
     printf("RDMA registration: off (SYMHEAP_NET=none)\n");
-  else if (symheap__ibv_open(lib, dev, &v) != SYMHEAP_SUCCESS) {
+  else if (ops->open(&v) != SYMHEAP_SUCCESS) {
     printf("RDMA registration: unavailable: %s\n", symheap_last_error());
     if (net == 1)
       problem("SYMHEAP_NET=ibverbs", symheap_last_error());
   } else
     printf("RDMA registration: %s on %s (SYMHEAP_NET=%s)\n",
            net == 1 ? "always" : "for comms spanning hosts",
-           symheap__ibv_name(v), net == 1 ? "ibverbs" : "auto");
-  symheap__ibv_close(v);
+           ops->device_name(v), net == 1 ? "ibverbs" : "auto");
+  if (v)
+    ops->close(v);
 }
 
 static void print_multicast_policy(void) {
@@ -408,7 +407,7 @@ int main(int argc, char **argv) {
   snprintf(plugin_error, sizeof plugin_error, "%s", symheap_last_error());
   if (pr != SYMHEAP_SUCCESS)
     problem("plugins", plugin_error);
-  (void)symheap__device_count(); /* built-ins declare their variables */
+  symheap__builtins_load(); /* built-ins declare their variables */
   if (symheap__cfg_validate_all() != SYMHEAP_SUCCESS)
     problem("variables", symheap_last_error());
   printf("symheap %d.%d.%d (adaptor ABI %d)\n\ndevice adaptors "

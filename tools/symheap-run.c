@@ -3,8 +3,17 @@
  * with that rank's status.  The ranks never outlive it: SIGINT, SIGTERM and
  * SIGHUP are forwarded to every rank (then SIGKILL after a grace period),
  * and each rank is killed by the kernel if symheap-run dies any other way
- * (PR_SET_PDEATHSIG). */
+ * (PR_SET_PDEATHSIG).
+ *
+ * Each rank is bound to one CPU by default (rank r to the r-th CPU
+ * symheap-run may use), as mpirun does for small jobs: an unbound pair of
+ * ranks that wait for each other by spinning can be put on one CPU by the
+ * scheduler and run 30x slower.  With more ranks than CPUs no rank is bound
+ * (several ranks pinned to one CPU could not move to one that frees up;
+ * the OpenSHMEM layer's waits then sleep instead of spinning).
+ * --bind-to none (or SYMHEAP_RUN_BIND=none) turns binding off. */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +30,10 @@ static pid_t *pids;
 static int nranks;
 static run_job_t job = {0, NULL, 0, "ssh", NULL, 1};
 static char *hosts_spec;
+static int bind_cores = 1; /* --bind-to core (default) or none */
+static cpu_set_t allowed;  /* the CPUs symheap-run may use */
+static int nallowed;
+static int bind_given; /* --bind-to was on the command line */
 static volatile sig_atomic_t got_signal;
 
 static void on_signal(int sig) { got_signal = sig; }
@@ -44,7 +57,12 @@ static void usage(FILE *f) {
          "(SYMHEAP_BOOTSTRAP=tcp); their output comes back tagged \"[rank] \"\n"
          "(--no-tag: as it is).  Stopping symheap-run stops every rank.\n"
          "-n may be left out; if given it must match the hosts' sum.\n"
-         "SYMHEAP_BOOTSTRAP=tcp without --hosts runs --hosts localhost:N.\n");
+         "SYMHEAP_BOOTSTRAP=tcp without --hosts runs --hosts localhost:N.\n"
+         "  --bind-to core   bind rank r to the r-th CPU symheap-run may use\n"
+         "                   (the default, when there are at least N CPUs;\n"
+         "                   with fewer, no rank is bound; one host only)\n"
+         "  --bind-to none   leave placement to the scheduler (also:\n"
+         "                   SYMHEAP_RUN_BIND=none)\n");
 }
 
 static void hex(const unsigned char *in, size_t n, char *out) {
@@ -98,6 +116,15 @@ static int parse_args(int argc, char **argv, int *rc) {
       job.rsh = argv[++i];
     } else if (strcmp(argv[i], "--no-tag") == 0) {
       job.tag = 0;
+    } else if (strcmp(argv[i], "--bind-to") == 0 && i + 1 < argc) {
+      const char *b = argv[++i];
+      if (strcmp(b, "none") != 0 && strcmp(b, "core") != 0) {
+        fprintf(stderr, "symheap-run: --bind-to takes core or none, not %s\n",
+                b);
+        return -1;
+      }
+      bind_cores = strcmp(b, "core") == 0;
+      bind_given = 1;
     } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
       usage(stdout);
       *rc = 0;
@@ -146,6 +173,28 @@ static int maybe_hosts(char **prog) {
   return run_hosts(&job);
 }
 
+/* Binding: SYMHEAP_RUN_BIND=none (or 0) turns it off unless --bind-to
+ * said otherwise; on only when every rank gets a CPU of its own. */
+static void bind_decide(void) {
+  const char *env = getenv("SYMHEAP_RUN_BIND");
+  if (!bind_given && env && (strcmp(env, "none") == 0 || strcmp(env, "0") == 0))
+    bind_cores = 0;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+    bind_cores = 0;
+  nallowed = CPU_COUNT(&allowed);
+  if (nranks > nallowed)
+    bind_cores = 0;
+}
+
+/* The r-th CPU of the allowed set; -1 if there is none. */
+static int nth_cpu(int r) {
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, &allowed) && r-- == 0)
+      return c;
+  return -1;
+}
+
 /* In the child: rank r of the job, then the program. */
 static void exec_rank(int r, pid_t launcher, char **prog) {
   char num[16];
@@ -154,6 +203,15 @@ static void exec_rank(int r, pid_t launcher, char **prog) {
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != launcher)
     _exit(127);
   setpgid(0, 0);
+  int cpu = bind_cores ? nth_cpu(r) : -1;
+  if (cpu >= 0) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0)
+      fprintf(stderr, "symheap-run: rank %d: cannot bind to CPU %d: %s\n", r,
+              cpu, strerror(errno));
+  }
   snprintf(num, sizeof num, "%d", r);
   setenv("SYMHEAP_RANK", num, 1);
   setenv("SYMHEAP_LOCAL_RANK", num, 1);
@@ -252,6 +310,7 @@ int main(int argc, char **argv) {
   int prog = parse_args(argc, argv, &rc);
   if (prog < 0)
     return rc;
+  bind_decide();
   if ((rc = maybe_hosts(&argv[prog])) >= 0)
     return rc;
   pids = calloc((size_t)nranks, sizeof *pids);

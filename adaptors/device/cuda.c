@@ -623,6 +623,18 @@ static const symheap_param_t cuda_params[] = {
      1023, NULL,
      "CUDA device ordinal for ranks whose thread has no current context; "
      "unset: local rank modulo the device count"},
+    /* Read by libsymheap_cuda.so (kernels/), declared here with the rest of
+     * CUDA's variables so that symheap-info -e lists them. */
+    {sizeof(symheap_param_t), SYMHEAP_PARAM_BOOL, "SYMHEAP_CUDA_ZERO_SM", "0",
+     0, 0, NULL,
+     "read by libsymheap_cuda.so: 1 makes every all-gather and broadcast "
+     "use the copy engines only (no SM), as the per-call flag "
+     "SYMHEAP_CUDA_ZERO_SM does"},
+    {sizeof(symheap_param_t), SYMHEAP_PARAM_INT, "SYMHEAP_CUDA_CE_BYTES",
+     "67108864", 0, 1L << 40, NULL,
+     "read by libsymheap_cuda.so: SYMHEAP_ALGO_AUTO all-reduces of at least "
+     "this many bytes as reduce-scatter by SM, then all-gather by the copy "
+     "engines"},
 };
 
 static symheap_result_t cuda_plugin_init(const symheap_host_services_t *svc) {

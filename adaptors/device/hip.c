@@ -12,13 +12,13 @@
  * Public headers and the host services only, like any vendor's adaptor:
  * with hip_api.h and ipc_table.[ch] beside it, it builds out of the tree as
  * a plugin (-DSYMHEAP_PLUGIN_BUILD). */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "dl.h"
 #include "hip_api.h"
 #include "ipc_table.h"
 #include "symheap_adaptor.h"
@@ -43,28 +43,28 @@ static symheap_result_t hip_load(void) {
   if (load_state == 0) {
     const char *lib = NULL;
     void *h = NULL;
+    char why[384];
     load_state = -1;
     if (hip_svc->param_get_string("SYMHEAP_HIP_LIBRARY", &lib) !=
         SYMHEAP_SUCCESS)
       snprintf(load_why, sizeof load_why, "%s", hip_svc->error_message());
-    else if (!(h = dlopen(lib, RTLD_NOW | RTLD_LOCAL)))
+    else if (!(h = symheap_dl_open(lib, why, sizeof why)))
       snprintf(load_why, sizeof load_why, "cannot load the HIP runtime %s: %s",
-               lib, dlerror());
+               lib, why);
     if (h) {
       const char *missing = NULL;
-#define X(name, params)                                                        \
-  if (!(*(void **)&hip.name = dlsym(h, #name)) && !missing)                    \
-    missing = #name;
-      HIP_FUNCS(X)
+      const symheap_dl_sym_t syms[] = {
+#define X(name, params) {(void **)&hip.name, #name},
+          HIP_FUNCS(X)
 #undef X
-      if (!(*(void **)&hip.hipGetErrorName = dlsym(h, "hipGetErrorName")) &&
-          !missing)
-        missing = "hipGetErrorName";
+          {(void **)&hip.hipGetErrorName, "hipGetErrorName"},
+      };
+      missing = symheap_dl_syms(h, syms, sizeof syms / sizeof syms[0]);
       if (missing) {
         snprintf(load_why, sizeof load_why,
                  "the HIP runtime %s lacks %s (ROCm 6 or later needed)", lib,
                  missing);
-        dlclose(h);
+        symheap_dl_close(h);
       } else {
         load_state = 1;
       }

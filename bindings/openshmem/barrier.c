@@ -21,18 +21,25 @@ void shm__barrier(const struct shm_group *g) {
   if (g->size == 1)
     return;
   struct shm_spin spin = SHM_SPIN_INIT;
-  long *count = (long *)shm__peer(&g->sync[0], shm__group_pe(g, 0));
-  __atomic_fetch_add(count, 1, __ATOMIC_ACQ_REL);
+  int root = shm__group_pe(g, 0);
+  long *count = (long *)shm__peer(&g->sync[0], root);
+  /* The last to arrive wakes the first PE if it sleeps. */
+  if (__atomic_add_fetch(count, 1, __ATOMIC_SEQ_CST) == g->size && g->me)
+    shm__wake(root, count);
   if (g->me == 0) {
-    while (__atomic_load_n(count, __ATOMIC_ACQUIRE) != g->size)
-      shm__spin(&spin);
+    long seen;
+    while ((seen = __atomic_load_n(count, __ATOMIC_ACQUIRE)) != g->size)
+      shm__spin_on(&spin, count, (int)seen);
     __atomic_store_n(count, 0, __ATOMIC_RELAXED);
-    for (int i = 1; i < g->size; i++)
-      __atomic_store_n((long *)shm__peer(&g->sync[1], shm__group_pe(g, i)), 1,
-                       __ATOMIC_RELEASE);
+    for (int i = 1; i < g->size; i++) {
+      int pe = shm__group_pe(g, i);
+      long *flag = (long *)shm__peer(&g->sync[1], pe);
+      __atomic_store_n(flag, 1, __ATOMIC_SEQ_CST);
+      shm__wake(pe, flag);
+    }
   } else {
     while (__atomic_load_n(&g->sync[1], __ATOMIC_ACQUIRE) == 0)
-      shm__spin(&spin);
+      shm__spin_on(&spin, &g->sync[1], 0);
     __atomic_store_n(&g->sync[1], 0, __ATOMIC_RELAXED);
   }
   __atomic_thread_fence(__ATOMIC_SEQ_CST);

@@ -5,7 +5,8 @@
  * second barrier keeps sources unchanged until every PE has read them.
  * Reductions combine the peers' sources in PE order on every PE, so every PE
  * gets the same bits (floating point included), into a private buffer first
- * so that dest may be source. */
+ * so that dest may be source.  With zero bytes only the barriers run: no
+ * pointer is looked at (Annex C: any pointer is valid for no elements). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +17,9 @@ void shm__broadcast(const struct shm_group *g, void *dest, const void *source,
   if (root < 0 || root >= g->size)
     shm__fatal("broadcast root %d is out of range (0..%d)", root, g->size - 1);
   shm__barrier(g);
-  if (g->me != root)
+  if (bytes == 0) {
+    /* nothing to move */
+  } else if (g->me != root)
     memcpy(dest, shm__peer(source, shm__group_pe(g, root)), bytes);
   else if (root_too && dest != source)
     memmove(dest, source, bytes);
@@ -37,7 +40,8 @@ void shm__collect(const struct shm_group *g, void *dest, const void *source,
     if (!fixed)
       n = (size_t)__atomic_load_n((long *)shm__peer(&g->sync[2], pe),
                                   __ATOMIC_ACQUIRE);
-    memcpy((char *)dest + off, shm__peer(source, pe), n);
+    if (n)
+      memcpy((char *)dest + off, shm__peer(source, pe), n);
     off += n;
   }
   shm__barrier(g);
@@ -59,7 +63,7 @@ static void copy_strided(char *d, ptrdiff_t dst, const char *s, ptrdiff_t sst,
 void shm__alltoalls(const struct shm_group *g, void *dest, const void *source,
                     ptrdiff_t dst, ptrdiff_t sst, size_t n, size_t elem) {
   shm__barrier(g);
-  for (int j = 0; j < g->size; j++) {
+  for (int j = 0; j < g->size && n; j++) {
     int i = (g->me + j) % g->size; /* start at a different peer each */
     const char *s = shm__peer(source, shm__group_pe(g, i)) +
                     (ptrdiff_t)g->me * (ptrdiff_t)n * sst * (ptrdiff_t)elem;
@@ -76,10 +80,13 @@ void shm__reduce(const struct shm_group *g, void *dest, const void *source,
   if (!acc)
     shm__fatal("reduction of %zu bytes: out of memory", n * elem);
   shm__barrier(g);
-  memcpy(acc, shm__peer(source, shm__group_pe(g, 0)), n * elem);
-  for (int i = 1; i < g->size; i++)
-    combine(acc, shm__peer(source, shm__group_pe(g, i)), n);
+  if (n) {
+    memcpy(acc, shm__peer(source, shm__group_pe(g, 0)), n * elem);
+    for (int i = 1; i < g->size; i++)
+      combine(acc, shm__peer(source, shm__group_pe(g, i)), n);
+  }
   shm__barrier(g);
-  memcpy(dest, acc, n * elem);
+  if (n)
+    memcpy(dest, acc, n * elem);
   free(acc);
 }

@@ -4,14 +4,17 @@
  * (the routines are collective), and the allocator is deterministic, so an
  * object has the same offset on every PE: that offset is its symmetric
  * address.  The first bytes hold the PE's control block (struct shm_ctrl). */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "shmem_env.h"
 #include "shmem_internal.h"
 
-#define SHM_HEAP_DEFAULT (128UL << 20)
+/* Large enough for programs sized for other implementations' defaults
+ * (OSU's message-rate benchmarks allocate about 200 MiB); it costs address
+ * space, not memory: the window's pages are committed as they are touched. */
+#define SHM_HEAP_DEFAULT ((size_t)1 << 30)
 #define SHM_MIN_ALIGN 64
 
 /* A block of the heap, in offset order; free or used. */
@@ -24,48 +27,24 @@ static struct shm_block *blocks;
 /* Set when the heap is a window over symheap_mem_alloc memory instead of a
  * symheap_malloc allocation (the fallback in shm__heap_init). */
 static void *heap_mem;
-
-static int parse_size(const char *s, size_t *out) {
-  char *end;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (end == s)
-    return -1;
-  switch (toupper((unsigned char)*end)) {
-  case 'K':
-    v <<= 10;
-    end++;
-    break;
-  case 'M':
-    v <<= 20;
-    end++;
-    break;
-  case 'G':
-    v <<= 30;
-    end++;
-    break;
-  default:
-    break;
-  }
-  if (*end == 'B' || *end == 'b')
-    end++;
-  if (*end || v == 0)
-    return -1;
-  *out = (size_t)v;
-  return 0;
-}
+/* SHMEM_DEBUG: say why an allocation fails. */
+static int debug;
 
 int shm__heap_init(void) {
   size_t size = SHM_HEAP_DEFAULT;
-  const char *env = getenv("SHMEM_SYMMETRIC_SIZE");
-  if (env && parse_size(env, &size) != 0) {
+  if (shm__env_heap_size(&size) != 0)
+    return -1;
+  debug = shm__env_debug();
+  size_t ctrl = (sizeof(struct shm_ctrl) + 4095) & ~(size_t)4095;
+  /* Whole pages, and room for the control block, without wrapping. */
+  if (size > SIZE_MAX / 2) {
     fprintf(stderr,
-            "symheap-shmem: shmem_init: SHMEM_SYMMETRIC_SIZE=\"%s\" is not a "
-            "size (a number with an optional K, M or G)\n",
-            env);
+            "symheap-shmem: shmem_init: a symmetric heap of %zu bytes is more "
+            "than the address space can hold\n",
+            size);
     return -1;
   }
-  size_t ctrl = (sizeof(struct shm_ctrl) + 4095) & ~(size_t)4095;
-  size += ctrl;
+  size = ((size + 4095) & ~(size_t)4095) + ctrl;
   symheap_result_t r = symheap_malloc(shm__s.comm, size, 0, &shm__s.heap_win);
   if (r != SYMHEAP_SUCCESS) {
     /* symheap_malloc agrees on failure, so every PE comes here: try a
@@ -130,19 +109,29 @@ void shm__heap_fini(void) {
   }
 }
 
-/* First fit, aligned: splits the free block it takes into up to three. */
+/* size rounded up to SHM_MIN_ALIGN, or 0 when that does not fit (the
+ * rounding would wrap: shmem_malloc(SIZE_MAX) must fail, not get 64 bytes). */
+static size_t heap_round(size_t size) {
+  if (size > SIZE_MAX - (SHM_MIN_ALIGN - 1))
+    return 0;
+  size = (size + SHM_MIN_ALIGN - 1) & ~(size_t)(SHM_MIN_ALIGN - 1);
+  return size ? size : SHM_MIN_ALIGN;
+}
+
+/* First fit, aligned: splits the free block it takes into up to three.
+ * NULL when nothing fits (or size is too large to round). */
 static void *heap_alloc(size_t size, size_t align) {
   if (align < SHM_MIN_ALIGN)
     align = SHM_MIN_ALIGN;
-  size = (size + SHM_MIN_ALIGN - 1) & ~(size_t)(SHM_MIN_ALIGN - 1);
-  if (size == 0)
-    size = SHM_MIN_ALIGN;
+  size = heap_round(size);
+  if (size == 0 || size > shm__s.heap_size)
+    return NULL;
   for (struct shm_block *b = blocks; b; b = b->next) {
     if (b->used)
       continue;
     uintptr_t addr = (uintptr_t)shm__s.heap_base + b->off;
     size_t pad = (align - addr % align) % align;
-    if (pad + size > b->size)
+    if (pad >= b->size || size > b->size - pad) /* no sum that can wrap */
       continue;
     if (pad) { /* the front stays free */
       struct shm_block *n = malloc(sizeof *n);
@@ -198,40 +187,47 @@ static void heap_release(void *ptr) {
 }
 
 /* Collective allocation: allocate (the same offset everywhere), then a
- * barrier so that no PE writes to the object before every PE has it. */
-static void *alloc_collective(size_t size, size_t align) {
-  shm__require_init("shmem_malloc");
+ * barrier so that no PE writes to the object before every PE has it; zero
+ * the bytes first when asked (shmem_calloc). */
+static void *alloc_collective(const char *fn, size_t size, size_t align,
+                              int zero) {
+  shm__require_init(fn);
   pthread_mutex_lock(&shm__s.lock);
   void *p = size ? heap_alloc(size, align) : NULL;
   pthread_mutex_unlock(&shm__s.lock);
+  if (p && zero)
+    memset(p, 0, size);
+  if (!p && size && debug)
+    fprintf(stderr,
+            "symheap-shmem: PE %d: %s: no free block of %zu bytes (aligned "
+            "to %zu) in the symmetric heap of %zu bytes (SHMEM_SYMMETRIC_SIZE "
+            "sets it)\n",
+            shm__s.me, fn, size, align ? align : (size_t)SHM_MIN_ALIGN,
+            shm__s.heap_size);
   shmem_barrier_all();
   return p;
 }
 
-void *shmem_malloc(size_t size) { return alloc_collective(size, 0); }
+void *shmem_malloc(size_t size) {
+  return alloc_collective("shmem_malloc", size, 0, 0);
+}
 
 void *shmem_malloc_with_hints(size_t size, long hints) {
   (void)hints; /* every object already takes remote atomics and signals */
-  return alloc_collective(size, 0);
+  return alloc_collective("shmem_malloc_with_hints", size, 0, 0);
 }
 
 void *shmem_calloc(size_t count, size_t size) {
-  if (size && count > SIZE_MAX / size)
-    return alloc_collective(0, 0);
-  shm__require_init("shmem_calloc");
-  pthread_mutex_lock(&shm__s.lock);
-  void *p = count && size ? heap_alloc(count * size, 0) : NULL;
-  pthread_mutex_unlock(&shm__s.lock);
-  if (p)
-    memset(p, 0, count * size);
-  shmem_barrier_all();
-  return p;
+  size_t bytes;
+  if (__builtin_mul_overflow(count, size, &bytes))
+    return alloc_collective("shmem_calloc", 0, 0, 0); /* NULL, collectively */
+  return alloc_collective("shmem_calloc", bytes, 0, 1);
 }
 
 void *shmem_align(size_t alignment, size_t size) {
   if (alignment == 0 || (alignment & (alignment - 1)))
-    return alloc_collective(0, 0);
-  return alloc_collective(size, alignment);
+    return alloc_collective("shmem_align", 0, 0, 0);
+  return alloc_collective("shmem_align", size, alignment, 0);
 }
 
 void shmem_free(void *ptr) {
@@ -244,8 +240,45 @@ void shmem_free(void *ptr) {
   pthread_mutex_unlock(&shm__s.lock);
 }
 
+/* b grown in place to `want` bytes when the block after it is free and big
+ * enough (the rest of that block stays free); 0 if it is not. */
+static int heap_grow_in_place(struct shm_block *b, size_t want) {
+  struct shm_block *n = b->next;
+  if (!n || n->used || n->off != b->off + b->size || want - b->size > n->size)
+    return 0;
+  size_t extra = want - b->size;
+  if (extra == n->size) { /* takes all of it */
+    b->next = n->next;
+    free(n);
+  } else {
+    n->off += extra;
+    n->size -= extra;
+  }
+  b->size = want;
+  return 1;
+}
+
+/* The new place of ptr's block for `size` bytes (under the lock): the same
+ * block when it fits or grows in place, else a new one with the contents
+ * copied and the old released; NULL when neither (ptr still valid). */
+static void *heap_resize(void *ptr, struct shm_block *b, size_t size) {
+  size_t want = heap_round(size);
+  if (want == 0 || want > shm__s.heap_size)
+    return NULL;
+  if (want <= b->size || heap_grow_in_place(b, want))
+    return ptr;
+  void *out = heap_alloc(size, 0);
+  if (out) {
+    memcpy(out, ptr, b->size);
+    heap_release(ptr);
+  }
+  return out;
+}
+
 /* Grows in place when the next block is free and big enough; otherwise a
- * new block, a copy and a release.  Deterministic like the rest. */
+ * new block, a copy and a release.  Deterministic like the rest.  A pointer
+ * that is not a live allocation gets NULL and a message (the specification
+ * leaves it undefined; other implementations return NULL). */
 void *shmem_realloc(void *ptr, size_t size) {
   if (!ptr)
     return shmem_malloc(size);
@@ -257,25 +290,21 @@ void *shmem_realloc(void *ptr, size_t size) {
   shmem_barrier_all(); /* nobody still reads the old contents */
   pthread_mutex_lock(&shm__s.lock);
   struct shm_block *b = find_block(ptr, NULL);
-  if (!b) {
-    pthread_mutex_unlock(&shm__s.lock);
-    shm__fatal("shmem_realloc: %p is not a live symmetric allocation", ptr);
-  }
-  void *out = NULL;
-  size_t want = (size + SHM_MIN_ALIGN - 1) & ~(size_t)(SHM_MIN_ALIGN - 1);
-  if (want <= b->size) {
-    out = ptr;
-  } else {
-    out = heap_alloc(size, 0);
-    if (out) {
-      memcpy(out, ptr, b->size);
-      heap_release(ptr);
-    }
-  }
+  void *out = b ? heap_resize(ptr, b, size) : NULL;
   pthread_mutex_unlock(&shm__s.lock);
+  if (!b)
+    fprintf(stderr,
+            "symheap-shmem: PE %d: shmem_realloc: %p is not a live symmetric "
+            "allocation; returning NULL\n",
+            shm__s.me, ptr);
   shmem_barrier_all();
   return out;
 }
 
 void *shmalloc(size_t size) { return shmem_malloc(size); }
 void shfree(void *ptr) { shmem_free(ptr); }
+/* The other deprecated names (OpenSHMEM 1.2's; still required by 1.5). */
+void *shmemalign(size_t alignment, size_t size) {
+  return shmem_align(alignment, size);
+}
+void *shrealloc(void *ptr, size_t size) { return shmem_realloc(ptr, size); }

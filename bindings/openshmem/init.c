@@ -4,79 +4,14 @@
  * the predefined teams. */
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "shmem_env.h"
 #include "shmem_internal.h"
-
-struct shm_state shm__s = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-void shm__fatal(const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "symheap-shmem: PE %d: ", shm__s.me);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputc('\n', stderr);
-  shmem_global_exit(1);
-  exit(1); /* not reached: shmem_global_exit does not return */
-}
-
-void shm__require_init(const char *fn) {
-  if (!shm__s.initialized) {
-    fprintf(stderr, "symheap-shmem: %s called before shmem_init\n", fn);
-    exit(1);
-  }
-}
-
-static long long now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-/* A PE whose process is gone will never answer: end the job. */
-static void check_peers_alive(void) {
-  for (int p = 0; p < shm__s.npes; p++) {
-    struct shm_ctrl *c = (struct shm_ctrl *)shm__s.heap_peer[p];
-    int pid = __atomic_load_n(&c->pid, __ATOMIC_RELAXED);
-    if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
-      fprintf(stderr,
-              "symheap-shmem: PE %d: PE %d (pid %d) has exited; ending the "
-              "job instead of waiting for it\n",
-              shm__s.me, p, pid);
-      exit(1);
-    }
-  }
-}
-
-void shm__spin(struct shm_spin *s) {
-  int req = __atomic_load_n(&shm__s.ctrl->exit_req, __ATOMIC_ACQUIRE);
-  if (req) {
-    fflush(stdout);
-    exit(req - 1);
-  }
-  if (++s->n < shm__s.spin_before_yield) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-    return;
-  }
-  sched_yield();
-  if ((s->n & 255) == 0) {
-    long long t = now_ns();
-    if (!s->next_check_ns) {
-      s->next_check_ns = t + 1000000000LL;
-    } else if (t >= s->next_check_ns) {
-      s->next_check_ns = t + 1000000000LL;
-      check_peers_alive();
-    }
-  }
-}
 
 static int init_fail(const char *what, symheap_result_t r) {
   fprintf(stderr, "symheap-shmem: shmem_init: %s: %s (%s)\n", what,
@@ -188,6 +123,7 @@ static int do_init(void) {
     goto fail;
   }
   shm__s.initialized = 1;
+  shm__env_print(shm__s.me);
   return 0;
 fail:
   /* The comm's destroy is local once it has failed, collective otherwise:
@@ -258,20 +194,8 @@ void shmem_finalize(void) {
 }
 
 /* Ask every PE to exit with `status` (they see it in their next wait, which
- * includes every barrier), then exit. */
-void shmem_global_exit(int status) {
-  if (shm__s.ctrl) {
-    for (int p = 0; p < shm__s.npes; p++) {
-      struct shm_ctrl *c = (struct shm_ctrl *)shm__s.heap_peer[p];
-      int zero = 0;
-      __atomic_compare_exchange_n(&c->exit_req, &zero, status + 1, 0,
-                                  __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-    }
-  }
-  fflush(stdout);
-  fflush(stderr);
-  exit(status);
-}
+ * includes every barrier), then exit (base.c). */
+void shmem_global_exit(int status) { shm__exit_all(status); }
 
 int shmem_my_pe(void) { return shm__s.initialized ? shm__s.me : -1; }
 int shmem_n_pes(void) { return shm__s.initialized ? shm__s.npes : -1; }

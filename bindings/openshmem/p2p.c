@@ -180,8 +180,14 @@ static int all_ignored(size_t n, const int *status) {
   }
 SYMHEAP_SHMEM_P2P_TYPES(SHM_DEF_P2P)
 
+/* Signals are written by the library (shm_signal), which wakes a PE asleep
+ * on one: this wait sleeps in a futex on the signal word. */
 uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp,
                                  uint64_t cmp_value) {
-  shmem_uint64_wait_until(sig_addr, cmp, cmp_value);
-  return __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
+  struct shm_spin spin = SHM_SPIN_INIT;
+  uint64_t v;
+  while (v = __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE),
+         !sat_uint64(&v, 0, cmp, NULL, cmp_value))
+    shm__spin_on(&spin, sig_addr, (int)(uint32_t)v);
+  return v;
 }

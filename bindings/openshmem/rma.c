@@ -1,18 +1,22 @@
 /* RMA and signals: copies between this PE's memory and a peer's mapping.
  * Every transfer has completed when the call returns, so the _nbi forms are
- * the blocking ones, and quiet only orders (a fence). */
+ * the blocking ones, and quiet only orders (a fence).  A transfer of zero
+ * elements touches nothing and checks nothing (Annex C: any pointer, even
+ * NULL, is valid then); put-with-signal still updates the signal. */
 #include <string.h>
 
 #include "shmem_internal.h"
 
 static inline void shm_put(shmem_ctx_t ctx, void *dest, const void *src,
                            size_t bytes, int pe) {
-  memcpy(shm__peer(dest, shm__ctx_pe(ctx, pe)), src, bytes);
+  if (bytes)
+    memcpy(shm__peer(dest, shm__ctx_pe(ctx, pe)), src, bytes);
 }
 
 static inline void shm_get(shmem_ctx_t ctx, void *dest, const void *src,
                            size_t bytes, int pe) {
-  memcpy(dest, shm__peer(src, shm__ctx_pe(ctx, pe)), bytes);
+  if (bytes)
+    memcpy(dest, shm__peer(src, shm__ctx_pe(ctx, pe)), bytes);
 }
 
 /* Strided: element k goes from src[k*sst] to dest[k*dst]. */
@@ -26,26 +30,30 @@ static void shm_strided(char *d, ptrdiff_t dst, const char *s, ptrdiff_t sst,
 static void shm_iput(shmem_ctx_t ctx, void *dest, const void *src,
                      ptrdiff_t dst, ptrdiff_t sst, size_t n, size_t elem,
                      int pe) {
-  shm_strided(shm__peer(dest, shm__ctx_pe(ctx, pe)), dst, src, sst, n, elem);
+  if (n)
+    shm_strided(shm__peer(dest, shm__ctx_pe(ctx, pe)), dst, src, sst, n, elem);
 }
 
 static void shm_iget(shmem_ctx_t ctx, void *dest, const void *src,
                      ptrdiff_t dst, ptrdiff_t sst, size_t n, size_t elem,
                      int pe) {
-  shm_strided(dest, dst, shm__peer(src, shm__ctx_pe(ctx, pe)), sst, n, elem);
+  if (n)
+    shm_strided(dest, dst, shm__peer(src, shm__ctx_pe(ctx, pe)), sst, n, elem);
 }
 
 /* The signal is updated after the data, with release order, so a PE that
  * sees the signal sees the data. */
 static void shm_signal(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal,
                        int sig_op, int pe) {
-  uint64_t *s = (uint64_t *)shm__peer(sig_addr, shm__ctx_pe(ctx, pe));
+  int wpe = shm__ctx_pe(ctx, pe);
+  uint64_t *s = (uint64_t *)shm__peer(sig_addr, wpe);
   if (sig_op == SHMEM_SIGNAL_ADD)
-    __atomic_fetch_add(s, signal, __ATOMIC_RELEASE);
+    __atomic_fetch_add(s, signal, __ATOMIC_SEQ_CST);
   else if (sig_op == SHMEM_SIGNAL_SET)
-    __atomic_store_n(s, signal, __ATOMIC_RELEASE);
+    __atomic_store_n(s, signal, __ATOMIC_SEQ_CST);
   else
     shm__fatal("unknown signal operator %d", sig_op);
+  shm__wake(wpe, s); /* a PE asleep in shmem_signal_wait_until */
 }
 
 static void shm_put_signal(shmem_ctx_t ctx, void *dest, const void *src,

@@ -132,6 +132,8 @@ void shmem_free(void *ptr);
 void *shmem_malloc_with_hints(size_t size, long hints);
 void *shmalloc(size_t size);
 void shfree(void *ptr);
+void *shmemalign(size_t alignment, size_t size);
+void *shrealloc(void *ptr, size_t size);
 
 /* Teams. */
 int shmem_team_my_pe(shmem_team_t team);
@@ -426,8 +428,40 @@ void shmem_set_lock(long *lock);
 void shmem_clear_lock(long *lock);
 int shmem_test_lock(long *lock);
 
+/* Deprecated cache management: no-ops (the caches are coherent). */
+void shmem_clear_cache_inv(void);
+void shmem_set_cache_inv(void);
+void shmem_clear_cache_line_inv(void *dest);
+void shmem_set_cache_line_inv(void *dest);
+void shmem_udcflush(void);
+void shmem_udcflush_line(void *dest);
+
 #ifdef __cplusplus
 }
+#endif
+
+#ifdef __cplusplus
+/* C++ has no C11 generics: overloads of the generic point-to-point waits
+ * the specification keeps for C++ programs (shmem_wait is deprecated, still
+ * required), one per distinct C type (int32_t and friends are among them). */
+#define SYMHEAP_SHMEM_CXX_P2P(T, N)                                            \
+  static inline void shmem_wait_until(T *ivar, int cmp, T cmp_value) {         \
+    shmem_##N##_wait_until(ivar, cmp, cmp_value);                              \
+  }                                                                            \
+  static inline void shmem_wait(T *ivar, T cmp_value) {                        \
+    shmem_##N##_wait(ivar, cmp_value);                                         \
+  }                                                                            \
+  static inline int shmem_test(T *ivar, int cmp, T cmp_value) {                \
+    return shmem_##N##_test(ivar, cmp, cmp_value);                             \
+  }
+SYMHEAP_SHMEM_CXX_P2P(short, short)
+SYMHEAP_SHMEM_CXX_P2P(int, int)
+SYMHEAP_SHMEM_CXX_P2P(long, long)
+SYMHEAP_SHMEM_CXX_P2P(long long, longlong)
+SYMHEAP_SHMEM_CXX_P2P(unsigned short, ushort)
+SYMHEAP_SHMEM_CXX_P2P(unsigned int, uint)
+SYMHEAP_SHMEM_CXX_P2P(unsigned long, ulong)
+SYMHEAP_SHMEM_CXX_P2P(unsigned long long, ulonglong)
 #endif
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L &&                \

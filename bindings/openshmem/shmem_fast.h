@@ -57,6 +57,8 @@ void shmem_ctx_getmem(shmem_ctx_t ctx, void *dest, const void *source,
 
 static inline void symheap_shmem_fast_put(void *dest, const void *source,
                                           size_t bytes, int pe) {
+  if (!bytes) /* any pointer is valid for no bytes (Annex C) */
+    return;
   void *q_ = symheap_shmem_fast_addr(dest, pe);
   if (q_)
     memcpy(q_, source, bytes);
@@ -66,6 +68,8 @@ static inline void symheap_shmem_fast_put(void *dest, const void *source,
 
 static inline void symheap_shmem_fast_get(void *dest, const void *source,
                                           size_t bytes, int pe) {
+  if (!bytes)
+    return;
   const void *q_ = symheap_shmem_fast_addr(source, pe);
   if (q_)
     memcpy(dest, q_, bytes);

@@ -27,12 +27,17 @@ void symheap_shmem_generic_bad(void);
   X(unsigned int, uint, P, S)                                                  \
   X(unsigned long, ulong, P, S)                                                \
   X(unsigned long long, ulonglong, P, S)
-#define SYMHEAP_SHG_AMO_BIT(X, P, S)                                           \
+#define SYMHEAP_SHG_AMO_UNSIGNED(X, P, S)                                      \
   X(unsigned int, uint, P, S)                                                  \
   X(unsigned long, ulong, P, S)                                                \
   X(unsigned long long, ulonglong, P, S)
+/* The bitwise AMOs also take int32_t and int64_t (int and long here). */
+#define SYMHEAP_SHG_AMO_BIT(X, P, S)                                           \
+  SYMHEAP_SHG_AMO_UNSIGNED(X, P, S)                                            \
+  X(int32_t, int32, P, S)                                                      \
+  X(int64_t, int64, P, S)
 #define SYMHEAP_SHG_AMO_STD(X, P, S)                                           \
-  SYMHEAP_SHG_AMO_BIT(X, P, S)                                                 \
+  SYMHEAP_SHG_AMO_UNSIGNED(X, P, S)                                            \
   X(int, int, P, S)                                                            \
   X(long, long, P, S)                                                          \
   X(long long, longlong, P, S)
@@ -44,12 +49,19 @@ void symheap_shmem_generic_bad(void);
   SYMHEAP_SHG_AMO_STD(X, P, S)                                                 \
   X(short, short, P, S)                                                        \
   X(unsigned short, ushort, P, S)
-#define SYMHEAP_SHG_RED_BIT(X, P, S)                                           \
-  SYMHEAP_SHG_AMO_BIT(X, P, S)                                                 \
+/* Bitwise reductions: the unsigned types and int8_t ... int64_t. */
+#define SYMHEAP_SHG_RED_UNSIGNED(X, P, S)                                      \
+  SYMHEAP_SHG_AMO_UNSIGNED(X, P, S)                                            \
   X(unsigned char, uchar, P, S)                                                \
   X(unsigned short, ushort, P, S)
+#define SYMHEAP_SHG_RED_BIT(X, P, S)                                           \
+  SYMHEAP_SHG_RED_UNSIGNED(X, P, S)                                            \
+  X(int8_t, int8, P, S)                                                        \
+  X(int16_t, int16, P, S)                                                      \
+  X(int32_t, int32, P, S)                                                      \
+  X(int64_t, int64, P, S)
 #define SYMHEAP_SHG_RED_CMP(X, P, S)                                           \
-  SYMHEAP_SHG_RED_BIT(X, P, S)                                                 \
+  SYMHEAP_SHG_RED_UNSIGNED(X, P, S)                                            \
   X(char, char, P, S)                                                          \
   X(signed char, schar, P, S)                                                  \
   X(short, short, P, S)                                                        \
@@ -201,5 +213,26 @@ void symheap_shmem_generic_bad(void);
 #define shmem_test_some_vector(...)                                            \
   SYMHEAP_SHG_FIRST(SYMHEAP_SHG_P2P, _test_some_vector, __VA_ARGS__)
 #define shmem_wait(...) SYMHEAP_SHG_FIRST(SYMHEAP_SHG_P2P, _wait, __VA_ARGS__)
+
+/* The deprecated generics (OpenSHMEM 1.3's AMO names; 1.5 still requires
+ * them): no context form, and only the types those names had. */
+#define SYMHEAP_SHG_OLD(X, P, S)                                               \
+  X(int, int, P, S)                                                            \
+  X(long, long, P, S)                                                          \
+  X(long long, longlong, P, S)
+#define SYMHEAP_SHG_OLD_EXT(X, P, S)                                           \
+  SYMHEAP_SHG_OLD(X, P, S)                                                     \
+  X(float, float, P, S)                                                        \
+  X(double, double, P, S)
+#define shmem_finc(...) SYMHEAP_SHG_FIRST(SYMHEAP_SHG_OLD, _finc, __VA_ARGS__)
+#define shmem_fadd(...) SYMHEAP_SHG_FIRST(SYMHEAP_SHG_OLD, _fadd, __VA_ARGS__)
+#define shmem_cswap(...) SYMHEAP_SHG_FIRST(SYMHEAP_SHG_OLD, _cswap, __VA_ARGS__)
+#define shmem_inc(...) SYMHEAP_SHG_FIRST(SYMHEAP_SHG_OLD, _inc, __VA_ARGS__)
+#define shmem_add(...) SYMHEAP_SHG_FIRST(SYMHEAP_SHG_OLD, _add, __VA_ARGS__)
+#define shmem_swap(...)                                                        \
+  SYMHEAP_SHG_FIRST(SYMHEAP_SHG_OLD_EXT, _swap, __VA_ARGS__)
+#define shmem_fetch(...)                                                       \
+  SYMHEAP_SHG_FIRST(SYMHEAP_SHG_OLD_EXT, _fetch, __VA_ARGS__)
+#define shmem_set(...) SYMHEAP_SHG_FIRST(SYMHEAP_SHG_OLD_EXT, _set, __VA_ARGS__)
 
 #endif /* SYMHEAP_SHMEM_GENERIC_H */

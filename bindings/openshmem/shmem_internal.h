@@ -22,6 +22,7 @@
 struct shm_ctrl {
   int exit_req;        /* 1 + status once a PE called shmem_global_exit */
   int pid;             /* this PE's process, for the liveness check */
+  int sleepers;        /* this PE's waits asleep in a futex (wait.c) */
   uint64_t team_slots; /* on PE 0: which team slots are taken */
   long team_sync[SHM_MAX_TEAMS][SHM_SYNC_WORDS];
 };
@@ -71,10 +72,15 @@ struct shm_group {
   long *sync; /* SHM_SYNC_WORDS symmetric longs */
 };
 
-/* Errors that the specification leaves undefined end the job, saying why. */
+/* base.c, the floor every other file stands on (it calls no shmem_
+ * routine).  Errors that the specification leaves undefined end the job,
+ * saying why. */
 void shm__fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 __attribute__((noreturn));
 void shm__require_init(const char *fn);
+/* Every PE is asked to exit with `status` (at its next wait); this one
+ * exits now.  shmem_global_exit is this. */
+void shm__exit_all(int status) __attribute__((noreturn));
 
 /* Where `addr` (symmetric, in this PE's view) lives on world PE `pe`. */
 static inline char *shm__peer(const void *addr, int pe) {
@@ -112,9 +118,9 @@ static inline int shm__ctx_pe(shmem_ctx_t ctx, int pe) {
   return ctx->team->world[pe];
 }
 
-/* One turn of a wait loop: spin briefly, then yield (the machine may have
- * fewer cores than PEs); ends the job when a PE called shmem_global_exit or
- * a PE's process is gone. */
+/* One turn of a wait loop (wait.c): spin briefly, then yield, then sleep
+ * (the machine may have fewer cores than PEs); ends the job when a PE
+ * called shmem_global_exit or a PE's process is gone. */
 struct shm_spin {
   unsigned n;
   long long next_check_ns;
@@ -122,6 +128,15 @@ struct shm_spin {
 #define SHM_SPIN_INIT                                                          \
   { 0, 0 }
 void shm__spin(struct shm_spin *s);
+/* The same, for a wait on `word` (4-byte aligned; its low 32 bits must
+ * change when the wait is over) that the writer follows with shm__wake:
+ * it sleeps in a futex on the word instead of a timed sleep, unless the
+ * word no longer holds `seen`, the low 32 bits of the value the caller's
+ * loop saw (a value read here could already be the one it waits for). */
+void shm__spin_on(struct shm_spin *s, const void *word, int seen);
+/* After a store to `word` (in this PE's mapping of PE pe's memory): wake
+ * its waits if PE pe has any asleep. */
+void shm__wake(int pe, const void *word);
 
 int shm__compare(int cmp, const void *a, const void *b, int is_signed,
                  int is_float, size_t size);

@@ -28,7 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../adaptors/device/cuda_api.h"
+#include "../../adaptors/common/cuda_api.h"
 #include "fake_cuda.h"
 
 #define EXPORT __attribute__((visibility("default")))

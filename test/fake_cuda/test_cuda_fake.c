@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../adaptors/device/cuda_api.h"
+#include "../../adaptors/common/cuda_api.h"
 #include "../harness.h"
 #include "fake_cuda.h"
 

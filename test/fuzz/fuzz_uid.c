@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "uid.h"
+#include "boot/uid.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {

@@ -5,7 +5,7 @@
 # programs (../shared/openshmem, someone else's code: built from there with
 # symheap-oshcc, never copied here) at 2 and 4 PEs, where that is present.
 echo "== OpenSHMEM (symheap-shmem)"
-for t in setup rma amo coll team p2p; do
+for t in setup rma amo coll team p2p compat zero; do
   for n in 2 4 8; do
     run " shmem $t procs x$n" build/bin/symheap-run -n $n build/test/shmem/test_shmem_$t
   done
@@ -16,7 +16,7 @@ for t in rma amo; do
     build/test/shmem/test_shmem_${t}_noinline
 done
 # Started by hand, without a launcher: one PE.
-for t in setup rma amo coll team p2p; do
+for t in setup rma amo coll team p2p compat zero; do
   run " shmem $t one PE, no launcher" build/test/shmem/test_shmem_$t
 done
 if [ -e build/lib/libsymheap-ccl-mpi.so ]; then
@@ -33,6 +33,46 @@ done
 run " shmem init refused without host access" env SYMHEAP_DEVICE=cuda \
   SYMHEAP_CUDA_LIBRARY="$PWD/build/fake_cuda/libcuda.so.1" \
   build/bin/symheap-run -n 2 build/test/shmem/test_shmem_setup --expect-refusal
+
+# The environment (issue 28 item 6, issue 31): SHMEM_SYMMETRIC_SIZE's
+# syntax on its own, then through shmem_init.
+run " shmem SHMEM_SYMMETRIC_SIZE syntax" build/test/shmem/test_shmem_env
+# shmem_size_refused VAR VALUE: shmem_init refuses it, saying why.
+shmem_size_refused() {
+  env "$1=$2" build/bin/symheap-run -n 2 build/test/shmem/test_shmem_setup \
+    --expect-refusal >"$LOGDIR/shmem-size.out" 2>&1
+  local rc=$?
+  cat "$LOGDIR/shmem-size.out"
+  [ $rc -eq 0 ] && grep -q "$1=\"$2\" is not a size" "$LOGDIR/shmem-size.out"
+}
+for v in " 1G" 17179869185G 12x; do
+  check " shmem SHMEM_SYMMETRIC_SIZE='$v' refused" shmem_size_refused \
+    SHMEM_SYMMETRIC_SIZE "$v"
+done
+check " shmem SMA_SYMMETRIC_SIZE is read too" shmem_size_refused SMA_SYMMETRIC_SIZE bad
+run " shmem SHMEM_SYMMETRIC_SIZE=.5m" env SHMEM_SYMMETRIC_SIZE=.5m \
+  build/bin/symheap-run -n 2 build/test/shmem/test_shmem_zero
+# SHMEM_INFO names every variable the specification defines; SHMEM_VERSION
+# (and SMA_VERSION) the version; PE 0 prints, once.
+shmem_env_print() {
+  local out
+  out=$(env "$1=1" build/bin/symheap-run -n 2 build/test/shmem/test_shmem_zero) || return 1
+  echo "$out"
+  shift
+  local w
+  for w in "$@"; do
+    [ "$(grep -c -- "$w" <<<"$out")" -eq 1 ] || { echo "want \"$w\" once"; return 1; }
+  done
+}
+check " shmem SHMEM_INFO lists every variable" shmem_env_print SHMEM_INFO \
+  "SHMEM_SYMMETRIC_SIZE " "SHMEM_DEBUG " "SHMEM_VERSION " "SHMEM_INFO " \
+  "SMA_SYMMETRIC_SIZE " "SMA_DEBUG " "SMA_VERSION " "SMA_INFO "
+check " shmem SHMEM_VERSION prints the version" shmem_env_print SHMEM_VERSION \
+  "(OpenSHMEM 1.5)"
+check " shmem SMA_VERSION prints the version" shmem_env_print SMA_VERSION \
+  "(OpenSHMEM 1.5)"
+# A PE that exited but is not reaped (another launcher): the others end.
+run " shmem a zombie PE ends the job" build/test/shmem/test_shmem_zombie
 
 # shmem_exit_status WANT ARGS...: the job ends with status WANT within 60 s,
 # no PE gets past the barrier, and (for a dead PE) the survivors say why.
@@ -67,7 +107,58 @@ else
   skip_pass "shmem header from C++" "no C++ compiler (apt-get install g++)"
 fi
 
-SHMEM_SPEC=../shared/openshmem/spec-examples
+# symheap-run binds rank r to the r-th allowed CPU when every rank gets one
+# (issue 31 item 6), not with --bind-to none or SYMHEAP_RUN_BIND=none, and
+# not when there are more ranks than CPUs.
+run_bind_check() {
+  local ncpu out
+  ncpu=$(nproc)
+  # shellcheck disable=SC2016 # the rank's shell expands it
+  out=$(build/bin/symheap-run -n "$ncpu" "$@" sh -c \
+    'echo "$SYMHEAP_RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2)"') || return 1
+  echo "$out"
+  printf '%s\n' "$out" | awk '{print $2}' | sort -u | wc -l
+}
+shmem_run_binds() {
+  local ncpu all out
+  ncpu=$(nproc)
+  all=$(grep Cpus_allowed_list /proc/self/status | cut -f2)
+  out=$(run_bind_check) || return 1
+  echo "$out"
+  # one distinct CPU per rank, none of them the whole set (unless 1 CPU)
+  [ "$(tail -n1 <<<"$out")" -eq "$ncpu" ] || return 1
+  if [ "$ncpu" -gt 1 ]; then
+    ! head -n "$ncpu" <<<"$out" | grep -q " $all\$" || return 1
+  fi
+  out=$(run_bind_check --bind-to none) || return 1
+  echo "$out"
+  [ "$(head -n "$ncpu" <<<"$out" | grep -c " $all\$")" -eq "$ncpu" ] || return 1
+  out=$(SYMHEAP_RUN_BIND=none run_bind_check) || return 1
+  [ "$(head -n "$ncpu" <<<"$out" | grep -c " $all\$")" -eq "$ncpu" ] || return 1
+  out=$(build/bin/symheap-run -n $((ncpu + 1)) sh -c \
+    'grep Cpus_allowed_list /proc/self/status | cut -f2') || return 1
+  echo "$out"
+  [ "$(grep -c "^$all\$" <<<"$out")" -eq $((ncpu + 1)) ]
+}
+check " symheap-run binds ranks to CPUs (--bind-to none)" shmem_run_binds
+
+# The compiler wrapper as a user's build meets it (test/shmem/oshcc_check.sh).
+# shellcheck source=test/shmem/oshcc_check.sh
+. test/shmem/oshcc_check.sh
+check " shmem oshcc with CC=symheap-oshcc (no recursion)" oshcc_no_recursion
+check " shmem oshcc --help and --showme" oshcc_help_showme
+if have_tool autoconf; then
+  check " shmem oshcc as CC of ./configure" oshcc_autotools
+else
+  skip_pass "shmem oshcc as CC of ./configure" "no autoconf (apt-get install autoconf)"
+fi
+if have_tool cmake; then
+  check " shmem oshcc as CMAKE_C_COMPILER" oshcc_cmake
+else
+  skip_pass "shmem oshcc as CMAKE_C_COMPILER" "no cmake (apt-get install cmake)"
+fi
+
+SHMEM_SPEC=${SHMEM_SPEC:-../shared/openshmem/spec-examples}
 if [ -d "$SHMEM_SPEC" ]; then
   mkdir -p build/shmem-spec
   for src in "$SHMEM_SPEC"/*.c; do
@@ -91,7 +182,7 @@ fi
 # sanitizer pass calls it once BUILD's tests are built), at 2 and 4 PEs.
 shmem_sanitized() {
   local b=$1 t n
-  for t in setup rma amo coll team p2p; do
+  for t in setup rma amo coll team p2p compat zero; do
     for n in 2 4; do
       run "asan shmem $t procs x$n" env ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=23 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "kit.h"
-#include "plugin.h"
+#include "base/plugin.h"
 
 void kit_clear_error(void) { symheap__error_clear(); }
 

@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "internal.h"
-#include "registry.h"
+#include "base/internal.h"
+#include "base/registry.h"
 
 /* --- the run ------------------------------------------------------------ */
 typedef struct {

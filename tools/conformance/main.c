@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "kit.h"
-#include "plugin.h"
+#include "base/plugin.h"
 
 kit_config_t K = {NULL, {{0}, 0, 0, 0, 0, 0}, 2, 200, 60};
 

@@ -1,0 +1,89 @@
+/* The environment variables OpenSHMEM 1.5 defines, and their deprecated
+ * SMA_ names (still required: the 1.5 deprecation table), plus
+ * symheap-shmem's own.  SHMEM_INFO prints every one of them with its help,
+ * SHMEM_VERSION the library's version; PE 0 prints, once, at shmem_init. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shmem.h"
+#include "shmem_env.h"
+
+/* The documentation of every variable, printed by SHMEM_INFO. */
+static const struct {
+  const char *name, *help;
+} shm_vars[] = {
+    {"SHMEM_SYMMETRIC_SIZE",
+     "the most bytes of symmetric heap per PE: a number, with a fraction or "
+     "not, and an optional suffix K, M, G or T (k, m, g, t): 512M, 1.5G, .5m, "
+     "0 (default 1G).  It is a limit, not a cost: memory is committed as it "
+     "is touched"},
+    {"SHMEM_DEBUG",
+     "if set (and not 0), an allocation that fails says why on stderr"},
+    {"SHMEM_VERSION",
+     "if set, PE 0 prints the library's version at shmem_init"},
+    {"SHMEM_INFO", "if set, PE 0 prints this list of variables at shmem_init"},
+    {"SMA_SYMMETRIC_SIZE", "deprecated name of SHMEM_SYMMETRIC_SIZE"},
+    {"SMA_DEBUG", "deprecated name of SHMEM_DEBUG"},
+    {"SMA_VERSION", "deprecated name of SHMEM_VERSION"},
+    {"SMA_INFO", "deprecated name of SHMEM_INFO"},
+    {"SYMHEAP_SHMEM_SPIN",
+     "pause-spins of a wait before it yields the CPU (default 64); "
+     "symheap-shmem's own"},
+    {"SYMHEAP_SHMEM_DATA_SEGMENT",
+     "0: the program's data and bss are not symmetric (default 1); "
+     "symheap-shmem's own"},
+    {"SYMHEAP_*", "symheap's own (docs/env.md): SYMHEAP_DEVICE, "
+                  "SYMHEAP_TIMEOUT_MS, ..."},
+};
+
+/* SHMEM_NAME, else its deprecated SMA_NAME. */
+const char *shm__getenv(const char *name) {
+  char sma[64];
+  const char *v = getenv(name);
+  if (v || strncmp(name, "SHMEM_", 6) != 0)
+    return v;
+  snprintf(sma, sizeof sma, "SMA_%s", name + 6);
+  return getenv(sma);
+}
+
+int shm__env_heap_size(size_t *size) {
+  const char *name = getenv("SHMEM_SYMMETRIC_SIZE") ? "SHMEM_SYMMETRIC_SIZE"
+                                                    : "SMA_SYMMETRIC_SIZE";
+  const char *v = getenv(name);
+  if (!v)
+    return 0;
+  if (shm__parse_size(v, size) == 0)
+    return 0;
+  fprintf(stderr,
+          "symheap-shmem: shmem_init: %s=\"%s\" is not a size: a number (a "
+          "fraction allowed) with an optional suffix K, M, G or T, nothing "
+          "before it, and small enough to fit in %zu bytes\n",
+          name, v, (size_t)SIZE_MAX);
+  return -1;
+}
+
+void shm__env_print(int me) {
+  if (me != 0)
+    return;
+  if (shm__getenv("SHMEM_VERSION"))
+    printf("%s %d.%d.%d (OpenSHMEM %d.%d)\n", SHMEM_VENDOR_STRING,
+           SHMEM_VENDOR_MAJOR_VERSION, SHMEM_VENDOR_MINOR_VERSION,
+           SHMEM_VENDOR_PATCH_VERSION, SHMEM_MAJOR_VERSION,
+           SHMEM_MINOR_VERSION);
+  if (shm__getenv("SHMEM_INFO")) {
+    printf("%s %d.%d.%d (OpenSHMEM %d.%d): environment variables\n",
+           SHMEM_VENDOR_STRING, SHMEM_VENDOR_MAJOR_VERSION,
+           SHMEM_VENDOR_MINOR_VERSION, SHMEM_VENDOR_PATCH_VERSION,
+           SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION);
+    for (size_t i = 0; i < sizeof shm_vars / sizeof shm_vars[0]; i++)
+      printf("  %-26s %s\n", shm_vars[i].name, shm_vars[i].help);
+  }
+  fflush(stdout);
+}
+
+int shm__env_debug(void) {
+  const char *v = shm__getenv("SHMEM_DEBUG");
+  return v && *v && strcmp(v, "0") != 0;
+}

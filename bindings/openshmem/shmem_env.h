@@ -1,0 +1,22 @@
+/* symheap-shmem's environment: the variables OpenSHMEM 1.5 defines (and
+ * their deprecated SMA_ names), read once at shmem_init.  Not installed. */
+#ifndef SYMHEAP_SHMEM_ENV_H
+#define SYMHEAP_SHMEM_ENV_H
+
+#include <stddef.h>
+
+/* SHMEM_SYMMETRIC_SIZE's syntax (env_size.c): 0, or -1 for text that is not
+ * a size or a size that does not fit. */
+int shm__parse_size(const char *s, size_t *out);
+
+/* The value of SHMEM_NAME, else of its deprecated SMA_NAME (env.c). */
+const char *shm__getenv(const char *name);
+/* SHMEM_SYMMETRIC_SIZE (or SMA_SYMMETRIC_SIZE) into *size when set; -1,
+ * said on stderr, when it is not a size. */
+int shm__env_heap_size(size_t *size);
+/* SHMEM_VERSION and SHMEM_INFO: what they ask printed, on PE 0. */
+void shm__env_print(int me);
+/* SHMEM_DEBUG set and not 0. */
+int shm__env_debug(void);
+
+#endif /* SYMHEAP_SHMEM_ENV_H */
