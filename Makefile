@@ -29,7 +29,7 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/builtins.o
 TOOLS := symheap-run symheap-info symheap-bench symheap-conformance
 TESTS := test_unit test_multirank test_faults test_hostile test_kill test_exhaust \
   test_plugins test_rdma test_window_path test_split_ccl test_stall \
-  test_window_find test_window_local test_net_registry test_contracts
+  test_window_find test_window_local test_net_registry test_contracts test_net_boot
 HEADERS := $(wildcard include/*.h) $(wildcard core/*/*.h) \
   $(wildcard adaptors/*/*.h adaptors/*/*/*.h)
 
@@ -196,6 +196,13 @@ tests: $(BUILD)/test/plugins/libsymheap-plugin-shmccl.so
 $(BUILD)/bin/%: tools/%.c $(BUILD)/lib/libsymheap.so $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< -L$(BUILD)/lib -lsymheap \
+	  -Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_ALL) -lm
+
+# symheap-run's launcher across hosts and its agent live in tools/run/.
+RUN_SRCS := $(wildcard tools/run/*.c)
+$(BUILD)/bin/symheap-run: tools/symheap-run.c $(RUN_SRCS) $(wildcard tools/run/*.h) $(BUILD)/lib/libsymheap.so $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ tools/symheap-run.c $(RUN_SRCS) -L$(BUILD)/lib -lsymheap \
 	  -Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_ALL) -lm
 
 
@@ -421,7 +428,7 @@ env-doc: $(BUILD)/bin/symheap-info
 format:
 	clang-format -i include/*.h core/*.[ch] adaptors/device/*.[ch] adaptors/ccl/mpi/*.c tools/*.c test/*.[ch] \
 	  test/fake_cuda/*.[ch] test/fake_ibverbs/*.[ch] test/gpu/*.cu bench/*.c \
-	  tools/conformance/*.[ch] test/conformance/*.c adaptors/net/*/*.[ch]
+	  tools/conformance/*.[ch] test/conformance/*.c adaptors/net/*/*.[ch] tools/run/*.[ch]
 
 clean:
 	rm -rf build

@@ -18,6 +18,7 @@ c++ g++
 autoconf autoconf
 cmake cmake
 libfabric libfabric1 libfabric-dev
+ip iproute2
 LIST
 }
 

@@ -261,6 +261,14 @@ if [ -x build/test/test_gpu ]; then
   fi
   unset SYMHEAP_DISABLE_MULTICAST NCCL_NVLS_ENABLE
 fi
+# Across hosts (docs/network.md): the TCP bootstrap on one host (loopback,
+# through symheap-run's agents), then two network namespaces as two hosts
+# (test/netns.sh; one SKIP line where they cannot be made): the cross-host
+# suite at 2 and 4 ranks, strangers, a link down, the launcher's signals.
+run " bootstrap over TCP, one host: multi-rank procs x4" env SYMHEAP_BOOTSTRAP=tcp \
+  build/bin/symheap-run -n 4 build/test/test_multirank
+run " across hosts: namespaces (netns.sh)" test/netns.sh
+run " across hosts: bootstrap, symheap-run --hosts" test/net_boot.sh build
 # The MPI ccl adaptor: the multi-rank suite joined through
 # symheap_comm_init_env under mpirun (it recognises the launcher), and a
 # program that hands symheap its own MPI communicators.

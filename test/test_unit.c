@@ -8,6 +8,7 @@
 #include "boot/bootstrap_msg.h"
 #include "harness.h"
 #include "base/registry.h"
+#include "boot/sock_tcp.h"
 #include "boot/uid.h"
 
 static const char *T = "unit";
@@ -464,7 +465,87 @@ static void test_introspection(void) {
   th_end();
 }
 
+/* SYMHEAP_SOCKET_IFNAME read as NCCL_SOCKET_IFNAME, and TCP addresses. */
+static void test_ifname_and_addr(void) {
+  th_begin(T, "socket_ifname_and_tcp_addr", 0);
+  CHECK(symheap__ifname_match("eth", "eth0"), "prefix");
+  CHECK(!symheap__ifname_match("eth", "ib0"), "prefix, other");
+  CHECK(symheap__ifname_match("ib,eth", "eth1"), "list");
+  CHECK(!symheap__ifname_match("^docker,lo", "lo"), "exclude");
+  CHECK(symheap__ifname_match("^docker,lo", "eth0"), "exclude, other");
+  CHECK(symheap__ifname_match("=eth0", "eth0"), "exact");
+  CHECK(!symheap__ifname_match("=eth0", "eth01"), "exact, longer");
+  CHECK(!symheap__ifname_match("^=eth0", "eth0"), "exclude exact");
+  CHECK(symheap__ifname_match("^=eth0", "eth01"), "exclude exact, other");
+  char ip[64];
+  int port = -1;
+  CHECK(symheap__tcp_parse("10.99.1.1:4242", ip, sizeof ip, &port) == 0 &&
+            strcmp(ip, "10.99.1.1") == 0 && port == 4242,
+        "v4: %s %d", ip, port);
+  CHECK(symheap__tcp_parse("[fe80::1]:7", ip, sizeof ip, &port) == 0 &&
+            strcmp(ip, "fe80::1") == 0 && port == 7,
+        "v6: %s %d", ip, port);
+  CHECK(symheap__tcp_parse("10.0.0.1", ip, sizeof ip, &port) != 0, "no port");
+  CHECK(symheap__tcp_parse("10.0.0.1:x", ip, sizeof ip, &port) != 0, "bad");
+  CHECK(symheap__tcp_parse("10.0.0.1:70000", ip, sizeof ip, &port) != 0,
+        "range");
+  CHECK(symheap__tcp_parse(":1", ip, sizeof ip, &port) != 0, "no ip");
+  th_end();
+}
+
+static void tcp_rank(th_ctx_t *c, void *arg) {
+  (void)arg;
+  int in = c->rank * 3 + 1, out[4] = {0};
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  CHECK_OK(symheap_comm_allgather(c->comm, &in, out, sizeof in));
+  for (int p = 0; p < c->n; p++)
+    CHECK(out[p] == p * 3 + 1, "allgather[%d] = %d", p, out[p]);
+  symheap_comm_t sub = NULL;
+  CHECK_OK(symheap_comm_split(c->comm, c->rank % 2, 0, &sub));
+  if (sub)
+    CHECK_OK(symheap_comm_barrier(sub));
+  if (sub)
+    CHECK_OK(symheap_comm_destroy(sub));
+}
+
+/* TCP ids on loopback: one process's ranks meet at the listener the id was
+ * made with (as under MPI); a launcher's id without an address is refused
+ * to ranks other than 0; bad variables name themselves. */
+static void test_tcp_bootstrap(void) {
+  th_begin(T, "bootstrap_over_tcp", 0);
+  setenv("SYMHEAP_BOOTSTRAP", "tcp", 1);
+  setenv("SYMHEAP_SOCKET_IFNAME", "=lo", 1);
+  int fds = th_count_fds();
+  CHECK(th_run_threads(4, tcp_rank, NULL) == 0, "4 thread-ranks over TCP");
+  symheap_unique_id_t id;
+  symheap_comm_t c = NULL;
+  CHECK_OK(symheap_get_unique_id(&id));
+  CHECK_OK(symheap_comm_init(&c, 1, &id, 0)); /* alone: its listener goes */
+  if (c)
+    CHECK_OK(symheap_comm_destroy(c));
+  CHECK(th_count_fds() == fds, "descriptors %d -> %d", fds, th_count_fds());
+  setenv("SYMHEAP_RUN_ROOT_REPORT", "1", 1);
+  CHECK_OK(symheap_get_unique_id(&id));
+  unsetenv("SYMHEAP_RUN_ROOT_REPORT");
+  CHECK_ERR(symheap_comm_init(&c, 2, &id, 1), SYMHEAP_ERR_INVALID_ARG);
+  CHECK(strstr(symheap_last_error(), "no TCP address") != NULL, "%s",
+        symheap_last_error());
+  setenv("SYMHEAP_SOCKET_IFNAME", "=nosuchif9", 1);
+  CHECK_ERR(symheap_get_unique_id(&id), SYMHEAP_ERR_INVALID_ARG);
+  CHECK(strstr(symheap_last_error(), "SYMHEAP_SOCKET_IFNAME") != NULL, "%s",
+        symheap_last_error());
+  unsetenv("SYMHEAP_SOCKET_IFNAME");
+  setenv("SYMHEAP_BOOTSTRAP", "carrier-pigeon", 1);
+  CHECK_ERR(symheap_get_unique_id(&id), SYMHEAP_ERR_INVALID_ARG);
+  CHECK(strstr(symheap_last_error(), "SYMHEAP_BOOTSTRAP") != NULL, "%s",
+        symheap_last_error());
+  unsetenv("SYMHEAP_BOOTSTRAP");
+  th_end();
+}
+
 int main(void) {
+  test_ifname_and_addr();
+  test_tcp_bootstrap();
   test_msg_decoders();
   test_log_file();
   test_log_file_refusals();

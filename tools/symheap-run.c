@@ -23,10 +23,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "run/run.h"
 #include "symheap.h"
 
 static pid_t *pids;
 static int nranks;
+static run_job_t job = {0, NULL, 0, "ssh", NULL, 1};
+static char *hosts_spec;
 static int bind_cores = 1; /* --bind-to core (default) or none */
 static cpu_set_t allowed;  /* the CPUs symheap-run may use */
 static int nallowed;
@@ -36,20 +39,30 @@ static volatile sig_atomic_t got_signal;
 static void on_signal(int sig) { got_signal = sig; }
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: symheap-run -n N [--] PROGRAM [ARGS...] | --version\n"
-          "Starts N ranks of PROGRAM on this host.  Each gets SYMHEAP_RANK,\n"
-          "SYMHEAP_NRANKS, SYMHEAP_LOCAL_RANK and SYMHEAP_UNIQUE_ID, which\n"
-          "symheap_comm_init_env reads.  If one rank fails, the others are\n"
-          "stopped (SIGTERM, then SIGKILL after 2 s) and symheap-run exits\n"
-          "with the failed rank's status (128+signal if it was killed).\n"
-          "SIGINT, SIGTERM and SIGHUP to symheap-run go to every rank; if\n"
-          "symheap-run is killed outright, its ranks are killed with it.\n"
-          "  --bind-to core   bind rank r to the r-th CPU symheap-run may use\n"
-          "                   (the default, when there are at least N CPUs;\n"
-          "                   with fewer, no rank is bound)\n"
-          "  --bind-to none   leave placement to the scheduler (also:\n"
-          "                   SYMHEAP_RUN_BIND=none)\n");
+  fprintf(
+      f, "usage: symheap-run -n N [--hosts A:2,B:2 [--rsh CMD]] [--] PROGRAM "
+         "[ARGS...] | --version\n"
+         "Starts N ranks of PROGRAM on this host.  Each gets SYMHEAP_RANK,\n"
+         "SYMHEAP_NRANKS, SYMHEAP_LOCAL_RANK and SYMHEAP_UNIQUE_ID, which\n"
+         "symheap_comm_init_env reads.  If one rank fails, the others are\n"
+         "stopped (SIGTERM, then SIGKILL after 2 s) and symheap-run exits\n"
+         "with the failed rank's status (128+signal if it was killed).\n"
+         "SIGINT, SIGTERM and SIGHUP to symheap-run go to every rank; if\n"
+         "symheap-run is killed outright, its ranks are killed with it.\n"
+         "--hosts HOST:COUNT,... starts the ranks on those hosts in order\n"
+         "(ranks 0..COUNT-1 on the first), each through CMD HOST (default\n"
+         "ssh; e.g. --rsh 'ip netns exec' for network namespaces; host\n"
+         "localhost runs here), which runs this symheap-run, at the same\n"
+         "path, as the rank's agent.  The ranks meet over TCP at rank 0\n"
+         "(SYMHEAP_BOOTSTRAP=tcp); their output comes back tagged \"[rank] \"\n"
+         "(--no-tag: as it is).  Stopping symheap-run stops every rank.\n"
+         "-n may be left out; if given it must match the hosts' sum.\n"
+         "SYMHEAP_BOOTSTRAP=tcp without --hosts runs --hosts localhost:N.\n"
+         "  --bind-to core   bind rank r to the r-th CPU symheap-run may use\n"
+         "                   (the default, when there are at least N CPUs;\n"
+         "                   with fewer, no rank is bound; one host only)\n"
+         "  --bind-to none   leave placement to the scheduler (also:\n"
+         "                   SYMHEAP_RUN_BIND=none)\n");
 }
 
 static void hex(const unsigned char *in, size_t n, char *out) {
@@ -97,6 +110,12 @@ static int parse_args(int argc, char **argv, int *rc) {
         return -1;
       }
       nranks = (int)n;
+    } else if (strcmp(argv[i], "--hosts") == 0 && i + 1 < argc) {
+      hosts_spec = argv[++i];
+    } else if (strcmp(argv[i], "--rsh") == 0 && i + 1 < argc) {
+      job.rsh = argv[++i];
+    } else if (strcmp(argv[i], "--no-tag") == 0) {
+      job.tag = 0;
     } else if (strcmp(argv[i], "--bind-to") == 0 && i + 1 < argc) {
       const char *b = argv[++i];
       if (strcmp(b, "none") != 0 && strcmp(b, "core") != 0) {
@@ -127,11 +146,37 @@ static int parse_args(int argc, char **argv, int *rc) {
       break;
     }
   }
-  if (nranks == 0 || i >= argc) {
+  if ((nranks == 0 && !hosts_spec) || i >= argc) {
     usage(stderr);
     return -1;
   }
   return i;
+}
+
+/* --hosts (or SYMHEAP_BOOTSTRAP=tcp on this host alone): the job across
+ * hosts (run/hosts.c); -1 when not asked for. */
+static int maybe_hosts(char **prog) {
+  const char *boot = getenv("SYMHEAP_BOOTSTRAP");
+  char local[32];
+  if (!hosts_spec && !(boot && strcmp(boot, "tcp") == 0))
+    return -1;
+  if (!hosts_spec) { /* one host: the output as without TCP, untagged */
+    snprintf(local, sizeof local, "localhost:%d", nranks);
+    hosts_spec = local;
+    job.tag = 0;
+  }
+  int n = run_parse_hosts(hosts_spec, &job);
+  if (n < 0 || (nranks && n != nranks)) {
+    fprintf(stderr,
+            n < 0 ? "symheap-run: --hosts wants HOST:COUNT,... (counts from 1, "
+                    "4096 ranks at most)\n"
+                  : "symheap-run: -n %d but --hosts gives %d ranks\n",
+            nranks, n);
+    return 2;
+  }
+  job.nranks = n;
+  job.prog = prog;
+  return run_hosts(&job);
 }
 
 /* Binding: SYMHEAP_RUN_BIND=none (or 0) turns it off unless --bind-to
@@ -265,10 +310,15 @@ static int wait_ranks(void) {
 
 int main(int argc, char **argv) {
   int rc;
+  if (argc > 2 && strcmp(argv[1], "--agent") == 0 &&
+      strcmp(argv[2], "--") == 0 && argc > 3)
+    return run_agent(&argv[3]);
   int prog = parse_args(argc, argv, &rc);
   if (prog < 0)
     return rc;
   bind_decide();
+  if ((rc = maybe_hosts(&argv[prog])) >= 0)
+    return rc;
   pids = calloc((size_t)nranks, sizeof *pids);
   if (!pids)
     return 2;

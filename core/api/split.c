@@ -163,7 +163,9 @@ static symheap_result_t split(symheap_comm_t c, int color, int key,
                        "(symheap_comm_init_ccl), or give the ccl a split",
                        fn, c->ccl.name, c->nhosts);
   else if (color != SYMHEAP_COLOR_NONE && split_via(c) == VIA_BOOTSTRAP)
-    r = symheap_get_unique_id(&me.id);
+    r = strcmp(c->ccl.name, symheap__local_ccl_ops.name) == 0
+            ? symheap__local_ccl_new_uid(c->ccl_ctx, &me.id) /* its kind */
+            : symheap_get_unique_id(&me.id);
   int need = fds_needed(c->nranks);
   int *held = r == SYMHEAP_SUCCESS && color != SYMHEAP_COLOR_NONE
                   ? calloc((size_t)need, sizeof *held)
@@ -202,6 +204,10 @@ static symheap_result_t split(symheap_comm_t c, int color, int key,
         child->world[i] = c->world[mem[i]];
     symheap__log_set_rank(c->rank);
   }
+  /* A TCP id listens from the start: the one its comm's rank 0 took is
+   * gone from the table, the ids not chosen stop here. */
+  if (color != SYMHEAP_COLOR_NONE && split_via(c) == VIA_BOOTSTRAP)
+    symheap__uid_release(&me.id);
   /* Over the parent: a member whose new comm failed fails everyone.  With
    * a deadline of its own: the new comm's join may have used up the call's
    * (a peer that failed there leaves the others waiting until it passes),

@@ -34,6 +34,20 @@ static const symheap__cfg_var_t cfg_vars[] = {
      "where the local bootstrap and descriptor exchange listen: 'abstract' "
      "(Linux abstract Unix sockets, per network namespace) or an absolute "
      "directory for filesystem sockets (crosses namespaces that share it)"},
+    {"SYMHEAP_BOOTSTRAP", SYMHEAP_CFG_CHOICE, "unix", 0, 0, "unix|tcp",
+     "how symheap_get_unique_id's ranks meet: unix (rank 0's Unix socket, "
+     "one host, SO_PEERCRED) or tcp (rank 0's TCP port on the interface "
+     "SYMHEAP_SOCKET_IFNAME chooses, for ranks on several hosts; every "
+     "connection proves the id's secret).  symheap-run --hosts sets tcp"},
+    {"SYMHEAP_SOCKET_IFNAME", SYMHEAP_CFG_STRING, NULL, 0, 0, NULL,
+     "the interface the TCP bootstrap's rank 0 listens on, as "
+     "NCCL_SOCKET_IFNAME: comma-separated name prefixes, '^' first to "
+     "exclude them, '=' first for exact names; unset: the first interface "
+     "that is up with an address, loopback last"},
+    {"SYMHEAP_RUN_ROOT_REPORT", SYMHEAP_CFG_BOOL, "0", 0, 0, NULL,
+     "set by symheap-run --hosts on rank 0 only: rank 0 picks its TCP "
+     "bootstrap address when it joins and writes it to its stdout in one "
+     "line that symheap-run takes out, to start the other ranks with it"},
     {"SYMHEAP_RANK", SYMHEAP_CFG_INT, NULL, 0, 1 << 20, NULL,
      "rank of this process, for symheap_comm_init_env (set by symheap-run)"},
     {"SYMHEAP_NRANKS", SYMHEAP_CFG_INT, NULL, 1, 1 << 20, NULL,
@@ -52,8 +66,10 @@ static const symheap__cfg_var_t cfg_vars[] = {
     {"SYMHEAP_HOST_ID", SYMHEAP_CFG_STRING, NULL, 0, 0, NULL,
      "this rank's host identity (1 to 95 characters): ranks with the same one "
      "form a node-local team that maps each other's memory, and "
-     "symheap_comm_split_local groups by it; unset: host name and boot id. "
-     "For tests that pretend one machine is several"},
+     "symheap_comm_split_local groups by it; unset: boot id, network "
+     "namespace and host name (ranks in two network namespaces are two "
+     "hosts: their abstract sockets do not meet).  For tests that pretend "
+     "one machine is several"},
     {"SYMHEAP_NET", SYMHEAP_CFG_CHOICE, "auto", 0, 0, "auto|ibverbs|none",
      "RDMA registration of windows: auto (with the ibverbs net adaptor and an "
      "RDMA device, when the comm spans more than one host), ibverbs (always; "

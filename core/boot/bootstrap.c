@@ -12,6 +12,7 @@
 
 #include "bootstrap.h"
 #include "bootstrap_msg.h"
+#include "bootstrap_tcp.h"
 
 /* Non-roots wait this much longer than rank 0, so that rank 0's verdict on a
  * silent rank arrives before their own timeout on rank 0. */
@@ -26,6 +27,7 @@ typedef struct {
   int *fds; /* root: per-rank sockets (fds[0] unused); others: fds[0] */
   uint32_t seq;
   unsigned char token[16];
+  symheap__boot_where_t where; /* Unix or TCP, and this rank's address */
 } local_t;
 
 static symheap_result_t send_msg(int fd, uint16_t type, uint32_t seq,
@@ -148,13 +150,15 @@ static void answer_with_abort(int fd, const abort_t *a, int64_t until) {
 /* Rank 0 gave up on the join for a reason every rank should hear: ranks
  * that have not connected yet get a short while to, and are told too
  * (rather than "lost connection to rank 0"). */
-static void tell_late_joiners(int lfd, int missing) {
+static void tell_late_joiners(local_t *l, int lfd, int missing) {
   abort_t a = abort_of(0, SYMHEAP_ERR_MISMATCH);
   int64_t until = symheap__now_ms() + LATE_MS;
   char saved[SYMHEAP_ERROR_MAX];
   snprintf(saved, sizeof saved, "%s", symheap__error_peek());
+  char from[SYMHEAP__TCP_ADDR_MAX];
   for (int fd;
-       missing > 0 && symheap__sock_accept(lfd, until, &fd) == SYMHEAP_SUCCESS;
+       missing > 0 && symheap__boot_accept(&l->where, lfd, until, &fd, from,
+                                           sizeof from) == SYMHEAP_SUCCESS;
        missing--) {
     answer_with_abort(fd, &a, until);
     close(fd);
@@ -222,7 +226,7 @@ static symheap_result_t join_misclaim(local_t *l, int fd, int lfd,
                  hello->rank);
   close(fd);
   root_abort_all(l, 0, r);
-  tell_late_joiners(lfd, l->nranks - joined);
+  tell_late_joiners(l, lfd, l->nranks - joined);
   return r;
 }
 
@@ -231,21 +235,27 @@ static symheap_result_t root_join(local_t *l, const symheap__uid_t *uid,
   symheap__sockname_t name;
   uid_sockname(uid, &name);
   int lfd;
-  symheap_result_t r = symheap__sock_listen(&name, &lfd);
+  symheap_result_t r = l->where.tcp
+                           ? symheap__boot_tcp_listen(uid, &l->where, &lfd)
+                           : symheap__sock_listen(&name, &lfd);
   if (r != SYMHEAP_SUCCESS)
     return symheap__error_context(r, "rank 0 cannot open the bootstrap socket");
+  char from[SYMHEAP__TCP_ADDR_MAX];
   for (int joined = 1; joined < l->nranks && r == SYMHEAP_SUCCESS;) {
     int fd;
     hello_t hello;
-    r = symheap__sock_accept(lfd, deadline, &fd);
+    r = symheap__boot_accept(&l->where, lfd, deadline, &fd, from, sizeof from);
     if (r != SYMHEAP_SUCCESS) {
       join_accept_failed(l, r, joined);
       break;
     }
     int verdict = join_hello(l, fd, deadline, &hello);
     if (verdict == MSG_HELLO_BAD) {
-      SYMHEAP_WARN("bootstrap: dropped a connection that did not present the "
-                   "job's token");
+      /* A stranger, or a process of another job: refused, and the join
+       * goes on without it. */
+      SYMHEAP_WARN("bootstrap: refused a connection from %s: it did not "
+                   "prove the job's secret",
+                   from);
       close(fd);
     } else if (verdict != MSG_HELLO_OK) {
       r = join_misclaim(l, fd, lfd, &hello, verdict, joined);
@@ -260,7 +270,8 @@ static symheap_result_t root_join(local_t *l, const symheap__uid_t *uid,
       root_abort_all(l, i, r);
   }
   close(lfd);
-  symheap__sock_unlink(&name);
+  if (!l->where.tcp)
+    symheap__sock_unlink(&name);
   return r;
 }
 
@@ -268,7 +279,10 @@ static symheap_result_t peer_join(local_t *l, const symheap__uid_t *uid,
                                   int64_t deadline) {
   symheap__sockname_t name;
   uid_sockname(uid, &name);
-  symheap_result_t r = symheap__sock_connect(&name, deadline, 0, &l->fds[0]);
+  symheap_result_t r =
+      l->where.tcp
+          ? symheap__boot_tcp_connect(uid, &l->where, deadline, &l->fds[0])
+          : symheap__sock_connect(&name, deadline, 0, &l->fds[0]);
   if (r != SYMHEAP_SUCCESS)
     return r;
   hello_t hello;
@@ -307,8 +321,14 @@ symheap_result_t symheap__local_ccl_create(const symheap__uid_t *uid,
   for (int i = 0; i < nranks; i++)
     l->fds[i] = -1;
   memcpy(l->token, uid->token, sizeof l->token);
+  l->where.tcp = uid->abstract == SYMHEAP__UID_TCP;
   int64_t deadline = symheap__now_ms() + timeout_ms;
   symheap_result_t r = SYMHEAP_SUCCESS;
+  /* Alone, this rank needs no listener: drop one its id came with. */
+  int unused =
+      nranks == 1 && l->where.tcp ? symheap__uid_take_listener(uid->token) : -1;
+  if (unused >= 0)
+    close(unused);
   if (nranks > 1)
     r = rank == 0 ? root_join(l, uid, deadline) : peer_join(l, uid, deadline);
   if (r != SYMHEAP_SUCCESS) {
@@ -317,6 +337,14 @@ symheap_result_t symheap__local_ccl_create(const symheap__uid_t *uid,
   }
   *ctx = l;
   return SYMHEAP_SUCCESS;
+}
+
+symheap_result_t symheap__local_ccl_new_uid(void *ctx,
+                                            symheap_unique_id_t *id) {
+  local_t *l = ctx;
+  if (l->where.tcp)
+    return symheap__uid_make_tcp(l->where.ip[0] ? l->where.ip : NULL, 0, id);
+  return symheap__uid_make_unix(id);
 }
 
 static int local_rank(void *ctx) { return ((local_t *)ctx)->rank; }

@@ -36,7 +36,12 @@ int symheap__msg_check_hello(const void *buf, size_t n,
   if (n != sizeof *out)
     return MSG_HELLO_BAD;
   memcpy(out, buf, sizeof *out);
-  if (memcmp(out->token, token, sizeof out->token) != 0)
+  /* In constant time: between hosts anyone may connect and time the
+   * answer, and the token is the job's only secret. */
+  unsigned char diff = 0;
+  for (size_t i = 0; i < sizeof out->token; i++)
+    diff |= (unsigned char)(out->token[i] ^ token[i]);
+  if (diff != 0)
     return MSG_HELLO_BAD;
   if (out->nranks != nranks || out->rank <= 0 || out->rank >= nranks)
     return MSG_HELLO_WRONG_RANK;

@@ -42,14 +42,15 @@ symheap_result_t symheap__ipc_socket_mode(int *abstract, const char **dir) {
   return SYMHEAP_SUCCESS;
 }
 
-symheap_result_t symheap__uid_make(symheap_unique_id_t *id) {
+symheap_result_t symheap__uid_make_unix(symheap_unique_id_t *id) {
+  symheap_result_t r;
   symheap__uid_t u;
   memset(&u, 0, sizeof u);
   memcpy(u.magic, SYMHEAP__UID_MAGIC, sizeof u.magic);
   u.version = SYMHEAP__UID_VERSION;
   int abstract;
   const char *dir;
-  symheap_result_t r = symheap__ipc_socket_mode(&abstract, &dir);
+  r = symheap__ipc_socket_mode(&abstract, &dir);
   if (r != SYMHEAP_SUCCESS)
     return r;
   r = symheap__random(u.token, sizeof u.token);
@@ -78,8 +79,8 @@ symheap_result_t symheap__uid_decode(const symheap_unique_id_t *id,
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "unique id has version %u, this library reads %u",
                           out->version, SYMHEAP__UID_VERSION);
-  if (out->abstract > 1 || memchr(out->name, '\0', sizeof out->name) == NULL ||
-      out->name[0] == '\0')
+  if (out->abstract > SYMHEAP__UID_TCP ||
+      memchr(out->name, '\0', sizeof out->name) == NULL || out->name[0] == '\0')
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "unique id is corrupt (bad socket name)");
   return SYMHEAP_SUCCESS;

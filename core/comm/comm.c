@@ -165,6 +165,8 @@ void symheap__comm_free(symheap_comm_t c) {
     c->ccl.fini(c->ccl_ctx);
   free(c->world);
   free(c->reach);
+  free(c->host);
+  free(c->host_nranks);
   free(c->mapped_from);
   free(c->agree_buf);
   free(c->scratch_fds);

@@ -42,6 +42,10 @@ struct symheap_comm {
    * the flat range keeps every rank's place, unmapped for the others. */
   int local_rank, local_nranks, nhosts;
   unsigned char *reach;
+  /* The host map (symheap__comm_host): each rank's host, numbered in the
+   * order hosts first appear among the ranks, and each host's rank count
+   * (nranks entries each; the first nhosts of host_nranks are used). */
+  int *host, *host_nranks;
   symheap_ccl_ops ccl;
   void *ccl_ctx;
   int ccl_owned;
@@ -114,6 +118,16 @@ struct symheap_comm {
   uint64_t call_seq, call_digest;
   int call_counted;
 };
+
+/* The host map: rank p's host (0 .. nhosts-1, rank 0's host is 0), and
+ * how many ranks host h runs.  Same-host paths (descriptors, mappings,
+ * shared memory) are for ranks with this rank's host only. */
+static inline int symheap__comm_host(symheap_comm_t c, int p) {
+  return c->host[p];
+}
+static inline int symheap__comm_host_nranks(symheap_comm_t c, int h) {
+  return c->host_nranks[h];
+}
 
 /* comm.c */
 /* The device adaptor may refuse while a graph capture is in progress. */

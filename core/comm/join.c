@@ -50,6 +50,8 @@ symheap_comm_t symheap__comm_alloc(const symheap_ccl_ops *ops, void *ctx,
   c->world = calloc((size_t)c->nranks, sizeof *c->world);
   c->mapped_from = calloc((size_t)c->nranks, sizeof *c->mapped_from);
   c->reach = calloc((size_t)c->nranks, 1);
+  c->host = calloc((size_t)c->nranks, sizeof *c->host);
+  c->host_nranks = calloc((size_t)c->nranks, sizeof *c->host_nranks);
   c->fdx.reach = c->reach;
   c->agree_buf = malloc((size_t)(c->nranks + 1) * SYMHEAP__AGREE_REC);
   c->scratch_fds = calloc((size_t)c->nranks, sizeof *c->scratch_fds);
@@ -110,8 +112,10 @@ static symheap_result_t check_join(symheap_comm_t c, const join_rec_t *all) {
     int first = 0;
     while (strcmp(all[first].host_id, all[p].host_id) != 0)
       first++;
+    c->host[p] = first == p ? c->nhosts : c->host[first];
+    c->host_nranks[c->host[p]] += first != p;
     if (first == p)
-      c->nhosts++;
+      c->host_nranks[c->nhosts++] = 1;
     else if (strcmp(all[first].machine, all[p].machine) != 0)
       return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                             "ranks %d and %d say they share host '%s' but run "
@@ -137,7 +141,8 @@ symheap_result_t symheap__comm_join(symheap_comm_t c, char *why, size_t len) {
   join_rec_t me, *all = calloc((size_t)c->nranks, sizeof *all);
   memset(&me, 0, sizeof me);
   symheap_result_t r =
-      all && c->world && c->mapped_from && c->reach
+      all && c->world && c->mapped_from && c->reach && c->host &&
+              c->host_nranks
           ? prepare_join(c, &me, why, len)
           : symheap__error(SYMHEAP_ERR_NO_MEMORY, "comm: no memory");
   r = symheap__agree(c, r, 0, &me, sizeof me, all);

@@ -1,0 +1,125 @@
+/* The agent: what symheap-run starts on each host, through the remote-start
+ * command, to run one rank.  Its stdin is the launcher's only way in: the
+ * rank's environment first (so the job's secret never sits on a command
+ * line, where ps shows it), then signals; EOF means the launcher is gone,
+ * and the rank goes too, so no rank outlives its job. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "run.h"
+
+static volatile sig_atomic_t got;
+static void on_signal(int sig) { got = sig; }
+
+/* One line of stdin into buf (without the newline); -1 at EOF. */
+static int read_line(char *buf, size_t len) {
+  size_t n = 0;
+  for (;;) {
+    char ch;
+    ssize_t r = read(STDIN_FILENO, &ch, 1);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return -1;
+    if (ch == '\n') {
+      buf[n] = '\0';
+      return (int)n;
+    }
+    if (n + 1 < len)
+      buf[n++] = ch;
+  }
+}
+
+static pid_t start(char **prog) {
+  pid_t agent = getpid(), pid = fork();
+  if (pid != 0)
+    return pid;
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != agent)
+    _exit(127);
+  setpgid(0, 0);
+  int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null >= 0)
+    dup2(null, STDIN_FILENO);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGHUP, SIG_DFL);
+  signal(SIGPIPE, SIG_DFL);
+  execvp(prog[0], prog);
+  fprintf(stderr, "symheap-run: cannot run %s: %s\n", prog[0], strerror(errno));
+  _exit(127);
+}
+
+/* Until the rank exits: signals from stdin or to us go to it; EOF stops it
+ * (SIGTERM, SIGKILL 2 s later). */
+static int watch(pid_t pid) {
+  int open_in = 1;
+  time_t kill_at = 0;
+  char line[64];
+  for (;;) {
+    int status;
+    pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (got) {
+      kill(-pid, (int)got);
+      got = 0;
+    }
+    if (kill_at && time(NULL) >= kill_at)
+      kill(-pid, SIGKILL);
+    struct pollfd p = {STDIN_FILENO, POLLIN, 0};
+    if (!open_in || poll(&p, 1, 100) <= 0) {
+      if (!open_in)
+        poll(NULL, 0, 50);
+      continue;
+    }
+    int sig;
+    if (read_line(line, sizeof line) < 0) {
+      open_in = 0;
+      kill(-pid, SIGTERM);
+      kill_at = time(NULL) + 2;
+    } else if (sscanf(line, "signal %d", &sig) == 1 && sig > 0 && sig < 65) {
+      kill(-pid, sig);
+    }
+  }
+}
+
+int run_agent(char **prog) {
+  char line[4096];
+  int n;
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+    return 127;
+  while ((n = read_line(line, sizeof line)) > 0) {
+    char *eq = strchr(line, '=');
+    if (eq) {
+      *eq = '\0';
+      setenv(line, eq + 1, 1);
+    }
+  }
+  if (n < 0) {
+    fprintf(stderr, "symheap-run --agent: no environment on stdin\n");
+    return 127;
+  }
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  pid_t pid = start(prog);
+  if (pid < 0) {
+    fprintf(stderr, "symheap-run --agent: fork: %s\n", strerror(errno));
+    return 127;
+  }
+  setpgid(pid, pid);
+  return watch(pid);
+}

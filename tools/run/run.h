@@ -1,0 +1,31 @@
+/* symheap-run across hosts: the launcher side (hosts.c) and the agent that
+ * runs each rank on its host (agent.c). */
+#ifndef SYMHEAP_RUN_H
+#define SYMHEAP_RUN_H
+
+/* One --hosts entry: a host and how many ranks it runs. */
+typedef struct {
+  char *name;
+  int ranks;
+} run_host_t;
+
+typedef struct {
+  int nranks;
+  run_host_t *hosts;
+  int nhosts;
+  const char *rsh; /* the remote-start command, split on spaces */
+  char **prog;     /* the program and its arguments */
+  int tag;         /* prefix each output line with "[rank] " */
+} run_job_t;
+
+/* "A:2,B:2" into hosts (names point into spec); the rank count, or -1. */
+int run_parse_hosts(char *spec, run_job_t *job);
+/* The whole job; symheap-run's exit status. */
+int run_hosts(run_job_t *job);
+/* symheap-run --agent -- PROG ARGS: reads the rank's environment from stdin
+ * (NAME=VALUE lines, then an empty line), runs the rank, and from then on
+ * reads stdin for "signal N" lines; at EOF (symheap-run or its connection
+ * gone) the rank is stopped.  Exits with the rank's status (128+signal). */
+int run_agent(char **prog);
+
+#endif
