@@ -39,6 +39,7 @@ typedef struct {
   void *mr;
   uint32_t lkey;
   symheap__rdma_key_t *keys; /* nranks, or NULL */
+  struct symheap__netreg *netreg; /* the net adaptor's region (net.h) */
 } symheap__rdma_t;
 
 /* What a mapping is made of (mapobj.c tears each kind down its own way). */
@@ -200,6 +201,7 @@ struct symheap_comm {
   symheap_shareable_t *scratch_sh; /* nranks */
   int *world;                      /* nranks: job-wide rank of each rank */
   struct symheap__ibv *net;        /* RDMA registration, or NULL (net_why) */
+  struct symheap__netc *netc;      /* the net adaptor (net.h), or NULL */
   symheap__winpath_t winpath;      /* name NULL: symheap's own flat VA */
   char net_why[256];
   /* The symmetric heap (heap.c), made at the first symheap_malloc that

@@ -9,13 +9,17 @@
 
 #include "comm.h"
 #include "config.h"
+#include "net.h"
 #include "rdma_ibverbs.h"
 
 enum { NET_AUTO, NET_IBVERBS, NET_NONE };
 
 symheap_result_t symheap__rdma_setup(symheap_comm_t c) {
   int mode = NET_AUTO;
-  symheap_result_t r = symheap__cfg_choice("SYMHEAP_NET", &mode);
+  const symheap_net_ops *adaptor = NULL;
+  symheap_result_t r = symheap__net_mode(&mode, &adaptor);
+  if (r == SYMHEAP_SUCCESS && mode == SYMHEAP__NET_ADAPTOR)
+    return symheap__net_comm_open(c, adaptor); /* agreed there */
   int want = r == SYMHEAP_SUCCESS &&
              (mode == NET_IBVERBS || (mode == NET_AUTO && c->nhosts > 1));
   if (want) {
@@ -66,6 +70,7 @@ symheap_result_t symheap__rdma_setup(symheap_comm_t c) {
 }
 
 void symheap__rdma_close(symheap_comm_t c) {
+  symheap__net_comm_close(c);
   symheap__ibv_close(c->net);
   c->net = NULL;
 }
@@ -100,6 +105,8 @@ static symheap_result_t reg_local(symheap_comm_t c, symheap__rdma_t *x,
 symheap_result_t symheap__rdma_register(symheap_comm_t c,
                                         struct symheap_window *w) {
   symheap__rdma_t *x = w->rdma;
+  if (c->netc)
+    return symheap__net_window_register(c, w);
   if (!c->net || !x)
     return SYMHEAP_SUCCESS;
   symheap__rdma_key_t me;
@@ -118,6 +125,8 @@ symheap_result_t symheap__rdma_register(symheap_comm_t c,
 }
 
 void symheap__rdma_deregister(symheap_comm_t c, symheap__rdma_t *x) {
+  symheap__netreg_free(c, x->netreg);
+  x->netreg = NULL;
   if (x->mr) {
     if (symheap__ibv_dereg(c->net, x->mr) != SYMHEAP_SUCCESS)
       SYMHEAP_WARN("%s", symheap_last_error());

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "net.h"
 #include "sock.h"
 
 void symheap__hex(const unsigned char *in, size_t n, char *out) {
@@ -109,7 +110,12 @@ static int wait_fd(int fd, short events, int64_t deadline_ms) {
     if (left < 0)
       left = 0;
     struct pollfd p = {fd, events, 0};
-    int r = poll(&p, 1, (int)(left > 1000000 ? 1000000 : left));
+    /* While a net adaptor with manual progress is open, a rank waiting
+     * here may be the target of a peer's emulated atomic: wait in slices
+     * and progress between them (net_comm.c). */
+    int64_t slice = symheap__net_waiting() ? 1 : 1000000;
+    symheap__net_progress_all();
+    int r = poll(&p, 1, (int)(left > slice ? slice : left));
     if (r > 0)
       return 1;
     if (r == 0 && left == 0)

@@ -13,6 +13,7 @@
 #include "comm.h"
 #include "config.h"
 #include "plugin.h"
+#include "net.h"
 #include "rdma_ibverbs.h"
 #include "registry.h"
 
@@ -357,7 +358,14 @@ static void print_rdma(void) {
   int net = 0;
   const char *lib = NULL, *dev = NULL;
   symheap__ibv_t *v = NULL;
-  if (symheap__cfg_choice("SYMHEAP_NET", &net) != SYMHEAP_SUCCESS ||
+  const symheap_net_ops *adaptor = NULL;
+  if (symheap__net_mode(&net, &adaptor) == SYMHEAP_SUCCESS &&
+      net == SYMHEAP__NET_ADAPTOR) {
+    printf("RDMA registration: off (SYMHEAP_NET=%s, a net adaptor)\n",
+           adaptor->name);
+    return;
+  }
+  if (symheap__net_mode(&net, &adaptor) != SYMHEAP_SUCCESS ||
       symheap__cfg_string("SYMHEAP_IBVERBS_LIBRARY", &lib) != SYMHEAP_SUCCESS ||
       symheap__cfg_string("SYMHEAP_IB_DEVICE", &dev) != SYMHEAP_SUCCESS)
     printf("RDMA registration: %s\n", symheap_last_error());
