@@ -237,6 +237,28 @@ static void case_fence(th_ctx_t *c, symheap_window_t w) {
   CHECK_OK(symheap_comm_barrier(c->comm));
 }
 
+/* A passive target: rank t only sits in a barrier while the others' atomics
+ * and gets need its engine (with SYMHEAP_NET_PROGRESS=none, only the
+ * core's waits progress it). */
+static void case_passive(th_ctx_t *c, symheap_window_t w) {
+  const int t = c->n - 1, iters = 20;
+  uint64_t zero = 0, one = 1, old = 0;
+  if (c->rank == t)
+    CHECK_OK(symheap_atomic(w, t, 0, SYMHEAP_AMO_SET, 8, &zero, NULL, NULL));
+  CHECK_OK(symheap_quiet(c->comm));
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  for (int i = 0; c->rank != t && i < iters; i++) {
+    CHECK_OK(symheap_atomic(w, t, 0, SYMHEAP_AMO_FETCH_ADD, 8, &one, NULL,
+                            &old));
+    CHECK_OK(symheap_get(w, t, 0, &old, 8));
+  }
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  if (c->rank == t)
+    CHECK(word(w, 0, 8) == (uint64_t)(c->n - 1) * iters, "sum %llu",
+          (unsigned long long)word(w, 0, 8));
+  CHECK_OK(symheap_comm_barrier(c->comm));
+}
+
 static void case_refusals(th_ctx_t *c, symheap_window_t w, size_t size) {
   int to = (c->rank + 1) % c->n;
   uint64_t v = 7, *mine = NULL;
@@ -323,6 +345,10 @@ static void c_fence(th_ctx_t *c, symheap_window_t h, symheap_window_t g) {
   (void)g;
   case_fence(c, h);
 }
+static void c_passive(th_ctx_t *c, symheap_window_t h, symheap_window_t g) {
+  case_passive(c, h);
+  case_passive(c, g);
+}
 static void c_refuse(th_ctx_t *c, symheap_window_t h, symheap_window_t g) {
   case_refusals(c, h, HEAP_BYTES);
   case_refusals(c, g, REG_BYTES);
@@ -332,6 +358,7 @@ static const case_t cases[] = {
     {"peer_reach", c_reach},     {"put_get", c_put_get},
     {"put_get_nbi_quiet", c_nbi}, {"atomics_contention", c_atomics},
     {"put_signal_order", c_signal}, {"fence_order", c_fence},
+    {"passive_target_progress", c_passive},
     {"refused_before_sending", c_refuse},
 };
 
