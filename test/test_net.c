@@ -259,6 +259,44 @@ static void case_passive(th_ctx_t *c, symheap_window_t w) {
   CHECK_OK(symheap_comm_barrier(c->comm));
 }
 
+/* The pieces host collectives across hosts are made of: the comm's barrier
+ * and allgather (the ccl's sockets, progressing the adaptor), a broadcast
+ * by get from the root's copy, an all-reduce by atomics into one word. */
+static void case_collectives(th_ctx_t *c, symheap_window_t w) {
+  uint64_t *mine = NULL, me = (uint64_t)c->rank * 10 + 3;
+  CHECK_OK(symheap_window_local_ptr(w, (void **)&mine));
+  for (int i = 0; i < 5; i++)
+    CHECK_OK(symheap_comm_barrier(c->comm));
+  uint64_t *all = calloc((size_t)c->n, sizeof *all);
+  CHECK_OK(symheap_comm_allgather(c->comm, &me, all, sizeof me));
+  for (int p = 0; p < c->n; p++)
+    CHECK(all[p] == (uint64_t)p * 10 + 3, "allgather[%d] = %llu", p,
+          (unsigned long long)all[p]);
+  const int root = c->n - 1;
+  for (int k = 0; k < 64; k++)
+    mine[16 + k] = c->rank == root ? 1000u + (uint64_t)k : 0;
+  uint64_t zero = 0, sum = 0, got[64];
+  if (c->rank == 0)
+    CHECK_OK(symheap_atomic(w, 0, 0, SYMHEAP_AMO_SET, 8, &zero, NULL, NULL));
+  CHECK_OK(symheap_quiet(c->comm));
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  CHECK_OK(symheap_get(w, root, 16 * 8, got, sizeof got));
+  for (int k = 0; k < 64; k++)
+    CHECK(got[k] == 1000u + (uint64_t)k, "broadcast word %d: %llu", k,
+          (unsigned long long)got[k]);
+  CHECK_OK(symheap_atomic(w, 0, 0, SYMHEAP_AMO_ADD, 8, &me, NULL, NULL));
+  CHECK_OK(symheap_quiet(c->comm));
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  CHECK_OK(symheap_atomic(w, 0, 0, SYMHEAP_AMO_FETCH, 8, NULL, NULL, &sum));
+  uint64_t want = 0;
+  for (int p = 0; p < c->n; p++)
+    want += all[p];
+  CHECK(sum == want, "all-reduce %llu, want %llu", (unsigned long long)sum,
+        (unsigned long long)want);
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  free(all);
+}
+
 static void case_refusals(th_ctx_t *c, symheap_window_t w, size_t size) {
   int to = (c->rank + 1) % c->n;
   uint64_t v = 7, *mine = NULL;
@@ -349,6 +387,10 @@ static void c_passive(th_ctx_t *c, symheap_window_t h, symheap_window_t g) {
   case_passive(c, h);
   case_passive(c, g);
 }
+static void c_coll(th_ctx_t *c, symheap_window_t h, symheap_window_t g) {
+  case_collectives(c, h);
+  case_collectives(c, g);
+}
 static void c_refuse(th_ctx_t *c, symheap_window_t h, symheap_window_t g) {
   case_refusals(c, h, HEAP_BYTES);
   case_refusals(c, g, REG_BYTES);
@@ -359,6 +401,7 @@ static const case_t cases[] = {
     {"put_get_nbi_quiet", c_nbi}, {"atomics_contention", c_atomics},
     {"put_signal_order", c_signal}, {"fence_order", c_fence},
     {"passive_target_progress", c_passive},
+    {"host_collectives", c_coll},
     {"refused_before_sending", c_refuse},
 };
 
