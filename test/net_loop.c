@@ -73,6 +73,15 @@ typedef struct {
 static _Thread_local int g_fail_register;
 void net_loop_fail_next_register(void) { g_fail_register = 1; }
 
+/* Live objects in the process, to prove the core releases what it made. */
+static int g_live_regions, g_live_rkeys, g_live_ctx;
+void net_loop_counts(int *ctxs, int *regions, int *rkeys) {
+  *ctxs = __atomic_load_n(&g_live_ctx, __ATOMIC_RELAXED);
+  *regions = __atomic_load_n(&g_live_regions, __ATOMIC_RELAXED);
+  *rkeys = __atomic_load_n(&g_live_rkeys, __ATOMIC_RELAXED);
+}
+#define LIVE(x, d) __atomic_add_fetch(&(x), (d), __ATOMIC_RELAXED)
+
 static int64_t now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -127,6 +136,7 @@ static symheap_result_t lopen(const symheap_host_services_t *svc,
   memcpy(addr, &a, sizeof a);
   *alen = sizeof a;
   *out = c;
+  LIVE(g_live_ctx, 1);
   return SYMHEAP_SUCCESS;
 }
 
@@ -138,6 +148,7 @@ static void lclose(void *ctx) {
     free(m);
   }
   close(c->fd);
+  LIVE(g_live_ctx, -1);
   free(c->addrs);
   free(c->regions);
   free(c);
@@ -360,6 +371,7 @@ static symheap_result_t mem_register(void *ctx, void *ptr, size_t size,
   memcpy(key, k, sizeof k);
   *key_len = sizeof k;
   *mr = (void *)(uintptr_t)g->id;
+  LIVE(g_live_regions, 1);
   return SYMHEAP_SUCCESS;
 }
 
@@ -369,6 +381,7 @@ static symheap_result_t mem_deregister(void *ctx, void *mr) {
   for (int i = 0; i < c->nregions; i++)
     if (c->regions[i].id == id) {
       c->regions[i] = c->regions[--c->nregions];
+      LIVE(g_live_regions, -1);
       return SYMHEAP_SUCCESS;
     }
   return c->svc->error(SYMHEAP_ERR_INVALID_ARG, "loop: no region %llu",
@@ -388,12 +401,14 @@ static symheap_result_t rkey_import(void *ctx, int peer, const void *key,
     return c->svc->error(SYMHEAP_ERR_NO_MEMORY, "loop: no memory");
   *r = (rkey_t){peer, k[0], (size_t)k[1]};
   *out = r;
+  LIVE(g_live_rkeys, 1);
   return SYMHEAP_SUCCESS;
 }
 
 static void rkey_release(void *ctx, void *rkey) {
   (void)ctx;
   free(rkey);
+  LIVE(g_live_rkeys, -1);
 }
 
 static symheap_result_t rma(ctx_t *c, int type, int peer, char *buf,

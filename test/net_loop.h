@@ -7,5 +7,8 @@
 extern const symheap_net_ops net_loop_ops;
 /* The calling thread's next mem_register fails (a rank's failure). */
 void net_loop_fail_next_register(void);
+/* Live contexts, registered regions and imported keys in this process
+ * (regions still registered when a context closes count as leaked). */
+void net_loop_counts(int *ctxs, int *regions, int *rkeys);
 
 #endif

@@ -16,6 +16,7 @@
 static char tag[64] = "net";
 static int g_per_host; /* ranks per host: host of rank r is r / g_per_host */
 static int g_loop;     /* the adaptor is ours: failures can be injected */
+static int g_threads;  /* ranks are threads of this process */
 
 #define HEAP_BYTES (3u << 20)  /* crosses 1 MiB heap chunks */
 #define REG_BYTES (10u << 20)  /* over the heap threshold: a registration */
@@ -430,7 +431,27 @@ static void run_cases(th_ctx_t *c, void *arg) {
     CHECK_OK(symheap_free(c->comm, heap));
   if (reg)
     CHECK_OK(symheap_free(c->comm, reg));
+  CHECK_OK(symheap_heap_trim(c->comm));
+  int ctxs, regions, rkeys;
+  net_loop_counts(&ctxs, &regions, &rkeys);
+  /* One rank per process: nothing of its windows or chunks is left. */
+  if (g_loop && !g_threads)
+    CHECK(ctxs == 1 && regions == 0 && rkeys == 0,
+          "after free and trim: %d contexts, %d regions, %d keys", ctxs,
+          regions, rkeys);
   th_end();
+}
+
+/* After every comm of the process is gone. */
+static int check_released(void) {
+  int ctxs, regions, rkeys;
+  net_loop_counts(&ctxs, &regions, &rkeys);
+  if (g_loop && (ctxs || regions || rkeys)) {
+    printf("FAIL %s/released: %d contexts, %d regions, %d keys left\n", tag,
+           ctxs, regions, rkeys);
+    return 1;
+  }
+  return 0;
 }
 
 /* SYMHEAP_NET=none on a spanning comm: other hosts are a clear error. */
@@ -490,14 +511,17 @@ int main(int argc, char **argv) {
     snprintf(host, sizeof host, "host-%d", rank);
     setenv("SYMHEAP_HOST_ID", host, 1);
     snprintf(tag, sizeof tag, "net_mixed%dx%d", n, per);
+    g_threads = 1;
     int rc = th_run_rank_threads(&id, n * per, rank * per, per, run_cases,
                                  NULL);
+    rc |= check_released();
     return rc || th_total_failures() ? 1 : 0;
   }
   g_per_host = n / 2 ? n / 2 : 1;
   snprintf(host, sizeof host, "host-%d", rank / g_per_host);
   setenv("SYMHEAP_HOST_ID", host, 1);
   int no_net = argc == 2 && strcmp(argv[1], "--no-net") == 0;
-  return th_main(1, argv, "net_", tag, sizeof tag, NULL,
-                 no_net ? run_no_net : run_cases, NULL);
+  int rc = th_main(1, argv, "net_", tag, sizeof tag, NULL,
+                   no_net ? run_no_net : run_cases, NULL);
+  return check_released() || rc;
 }
