@@ -70,8 +70,9 @@ typedef struct {
   char rx[sizeof(hdr_t) + CHUNK];
 } ctx_t;
 
-static _Thread_local int g_fail_register;
+static _Thread_local int g_fail_register, g_fail_open;
 void net_loop_fail_next_register(void) { g_fail_register = 1; }
+void net_loop_fail_next_open(void) { g_fail_open = 1; }
 
 /* Live objects in the process, to prove the core releases what it made. */
 static int g_live_regions, g_live_rkeys, g_live_ctx;
@@ -109,6 +110,10 @@ static symheap_result_t lopen(const symheap_host_services_t *svc,
                               const symheap_net_init_t *args, void **out,
                               void *addr, size_t *alen) {
   static unsigned counter;
+  if (g_fail_open) {
+    g_fail_open = 0;
+    return svc->error(SYMHEAP_ERR_SYSTEM, "loop: open failed on purpose");
+  }
   ctx_t *c = calloc(1, sizeof *c);
   if (!c)
     return svc->error(SYMHEAP_ERR_NO_MEMORY, "loop: no memory");

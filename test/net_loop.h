@@ -7,6 +7,8 @@
 extern const symheap_net_ops net_loop_ops;
 /* The calling thread's next mem_register fails (a rank's failure). */
 void net_loop_fail_next_register(void);
+/* The calling thread's next open fails (comm init then fails everywhere). */
+void net_loop_fail_next_open(void);
 /* Live contexts, registered regions and imported keys in this process
  * (regions still registered when a context closes count as leaked). */
 void net_loop_counts(int *ctxs, int *regions, int *rkeys);

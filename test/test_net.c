@@ -4,7 +4,8 @@
  * here; the same program runs over a real one).
  *   symheap-run -n 4 test_net            ranks 0..n/2-1 on host A, rest B
  *   symheap-run -n 2 test_net --mixed 2  each process a host of 2 threads
- *   SYMHEAP_NET=none symheap-run -n 4 test_net --no-net   refusals */
+ *   SYMHEAP_NET=none symheap-run -n 4 test_net --no-net   refusals
+ *   symheap-run -n 4 test_net --open-failure   rank 1 cannot open (loop) */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -442,6 +443,25 @@ static void run_cases(th_ctx_t *c, void *arg) {
   th_end();
 }
 
+/* One rank cannot open the adaptor: comm init fails on every rank, saying
+ * why, and leaves nothing open. */
+static int open_failure_agreed(int rank) {
+  char name[96];
+  snprintf(name, sizeof name, "%s_open_failure", tag);
+  th_begin(name, "init_fails_everywhere", rank);
+  if (rank == 1)
+    net_loop_fail_next_open();
+  symheap_comm_t comm = NULL;
+  symheap_result_t r = symheap_comm_init_env(&comm);
+  CHECK(r != SYMHEAP_SUCCESS && !comm &&
+            strstr(symheap_last_error(), "on purpose"),
+        "comm init with rank 1 failing to open -> %s: %s", symheap_strerror(r),
+        symheap_last_error());
+  if (r == SYMHEAP_SUCCESS)
+    symheap_comm_destroy(comm);
+  return th_end();
+}
+
 /* After every comm of the process is gone. */
 static int check_released(void) {
   int ctxs, regions, rkeys;
@@ -521,6 +541,11 @@ int main(int argc, char **argv) {
   snprintf(host, sizeof host, "host-%d", rank / g_per_host);
   setenv("SYMHEAP_HOST_ID", host, 1);
   int no_net = argc == 2 && strcmp(argv[1], "--no-net") == 0;
+  if (argc == 2 && strcmp(argv[1], "--open-failure") == 0) {
+    snprintf(tag, sizeof tag, "net_procs%d", n);
+    int rc = open_failure_agreed(rank);
+    return check_released() || rc;
+  }
   int rc = th_main(1, argv, "net_", tag, sizeof tag, NULL,
                    no_net ? run_no_net : run_cases, NULL);
   return check_released() || rc;
