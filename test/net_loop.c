@@ -253,6 +253,20 @@ static region_t *region(ctx_t *c, uint64_t rid, uint64_t off, uint64_t len) {
     (h)->operand = (uint64_t)o;                                                \
   } while (0)
 
+/* Deliver a put as a NIC does: whole aligned words written at once, so a
+ * target polling a word with atomic loads sees it old or new. */
+static void deliver(char *dst, const char *src, size_t len) {
+  if (((uintptr_t)dst | len) % 8) {
+    memcpy(dst, src, len);
+    return;
+  }
+  for (size_t i = 0; i < len; i += 8) {
+    uint64_t v;
+    memcpy(&v, src + i, 8);
+    __atomic_store_n((uint64_t *)(void *)(dst + i), v, __ATOMIC_RELAXED);
+  }
+}
+
 static void complete(ctx_t *c, const hdr_t *h, const void *data) {
   slot_t *s = &c->slots[h->seq % SLOTS];
   if (s->seq != h->seq)
@@ -275,7 +289,7 @@ static void handle(ctx_t *c, hdr_t *h, const char *data) {
   }
   switch (h->type) {
   case PUT:
-    memcpy(g->ptr + h->off, data, h->len);
+    deliver(g->ptr + h->off, data, h->len);
     h->type = PUT_ACK;
     h->src = (uint32_t)c->rank;
     reply(c, peer, h, NULL, 0);

@@ -354,6 +354,8 @@ if [ "${QUICK:-0}" != 1 ]; then
     done
     run "tsan comms from threads" build/tsan/test/test_exhaust --concurrency
     run "tsan agreement wait threads x4" build/tsan/test/test_agree_wait --threads 4
+    run "tsan net(loop) procs x2 threads x2 (progress thread)" build/bin/symheap-run -n 2 \
+      build/tsan/test/test_net --mixed 2
     run "tsan rdma(fake ibverbs) threads" build/tsan/test/test_rdma \
       "$PWD/build/tsan/fake_ibverbs/libibverbs.so.1"
     run "tsan cuda(fake) threads x2" env SYMHEAP_DEVICE=cuda SYMHEAP_DISABLE_MULTICAST=1 \
