@@ -576,6 +576,10 @@ static symheap_result_t comm_destroy_one(symheap_comm_t c) {
   if (symheap__in_forked_child(c))
     return destroy_in_child(c);
   symheap__log_set_rank(c->rank);
+  /* This rank's one-sided operations are complete at their targets before
+   * the barrier, so no rank closes its net adaptor under a peer's. */
+  if (c->netc && symheap_quiet(c) != SYMHEAP_SUCCESS)
+    SYMHEAP_WARN("comm destroy: quiet failed (%s)", symheap_last_error());
   if (c->broken == SYMHEAP_SUCCESS && comm_barrier_one(c) != SYMHEAP_SUCCESS)
     SYMHEAP_WARN("comm destroy: final barrier failed (%s); tearing down anyway",
                  symheap_last_error());
