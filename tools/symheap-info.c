@@ -359,8 +359,12 @@ static void print_rdma(void) {
   const char *lib = NULL, *dev = NULL;
   symheap__ibv_t *v = NULL;
   const symheap_net_ops *adaptor = NULL;
-  if (symheap__net_mode(&net, &adaptor) == SYMHEAP_SUCCESS &&
-      net == SYMHEAP__NET_ADAPTOR) {
+  if (symheap__net_mode(&net, &adaptor) != SYMHEAP_SUCCESS) {
+    printf("RDMA registration: %s\n", symheap_last_error());
+    problem("SYMHEAP_NET", symheap_last_error());
+    return;
+  }
+  if (net == SYMHEAP__NET_ADAPTOR) {
     printf("RDMA registration: off (SYMHEAP_NET=%s, a net adaptor)\n",
            adaptor->name);
     return;
