@@ -75,7 +75,10 @@ void net_loop_fail_next_register(void) { g_fail_register = 1; }
 void net_loop_fail_next_open(void) { g_fail_open = 1; }
 
 /* Live objects in the process, to prove the core releases what it made. */
-static int g_live_regions, g_live_rkeys, g_live_ctx;
+static int g_live_regions, g_live_rkeys, g_live_ctx, g_put_signals;
+int net_loop_put_signals(void) {
+  return __atomic_load_n(&g_put_signals, __ATOMIC_RELAXED);
+}
 void net_loop_counts(int *ctxs, int *regions, int *rkeys) {
   *ctxs = __atomic_load_n(&g_live_ctx, __ATOMIC_RELAXED);
   *regions = __atomic_load_n(&g_live_regions, __ATOMIC_RELAXED);
@@ -490,6 +493,21 @@ static symheap_result_t atomic(void *ctx, int peer, symheap_net_amo_t op,
   return request(c, peer, &h, NULL, fetch, size);
 }
 
+/* One call: the data's messages, then the signal's; a target applies a
+ * sender's messages in order, so the data is there before the signal. */
+static symheap_result_t put_signal(void *ctx, int peer, const void *src,
+                                   void *mr, size_t len, void *rkey,
+                                   uint64_t off, void *sig_rkey,
+                                   uint64_t sig_off, uint64_t value,
+                                   symheap_net_amo_t sig_op, unsigned flags) {
+  (void)mr, (void)flags;
+  LIVE(g_put_signals, 1);
+  symheap_result_t r = rma(ctx, PUT, peer, (char *)src, len, rkey, off);
+  return r == SYMHEAP_SUCCESS ? atomic(ctx, peer, sig_op, 8, sig_rkey, sig_off,
+                                       &value, NULL, NULL)
+                              : r;
+}
+
 static symheap_result_t quiet(void *ctx, int timeout_ms) {
   ctx_t *c = ctx;
   int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 30000);
@@ -509,6 +527,35 @@ static symheap_result_t quiet(void *ctx, int timeout_ms) {
 }
 
 static symheap_result_t fence(void *ctx) { return quiet(ctx, 0); }
+
+static symheap_result_t query_signal(void *ctx, symheap_net_caps_t *caps) {
+  symheap_result_t r = query(ctx, caps);
+  caps->caps |= SYMHEAP_NET_CAP_REMOTE_CQ;
+  return r;
+}
+
+const symheap_net_ops net_loop_signal_ops = {
+    .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
+    .struct_size = sizeof(symheap_net_ops),
+    .name = "loop_signal",
+    .available = available,
+    .providers = providers,
+    .open = lopen,
+    .close = lclose,
+    .query = query_signal,
+    .connect = lconnect,
+    .mem_register = mem_register,
+    .mem_deregister = mem_deregister,
+    .rkey_import = rkey_import,
+    .rkey_release = rkey_release,
+    .put = put,
+    .get = get,
+    .atomic = atomic,
+    .put_signal = put_signal,
+    .fence = fence,
+    .quiet = quiet,
+    .progress = progress,
+};
 
 const symheap_net_ops net_loop_ops = {
     .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,

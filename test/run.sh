@@ -153,6 +153,8 @@ suite() { # suite PREFIX BUILD WRAPPER...
     build/bin/symheap-run -n 4 "$@" "$b/test/test_net"
   run "$prefix net(loop) progress=thread procs x2" env SYMHEAP_NET_PROGRESS=thread \
     build/bin/symheap-run -n 2 "$@" "$b/test/test_net"
+  run "$prefix net(loop_signal: adaptor put_signal) procs x4" env SYMHEAP_NET=loop_signal \
+    build/bin/symheap-run -n 4 "$@" "$b/test/test_net"
   run "$prefix net(loop) open failure agreed procs x4" build/bin/symheap-run -n 4 \
     "$@" "$b/test/test_net" --open-failure
   run "$prefix net=none two hosts procs x4" env SYMHEAP_NET=none \
