@@ -17,6 +17,7 @@
 #include "comm/ccl_env.h"
 #include "base/registry.h"
 #include "base/net_registry.h"
+#include "comm/net.h"
 
 static int stats_at(symheap_comm_t c, symheap_comm_stats_t *s) {
   s->struct_size = sizeof *s;
@@ -398,10 +399,22 @@ static void print_rdma(void) {
   int net = 0;
   void *v = NULL;
   const symheap_netops_t *ops = symheap__builtin_net("ibverbs");
-  if (symheap__cfg_choice("SYMHEAP_NET", &net) != SYMHEAP_SUCCESS)
+  symheap__net_table_t adaptor;
+  if (symheap__net_mode(&net, &adaptor) != SYMHEAP_SUCCESS) {
     printf("RDMA registration: %s\n", symheap_last_error());
-  else if (net == 2)
+    problem("SYMHEAP_NET", symheap_last_error());
+    return;
+  }
+  if (net == SYMHEAP__NET_ADAPTOR) {
+    printf("RDMA registration: off (SYMHEAP_NET=%s, a net adaptor)\n",
+           adaptor.ops.name);
+    return;
+  }
+  if (net == 2)
     printf("RDMA registration: off (SYMHEAP_NET=none)\n");
+  else if (!ops)
+    printf("RDMA registration: this libsymheap was built without the ibverbs "
+           "net adaptor\n");
   else if (ops->open(&v) != SYMHEAP_SUCCESS) {
     printf("RDMA registration: unavailable: %s\n", symheap_last_error());
     if (net == 1)
