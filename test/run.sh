@@ -210,6 +210,15 @@ suite() { # suite PREFIX BUILD WRAPPER...
     run "$prefix conformance net ofi as a plugin (shm)" $plug SYMHEAP_PLUGIN=ofi \
       "$@" "$b/bin/symheap-conformance" --net ofi_plugin --provider shm \
       --allow-unavailable --only net_put,net_atomic_ops,net_put_signal
+    # The one-sided API across two pretend hosts over the real adaptor
+    # (test_net, issue 27): tcp;ofi_rxm on loopback, with its progress
+    # thread and with the waits' progress (the boot floor's idle hook) alone.
+    run "$prefix net(ofi tcp;ofi_rxm) two hosts procs x4" env SYMHEAP_NET=ofi \
+      SYMHEAP_NET_PROVIDER="tcp;ofi_rxm" SYMHEAP_NET_DOMAIN=lo \
+      build/bin/symheap-run -n 4 "$@" "$b/test/test_net"
+    run "$prefix net(ofi tcp;ofi_rxm) progress=none procs x4" env SYMHEAP_NET=ofi \
+      SYMHEAP_NET_PROVIDER="tcp;ofi_rxm" SYMHEAP_NET_DOMAIN=lo \
+      SYMHEAP_NET_PROGRESS=none build/bin/symheap-run -n 4 "$@" "$b/test/test_net"
   fi
 }
 
