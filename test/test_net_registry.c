@@ -1,6 +1,7 @@
 /* The registry of net adaptors (core/base/net_registry.c): normalisation of a
  * table (ABI, size, required members, the atomic stub), registration and
  * lookup by name, and a plugin that provides only a net adaptor. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
