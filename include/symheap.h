@@ -513,6 +513,7 @@ symheap_result_t symheap_multicast_disabled_by(const char **by);
 #define SYMHEAP_NET_AUTO 0
 #define SYMHEAP_NET_ALWAYS 1 /* SYMHEAP_NET=ibverbs */
 #define SYMHEAP_NET_NONE 2
+#define SYMHEAP_NET_ADAPTOR 3 /* SYMHEAP_NET=<a net adaptor's name> */
 typedef struct {
   uint32_t struct_size;
   int32_t mode;      /* SYMHEAP_NET_* */

@@ -151,6 +151,22 @@ suite() { # suite PREFIX BUILD WRAPPER...
   run "$prefix rdma(fake ibverbs) cuda(fake) dma-buf" env SYMHEAP_DEVICE=cuda \
     SYMHEAP_CUDA_LIBRARY="$fake" SYMHEAP_DISABLE_MULTICAST=1 \
     "$@" "$b/test/test_rdma" "$ibv" --dmabuf
+  # The one-sided API across two pretend hosts through the test net adaptor
+  # "loop" (issue 27): processes, a host per process with thread-ranks, the
+  # waits' progress alone, and the refusals without a net adaptor.
+  run "$prefix net(loop) two hosts procs x4" build/bin/symheap-run -n 4 "$@" "$b/test/test_net"
+  run "$prefix net(loop) two hosts procs x2 threads x2" build/bin/symheap-run -n 2 \
+    "$@" "$b/test/test_net" --mixed 2
+  run "$prefix net(loop) progress=none procs x4" env SYMHEAP_NET_PROGRESS=none \
+    build/bin/symheap-run -n 4 "$@" "$b/test/test_net"
+  run "$prefix net(loop) progress=thread procs x2" env SYMHEAP_NET_PROGRESS=thread \
+    build/bin/symheap-run -n 2 "$@" "$b/test/test_net"
+  run "$prefix net(loop_signal: adaptor put_signal) procs x4" env SYMHEAP_NET=loop_signal \
+    build/bin/symheap-run -n 4 "$@" "$b/test/test_net"
+  run "$prefix net(loop) open failure agreed procs x4" build/bin/symheap-run -n 4 \
+    "$@" "$b/test/test_net" --open-failure
+  run "$prefix net=none two hosts procs x4" env SYMHEAP_NET=none \
+    build/bin/symheap-run -n 4 "$@" "$b/test/test_net" --no-net
   # Plugins: refusals, the example vendor (byte handles) and the trace hooks
   # under the multi-rank suite, and the conformance kit on every adaptor.
   local plug="env SYMHEAP_PLUGIN_PATH=$PWD/$b/lib"
@@ -202,6 +218,15 @@ suite() { # suite PREFIX BUILD WRAPPER...
     run "$prefix conformance net ofi as a plugin (shm)" $plug SYMHEAP_PLUGIN=ofi \
       "$@" "$b/bin/symheap-conformance" --net ofi_plugin --provider shm \
       --allow-unavailable --only net_put,net_atomic_ops,net_put_signal
+    # The one-sided API across two pretend hosts over the real adaptor
+    # (test_net, issue 27): tcp;ofi_rxm on loopback, with its progress
+    # thread and with the waits' progress (the boot floor's idle hook) alone.
+    run "$prefix net(ofi tcp;ofi_rxm) two hosts procs x4" env SYMHEAP_NET=ofi \
+      SYMHEAP_NET_PROVIDER="tcp;ofi_rxm" SYMHEAP_NET_DOMAIN=lo \
+      build/bin/symheap-run -n 4 "$@" "$b/test/test_net"
+    run "$prefix net(ofi tcp;ofi_rxm) progress=none procs x4" env SYMHEAP_NET=ofi \
+      SYMHEAP_NET_PROVIDER="tcp;ofi_rxm" SYMHEAP_NET_DOMAIN=lo \
+      SYMHEAP_NET_PROGRESS=none build/bin/symheap-run -n 4 "$@" "$b/test/test_net"
   fi
 }
 
@@ -395,6 +420,8 @@ if [ "${QUICK:-0}" != 1 ]; then
       "$PWD/build/fake_cuda/libcuda.so.1"
     run "valgrind rdma(fake ibverbs) threads" $VG build/test/test_rdma \
       "$PWD/build/fake_ibverbs/libibverbs.so.1"
+    run "valgrind net(loop) procs x2 threads x2" build/bin/symheap-run -n 2 $VG \
+      build/test/test_net --mixed 2
     run "valgrind heap threads x2" $VG build/test/test_heap --threads 2
     run "valgrind heap procs x2" build/bin/symheap-run -n 2 $VG build/test/test_heap
     run "valgrind mappings cache=2 threads x2" env SYMHEAP_WINDOW_CACHE=2 \
@@ -413,6 +440,8 @@ if [ "${QUICK:-0}" != 1 ]; then
     done
     run "tsan comms from threads" build/tsan/test/test_exhaust --concurrency
     run "tsan agreement wait threads x4" build/tsan/test/test_agree_wait --threads 4
+    run "tsan net(loop) procs x2 threads x2 (progress thread)" build/bin/symheap-run -n 2 \
+      build/tsan/test/test_net --mixed 2
     run "tsan rdma(fake ibverbs) threads" build/tsan/test/test_rdma \
       "$PWD/build/tsan/fake_ibverbs/libibverbs.so.1"
     run "tsan cuda(fake) threads x2" env SYMHEAP_DEVICE=cuda SYMHEAP_DISABLE_MULTICAST=1 \

@@ -393,7 +393,7 @@ info_exit_status() {
   local v out
   build/bin/symheap-info >/dev/null || { echo "plain symheap-info failed"; return 1; }
   for v in SYMHEAP_TIMEOUT_MS=abc SYMHEAP_PLUGIN=nosuch SYMHEAP_CCL=nosuch \
-    SYMHEAP_DEVICE=nosuch SYMHEAP_CUDA_DEVICE=x; do
+    SYMHEAP_DEVICE=nosuch SYMHEAP_CUDA_DEVICE=x SYMHEAP_NET=nosuch; do
     out=$(env "$v" build/bin/symheap-info 2>&1) && { echo "$v: exit 0"; return 1; }
     grep -q "comm init would fail" <<<"$out" || { echo "$v: no reason given"; return 1; }
   done

@@ -1,10 +1,12 @@
 /* The registry of net adaptors (core/base/net_registry.c): normalisation of a
  * table (ABI, size, required members, the atomic stub), registration and
  * lookup by name, and a plugin that provides only a net adaptor. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
 #include "base/net_registry.h"
+#include "comm/net.h"
 #include "base/plugin.h"
 
 #define T "net_registry"
@@ -149,6 +151,26 @@ static void test_register_lookup(void) {
   CHECK(strstr(symheap_last_error(), "fakenet"), "known not listed: %s",
         symheap_last_error());
   CHECK_OK(symheap__net_lookup("auto", &t)); /* fakenet at least */
+  /* SYMHEAP_NET's own words are not adaptor names. */
+  symheap_net_ops r = fake("none");
+  CHECK_ERR(symheap_register_net_adaptor(&r), SYMHEAP_ERR_INVALID_ARG);
+  CHECK(strstr(symheap_last_error(), "reserved"), "%s", symheap_last_error());
+  /* SYMHEAP_NET picks a registered adaptor by name (comm/net_select.c);
+   * an unknown name lists the accepted ones. */
+  int mode = -1;
+  setenv("SYMHEAP_NET", "fakenet", 1);
+  CHECK_OK(symheap__net_mode(&mode, &t));
+  CHECK(mode == SYMHEAP__NET_ADAPTOR && !strcmp(t.ops.name, "fakenet"),
+        "mode %d", mode);
+  setenv("SYMHEAP_NET", "nosuch", 1);
+  CHECK_ERR(symheap__net_mode(&mode, &t), SYMHEAP_ERR_INVALID_ARG);
+  CHECK(strstr(symheap_last_error(), "auto, ibverbs, none") &&
+            strstr(symheap_last_error(), "fakenet"),
+        "%s", symheap_last_error());
+  setenv("SYMHEAP_NET", "none", 1);
+  CHECK_OK(symheap__net_mode(&mode, &t));
+  CHECK(mode == SYMHEAP__NET_NONE, "mode %d", mode);
+  unsetenv("SYMHEAP_NET");
   th_end();
 }
 

@@ -423,8 +423,12 @@ static void print_window_path(const char *base) {
 static void print_rdma(void) {
   symheap_net_info_t n;
   n.struct_size = sizeof n;
-  if (symheap_net_probe(&n) != SYMHEAP_SUCCESS)
+  if (symheap_net_probe(&n) != SYMHEAP_SUCCESS) {
     printf("RDMA registration: %s\n", symheap_last_error());
+    problem("SYMHEAP_NET", symheap_last_error());
+  } else if (n.mode == SYMHEAP_NET_ADAPTOR)
+    printf("RDMA registration: off (SYMHEAP_NET=%s, a net adaptor)\n",
+           n.adaptor);
   else if (n.mode == SYMHEAP_NET_NONE)
     printf("RDMA registration: off (SYMHEAP_NET=none)\n");
   else if (!n.available) {

@@ -32,8 +32,9 @@ SYMHEAP__EXPORT symheap_result_t symheap_window_peer_ptr(symheap_window_t h,
     return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
                           "symheap_window_peer_ptr: rank %d is on another host "
                           "and cannot be reached by load/store (see "
-                          "symheap_comm_local_ranks; RDMA: "
-                          "symheap_window_rdma_key)",
+                          "symheap_window_peer_reach; symheap_put, "
+                          "symheap_get and symheap_atomic reach it through "
+                          "the net adaptor, SYMHEAP_NET)",
                           peer);
   *ptr = w->peer[peer];
   return SYMHEAP_SUCCESS;

@@ -1,6 +1,8 @@
 /* The adaptor-facing public calls: the services the core lends, registering
  * a device adaptor, and a comm over a caller's communicator of a built-in
  * ccl adaptor (symheap_comm_init_nccl). */
+#include <string.h>
+
 #include "base/net_registry.h"
 #include "base/plugin.h"
 
@@ -21,6 +23,14 @@ symheap_register_device_adaptor(const symheap_device_ops *ops) {
 
 SYMHEAP__EXPORT symheap_result_t
 symheap_register_net_adaptor(const symheap_net_ops *ops) {
+  /* SYMHEAP_NET's own words (comm/net_select.c) would shadow the name. */
+  if (ops && ops->name &&
+      (!strcmp(ops->name, "auto") || !strcmp(ops->name, "ibverbs") ||
+       !strcmp(ops->name, "none")))
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "symheap_register_net_adaptor: '%s' is a reserved "
+                          "SYMHEAP_NET word",
+                          ops->name);
   symheap__builtins_load(); /* a built-in's name stays taken */
   symheap_result_t r = symheap__net_add(ops);
   if (r == SYMHEAP_SUCCESS)

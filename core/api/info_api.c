@@ -9,6 +9,7 @@
 #include "base/plugin.h"
 #include "comm/ccl_env.h"
 #include "comm/comm.h"
+#include "comm/net.h"
 
 /* The caller's struct from ours, as far as both reach. */
 #define COPY_OUT(info, mine, fn)                                               \
@@ -229,11 +230,21 @@ SYMHEAP__EXPORT symheap_result_t symheap_net_probe(symheap_net_info_t *info) {
   symheap_net_info_t mine;
   memset(&mine, 0, sizeof mine);
   mine.struct_size = sizeof mine;
-  int mode = SYMHEAP_NET_AUTO;
-  symheap_result_t r = symheap__cfg_choice("SYMHEAP_NET", &mode);
+  int mode = SYMHEAP__NET_AUTO;
+  symheap__net_table_t tab;
+  symheap_result_t r = symheap__net_mode(&mode, &tab);
   if (r != SYMHEAP_SUCCESS)
     return r;
+  /* The public numbers are the internal ones, in the same order. */
   mine.mode = mode;
+  if (mode == SYMHEAP__NET_ADAPTOR) {
+    snprintf(mine.adaptor, sizeof mine.adaptor, "%s", tab.ops.name);
+    snprintf(mine.why_not, sizeof mine.why_not,
+             "SYMHEAP_NET=%s: one-sided access through that net adaptor, no "
+             "RDMA registration",
+             tab.ops.name);
+    return COPY_OUT(info, mine, "symheap_net_probe");
+  }
   const symheap_netops_t *ops = symheap__builtin_net("ibverbs");
   void *ctx = NULL;
   if (ops)
@@ -291,3 +302,9 @@ symheap_net_adaptor_get(int i, symheap_net_adaptor_info_t *info) {
   }
   return COPY_OUT(info, mine, "symheap_net_adaptor_get");
 }
+
+_Static_assert(SYMHEAP__NET_AUTO == SYMHEAP_NET_AUTO &&
+                   SYMHEAP__NET_IBVERBS == SYMHEAP_NET_ALWAYS &&
+                   SYMHEAP__NET_NONE == SYMHEAP_NET_NONE &&
+                   SYMHEAP__NET_ADAPTOR == SYMHEAP_NET_ADAPTOR,
+               "symheap_net_info_t.mode is SYMHEAP__NET_* as the core reads it");

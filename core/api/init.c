@@ -13,6 +13,7 @@
 #include "boot/bootstrap.h"
 #include "comm/agree.h"
 #include "comm/ccl_env.h"
+#include "comm/net.h"
 #include "init.h"
 #include "win/window.h"
 
@@ -262,8 +263,12 @@ static symheap_result_t comm_destroy_one(symheap_comm_t c) {
   if (symheap__in_forked_child(c))
     return destroy_in_child(c);
   symheap__log_set_rank(c->rank);
-  if (c->broken == SYMHEAP_SUCCESS &&
-      symheap__comm_barrier(c, "symheap_comm_destroy") != SYMHEAP_SUCCESS)
+  /* This rank's one-sided operations are complete at their targets before
+   * the barrier, so no rank closes its net adaptor under a peer's. */
+  if (c->netc &&
+      symheap__net_quiet(c, "symheap_comm_destroy") != SYMHEAP_SUCCESS)
+    SYMHEAP_WARN("comm destroy: quiet failed (%s)", symheap__error_peek());
+  if (c->broken == SYMHEAP_SUCCESS && symheap__comm_barrier(c, "symheap_comm_destroy") != SYMHEAP_SUCCESS)
     SYMHEAP_WARN("comm destroy: final barrier failed (%s); tearing down anyway",
                  symheap__error_peek());
   stages_down(c, NSTAGES - 1);

@@ -70,11 +70,18 @@ static const symheap__cfg_var_t cfg_vars[] = {
      "namespace and host name (ranks in two network namespaces are two "
      "hosts: their abstract sockets do not meet).  For tests that pretend "
      "one machine is several"},
-    {"SYMHEAP_NET", SYMHEAP_CFG_CHOICE, "auto", 0, 0, "auto|ibverbs|none",
-     "RDMA registration of windows: auto (with the ibverbs net adaptor and an "
-     "RDMA device, when the comm spans more than one host), ibverbs (always; "
-     "a comm init "
-     "without a usable RDMA device fails), none"},
+    {"SYMHEAP_NET", SYMHEAP_CFG_STRING, "auto", 0, 0, NULL,
+     "auto, ibverbs, none, or a net adaptor's name. RDMA registration of "
+     "windows: auto (with libibverbs and an RDMA device, when the comm spans "
+     "more than one host), ibverbs (always; a comm init without a usable RDMA "
+     "device fails), none. A net adaptor's name (e.g. ofi) opens it when the "
+     "comm spans hosts: one-sided calls reach other hosts' ranks through it "
+     "(docs/network-onesided.md)"},
+    {"SYMHEAP_NET_PROGRESS", SYMHEAP_CFG_CHOICE, "auto", 0, 0,
+     "auto|thread|none",
+     "progress of the net adaptor besides the core's waits: thread (a thread "
+     "per comm calls its progress), none, auto (a thread when the adaptor "
+     "needs manual progress)"},
     {"SYMHEAP_CCL", SYMHEAP_CFG_STRING, "auto", 0, 0, NULL,
      "how symheap_comm_init_env joins: local (symheap-run's SYMHEAP_RANK, "
      "SYMHEAP_NRANKS, SYMHEAP_UNIQUE_ID), mpi (MPI_COMM_WORLD through "

@@ -94,6 +94,7 @@ struct symheap_comm {
   /* A vendor window path (win/window_vendor.c), or NULL: symheap's own
    * flat VA. */
   struct symheap__winpath *winpath;
+  struct symheap__netc *netc;      /* the net adaptor (net.h), or NULL */
   char net_why[256];
   /* The symmetric heap (heap.c), made at the first symheap_malloc that
    * wants it.  heap_state: 0 variables not read yet, 1 on, -1 off

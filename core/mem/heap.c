@@ -10,6 +10,7 @@
 #include "heap.h"
 #include "heap_config.h"
 #include "mapping.h"
+#include "net_heap.h"
 
 _Static_assert(sizeof(symheap__heap_rec_t) <= sizeof(symheap_shareable_t),
                "heap records live in the comm's handle scratch");
@@ -112,6 +113,7 @@ symheap_result_t symheap__heap_create(symheap_comm_t c) {
 static symheap_result_t chunk_release(symheap_comm_t c, uint32_t i) {
   symheap__heap_t *h = c->heap;
   size_t ch = (size_t)h->arena.chunk;
+  symheap__net_heap_release(c, i); /* before the memory can go */
   symheap_result_t r = symheap__unmap_peers(
       c, h->base + (size_t)i * ch, (size_t)h->arena.size, ch, c->nranks);
   symheap_result_t r2 = c->dev.ops.mem_release(c->dev_ctx, h->handle[i]);
@@ -151,6 +153,8 @@ symheap_result_t symheap__heap_commit(symheap_comm_t c, uint32_t first,
     c->stats.heap_committed += ch;
     (void)symheap__arena_commit(&h->arena, i); /* room made beforehand */
   }
+  if (r == SYMHEAP_SUCCESS && c->netc) /* collective: chunks' net regions */
+    r = symheap__net_heap_commit(c, first, count);
   /* Every rank saw the same agreements: all undo, or none. */
   if (r != SYMHEAP_SUCCESS)
     symheap__heap_commit_end(c, first, count, 0);
@@ -193,6 +197,7 @@ void symheap__heap_destroy(symheap_comm_t c) {
       h->arena.committed[i] = 0;
       h->arena.ncommitted--;
       size_t ch = (size_t)h->arena.chunk;
+      symheap__net_heap_release(c, i);
       (void)symheap__unmap_peers(c, h->base + (size_t)i * ch,
                                  (size_t)h->arena.size, ch, c->nranks);
       (void)c->dev.ops.mem_release(c->dev_ctx, h->handle[i]);

@@ -30,6 +30,7 @@ typedef struct {
   void *mr;
   uint32_t lkey;
   symheap__rdma_key_t *keys; /* nranks, or NULL */
+  struct symheap__netreg *netreg; /* the net adaptor's region (comm/net.h) */
 } symheap__rdma_t;
 
 /* What a mapping is made of (its hooks tear each kind down its own way). */

@@ -11,13 +11,20 @@
 #include "base/config.h"
 #include "base/plugin.h"
 #include "comm/agree.h"
+#include "comm/net.h"
+#include "net_window.h"
 #include "window.h"
 
 enum { NET_AUTO, NET_IBVERBS, NET_NONE };
 
 symheap_result_t symheap__rdma_setup(symheap_comm_t c) {
   int mode = NET_AUTO;
-  symheap_result_t r = symheap__cfg_choice("SYMHEAP_NET", &mode);
+  /* SYMHEAP_NET: auto, ibverbs, none (registration through the ibverbs
+   * adaptor, symheap_netops.h), or a net adaptor's name (comm/net.h). */
+  symheap__net_table_t adaptor;
+  symheap_result_t r = symheap__net_mode(&mode, &adaptor);
+  if (r == SYMHEAP_SUCCESS && mode == SYMHEAP__NET_ADAPTOR)
+    return symheap__net_comm_open(c, &adaptor); /* agreed there */
   int want = r == SYMHEAP_SUCCESS &&
              (mode == NET_IBVERBS || (mode == NET_AUTO && c->nhosts > 1));
   if (want) {
@@ -67,6 +74,7 @@ symheap_result_t symheap__rdma_setup(symheap_comm_t c) {
 }
 
 void symheap__rdma_close(symheap_comm_t c) {
+  symheap__net_comm_close(c);
   if (c->net)
     c->net_ops->close(c->net);
   c->net = NULL;
@@ -102,6 +110,8 @@ static symheap_result_t reg_local(symheap_comm_t c, symheap__rdma_t *x,
 symheap_result_t symheap__rdma_register(symheap_comm_t c,
                                         struct symheap_window *w) {
   symheap__rdma_t *x = w->rdma;
+  if (c->netc)
+    return symheap__net_window_register(c, w);
   if (!c->net || !x)
     return SYMHEAP_SUCCESS;
   symheap__rdma_key_t me;
@@ -120,6 +130,8 @@ symheap_result_t symheap__rdma_register(symheap_comm_t c,
 }
 
 void symheap__rdma_deregister(symheap_comm_t c, symheap__rdma_t *x) {
+  symheap__netreg_free(c, x->netreg);
+  x->netreg = NULL;
   if (x->mr) {
     if (c->net_ops->dereg_mr(c->net, x->mr) != SYMHEAP_SUCCESS)
       SYMHEAP_WARN("%s", symheap__error_peek());

@@ -1,0 +1,79 @@
+/* The core's side of net adaptors (issue 27), its comm floor: which adaptor
+ * SYMHEAP_NET names (net_select.c), a comm's open adaptor and its progress
+ * (net_comm.c), one registered range with its peers' keys (net_reg.c).
+ * Above: heap chunks' regions (mem/net_heap.c), windows' (win/
+ * net_window.c), the one-sided API (api/onesided*.c). */
+#ifndef SYMHEAP_NET_H
+#define SYMHEAP_NET_H
+
+#include <pthread.h>
+
+#include "base/net_registry.h"
+#include "comm.h"
+
+/* net_select.c: what SYMHEAP_NET asks for. */
+enum {
+  SYMHEAP__NET_AUTO = 0, /* ibverbs registration across hosts (rdma.c) */
+  SYMHEAP__NET_IBVERBS,  /* ibverbs registration always */
+  SYMHEAP__NET_NONE,     /* nothing */
+  SYMHEAP__NET_ADAPTOR,  /* a registered net adaptor, by name */
+};
+/* Read SYMHEAP_NET: *mode, and *tab for SYMHEAP__NET_ADAPTOR (looked up in
+ * the net registry, base/net_registry.h).  An unknown name is INVALID_ARG
+ * listing the accepted ones. */
+symheap_result_t symheap__net_mode(int *mode, symheap__net_table_t *tab);
+
+/* net_comm.c: a comm's open net adaptor. */
+typedef struct symheap__netc {
+  symheap_net_ops ops; /* normalised copy (net_registry.c) */
+  int has_atomic;       /* ops.atomic is the adaptor's, not a stub */
+  void *ctx;
+  symheap_net_caps_t caps;
+  int locked;           /* the core serialises calls (not THREAD_SAFE) */
+  pthread_mutex_t lock; /* held around each call when locked */
+  int timeout_ms;
+  int nranks;
+  /* The progress thread (SYMHEAP_NET_PROGRESS). */
+  int thread_on;
+  int stop;
+  pthread_t thread;
+  /* Heap chunks' registrations (net_window.c), by chunk index. */
+  struct symheap__netreg **chunks;
+  uint32_t nchunks;
+  struct symheap__netc *next; /* the process's open adaptors */
+} symheap__netc_t;
+
+/* Collective, at comm init (rdma.c asks when SYMHEAP_NET names an
+ * adaptor): open, allgather addresses, connect; agreed.  A comm on one host
+ * opens nothing (c->netc stays NULL) and says so. */
+symheap_result_t symheap__net_comm_open(symheap_comm_t c,
+                                        const symheap__net_table_t *tab);
+/* Local, at comm destroy, after every registration went. */
+void symheap__net_comm_close(symheap_comm_t c);
+/* Local: every one-sided operation of this rank complete at its target
+ * (the adaptor's quiet), fn naming the caller in the error. */
+symheap_result_t symheap__net_quiet(symheap_comm_t c, const char *fn);
+/* Call-wrappers: the adaptor's lock when the core holds one (inline, so
+ * the files of this floor that call the adaptor form no circle). */
+static inline void symheap__net_lock(symheap__netc_t *n) {
+  if (n->locked)
+    pthread_mutex_lock(&n->lock);
+}
+static inline void symheap__net_unlock(symheap__netc_t *n) {
+  if (n->locked)
+    pthread_mutex_unlock(&n->lock);
+}
+
+/* net_reg.c: one registered range and every rank's key. */
+typedef struct symheap__netreg {
+  void *mr;     /* this rank's region */
+  void **rkeys; /* nranks imported handles (own included) */
+  size_t size;
+} symheap__netreg_t;
+/* Collective: register [ptr, ptr + size) and exchange keys; *out is set
+ * only on success (agreed); undone on failure. */
+symheap_result_t symheap__netreg_make(symheap_comm_t c, void *ptr,
+                                      size_t size, symheap__netreg_t **out);
+/* Local: the region and its peers' keys go. */
+void symheap__netreg_free(symheap_comm_t c, symheap__netreg_t *g);
+#endif

@@ -1,0 +1,225 @@
+/* A comm's net adaptor: opened at comm init when SYMHEAP_NET names one and
+ * the comm spans hosts (open, every rank's address through the ccl,
+ * connect; each step agreed), closed at destroy.  Engines with manual
+ * progress (tcp;ofi_rxm emulates atomics at the target) advance only inside
+ * their calls, so a rank that merely waits must still call progress(): every
+ * wait of the core does (net_idle, the boot floor's idle hook), and a
+ * progress thread does when SYMHEAP_NET_PROGRESS asks. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/config.h"
+#include "boot/sock.h"
+#include "agree.h"
+#include "net.h"
+
+/* The process's open adaptors, for the waits' progress. */
+static pthread_mutex_t g_list = PTHREAD_MUTEX_INITIALIZER;
+static symheap__netc_t *g_open;
+static int g_manual; /* open adaptors with manual progress */
+
+/* The boot floor's idle hook (boot/sock.h), set at the first open: while
+ * an adaptor with manual progress is open, advance every open adaptor that
+ * no other thread is calling (never blocks) and ask the waits to poll in
+ * short slices.  0: nothing to do, waits sleep as long as they like. */
+static int net_idle(void) {
+  if (__atomic_load_n(&g_manual, __ATOMIC_RELAXED) <= 0)
+    return 0;
+  pthread_mutex_lock(&g_list);
+  for (symheap__netc_t *n = g_open; n; n = n->next) {
+    /* Never wait for a lock here: its holder progresses the engine. */
+    if (n->locked && pthread_mutex_trylock(&n->lock) != 0)
+      continue;
+    (void)n->ops.progress(n->ctx);
+    if (n->locked)
+      pthread_mutex_unlock(&n->lock);
+  }
+  pthread_mutex_unlock(&g_list);
+  return 1;
+}
+
+static void *progress_main(void *arg) {
+  symheap__netc_t *n = arg;
+  struct timespec nap = {0, 50 * 1000}; /* idle cost: a wakeup per 50 us */
+  while (!__atomic_load_n(&n->stop, __ATOMIC_ACQUIRE)) {
+    symheap__net_lock(n);
+    (void)n->ops.progress(n->ctx);
+    symheap__net_unlock(n);
+    nanosleep(&nap, NULL);
+  }
+  return NULL;
+}
+
+/* SYMHEAP_NET_PROGRESS: auto (a thread for manual progress), thread, none. */
+static symheap_result_t start_progress(symheap__netc_t *n) {
+  int mode = 0;
+  symheap_result_t r = symheap__cfg_choice("SYMHEAP_NET_PROGRESS", &mode);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  int want = mode == 1 || (mode == 0 && (n->caps.caps & SYMHEAP_NET_CAP_MANUAL));
+  if (!want)
+    return SYMHEAP_SUCCESS;
+  if (pthread_create(&n->thread, NULL, progress_main, n) != 0)
+    return symheap__error(SYMHEAP_ERR_SYSTEM,
+                          "net adaptor '%s': cannot start the progress thread",
+                          n->ops.name);
+  n->thread_on = 1;
+  return SYMHEAP_SUCCESS;
+}
+
+static void netc_free(symheap__netc_t *n) {
+  if (!n)
+    return;
+  if (n->thread_on) {
+    __atomic_store_n(&n->stop, 1, __ATOMIC_RELEASE);
+    pthread_join(n->thread, NULL);
+  }
+  if (n->ctx)
+    n->ops.close(n->ctx);
+  pthread_mutex_destroy(&n->lock);
+  free(n->chunks);
+  free(n);
+}
+
+/* Local: the adaptor opened for this rank; *addr its address. */
+static symheap_result_t open_local(symheap_comm_t c,
+                                   const symheap__net_table_t *tab,
+                                   symheap__netc_t **out, char *addr,
+                                   uint32_t *alen) {
+  const symheap_net_ops *ops = &tab->ops;
+  char why[256] = "";
+  if (!ops->available(&symheap__host_services, why, sizeof why))
+    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
+                          "net adaptor '%s' (SYMHEAP_NET) is not available "
+                          "here: %s",
+                          ops->name, why[0] ? why : "it gave no reason");
+  symheap__netc_t *n = calloc(1, sizeof *n);
+  if (!n)
+    return symheap__error(SYMHEAP_ERR_NO_MEMORY, "net adaptor: no memory");
+  n->ops = *ops;
+  n->has_atomic = tab->has_atomic;
+  n->nranks = c->nranks;
+  n->timeout_ms = c->timeout_ms;
+  pthread_mutex_init(&n->lock, NULL);
+  /* No provider from the core: an adaptor that has providers declares and
+   * reads its own variable (ofi: SYMHEAP_NET_PROVIDER, services' params). */
+  symheap_net_init_t init = {sizeof init, c->rank, c->nranks, NULL};
+  size_t len = SYMHEAP_NET_ADDR_MAX;
+  symheap_result_t r =
+      ops->open(&symheap__host_services, &init, &n->ctx, addr, &len);
+  if (r == SYMHEAP_SUCCESS && len > SYMHEAP_NET_ADDR_MAX)
+    r = symheap__error(SYMHEAP_ERR_INTERNAL,
+                       "net adaptor '%s': address of %zu bytes", ops->name,
+                       len);
+  if (r == SYMHEAP_SUCCESS) {
+    n->caps.struct_size = sizeof n->caps;
+    r = ops->query(n->ctx, &n->caps);
+  }
+  if (r != SYMHEAP_SUCCESS) {
+    r = symheap__error_context(r, "opening net adaptor '%s'", ops->name);
+    netc_free(n);
+    return r;
+  }
+  n->locked = !(n->caps.caps & SYMHEAP_NET_CAP_THREAD_SAFE);
+  *alen = (uint32_t)len;
+  *out = n;
+  return SYMHEAP_SUCCESS;
+}
+
+/* Collective: every rank's address, then connect (agreed). */
+static symheap_result_t connect_all(symheap_comm_t c, symheap__netc_t *n,
+                                    const char *addr) {
+  size_t stride = SYMHEAP_NET_ADDR_MAX;
+  char *all = calloc((size_t)c->nranks, stride);
+  symheap_result_t r =
+      all ? SYMHEAP_SUCCESS
+          : symheap__error(SYMHEAP_ERR_NO_MEMORY, "net adaptor: no memory");
+  r = symheap__agree(c, r, 0, NULL, 0, NULL);
+  if (r == SYMHEAP_SUCCESS)
+    r = symheap__comm_allgather(c, addr, all, stride);
+  if (r == SYMHEAP_SUCCESS) {
+    r = n->ops.connect(n->ctx, c->nranks, all, stride);
+    if (r != SYMHEAP_SUCCESS)
+      r = symheap__error_context(r, "net adaptor '%s': connecting",
+                                 n->ops.name);
+    r = symheap__agree(c, r, 0, NULL, 0, NULL);
+  }
+  free(all);
+  return r;
+}
+
+symheap_result_t symheap__net_comm_open(symheap_comm_t c,
+                                        const symheap__net_table_t *tab) {
+  const symheap_net_ops *ops = &tab->ops;
+  if (c->nhosts == 1) {
+    snprintf(c->net_why, sizeof c->net_why,
+             "the comm spans one host: net adaptor '%s' (SYMHEAP_NET) is "
+             "opened only across hosts",
+             ops->name);
+    SYMHEAP_INFO("%s", c->net_why);
+    return SYMHEAP_SUCCESS;
+  }
+  symheap__netc_t *n = NULL;
+  char addr[SYMHEAP_NET_ADDR_MAX];
+  memset(addr, 0, sizeof addr);
+  uint32_t alen = 0;
+  symheap_result_t r = open_local(c, tab, &n, addr, &alen);
+  r = symheap__agree(c, r, 0, NULL, 0, NULL);
+  if (r == SYMHEAP_SUCCESS)
+    r = connect_all(c, n, addr);
+  if (r == SYMHEAP_SUCCESS)
+    r = symheap__agree(c, start_progress(n), 0, NULL, 0, NULL);
+  if (r != SYMHEAP_SUCCESS) {
+    netc_free(n);
+    return symheap__error_context(r, "net adaptor '%s' (SYMHEAP_NET)",
+                                  ops->name);
+  }
+  c->netc = n;
+  symheap__sock_set_idle_hook(net_idle); /* the same hook each time */
+  pthread_mutex_lock(&g_list);
+  n->next = g_open;
+  g_open = n;
+  if (n->caps.caps & SYMHEAP_NET_CAP_MANUAL)
+    __atomic_add_fetch(&g_manual, 1, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&g_list);
+  SYMHEAP_INFO("net adaptor '%s' open: provider %s, fabric %s, caps 0x%x, "
+               "progress %s",
+               ops->name, n->caps.provider, n->caps.fabric, n->caps.caps,
+               n->thread_on ? "thread and waits" : "waits");
+  return SYMHEAP_SUCCESS;
+}
+
+void symheap__net_comm_close(symheap_comm_t c) {
+  symheap__netc_t *n = c->netc;
+  if (!n)
+    return;
+  pthread_mutex_lock(&g_list);
+  for (symheap__netc_t **p = &g_open; *p; p = &(*p)->next)
+    if (*p == n) {
+      *p = n->next;
+      break;
+    }
+  if (n->caps.caps & SYMHEAP_NET_CAP_MANUAL)
+    __atomic_sub_fetch(&g_manual, 1, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&g_list);
+  /* The heap's chunks left (mem/net_heap.c made them; the heap is gone). */
+  for (uint32_t i = 0; i < n->nchunks; i++)
+    if (n->chunks[i]) {
+      symheap__netreg_free(c, n->chunks[i]);
+      n->chunks[i] = NULL;
+    }
+  c->netc = NULL;
+  netc_free(n);
+}
+
+symheap_result_t symheap__net_quiet(symheap_comm_t c, const char *fn) {
+  symheap__netc_t *n = c->netc;
+  symheap__net_lock(n);
+  symheap_result_t r = n->ops.quiet(n->ctx, c->timeout_ms);
+  symheap__net_unlock(n);
+  return r == SYMHEAP_SUCCESS
+             ? r
+             : symheap__error_context(r, "%s: net adaptor '%s'", fn,
+                                      n->ops.name);
+}
