@@ -42,3 +42,39 @@ void shm__require_init(const char *fn) {
     exit(1);
   }
 }
+
+/* Where pe's copy of a symmetric address is mapped here, or NULL: state
+ * alone, so that every file above (teams, RMA) can ask without a circle. */
+char *shm__peer_or_null(const void *addr, int pe) {
+  uintptr_t a = (uintptr_t)addr;
+  if (!shm__s.initialized || pe < 0 || pe >= shm__s.npes)
+    return NULL;
+  if (a - (uintptr_t)shm__s.heap_base < shm__s.heap_size)
+    return pe == shm__s.me
+               ? (char *)addr
+               : shm__s.heap_peer[pe] + (a - (uintptr_t)shm__s.heap_base);
+  if (a - (uintptr_t)shm__s.data_base < shm__s.data_size)
+    return pe == shm__s.me
+               ? (char *)addr
+               : shm__s.data_peer[pe] + (a - (uintptr_t)shm__s.data_base);
+  return NULL;
+}
+
+int shmem_addr_accessible(const void *addr, int pe) {
+  return shm__peer_or_null(addr, pe) != NULL;
+}
+
+void *shmem_ptr(const void *dest, int pe) {
+  return shm__peer_or_null(dest, pe);
+}
+
+/* A team as the collectives see it: state alone (the teams themselves are
+ * team.c's; the barrier and the collectives below it only read them). */
+void shm__team_group(shmem_team_t team, struct shm_group *g) {
+  if (team == SHMEM_TEAM_INVALID || team->slot < 0)
+    shm__fatal("collective on an invalid or destroyed team");
+  *g = (struct shm_group){.world = team->world,
+                          .size = team->size,
+                          .me = team->me,
+                          .sync = shm__s.ctrl->team_sync[team->slot]};
+}

@@ -206,29 +206,6 @@ int shmem_pe_accessible(int pe) {
   return shm__s.initialized && pe >= 0 && pe < shm__s.npes;
 }
 
-char *shm__peer_or_null(const void *addr, int pe) {
-  uintptr_t a = (uintptr_t)addr;
-  if (!shm__s.initialized || pe < 0 || pe >= shm__s.npes)
-    return NULL;
-  if (a - (uintptr_t)shm__s.heap_base < shm__s.heap_size)
-    return pe == shm__s.me
-               ? (char *)addr
-               : shm__s.heap_peer[pe] + (a - (uintptr_t)shm__s.heap_base);
-  if (a - (uintptr_t)shm__s.data_base < shm__s.data_size)
-    return pe == shm__s.me
-               ? (char *)addr
-               : shm__s.data_peer[pe] + (a - (uintptr_t)shm__s.data_base);
-  return NULL;
-}
-
-int shmem_addr_accessible(const void *addr, int pe) {
-  return shm__peer_or_null(addr, pe) != NULL;
-}
-
-void *shmem_ptr(const void *dest, int pe) {
-  return shm__peer_or_null(dest, pe);
-}
-
 void shmem_info_get_version(int *major, int *minor) {
   *major = SHMEM_MAJOR_VERSION;
   *minor = SHMEM_MINOR_VERSION;

@@ -59,15 +59,6 @@ void shm__teams_fini(void) {
   symheap_shmem_team_world.slot = symheap_shmem_team_shared.slot = -1;
 }
 
-void shm__team_group(shmem_team_t team, struct shm_group *g) {
-  if (team == SHMEM_TEAM_INVALID || team->slot < 0)
-    shm__fatal("collective on an invalid or destroyed team");
-  *g = (struct shm_group){.world = team->world,
-                          .size = team->size,
-                          .me = team->me,
-                          .sync = shm__s.ctrl->team_sync[team->slot]};
-}
-
 int shmem_team_my_pe(shmem_team_t team) {
   return team == SHMEM_TEAM_INVALID || team->slot < 0 ? -1 : team->me;
 }
@@ -100,7 +91,7 @@ int shmem_team_translate_pe(shmem_team_t src_team, int src_pe,
 void *shmem_team_ptr(shmem_team_t team, const void *dest, int pe) {
   if (team == SHMEM_TEAM_INVALID || pe < 0 || pe >= team->size)
     return NULL;
-  return shmem_ptr(dest, team->world[pe]);
+  return shm__peer_or_null(dest, team->world[pe]);
 }
 
 /* Takes a free slot on world PE 0's bitmap; -1 if all are taken. */

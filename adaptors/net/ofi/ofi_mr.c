@@ -175,24 +175,6 @@ void ofi_bounce_close(ofi_ctx_t *c) {
   c->bounce = NULL;
 }
 
-symheap_result_t ofi_bounce(ofi_ctx_t *c, const void *src, size_t len,
-                            void **copy, void **desc) {
-  size_t need = (len + 15) & ~(size_t)15;
-  if (c->bounce_used + need > c->bounce_size) {
-    /* Full: everything in it must be done before it is reused. */
-    symheap_result_t r = ofi_quiet(c, -1);
-    if (r != SYMHEAP_SUCCESS)
-      return r;
-  }
-  char *p = c->bounce + c->bounce_used;
-  c->bounce_used += need;
-  if (src)
-    memcpy(p, src, len);
-  *copy = p;
-  *desc = c->bounce_desc;
-  return SYMHEAP_SUCCESS;
-}
-
 void ofi_release_after_quiet(ofi_ctx_t *c) {
   c->bounce_used = 0;
   while (c->tmp) {

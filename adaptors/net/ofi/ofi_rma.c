@@ -9,6 +9,27 @@
 
 #include "ofi.h"
 
+/* A slot of the bounce arena (ofi_mr.c opens it) for len bytes, src copied
+ * in when given.  Here, beside the operations that use it, because a full
+ * arena waits for quiet (ofi_ep.c), which the memory file must not call. */
+symheap_result_t ofi_bounce(ofi_ctx_t *c, const void *src, size_t len,
+                            void **copy, void **desc) {
+  size_t need = (len + 15) & ~(size_t)15;
+  if (c->bounce_used + need > c->bounce_size) {
+    /* Full: everything in it must be done before it is reused. */
+    symheap_result_t r = ofi_quiet(c, -1);
+    if (r != SYMHEAP_SUCCESS)
+      return r;
+  }
+  char *p = c->bounce + c->bounce_used;
+  c->bounce_used += need;
+  if (src)
+    memcpy(p, src, len);
+  *copy = p;
+  *desc = c->bounce_desc;
+  return SYMHEAP_SUCCESS;
+}
+
 static symheap_result_t check_peer(ofi_ctx_t *c, int peer, const void *rkey,
                                    const char *op) {
   if (!c->peers)
