@@ -120,7 +120,9 @@ info_mpi_missing_names_lib() {
   local dir out
   dir=$(mktemp -d)
   mkdir -p "$dir/bin" "$dir/lib"
-  cp build/bin/symheap-info "$dir/bin/"
+  # symheap-info links the shared library (found at its ../lib, as
+  # installed): the library comes along, the MPI module does not.
+  cp build/bin/symheap-info "$dir/bin/" && cp build/lib/libsymheap.so.0 "$dir/lib/" || return 1
   out=$("$dir/bin/symheap-info" 2>&1 | grep '^  mpi ')
   rm -rf "$dir"
   echo "$out"

@@ -420,6 +420,21 @@ static cu_result_t f_cuMemExportToShareableHandle(void *out, cu_mem_handle_t h,
   *(int *)out = fd;
   LEAVE(CU_OK);
 }
+/* Like a real driver, only its own memory imports: a descriptor of a memfd
+ * this fake made (the name below), not any regular file or another
+ * program's memfd (the conformance kit's import_refuses_foreign). */
+static int own_memfd(int fd, const char *name) {
+  char link[64], target[256];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(link, target, sizeof target - 1);
+  if (n <= 0)
+    return 0;
+  target[n] = '\0';
+  char want[64];
+  int w = snprintf(want, sizeof want, "/memfd:%s", name);
+  return strncmp(target, want, (size_t)w) == 0 &&
+         (target[w] == '\0' || target[w] == ' ');
+}
 static cu_result_t f_cuMemImportFromShareableHandle(cu_mem_handle_t *h,
                                                     void *os, int type) {
   ENTER("cuMemImportFromShareableHandle");
@@ -429,7 +444,7 @@ static cu_result_t f_cuMemImportFromShareableHandle(cu_mem_handle_t *h,
   /* Like the driver, a descriptor that is not device memory (a pipe, a
    * device node) is refused. */
   if (type != CU_MEM_HANDLE_TYPE_POSIX_FD || fstat(fd, &st) != 0 ||
-      !S_ISREG(st.st_mode))
+      !S_ISREG(st.st_mode) || !own_memfd(fd, "fakecuda"))
     LEAVE(CU_ERR_INVALID_VALUE);
   /* Like the driver: the caller keeps its descriptor. */
   int mine = fcntl(fd, F_DUPFD_CLOEXEC, 0);
