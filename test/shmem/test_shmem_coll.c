@@ -176,7 +176,12 @@ static void test_active_set(void) {
   shmem_barrier_all();
   /* The whole world, then the even PEs (log stride 1). */
   shmem_barrier(0, 0, npes, psync);
+  /* A PE looks at its own pSync only while no peer can be in the next call
+   * on it (a peer's next call writes there: the spec allows reuse once
+   * every PE has returned, so the check sits between two barriers). */
+  shmem_barrier_all();
   SHC_CHECK(psync_clean(), "pSync after barrier");
+  shmem_barrier_all();
   shmem_broadcast64(d64, s64, 4, 1 % npes, 0, 0, npes, psync);
   if (me != 1 % npes)
     SHC_CHECK(d64[3] == (1 % npes) * 100 + 3, "broadcast64");
@@ -211,7 +216,9 @@ static void test_active_set(void) {
   shmem_barrier_all();
   shmem_double_max_to_all(dred, dsrc, 2, 0, 0, npes, (double *)pwrk, psync);
   SHC_CHECK(dred[0] == (npes - 1) * 0.5 && dred[1] == 0, "double_max_to_all");
+  shmem_barrier_all();
   SHC_CHECK(psync_clean(), "pSync after the reductions");
+  shmem_barrier_all();
   symheap_shmem_sync_active(0, 0, npes, psync);
   shmem_sync(0, 0, npes, psync);
   SHC_CHECK(psync_clean(), "pSync after sync");
