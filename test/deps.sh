@@ -53,7 +53,8 @@ deps_install() {
 have_tool() {
   case $1 in
   py-numpy) /usr/bin/python3 -c 'import numpy' >/dev/null 2>&1 ;;
-  py-pip) /usr/bin/python3 -c 'import pip, setuptools' >/dev/null 2>&1 ;;
+  # setuptools first: importing pip first trips setuptools' distutils check.
+  py-pip) /usr/bin/python3 -c 'import setuptools, pip' >/dev/null 2>&1 ;;
   py-dev) [ -e "$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)/Python.h" ] ;;
   # libfabric: the run-time library the ofi net adaptor opens, and the
   # headers the adaptor and bench/net_raw.c compile against.
