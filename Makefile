@@ -240,7 +240,7 @@ $(BUILD)/test/test_exhaust: LDFLAGS += -Wl,--wrap=malloc -Wl,--wrap=calloc \
 
 # The fake CUDA driver, for the cuda adaptor's tests on machines without a GPU.
 FAKE_CUDA := $(BUILD)/fake_cuda/libcuda.so.1
-$(FAKE_CUDA): test/fake_cuda/fake_cuda.c test/fake_cuda/fake_cuda.h adaptors/common/cuda_api.h
+$(FAKE_CUDA): test/fake_cuda/fake_cuda.c test/fake_cuda/fake_cuda.h test/fake_memfd.h adaptors/common/cuda_api.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -shared -o $@ $< -Wl,-soname,libcuda.so.1 $(LDFLAGS_ALL)
 $(BUILD)/test/test_cuda_fake: test/fake_cuda/test_cuda_fake.c $(TEST_COMMON) \
@@ -252,7 +252,7 @@ tests: $(FAKE_CUDA) $(BUILD)/test/test_cuda_fake
 
 # The fake HIP runtime, for the hip adaptor's tests.
 FAKE_HIP := $(BUILD)/fake_hip/libamdhip64.so
-$(FAKE_HIP): test/fake_hip/fake_hip.c test/fake_hip/fake_hip.h adaptors/device/hip_api.h
+$(FAKE_HIP): test/fake_hip/fake_hip.c test/fake_hip/fake_hip.h test/fake_memfd.h adaptors/device/hip_api.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -shared -o $@ $< -Wl,-soname,libamdhip64.so $(LDFLAGS_ALL)
 $(BUILD)/test/test_hip_fake: test/fake_hip/test_hip_fake.c $(TEST_COMMON) \

@@ -28,6 +28,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../fake_memfd.h"
+
 #include "../../adaptors/common/cuda_api.h"
 #include "fake_cuda.h"
 
@@ -419,21 +421,6 @@ static cu_result_t f_cuMemExportToShareableHandle(void *out, cu_mem_handle_t h,
     LEAVE(CU_ERR_OUT_OF_MEMORY);
   *(int *)out = fd;
   LEAVE(CU_OK);
-}
-/* Like a real driver, only its own memory imports: a descriptor of a memfd
- * this fake made (the name below), not any regular file or another
- * program's memfd (the conformance kit's import_refuses_foreign). */
-static int own_memfd(int fd, const char *name) {
-  char link[64], target[256];
-  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-  ssize_t n = readlink(link, target, sizeof target - 1);
-  if (n <= 0)
-    return 0;
-  target[n] = '\0';
-  char want[64];
-  int w = snprintf(want, sizeof want, "/memfd:%s", name);
-  return strncmp(target, want, (size_t)w) == 0 &&
-         (target[w] == '\0' || target[w] == ' ');
 }
 static cu_result_t f_cuMemImportFromShareableHandle(cu_mem_handle_t *h,
                                                     void *os, int type) {

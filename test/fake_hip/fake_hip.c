@@ -15,6 +15,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../fake_memfd.h"
+
 #include "../../adaptors/device/hip_api.h"
 #include "fake_hip.h"
 
@@ -237,21 +239,6 @@ EXPORT hip_error_t hipMemExportToShareableHandle(void *out, hip_mem_handle_t h,
   LEAVE(HIP_OK);
 }
 /* Like the real runtime, the descriptor stays the caller's. */
-/* Like a real driver, only its own memory imports: a descriptor of a memfd
- * this fake made (the name below), not any regular file or another
- * program's memfd (the conformance kit's import_refuses_foreign). */
-static int own_memfd(int fd, const char *name) {
-  char link[64], target[256];
-  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-  ssize_t n = readlink(link, target, sizeof target - 1);
-  if (n <= 0)
-    return 0;
-  target[n] = '\0';
-  char want[64];
-  int w = snprintf(want, sizeof want, "/memfd:%s", name);
-  return strncmp(target, want, (size_t)w) == 0 &&
-         (target[w] == '\0' || target[w] == ' ');
-}
 EXPORT hip_error_t hipMemImportFromShareableHandle(hip_mem_handle_t *h,
                                                    void *os, int type) {
   ENTER("hipMemImportFromShareableHandle");
