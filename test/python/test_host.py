@@ -422,6 +422,165 @@ def case_window_lookup(comm):
         raises(symheap.InvalidArgError, _hot.locate_ctypes, p, 8, "x")
 
 
+_KEEP = []  # the fake collectives _fast stays bound to, alive to the end
+
+
+class _FakeTensor:
+    """What _fast.all_reduce_t reads of a torch tensor."""
+
+    def __init__(self, ptr, n, dtype, contig=True, dev=0):
+        self.ptr, self.n, self.dtype = ptr, n, dtype
+        self.contig, self.dev = contig, dev
+
+    def data_ptr(self):
+        return self.ptr
+
+    def numel(self):
+        return self.n
+
+    def is_contiguous(self):
+        return self.contig
+
+    def get_device(self):
+        return self.dev
+
+
+def case_fast_tensor_entry(comm):
+    """Issue 30: all_reduce's entry in C (_fast.all_reduce_t) on tensor-like
+    objects, bound to a fake symheap_cuda_all_reduce that records its
+    arguments: the windows and offsets found (through its cache, emptied
+    when a window goes), dtype/op/algo from the tables, the stream from the
+    stream function, NotImplemented for what the Python entry must check,
+    errors for an address outside every window and a failed C call."""
+    from symheap import _hot
+    f = _hot.fast
+    if f is None or not hasattr(f, "all_reduce_t"):
+        return  # ctypes only here (no Python.h): nothing compiled to test
+    vp, sz, ci = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int
+    calls, result = [], [0]
+
+    def fake_ar(wi, oi, wo, oo, count, dt, op, algo, stream):
+        calls.append((wi, oi, wo, oo, count, dt, op, algo, stream))
+        return result[0]
+    ar = ctypes.CFUNCTYPE(ci, vp, sz, vp, sz, sz, ci, ci, ci, vp)(fake_ar)
+    ag = ctypes.CFUNCTYPE(ci, vp, sz, vp, sz, sz, vp)(lambda *a: 0)
+    _KEEP.extend((ar, ag))
+    addr = _hot._addr
+    f.bind_cuda(addr(ar), addr(ag))
+    bf16, other = object(), object()
+    f.bind_torch({bf16: (7, 2)}, {"sum": 0, "max": 1},
+                 {"auto": 0, "one_shot": 1}, lambda d: 0x1000 + d)
+    with comm.empty((2, 64), "uint16") as w:
+        base = w.local.__array_interface__["data"][0]
+        t, o = _FakeTensor(base, 64, bf16), _FakeTensor(base + 128, 64, bf16)
+        for _ in range(2):  # the second through the cache
+            check(f.all_reduce_t(_hot.comms, t, o, "max", "one_shot") is None,
+                  "enqueued")
+            check(calls[-1] == (w.handle, 0, w.handle, 128, 64, 7, 1, 1,
+                                0x1000), "args %r" % (calls[-1],))
+        check(f.all_reduce_t(_hot.comms, o, None, "sum", "auto") is None,
+              "in place")
+        check(calls[-1] == (w.handle, 128, w.handle, 128, 64, 7, 0, 0,
+                            0x1000), "in place args %r" % (calls[-1],))
+        n = len(calls)
+        for why, a, b, op, algo in (
+                ("not contiguous", _FakeTensor(base, 64, bf16, False), o,
+                 "sum", "auto"),
+                ("dtype", _FakeTensor(base, 64, other), None, "sum", "auto"),
+                ("out dtype", t, _FakeTensor(base, 64, other), "sum", "auto"),
+                ("numel", t, _FakeTensor(base + 128, 32, bf16), "sum",
+                 "auto"),
+                ("op", t, o, "avg", "auto"), ("algo", t, o, "sum", "ring"),
+                ("no device", _FakeTensor(base, 64, bf16, dev=-1), None,
+                 "sum", "auto")):
+            got = f.all_reduce_t(_hot.comms, a, b, op, algo)
+            check(got is NotImplemented, "%s: %r" % (why, got))
+        check(len(calls) == n, "a declined call reached the C call")
+        e = raises(symheap.InvalidArgError, f.all_reduce_t, _hot.comms,
+                   _FakeTensor(base + 200, 64, bf16), None, "sum", "auto")
+        check("not inside" in e.message, e.message)  # runs past the end
+        result[0] = 3
+        raises(symheap.UnsupportedError, f.all_reduce_t, _hot.comms, t, o,
+               "sum", "auto")
+        result[0] = 0
+    # The window is gone: its cached answer with it.
+    e = raises(symheap.InvalidArgError, f.all_reduce_t, _hot.comms, t, o,
+               "sum", "auto")
+    check(len(calls) == n + 1, "called after the window's free")
+    raises(TypeError, f.all_reduce_t, _hot.comms, t)
+
+
+class _DirStore:
+    """A c10d Store's set/get over a directory (what _torchrun uses of it)."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def _file(self, key):
+        return os.path.join(self.path, key.replace("/", "_"))
+
+    def set(self, key, value):
+        tmp = self._file(key) + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(value)
+        os.rename(tmp, self._file(key))
+
+    def get(self, key):
+        for _ in range(2000):
+            try:
+                with open(self._file(key), "rb") as f:
+                    return f.read()
+            except FileNotFoundError:
+                time.sleep(0.005)
+        raise TimeoutError("store.get(%s)" % key)
+
+
+def case_torchrun_bootstrap(comm):
+    """Issue 30: a comm made with no arguments joins a torchrun job: which
+    way init() takes by the environment, the unique id through a store
+    (rank 0 makes it), the comm it makes, and the error without any job."""
+    from symheap import _torchrun
+    how = _torchrun.how
+    tr = {"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+          "MASTER_PORT": "29500"}
+    check(how({"SYMHEAP_UNIQUE_ID": "ab", **tr})[0] == "env", "symheap-run")
+    check(how({"SYMHEAP_CCL": "mpi", **tr})[0] == "env", "SYMHEAP_CCL")
+    check(how(tr)[0] == "store", "torchrun: %r" % (how(tr),))
+    check(how({"OMPI_COMM_WORLD_SIZE": "2"})[0] == "env", "mpirun")
+    way, why = how({"RANK": "0"})
+    check(way is None and "torchrun" in why, "none: %r" % (why,))
+    import tempfile
+    d = comm.allgather(tempfile.mkdtemp().encode().ljust(200, b"\0"))[0]
+    store = _DirStore(d.rstrip(b"\0").decode())
+    made = []
+
+    def make():
+        made.append(1)
+        return symheap.unique_id()
+    for _ in range(2):  # two comms, one key each
+        r, n, uid = _torchrun.exchange(make, comm.rank, comm.size, store)
+        check((r, n, len(uid)) == (comm.rank, comm.size, 128), "exchange")
+        with symheap.init(r, n, uid) as c2:
+            check((c2.rank, c2.size) == (comm.rank, comm.size), "rank/size")
+            got = c2.allgather(b"%03d" % c2.rank)
+            check(got == [b"%03d" % p for p in range(n)], "allgather")
+    check(len(made) == (2 if comm.rank == 0 else 0), "made %d" % len(made))
+    if comm.rank == 0:  # no job at all: init() names every way in
+        env = {k: v for k, v in os.environ.items() if k not in
+               ("SYMHEAP_UNIQUE_ID", "SYMHEAP_RANK", "SYMHEAP_NRANKS",
+                "RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+        p = subprocess.run(
+            [sys.executable, "-c", "import symheap\ntry:\n symheap.init()\n"
+             "except symheap.InvalidArgError as e:\n print('REFUSED', e)"],
+            env=env, capture_output=True, text=True, timeout=60)
+        check("REFUSED" in p.stdout and "torchrun" in p.stdout,
+              "no job: %r %r" % (p.stdout, p.stderr[-300:]))
+    comm.barrier()
+    if comm.rank == 0:
+        import shutil
+        shutil.rmtree(store.path, ignore_errors=True)
+
+
 def case_gc_free_during_collective(comm):
     """Issue 28 item 3 on the Python side: alloc() memory released by
     another thread (the garbage collector's, say) while this comm is in a
@@ -570,6 +729,8 @@ def main():
         t.run("python-refusals-agreed", case_refusals_agreed, comm)
     t.run("python-interrupt-deferred", case_interrupt_deferred, comm)
     t.run("python-window-lookup", case_window_lookup, comm)
+    t.run("python-fast-tensor-entry", case_fast_tensor_entry, comm)
+    t.run("python-torchrun-bootstrap", case_torchrun_bootstrap, comm)
     if comm.size > 1:
         t.run("python-gc-free-during-collective",
               case_gc_free_during_collective, comm)

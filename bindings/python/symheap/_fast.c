@@ -7,7 +7,13 @@
  * It links against nothing: the package hands it the addresses of the
  * library functions that ctypes already loaded (bind, bind_cuda), so it
  * always calls the very library the rest of the package uses.  Where this
- * file cannot be compiled the package does the same through ctypes. */
+ * file cannot be compiled the package does the same through ctypes.
+ *
+ * all_reduce_t takes the tensors themselves (bind_torch): their accessors
+ * and the current stream are read from C, and the windows come from a
+ * small cache by (address, bytes) that forget() empties whenever a window
+ * of this process is made or released (window.py), so the Python entry is
+ * one call with no argument parsing of its own. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
@@ -29,6 +35,21 @@ static lasterr_fn last_error;
 static allreduce_fn all_reduce;
 static allgather_fn all_gather;
 static PyObject *make_error; /* (code, message) -> the package's exception */
+
+/* bind_torch's: {torch dtype: (symheap_dtype_t, itemsize)}, {op name: code},
+ * {algo name: code}, and torch._C._cuda_getCurrentRawStream. */
+static PyObject *t_dtypes, *t_ops, *t_algos, *t_stream;
+static PyObject *s_data_ptr, *s_numel, *s_is_contiguous, *s_get_device,
+    *s_dtype; /* interned attribute names */
+
+/* locate()'s answers by (address, bytes), direct-mapped; emptied by
+ * forget().  An answer never outlives the window it names: every window of
+ * this process is made and released through window.py, which forgets. */
+#define CACHE_SLOTS 64
+static struct {
+  size_t ptr, n, off;
+  void *win;
+} cache[CACHE_SLOTS];
 
 /* Sets the package's exception for code; returns NULL. */
 static PyObject *fail(int code, const char *what, const char *msg) {
@@ -91,6 +112,36 @@ static int locate(PyObject *comms, size_t ptr, size_t n, const char *what,
   return -1;
 }
 
+static size_t slot_of(size_t ptr, size_t n) {
+  return ((ptr >> 8) ^ (ptr >> 20) ^ n) % CACHE_SLOTS;
+}
+
+/* locate() through the cache. */
+static int locate_cached(PyObject *comms, size_t ptr, size_t n,
+                         const char *what, void **win, size_t *off) {
+  size_t k = slot_of(ptr, n);
+  if (cache[k].win && cache[k].ptr == ptr && cache[k].n == n) {
+    *win = cache[k].win;
+    *off = cache[k].off;
+    return 0;
+  }
+  Py_ssize_t ci;
+  if (locate(comms, ptr, n, what, win, off, &ci))
+    return -1;
+  cache[k].ptr = ptr;
+  cache[k].n = n;
+  cache[k].off = *off;
+  cache[k].win = *win;
+  return 0;
+}
+
+static PyObject *py_forget(PyObject *self, PyObject *unused) {
+  (void)self;
+  (void)unused;
+  memset(cache, 0, sizeof cache);
+  Py_RETURN_NONE;
+}
+
 static PyObject *py_bind(PyObject *self, PyObject *args) {
   (void)self;
   unsigned long long f, ws, cs, le;
@@ -114,6 +165,33 @@ static PyObject *py_bind_cuda(PyObject *self, PyObject *args) {
     return NULL;
   all_reduce = (allreduce_fn)(uintptr_t)ar;
   all_gather = (allgather_fn)(uintptr_t)ag;
+  Py_RETURN_NONE;
+}
+
+static PyObject *py_bind_torch(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *d, *o, *a, *st;
+  if (!PyArg_ParseTuple(args, "O!O!O!O", &PyDict_Type, &d, &PyDict_Type, &o,
+                        &PyDict_Type, &a, &st))
+    return NULL;
+  if (!s_data_ptr) {
+    s_data_ptr = PyUnicode_InternFromString("data_ptr");
+    s_numel = PyUnicode_InternFromString("numel");
+    s_is_contiguous = PyUnicode_InternFromString("is_contiguous");
+    s_get_device = PyUnicode_InternFromString("get_device");
+    s_dtype = PyUnicode_InternFromString("dtype");
+    if (!s_data_ptr || !s_numel || !s_is_contiguous || !s_get_device ||
+        !s_dtype)
+      return NULL;
+  }
+  Py_INCREF(d);
+  Py_INCREF(o);
+  Py_INCREF(a);
+  Py_INCREF(st);
+  Py_XSETREF(t_dtypes, d);
+  Py_XSETREF(t_ops, o);
+  Py_XSETREF(t_algos, a);
+  Py_XSETREF(t_stream, st);
   Py_RETURN_NONE;
 }
 
@@ -201,6 +279,153 @@ static PyObject *py_all_gather(PyObject *self, PyObject *const *a,
   Py_RETURN_NONE;
 }
 
+/* obj.name() as a size_t; 0 or -1 (error set, or *decline where the
+ * answer is not an integer: the Python entry then decides). */
+static int call_size(PyObject *obj, PyObject *name, size_t *out) {
+  PyObject *v = PyObject_CallMethodObjArgs(obj, name, NULL);
+  if (!v)
+    return -1;
+  int ok = PyLong_Check(v);
+  unsigned long long x = ok ? PyLong_AsUnsignedLongLong(v) : 0;
+  Py_DECREF(v);
+  if (!ok || (x == (unsigned long long)-1 && PyErr_Occurred())) {
+    PyErr_Clear();
+    return 1;
+  }
+  *out = (size_t)x;
+  return 0;
+}
+
+/* 1 when obj.is_contiguous() is True, 0 when not, -1 on error. */
+static int contiguous(PyObject *obj) {
+  PyObject *v = PyObject_CallMethodObjArgs(obj, s_is_contiguous, NULL);
+  if (!v)
+    return -1;
+  int r = v == Py_True;
+  Py_DECREF(v);
+  return r;
+}
+
+/* What all_reduce_t needs of its tensors, or 1 to decline (the Python
+ * entry then checks and refuses with its own messages). */
+struct ar_args {
+  size_t pi, po, count, nbytes, stream;
+  int dtype, op, algo;
+};
+
+static int dict_int(PyObject *dict, PyObject *key, int *out) {
+  PyObject *v = PyDict_GetItemWithError(dict, key); /* borrowed */
+  if (!v)
+    return PyErr_Occurred() ? -1 : 1;
+  if (PyTuple_Check(v) && PyTuple_GET_SIZE(v) > 0)
+    v = PyTuple_GET_ITEM(v, 0);
+  long x = PyLong_Check(v) ? PyLong_AsLong(v) : -1;
+  if (x < 0 || x > INT32_MAX) {
+    PyErr_Clear();
+    return 1;
+  }
+  *out = (int)x;
+  return 0;
+}
+
+static int ar_read(PyObject *t, PyObject *out, PyObject *op, PyObject *algo,
+                   struct ar_args *a) {
+  int r;
+  PyObject *dt = PyObject_GetAttr(t, s_dtype);
+  if (!dt)
+    return -1;
+  PyObject *entry = PyDict_GetItemWithError(t_dtypes, dt); /* borrowed */
+  r = entry ? dict_int(t_dtypes, dt, &a->dtype) : (PyErr_Occurred() ? -1 : 1);
+  if (r == 0 && out != t) { /* same dtype object: torch's are singletons */
+    PyObject *odt = PyObject_GetAttr(out, s_dtype);
+    if (!odt)
+      r = -1;
+    else
+      r = odt == dt ? 0 : 1;
+    Py_XDECREF(odt);
+  }
+  Py_DECREF(dt);
+  if (r)
+    return r;
+  if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) < 2)
+    return 1;
+  long esz = PyLong_AsLong(PyTuple_GET_ITEM(entry, 1));
+  if ((r = dict_int(t_ops, op, &a->op)) || (r = dict_int(t_algos, algo, &a->algo)))
+    return r;
+  if ((r = contiguous(t)) != 1 || (out != t && (r = contiguous(out)) != 1))
+    return r < 0 ? -1 : 1;
+  if ((r = call_size(t, s_numel, &a->count)))
+    return r;
+  if (out != t) {
+    size_t on;
+    if ((r = call_size(out, s_numel, &on)))
+      return r;
+    if (on != a->count)
+      return 1;
+  }
+  a->nbytes = a->count * (size_t)esz;
+  if ((r = call_size(t, s_data_ptr, &a->pi)))
+    return r;
+  a->po = a->pi;
+  if (out != t && (r = call_size(out, s_data_ptr, &a->po)))
+    return r;
+  PyObject *dev = PyObject_CallMethodObjArgs(t, s_get_device, NULL);
+  if (!dev)
+    return -1;
+  long di = PyLong_Check(dev) ? PyLong_AsLong(dev) : -1;
+  PyObject *st = di >= 0 ? PyObject_CallFunctionObjArgs(t_stream, dev, NULL)
+                         : NULL;
+  Py_DECREF(dev);
+  if (di < 0) {
+    PyErr_Clear();
+    return 1; /* not on a device: the Python entry refuses it */
+  }
+  if (!st)
+    return -1;
+  r = PyLong_Check(st) ? 0 : 1;
+  a->stream = r ? 0 : (size_t)PyLong_AsUnsignedLongLong(st);
+  Py_DECREF(st);
+  if (PyErr_Occurred())
+    return -1;
+  return r;
+}
+
+/* all_reduce_t(comms, tensor, out, op, algo): symheap_cuda_all_reduce of
+ * torch tensors on torch's current stream (out None: in place).  None when
+ * enqueued; NotImplemented when these arguments are for the Python entry
+ * to check (a dtype, op or algo not in bind_torch's tables, a tensor that
+ * is not contiguous, shapes that differ, a tensor not on a device). */
+static PyObject *py_all_reduce_t(PyObject *self, PyObject *const *a,
+                                 Py_ssize_t n) {
+  (void)self;
+  if (n != 5) {
+    PyErr_SetString(PyExc_TypeError,
+                    "all_reduce_t(comms, tensor, out, op, algo)");
+    return NULL;
+  }
+  if (!bound(1) || !t_dtypes) {
+    PyErr_SetString(PyExc_RuntimeError, "symheap._fast: bind_torch first");
+    return NULL;
+  }
+  PyObject *t = a[1], *out = a[2] == Py_None ? a[1] : a[2];
+  struct ar_args x;
+  int r = ar_read(t, out, a[3], a[4], &x);
+  if (r < 0)
+    return NULL;
+  if (r > 0)
+    Py_RETURN_NOTIMPLEMENTED;
+  void *wi, *wo;
+  size_t oi, oo;
+  if (locate_cached(a[0], x.pi, x.nbytes, "all_reduce input", &wi, &oi) ||
+      locate_cached(a[0], x.po, x.nbytes, "all_reduce output", &wo, &oo))
+    return NULL;
+  r = all_reduce(wi, oi, wo, oo, x.count, x.dtype, x.op, x.algo,
+                 (void *)(uintptr_t)x.stream);
+  if (r)
+    return fail(r, NULL, last_error());
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"bind", py_bind, METH_VARARGS, "bind(find, wsize, csize, last_error, "
                                     "make_error): the library's functions"},
@@ -212,6 +437,15 @@ static PyMethodDef methods[] = {
      "symheap_cuda_all_reduce by addresses"},
     {"all_gather", (PyCFunction)(void (*)(void))py_all_gather, METH_FASTCALL,
      "symheap_cuda_all_gather by addresses"},
+    {"bind_torch", py_bind_torch, METH_VARARGS,
+     "bind_torch(dtypes, ops, algos, current_raw_stream): all_reduce_t's "
+     "tables"},
+    {"all_reduce_t", (PyCFunction)(void (*)(void))py_all_reduce_t,
+     METH_FASTCALL,
+     "all_reduce_t(comms, tensor, out, op, algo): None, or NotImplemented "
+     "for the Python entry to check"},
+    {"forget", py_forget, METH_NOARGS,
+     "forget(): empty the window cache (a window was made or released)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "symheap._fast",

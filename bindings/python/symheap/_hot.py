@@ -18,6 +18,7 @@ try:
     from . import _fast as fast
 except ImportError:  # not compiled here (no Python.h when it was built)
     fast = None
+_fast_module = fast  # its window cache is emptied by forget() in any case
 if os.environ.get("SYMHEAP_PYTHON_FAST", "1") == "0":
     fast = None
 
@@ -62,6 +63,8 @@ _found = {}
 
 def forget():
     _found.clear()
+    if _fast_module is not None and hasattr(_fast_module, "forget"):
+        _fast_module.forget()
 
 
 def locate_ctypes(ptr, nbytes, what):

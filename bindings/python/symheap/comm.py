@@ -7,7 +7,7 @@ import re
 import struct
 import threading
 
-from . import _args, _dlpack, _dtypes, _hot, _lib, errors
+from . import _args, _dlpack, _dtypes, _hot, _lib, _torchrun, errors
 from ._interrupt import deferred
 from .window import Window, contiguous_strides
 
@@ -26,13 +26,25 @@ def unique_id():
 
 
 def init(rank=None, size=None, uid=None):
-    """init(): from the environment symheap-run (or mpirun) sets.
+    """init(): the job this process was started in: symheap-run's or
+    mpirun's environment, or torchrun's / torch.distributed's (the unique
+    id through torch's c10d store: _torchrun.py).
     init(rank, size, uid): `size` ranks sharing `uid` from unique_id().
     Collective; blocks until every rank joined (SYMHEAP_TIMEOUT_MS)."""
     h = ctypes.c_void_p()
     if rank is None and size is None and uid is None:
-        _lib.call("symheap_comm_init_env", ctypes.byref(h))
-        return Comm(h.value)
+        way, why = _torchrun.how()
+        if way == "store":
+            rank, size, uid = _torchrun.exchange(unique_id)
+        else:
+            try:
+                _lib.call("symheap_comm_init_env", ctypes.byref(h))
+            except errors.InvalidArgError as e:
+                if way is None:  # say every way in, not symheap-run's alone
+                    raise errors.InvalidArgError(
+                        "%s; %s" % (e.message, why)) from e
+                raise
+            return Comm(h.value)
     if rank is None or size is None or uid is None:
         raise errors.InvalidArgError("init takes no argument, or rank, size "
                                      "and uid")

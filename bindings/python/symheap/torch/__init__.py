@@ -9,9 +9,10 @@
 
 Importing registers the backend "SYMHEAP" (torch >= 2.9: older torch has
 no set_backend and is refused here).  The symheap comm is the job's
-(symheap_comm_init_env: run under symheap-run, or under mpirun where
-libsymheap-ccl-mpi.so is built); it is made by init() (collective: call it
-on every rank, after torch.cuda.set_device) or else by the first
+(symheap-run's or mpirun's environment, or torchrun's: the unique id
+travels through torch's c10d store, symheap/_torchrun.py); it is made by
+init() (collective: call it on every rank, after torch.cuda.set_device and,
+under torchrun, preferably after init_process_group) or else by the first
 symm_mem.empty, which every rank must then reach.  Groups must span the
 whole job in job order.  docs/torch.md.
 """
@@ -50,17 +51,37 @@ except ImportError as e:  # built without torch at pip/make time
         "build it with `make python-torch` or pip install where torch "
         "imports" % e) from e
 
+from .. import _torchrun  # noqa: E402
+
 _C.register_backend()
 
 
 def init(device=None):
     """Collective: make the symheap comm on `device` (default: the current
-    CUDA device).  Idempotent."""
+    CUDA device), the way the job was started: symheap-run or mpirun
+    (symheap_comm_init_env), or torchrun / torch.distributed (the unique id
+    through torch's c10d store).  Idempotent.  Called by the first
+    symm_mem.empty when not called before."""
+    if _C.initialized():
+        return
     if device is None:
         device = torch.cuda.current_device()
     d = torch.device("cuda", device) if isinstance(device, int) \
         else torch.device(device)
-    _C.init(d.index if d.index is not None else torch.cuda.current_device())
+    idx = d.index if d.index is not None else torch.cuda.current_device()
+    way, why = _torchrun.how()
+    if way == "store":
+        rank, size, uid = _torchrun.exchange(_C.unique_id)
+        _C.init_uid(idx, rank, size, uid)
+    elif way == "env":
+        _C.init(idx)
+    else:
+        raise RuntimeError("symheap.torch: cannot make the symheap comm: %s"
+                           % why)
+
+
+_C.set_bootstrap(init)  # the first symm_mem.empty calls it
+
 
 def info():
     """The backend's state: rank, nranks, device, live allocations, pooled

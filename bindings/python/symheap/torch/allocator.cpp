@@ -54,8 +54,13 @@ SymheapSymmetricMemory::SymheapSymmetricMemory(
   std::memcpy(host.data() + nb, pads_.data(), nb);
   std::memcpy(host.data() + 2 * nb, global_.data(), world_ * sizeof(int));
   c10::cuda::CUDAGuard g(device_);
-  CU_CHECK(cudaMemcpy(table, host.data(), host.size(),
-                      cudaMemcpyHostToDevice));
+  // On the current stream (where the allocation's pad was cleared), not a
+  // cudaMemcpy: that one runs on the legacy stream and so waits for all of
+  // the device's work.  From pageable memory the call returns once `host`
+  // is staged, so it may go out of scope.
+  CU_CHECK(cudaMemcpyAsync(table, host.data(), host.size(),
+                           cudaMemcpyHostToDevice,
+                           c10::cuda::getCurrentCUDAStream()));
   bufs_dev_ = static_cast<void**>(table);
   pads_dev_ = reinterpret_cast<void**>(static_cast<char*>(table) + nb);
   global_dev_ = reinterpret_cast<int*>(static_cast<char*>(table) + 2 * nb);
@@ -100,6 +105,11 @@ struct Allocation {
   c10::intrusive_ptr<SymmetricMemory> symm;
 };
 
+// symheap.torch.init (Python), which knows every launcher (symheap-run,
+// mpirun, torchrun: symheap/_torchrun.py); set at import, never released
+// (it must outlive the allocator, which lives until exit).
+static PyObject* g_bootstrap = nullptr;
+
 class SymheapAllocator
     : public c10d::symmetric_memory::SymmetricMemoryAllocator {
  public:
@@ -107,14 +117,32 @@ class SymheapAllocator
   // with `device` current, so the cuda adaptor follows it.
   void init(int device) {
     std::lock_guard<std::mutex> l(mu_);
-    init_locked(device);
+    init_locked(device, nullptr, 0, 0);
+  }
+
+  // Collective over `size` ranks sharing `uid` (torchrun: the id came
+  // through torch's store).  Idempotent, like init.
+  void init_uid(int device, int rank, int size, const std::string& uid) {
+    TORCH_CHECK(uid.size() == sizeof(symheap_unique_id_t),
+                "symheap.torch: a unique id has ",
+                sizeof(symheap_unique_id_t), " bytes, not ", uid.size());
+    symheap_unique_id_t id;
+    std::memcpy(id.bytes, uid.data(), sizeof id.bytes);
+    std::lock_guard<std::mutex> l(mu_);
+    init_locked(device, &id, rank, size);
+  }
+
+  bool initialized() {
+    std::lock_guard<std::mutex> l(mu_);
+    return comm_ != nullptr;
   }
 
   void* alloc(size_t size, int device_idx,
               const std::optional<std::string>& group_name) {
     (void)group_name;  // one comm serves every group of the whole job
+    ensure_init(device_idx);
     std::lock_guard<std::mutex> l(mu_);
-    init_locked(device_idx);
+    init_locked(device_idx, nullptr, 0, 0);
     TORCH_CHECK(device_idx == device_,
                 "symheap.torch: the comm is on cuda:", device_,
                 ", this allocation asks for cuda:", device_idx);
@@ -230,13 +258,27 @@ class SymheapAllocator
   }
 
  private:
-  void init_locked(int device) {
+  // The first allocation before any init: the Python bootstrap (every
+  // launcher), outside mu_ (it calls init or init_uid, which take it).
+  void ensure_init(int device) {
+    if (initialized() || !g_bootstrap) return;
+    pybind11::gil_scoped_acquire gil;
+    pybind11::handle(g_bootstrap)(device);
+  }
+
+  // id NULL: symheap_comm_init_env (symheap-run, mpirun).
+  void init_locked(int device, const symheap_unique_id_t* id, int rank,
+                   int size) {
     if (comm_) return;
     c10::cuda::CUDAGuard g(device);
     CU_CHECK(cudaFree(nullptr));  // the device's context, current here
-    SH_CHECK(symheap_comm_init_env(&comm_),
-             "symheap_comm_init_env (run under symheap-run, or call "
-             "symheap.torch.init() on every rank)");
+    if (id)
+      SH_CHECK(symheap_comm_init(&comm_, size, id, rank),
+               "symheap_comm_init (the unique id from torch's store)");
+    else
+      SH_CHECK(symheap_comm_init_env(&comm_),
+               "symheap_comm_init_env (run under symheap-run, torchrun or "
+               "mpirun, and call symheap.torch.init() on every rank)");
     device_ = device;
     SH_CHECK(symheap_comm_rank(comm_, &rank_), "symheap_comm_rank");
     SH_CHECK(symheap_comm_size(comm_, &nranks_), "symheap_comm_size");
@@ -296,5 +338,24 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   });
   m.def("init", [](int device) { the_allocator()->init(device); },
         "collective: the symheap comm on cuda:device (symheap_comm_init_env)");
+  m.def("init_uid",
+        [](int device, int rank, int size, pybind11::bytes uid) {
+          std::string u = uid;
+          pybind11::gil_scoped_release nogil;  // blocks until all joined
+          the_allocator()->init_uid(device, rank, size, u);
+        },
+        "collective: the symheap comm on cuda:device of `size` ranks sharing "
+        "`uid` (symheap_comm_init)");
+  m.def("unique_id", [] {
+    symheap_unique_id_t id;
+    SH_CHECK(symheap_get_unique_id(&id), "symheap_get_unique_id");
+    return pybind11::bytes(reinterpret_cast<const char*>(id.bytes),
+                           sizeof id.bytes);
+  });
+  m.def("initialized", [] { return the_allocator()->initialized(); });
+  m.def("set_bootstrap", [](pybind11::object f) {
+    Py_XDECREF(g_bootstrap);
+    g_bootstrap = f.release().ptr();  // kept to the end (see g_bootstrap)
+  });
   m.def("info", [] { return the_allocator()->info(); });
 }
