@@ -1,11 +1,21 @@
 """symheap's all-reduce from Python next to PyTorch symmetric memory's
-one-shot/two-shot all-reduce and NCCL's all_reduce, in ONE Python process per
-rank, on the same sizes (bf16, 4 KiB to 256 MiB), each eager (a launch loop)
-and inside a CUDA graph (CALLS calls captured once, replayed), so that the
-Python launch overhead is the same for all.  Median of 5 repeats, in us per
-call.  NVLink multicast stays off.
+one-shot/two-shot all-reduce (on PyTorch's default backend, and on the
+"SYMHEAP" backend: PyTorch's own kernels on symheap memory, symheap.torch)
+and NCCL's all_reduce, in ONE Python process per rank, on the same sizes
+(bf16, 4 KiB to 256 MiB), each eager (a launch loop) and inside a CUDA graph
+(CALLS calls captured once, replayed), so that the Python launch overhead is
+the same for all.  Median of 5 repeats, in us per call.  Also a warm
+symm_mem.empty + rendezvous of 64 MiB on both backends (ms, median of 10).
+NVLink multicast stays off.
 
     python3 bench/python_peers.py [--ranks N] [--sizes 4K,64K,...] [--quick]
+                                  [--no-symheap-backend]
+
+A process can use one SymmetricMemory backend only, so the ranks are spawned
+twice: the default backend's run (symheap, PyTorch default, NCCL), then the
+SYMHEAP backend's (PyTorch's ops on symheap memory; its comm joins through
+torch.distributed's store: no symheap-run).  Without symheap.torch built, the
+second run's columns say why.
 
 Spawns N ranks (default: one per GPU, at least 2) with torch.multiprocessing.
 With fewer GPUs than ranks, ranks share GPUs: NCCL refuses that, so its rows
@@ -21,6 +31,7 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 
 for _k, _v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST",
                "1"), ("NVSHMEM_DISABLE_NVLS", "1"),
@@ -110,7 +121,10 @@ def bench_symheap(R, comm, nb, iters):
         ref = ref.cuda()
         R["symheap_ok_%d" % nb] = bool(torch.equal(out.float(), ref))
         inp.normal_()  # never time on zeros
-        R["symheap_algo_%d" % nb] = symheap.cuda.all_reduce_algo(inp)
+        try:
+            R["symheap_algo_%d" % nb] = symheap.cuda.all_reduce_algo(inp)
+        except Exception as e:  # noqa: BLE001 -- an algo this table lacks
+            R["symheap_algo_%d" % nb] = "? (%s)" % repr(e)[:40]
         fn = functools.partial(symheap.cuda.all_reduce, inp, out=out)
         measure(R, "symheap_%d" % nb, fn, iters)
         R["symheap_path"] = symheap._hot.path()
@@ -124,15 +138,28 @@ def bench_symheap(R, comm, nb, iters):
         del fn, inp, out  # free() refuses while tensors over it live
 
 
-def bench_torch_symm(R, rank, nb, iters, gname):
+def bench_torch_symm(R, rank, nb, iters, gname, tag="torch"):
+    """PyTorch's one-shot (out variant where there is one) and two-shot on
+    the backend this process set; `tag` names the keys."""
     import torch.distributed._symmetric_memory as symm_mem
     n = nb // 2
     try:
         t = symm_mem.empty(n, dtype=torch.bfloat16, device="cuda")
-        t.normal_()
+        # Correctness: small integers, exact in bf16; the sum is known.
+        t.fill_(rank + 1)
         symm_mem.rendezvous(t, gname)
+        torch.cuda.synchronize()
+        dist.barrier()
+        got = torch.ops.symm_mem.one_shot_all_reduce(t, "sum", gname) \
+            if nb <= (4 << 20) else None
+        want = dist.get_world_size() * (dist.get_world_size() + 1) // 2
+        if got is not None:
+            R["%s_ok_%d" % (tag, nb)] = bool((got == want).all())
+        torch.cuda.synchronize()
+        dist.barrier()
+        t.normal_()
     except Exception as e:
-        R["torch_symm_err_%d" % nb] = repr(e)[:200]
+        R["%s_symm_err_%d" % (tag, nb)] = repr(e)[:200]
         return
     ops = torch.ops.symm_mem
     if nb <= (4 << 20):
@@ -141,12 +168,67 @@ def bench_torch_symm(R, rank, nb, iters, gname):
             fn = (lambda: ops.one_shot_all_reduce_out(t, "sum", gname, out))
         else:
             fn = (lambda: ops.one_shot_all_reduce(t, "sum", gname))
-        measure(R, "torch_one_shot_%d" % nb, fn, iters)
-    measure(R, "torch_two_shot_%d" % nb,
+        measure(R, "%s_one_shot_%d" % (tag, nb), fn, iters)
+    measure(R, "%s_two_shot_%d" % (tag, nb),
             lambda: ops.two_shot_all_reduce_(t, "sum", gname), iters)
 
 
-def worker(rank, world, sizes, quick, path, res_path):
+def empty_rendezvous(R, tag, gname, nbytes=64 << 20, runs=12):
+    """A warm symm_mem.empty + rendezvous of nbytes (the first two runs are
+    the warm-up): median and min ms into R[tag + "_empty_rdv_ms"/_min]."""
+    import torch.distributed._symmetric_memory as symm_mem
+    times = []
+    try:
+        for i in range(runs):
+            dist.barrier()
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            t = symm_mem.empty(nbytes // 2, dtype=torch.bfloat16,
+                               device="cuda")
+            h = symm_mem.rendezvous(t, gname)
+            torch.cuda.synchronize()
+            dt = time.perf_counter() - t0
+            del h, t
+            if i >= 2:
+                times.append(dt * 1e3)
+    except Exception as e:  # noqa: BLE001
+        R[tag + "_empty_rdv_err"] = repr(e)[:200]
+        return
+    R[tag + "_empty_rdv_ms"] = statistics.median(times)
+    R[tag + "_empty_rdv_min_ms"] = min(times)
+
+
+def worker_symheap_backend(rank, world, sizes, quick, gname, res_path):
+    """The SYMHEAP backend's run: PyTorch's ops on symheap memory."""
+    R = {}
+    try:
+        import symheap.torch as sht
+        import torch.distributed._symmetric_memory as symm_mem
+        symm_mem.set_backend("SYMHEAP")
+        sht.init(torch.cuda.current_device())  # through torch's store
+        try:
+            symm_mem.enable_symm_mem_for_group(gname)
+        except Exception:  # noqa: BLE001 -- newer torch: every group is
+            pass
+    except Exception as e:  # noqa: BLE001 -- not built here: say why
+        R["sh_err"] = repr(e)[:300]
+        sizes = []
+    for nb in sizes:
+        iters = (20 if nb <= (1 << 20) else 5) if quick else \
+            (200 if nb <= (1 << 20) else 20)
+        bench_torch_symm(R, rank, nb, iters, gname, tag="sh")
+        torch.cuda.synchronize()
+        dist.barrier()
+    if sizes:
+        empty_rendezvous(R, "sh", gname)
+    if rank == 0:
+        with open(res_path, "w") as f:
+            json.dump(R, f, indent=1)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def worker(rank, world, sizes, quick, path, res_path, symm_backend):
     ndev = torch.cuda.device_count()
     torch.cuda.set_device(rank % ndev)
     shared = ndev < world
@@ -154,9 +236,12 @@ def worker(rank, world, sizes, quick, path, res_path):
     kw = {} if shared else {"device_id": torch.device("cuda", rank % ndev)}
     dist.init_process_group(backend, init_method="file://" + path, rank=rank,
                             world_size=world, **kw)
+    gname = dist.group.WORLD.group_name
+    if symm_backend == "SYMHEAP":
+        return worker_symheap_backend(rank, world, sizes, quick, gname,
+                                      res_path)
     import symheap
     comm = symheap.init_torch()
-    gname = dist.group.WORLD.group_name
     try:
         import torch.distributed._symmetric_memory as symm_mem
         symm_mem.enable_symm_mem_for_group(gname)
@@ -177,6 +262,7 @@ def worker(rank, world, sizes, quick, path, res_path):
             measure(R, "nccl_%d" % nb, lambda: dist.all_reduce(x), iters)
         torch.cuda.synchronize()
         dist.barrier()
+    empty_rendezvous(R, "torch", gname)
     ok = [bool(v) for k, v in R.items() if k.startswith("symheap_ok_")]
     flags = [None] * world
     dist.all_gather_object(flags, all(ok))
@@ -190,31 +276,44 @@ def worker(rank, world, sizes, quick, path, res_path):
 
 
 def table(R):
-    def cell(key):
-        for suffix in ("_us",):
-            if key + suffix in R:
-                return "%9.1f" % R[key + suffix]
-        return "%9s" % "-"
+    def cell(key, w=7):
+        if key + "_us" in R:
+            return "%*.1f" % (w, R[key + "_us"])
+        return "%*s" % (w, "-")
+
+    def ok(key):
+        v = R.get(key)
+        return "-" if v is None else ("ok" if v else "WRONG")
     print("ranks %d on %d GPU(s) (%s), torch %s, backend %s" %
           (R["ranks"], R["gpus"], R["device"], R["torch"], R["backend"]))
-    print("us per bf16 all-reduce (median of 5); eager | CUDA graph; "
-          "symheap's Python entry: %s (ctypes: the same call through "
-          "ctypes, eager)" % R.get("symheap_path", "?"))
-    print("%9s %9s %9s %9s | %9s %9s | %9s %9s | %9s %9s | %s" % (
-        "bytes", "symheap", "ctypes", "graph", "t.1shot", "graph", "t.2shot",
-        "graph", "nccl", "graph", "symheap result"))
+    print("us per bf16 all-reduce (median of 5), eager/graph; symheap: "
+          "symheap.cuda.all_reduce (entry: %s; ctypes: the same call through "
+          "ctypes, eager); 1shot/2shot: torch.ops.symm_mem.one_shot_all_reduce"
+          " / two_shot_all_reduce_ on PyTorch's default backend (dflt) and on "
+          "SYMHEAP (shp)" % R.get("symheap_path", "?"))
+    cols = ("symheap", "1shot dflt", "1shot shp", "2shot dflt", "2shot shp",
+            "nccl")
+    print("%9s | %s | %7s | %s" % ("bytes", " | ".join(
+        "%15s" % c for c in cols), "ctypes", "results sym/dflt/shp algo"))
+    keys = ("symheap_%d", "torch_one_shot_%d", "sh_one_shot_%d",
+            "torch_two_shot_%d", "sh_two_shot_%d", "nccl_%d")
     for nb in R["sizes"]:
-        print("%9d %s %s %s | %s %s | %s %s | %s %s | %s %s" % (
-            nb, cell("symheap_%d_eager" % nb),
+        print("%9d | %s | %s | %s/%s/%s %s" % (
+            nb, " | ".join("%s %s" % (cell((k % nb) + "_eager"),
+                                      cell((k % nb) + "_graph"))
+                           for k in keys),
             cell("symheap_ctypes_%d_eager" % nb),
-            cell("symheap_%d_graph" % nb),
-            cell("torch_one_shot_%d_eager" % nb),
-            cell("torch_one_shot_%d_graph" % nb),
-            cell("torch_two_shot_%d_eager" % nb),
-            cell("torch_two_shot_%d_graph" % nb),
-            cell("nccl_%d_eager" % nb), cell("nccl_%d_graph" % nb),
-            "ok" if R.get("symheap_ok_%d" % nb) else "WRONG",
-            R.get("symheap_algo_%d" % nb, "")))
+            ok("symheap_ok_%d" % nb), ok("torch_ok_%d" % nb),
+            ok("sh_ok_%d" % nb), R.get("symheap_algo_%d" % nb, "")))
+    for tag, name in (("torch", "default"), ("sh", "SYMHEAP")):
+        if tag + "_empty_rdv_ms" in R:
+            print("symm_mem.empty + rendezvous 64 MiB, warm, %s backend: "
+                  "median %.3f ms (min %.3f)" % (
+                      name, R[tag + "_empty_rdv_ms"],
+                      R[tag + "_empty_rdv_min_ms"]))
+    if "torch_empty_rdv_ms" in R and "sh_empty_rdv_ms" in R:
+        print("  SYMHEAP / default: %.2fx (goal <= 0.2x)" %
+              (R["sh_empty_rdv_ms"] / R["torch_empty_rdv_ms"]))
     errs = {k: v for k, v in R.items() if "_err" in k}
     for k, v in sorted(errs.items()):
         print("  %s: %s" % (k, v))
@@ -227,6 +326,8 @@ def main():
     ap.add_argument("--sizes", default="4K,64K,1M,16M,256M")
     ap.add_argument("--quick", action="store_true",
                     help="fewer iterations (a correctness run)")
+    ap.add_argument("--no-symheap-backend", action="store_true",
+                    help="skip the SYMHEAP backend's run")
     a = ap.parse_args()
     if not torch.cuda.is_available():
         print("SKIP python_peers: no GPU")
@@ -234,13 +335,26 @@ def main():
     sizes = [parse_size(s) for s in a.sizes.split(",")]
     out = os.environ.get("OUT", "/tmp")
     res = os.path.join(out, "python_peers.json")
-    fd, path = tempfile.mkstemp(prefix="symheap-bench-")
-    os.close(fd)
-    os.unlink(path)
-    mp.spawn(worker, args=(a.ranks, sizes, a.quick, path, res),
-             nprocs=a.ranks)
-    with open(res) as f:
-        R = json.load(f)
+    def run(symm_backend, res_path):
+        fd, path = tempfile.mkstemp(prefix="symheap-bench-")
+        os.close(fd)
+        os.unlink(path)
+        mp.spawn(worker, args=(a.ranks, sizes, a.quick, path, res_path,
+                               symm_backend), nprocs=a.ranks)
+        with open(res_path) as f:
+            return json.load(f)
+    R = run("default", res)
+    if a.no_symheap_backend:
+        R["sh_err"] = "not run (--no-symheap-backend)"
+    elif R["gpus"] < a.ranks:
+        R["sh_err"] = "not run: ranks share a GPU"
+    else:
+        try:
+            R.update(run("SYMHEAP", res + ".symheap"))
+        except Exception as e:  # noqa: BLE001 -- the first run stands
+            R["sh_err"] = "the SYMHEAP run failed: %s" % repr(e)[:200]
+        with open(res, "w") as f:
+            json.dump(R, f, indent=1)
     table(R)
     print("symheap results correct on every rank: %s" %
           R["symheap_ok_all_ranks"])

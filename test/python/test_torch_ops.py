@@ -1,6 +1,8 @@
 """torch.ops.symheap.* (bindings/python/symheap/ops.py) on cuda, one rank
-per process:
+per process, under symheap-run or torchrun (symheap.init() then joins
+through torch's store):
     build/bin/symheap-run -n 2 python3 test/python/test_torch_ops.py
+    python3 -m torch.distributed.run --nproc-per-node 2 test/python/test_torch_ops.py
 Each op against the result computed on the CPU from every rank's inputs
 (known to all: seeded by rank), captured in a CUDA graph and replayed, and
 under torch.compile(fullgraph=True).  Skips, saying
@@ -16,7 +18,8 @@ from pytest_harness import Cases, check  # noqa: E402
 
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 os.environ.setdefault("SYMHEAP_DISABLE_MULTICAST", "1")
-RANK = int(os.environ.get("SYMHEAP_RANK", "0"))
+TORCHRUN = "SYMHEAP_RANK" not in os.environ and "RANK" in os.environ
+RANK = int(os.environ.get("SYMHEAP_RANK", os.environ.get("RANK", "0")))
 
 
 def skip(why):
@@ -145,14 +148,23 @@ def case_compile(comm):
 
 
 def main():
-    local = int(os.environ.get("SYMHEAP_LOCAL_RANK", RANK))
+    local = int(os.environ.get("SYMHEAP_LOCAL_RANK",
+                               os.environ.get("LOCAL_RANK", RANK)))
     torch.cuda.set_device(local % torch.cuda.device_count())
-    uid = os.environ.get("SYMHEAP_UNIQUE_ID", "x").encode()
-    path = os.path.join(tempfile.gettempdir(), "symheap-ops-%s" %
-                        hashlib.sha1(uid).hexdigest()[:16])
-    dist.init_process_group("gloo", init_method="file://" + path, rank=RANK,
-                            world_size=int(os.environ["SYMHEAP_NRANKS"]))
-    comm = symheap.init_torch()
+    path = None
+    if TORCHRUN:  # env://, and symheap.init() through torch's store
+        dist.init_process_group("gloo")
+        comm = symheap.init()
+        check((comm.rank, comm.size) == (RANK, dist.get_world_size()),
+              "rank/size %d/%d" % (comm.rank, comm.size))
+    else:
+        uid = os.environ.get("SYMHEAP_UNIQUE_ID", "x").encode()
+        path = os.path.join(tempfile.gettempdir(), "symheap-ops-%s" %
+                            hashlib.sha1(uid).hexdigest()[:16])
+        dist.init_process_group("gloo", init_method="file://" + path,
+                                rank=RANK,
+                                world_size=int(os.environ["SYMHEAP_NRANKS"]))
+        comm = symheap.init_torch()
     torch.cuda.set_stream(torch.cuda.Stream())
     t = Cases(comm, comm.rank)
     t.run("python-torch-ops-vs-torch", case_ops_vs_torch, comm)
@@ -161,7 +173,7 @@ def main():
     comm.destroy()
     dist.barrier()
     dist.destroy_process_group()
-    if RANK == 0 and os.path.exists(path):
+    if RANK == 0 and path and os.path.exists(path):
         os.unlink(path)
     return t.exit()
 

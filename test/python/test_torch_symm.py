@@ -1,7 +1,10 @@
 """symheap.torch: PyTorch's SymmetricMemory on the "SYMHEAP" backend, one
 rank per process under symheap-run (torch.distributed is set up beside it,
-for the group and for the comparison backend):
+for the group and for the comparison backend) or under torchrun (the symheap
+comm then joins through torch's store, made lazily by the first
+symm_mem.empty: no symheap.torch.init() call):
     build/bin/symheap-run -n 2 python3 test/python/test_torch_symm.py [--backend SYMHEAP|default] [--bench]
+    python3 -m torch.distributed.run --nproc-per-node 2 test/python/test_torch_symm.py
 The same cases run on either backend (a process can use only one), each
 checked against the result computed on the CPU from every rank's inputs:
 every peer's buffer and signal pad read through get_buffer/get_signal_pad,
@@ -23,8 +26,13 @@ from pytest_harness import Cases, check  # noqa: E402
 for k in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
           "NVSHMEM_DISABLE_NVLS", "SYMHEAP_DISABLE_MULTICAST"):
     os.environ[k] = "1" if k != "NCCL_NVLS_ENABLE" else "0"
-RANK = int(os.environ.get("SYMHEAP_RANK", "0"))
-SIZE = int(os.environ.get("SYMHEAP_NRANKS", "1"))
+# torchrun: no symheap-run variables, torch's instead.
+TORCHRUN = "SYMHEAP_RANK" not in os.environ and "RANK" in os.environ
+RANK = int(os.environ.get("SYMHEAP_RANK", os.environ.get("RANK", "0")))
+SIZE = int(os.environ.get("SYMHEAP_NRANKS", os.environ.get("WORLD_SIZE",
+                                                           "1")))
+LOCAL = int(os.environ.get("SYMHEAP_LOCAL_RANK",
+                           os.environ.get("LOCAL_RANK", RANK)))
 BACKEND = "SYMHEAP"
 if "--backend" in sys.argv:
     BACKEND = sys.argv[sys.argv.index("--backend") + 1]
@@ -56,17 +64,21 @@ if BACKEND == "SYMHEAP":
     except ImportError as e:
         skip(str(e))
 
-DEV = torch.device("cuda", RANK % torch.cuda.device_count())
+DEV = torch.device("cuda", LOCAL % torch.cuda.device_count())
 torch.cuda.set_device(DEV)
-port = 20000 + int(hashlib.sha1(os.environ.get("SYMHEAP_UNIQUE_ID", "x")
-                                .encode()).hexdigest(), 16) % 20000
-dist.init_process_group("nccl", init_method="tcp://127.0.0.1:%d" % port,
-                        rank=RANK, world_size=SIZE, device_id=DEV)
+if TORCHRUN:  # env://: torchrun's MASTER_ADDR, MASTER_PORT
+    dist.init_process_group("nccl", device_id=DEV)
+else:
+    port = 20000 + int(hashlib.sha1(os.environ.get("SYMHEAP_UNIQUE_ID", "x")
+                                    .encode()).hexdigest(), 16) % 20000
+    dist.init_process_group("nccl", init_method="tcp://127.0.0.1:%d" % port,
+                            rank=RANK, world_size=SIZE, device_id=DEV)
 GROUP = dist.group.WORLD
 GNAME = GROUP.group_name
 if BACKEND == "SYMHEAP":
     symm_mem.set_backend("SYMHEAP")
-    sht.init(DEV)
+    if not TORCHRUN:  # under torchrun the first symm_mem.empty makes it
+        sht.init(DEV)
 try:
     symm_mem.enable_symm_mem_for_group(GNAME)
 except Exception:  # noqa: BLE001 -- newer torch: every group already is
@@ -122,6 +134,18 @@ def case_peers():
     mine[pad_n - 1] = 0
     torch.cuda.synchronize()
     dist.barrier()
+
+
+def case_comm():
+    """The backend's comm: made (explicitly, or by the first allocation
+    through torch's store under torchrun) with torch's rank and size."""
+    if BACKEND != "SYMHEAP":
+        return
+    inf = sht.info()
+    check(inf["initialized"] == 1, "not initialised: %r" % inf)
+    check((inf["rank"], inf["nranks"]) == (RANK, SIZE),
+          "rank/size %r, torch says %d/%d" % (inf, RANK, SIZE))
+    check(inf["device"] == DEV.index, "device %r" % inf)
 
 
 def case_signals():
@@ -265,7 +289,8 @@ def bench():
 
 
 cases = Cases(DistComm(), RANK)
-for name, fn in (("peers", case_peers), ("signals", case_signals),
+for name, fn in (("peers", case_peers), ("comm", case_comm),
+                 ("signals", case_signals),
                  ("ops", case_ops), ("free_order", case_free_order),
                  ("graph", case_graph)):
     cases.run(TAG + name, fn)
