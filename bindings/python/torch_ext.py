@@ -50,8 +50,10 @@ def extensions(libdir):
 
 
 def build_ext_cmd():
-    from torch.utils.cpp_extension import BuildExtension
-    return BuildExtension.with_options(use_ninja=False)
+    """ninja where it is (the two sources compile side by side, MAX_JOBS
+    bounds it), else one after the other."""
+    from torch.utils.cpp_extension import BuildExtension, is_ninja_available
+    return BuildExtension.with_options(use_ninja=is_ninja_available())
 
 
 def main():
