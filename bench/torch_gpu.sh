@@ -77,22 +77,37 @@ R4=4
 [ "$NGPU" -ge 4 ] || R4=$NGPU
 mkdir -p "$OUT/peers2" "$OUT/peers$R4"
 SIZES=4K,64K,256K,1M,16M,256M
-step "torch symm_mem SYMHEAP, symheap-run x2" symm_srun2.log 100 $SRUN 2 "$PY" test/python/test_torch_symm.py --bench
-step "torch symm_mem SYMHEAP, torchrun x$R4" symm_trun$R4.log 100 $TRUN "$R4" test/python/test_torch_symm.py
+# 2-rank tests two at a time, on GPUs 0,1 and 2,3 (fewer than 4 GPUs: in
+# turn); then the timings alone on the machine; then the 4-rank tests.
+pair() { # pair STEP-ARGS... -- STEP-ARGS...: two steps, side by side
+  local a=() b=()
+  while [ "$1" != -- ]; do a+=("$1"); shift; done
+  shift
+  b=("$@")
+  if [ "$NGPU" -ge 4 ]; then
+    CUDA_VISIBLE_DEVICES=0,1 step "${a[@]}" &
+    CUDA_VISIBLE_DEVICES=2,3 step "${b[@]}"
+    wait
+  else
+    step "${a[@]}"
+    step "${b[@]}"
+  fi
+}
+pair "torch symm_mem SYMHEAP, symheap-run x2" symm_srun2.log 100 $SRUN 2 "$PY" test/python/test_torch_symm.py -- \
+  "torch.ops.symheap, torchrun x2" ops_trun2.log 120 $TRUN 2 test/python/test_torch_ops.py
+pair "torch symm_mem SYMHEAP, torchrun x2" symm_trun2.log 100 $TRUN 2 test/python/test_torch_symm.py -- \
+  "torch.ops.symheap, symheap-run x2" ops_srun2.log 120 $SRUN 2 "$PY" test/python/test_torch_ops.py
 step "python_peers x2" peers2.log 150 env OUT="$OUT/peers2" "$PY" bench/python_peers.py --ranks 2 --sizes $SIZES
 step "python_peers x$R4" peers$R4.log 170 env OUT="$OUT/peers$R4" "$PY" bench/python_peers.py --ranks "$R4" --sizes $SIZES
-step "torch.ops.symheap, torchrun x2" ops_trun2.log 100 $TRUN 2 test/python/test_torch_ops.py
-step "torch.ops.symheap, symheap-run x$R4" ops_srun$R4.log 100 $SRUN "$R4" "$PY" test/python/test_torch_ops.py
 step "python entry cost, symheap-run x2" entry_cost2.log 60 $SRUN 2 "$PY" bench/python_entry_cost.py
-step "torch symm_mem SYMHEAP, torchrun x2" symm_trun2.log 90 $TRUN 2 test/python/test_torch_symm.py
+step "torch symm_mem SYMHEAP, torchrun x$R4" symm_trun$R4.log 100 $TRUN "$R4" test/python/test_torch_symm.py
+step "torch.ops.symheap, symheap-run x$R4" ops_srun$R4.log 100 $SRUN "$R4" "$PY" test/python/test_torch_ops.py
 step "torch symm_mem SYMHEAP, symheap-run x$R4" symm_srun$R4.log 90 $SRUN "$R4" "$PY" test/python/test_torch_symm.py
-step "torch.ops.symheap, symheap-run x2" ops_srun2.log 90 $SRUN 2 "$PY" test/python/test_torch_ops.py
 step "torch.ops.symheap, torchrun x$R4" ops_trun$R4.log 90 $TRUN "$R4" test/python/test_torch_ops.py
 
 echo
 echo "== python entry cost (host us per call, 4 KiB bf16, 2 ranks)"
 grep -E '^ +[0-9.na]+  ' "$OUT/entry_cost2.log" 2>/dev/null | head -n 20
-grep -h '^BENCH' "$OUT/symm_srun2.log" 2>/dev/null
 echo
 echo "== summary (also $SUMMARY)"
 cat "$SUMMARY"
