@@ -97,6 +97,8 @@ pair "torch symm_mem SYMHEAP, symheap-run x2" symm_srun2.log 100 $SRUN 2 "$PY" t
   "torch.ops.symheap, torchrun x2" ops_trun2.log 120 $TRUN 2 test/python/test_torch_ops.py
 pair "torch symm_mem SYMHEAP, torchrun x2" symm_trun2.log 100 $TRUN 2 test/python/test_torch_symm.py -- \
   "torch.ops.symheap, symheap-run x2" ops_srun2.log 120 $SRUN 2 "$PY" test/python/test_torch_ops.py
+pair "python GPU test x2 (compiled entry)" gpu_fast2.log 100 $SRUN 2 "$PY" test/python/test_gpu.py -- \
+  "python GPU test x2 (ctypes)" gpu_ctypes2.log 100 env SYMHEAP_PYTHON_FAST=0 $SRUN 2 "$PY" test/python/test_gpu.py
 step "python_peers x2" peers2.log 150 env OUT="$OUT/peers2" "$PY" bench/python_peers.py --ranks 2 --sizes $SIZES
 step "python_peers x$R4" peers$R4.log 170 env OUT="$OUT/peers$R4" "$PY" bench/python_peers.py --ranks "$R4" --sizes $SIZES
 step "python entry cost, symheap-run x2" entry_cost2.log 60 $SRUN 2 "$PY" bench/python_entry_cost.py
