@@ -4,8 +4,9 @@
 # torch extension (symheap.torch._C); the torch tests at 2 and 4 ranks under
 # symheap-run and under torchrun (test_torch_symm.py: PyTorch's symm_mem on
 # SYMHEAP; test_torch_ops.py: torch.ops.symheap, graph, compile); the
-# Python entry's cost layer by layer; bench/python_peers.py at 2 and 4
-# ranks.  Logs under $OUT; a short table last.  Steps that would start past
+# package's GPU test (test_gpu.py) through the compiled entry and through
+# ctypes; the Python entry's cost layer by layer; bench/python_peers.py at
+# 2 and 4 ranks.  Logs under $OUT; a short table last.  Steps that would start past
 # the time budget (BUDGET_S, default 470 s) are listed as skipped.
 #   bash bench/torch_gpu.sh
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
