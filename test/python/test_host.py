@@ -454,8 +454,7 @@ def case_fast_tensor_entry(comm):
     errors for an address outside every window and a failed C call."""
     from symheap import _hot
     f = _hot.fast
-    if f is None or not hasattr(f, "all_reduce_t"):
-        return  # ctypes only here (no Python.h): nothing compiled to test
+    check(hasattr(f, "all_reduce_t"), "symheap._fast has no all_reduce_t")
     vp, sz, ci = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int
     calls, result = [], [0]
 
@@ -729,7 +728,12 @@ def main():
         t.run("python-refusals-agreed", case_refusals_agreed, comm)
     t.run("python-interrupt-deferred", case_interrupt_deferred, comm)
     t.run("python-window-lookup", case_window_lookup, comm)
-    t.run("python-fast-tensor-entry", case_fast_tensor_entry, comm)
+    from symheap import _hot
+    if _hot.fast is not None:
+        t.run("python-fast-tensor-entry", case_fast_tensor_entry, comm)
+    else:
+        t.skip("python-fast-tensor-entry", "the ctypes path (no _fast, or "
+               "SYMHEAP_PYTHON_FAST=0): nothing compiled to test")
     t.run("python-torchrun-bootstrap", case_torchrun_bootstrap, comm)
     if comm.size > 1:
         t.run("python-gc-free-during-collective",
