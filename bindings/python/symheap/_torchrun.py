@@ -53,11 +53,13 @@ def how(env=None):
     for k in _LAUNCHER_VARS:
         if env.get(k):
             return "env", "%s is set (mpirun)" % k
+    missing = [k for k in _TORCHRUN_VARS if not env.get(k)]
     return None, (
         "no job to join: run under symheap-run, torchrun or mpirun, or "
-        "call torch.distributed.init_process_group first (none of "
-        "SYMHEAP_UNIQUE_ID, %s, %s is set)" %
-        (", ".join(_TORCHRUN_VARS), ", ".join(_LAUNCHER_VARS)))
+        "call torch.distributed.init_process_group first (SYMHEAP_UNIQUE_ID "
+        "is not set, nor any of %s; torchrun's %s %s missing)" %
+        (", ".join(_LAUNCHER_VARS), ", ".join(missing),
+         "is" if len(missing) == 1 else "are"))
 
 
 def _env_int(name):

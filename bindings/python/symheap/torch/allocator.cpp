@@ -263,7 +263,8 @@ class SymheapAllocator
   void ensure_init(int device) {
     if (initialized() || !g_bootstrap) return;
     pybind11::gil_scoped_acquire gil;
-    pybind11::handle(g_bootstrap)(device);
+    pybind11::handle hook(g_bootstrap);
+    hook(device);
   }
 
   // id NULL: symheap_comm_init_env (symheap-run, mpirun).
