@@ -14,6 +14,7 @@ mpicc openmpi-bin libopenmpi-dev
 py-numpy python3-numpy
 py-pip python3-pip python3-setuptools
 py-dev python3-dev
+pybind11 pybind11-dev
 c++ g++
 autoconf autoconf
 cmake cmake
@@ -48,14 +49,16 @@ deps_install() {
 
 # have_tool CMD: is CMD usable now?  py-numpy: Debian's python3 imports
 # numpy (the Python tests' interpreter); py-pip: it has pip and setuptools
-# (the pip test); py-dev: its Python.h (symheap._fast); libfabric: its
-# library and headers.
+# (the pip test); py-dev: its Python.h (symheap._fast); pybind11: its
+# headers; libfabric: its library and headers.
 have_tool() {
   case $1 in
   py-numpy) /usr/bin/python3 -c 'import numpy' >/dev/null 2>&1 ;;
   # setuptools first: importing pip first trips setuptools' distutils check.
   py-pip) /usr/bin/python3 -c 'import setuptools, pip' >/dev/null 2>&1 ;;
   py-dev) [ -e "$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)/Python.h" ] ;;
+  # pybind11: its headers (symheap.torch's extension on stand-ins).
+  pybind11) [ -e /usr/include/pybind11/pybind11.h ] ;;
   # libfabric: the run-time library the ofi net adaptor opens, and the
   # headers the adaptor and bench/net_raw.c compile against.
   libfabric) [ -e /usr/include/rdma/fabric.h ] &&

@@ -382,6 +382,11 @@ run " python symheap.torch SYMHEAP backend (cuda) procs x2" env PYTHONPATH="$PYP
   SYMHEAP_DISABLE_MULTICAST=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
   NVSHMEM_DISABLE_NVLS=1 build/bin/symheap-run -n 2 "${PY_TORCH:-${PY_NUMPY:-python3}}" \
   test/python/test_torch_symm.py
+# symheap.torch's extension against stand-ins for torch and CUDA on the
+# host backend, ranks started like torchrun's (test/python/torch_stub;
+# SKIP without g++, Python.h or pybind11).
+run " python symheap.torch on stand-ins (torchrun-like) procs x3" \
+  bash test/python/test_torch_stub.sh 3
 . test/shell_checks.sh
 . test/shmem/run_shmem.sh
 

@@ -1,0 +1,2 @@
+def set_backend(name):
+    pass
