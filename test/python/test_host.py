@@ -548,6 +548,22 @@ def case_torchrun_bootstrap(comm):
     check(how({"OMPI_COMM_WORLD_SIZE": "2"})[0] == "env", "mpirun")
     way, why = how({"RANK": "0"})
     check(way is None and "torchrun" in why, "none: %r" % (why,))
+    # torchrun's variables without its agent's store: init_process_group
+    # will host the store there, so symheap refuses to go first.
+    saved = {k: os.environ.get(k) for k in
+             list(tr) + ["TORCHELASTIC_USE_AGENT_STORE"]}
+    try:
+        os.environ.update(tr)
+        os.environ.pop("TORCHELASTIC_USE_AGENT_STORE", None)
+        if _torchrun._dist() is None:  # (no initialised torch.distributed)
+            e = raises(symheap.InvalidArgError, _torchrun.job)
+            check("init_process_group first" in e.message, e.message)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     import tempfile
     d = comm.allgather(tempfile.mkdtemp().encode().ljust(200, b"\0"))[0]
     store = _DirStore(d.rstrip(b"\0").decode())

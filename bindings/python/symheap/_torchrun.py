@@ -15,6 +15,8 @@ through here in the same order, as with any collective.  docs/torch.md.
 """
 import os
 
+from . import errors
+
 # symheap_comm_init_env's own ways in (core/comm/ccl_env.c).
 _LAUNCHER_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK")
 _TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -78,16 +80,24 @@ def job():
         from torch.distributed import distributed_c10d as c10d
         return dist.get_rank(), dist.get_world_size(), c10d._get_default_store()
     rank, size = _env_int("RANK"), _env_int("WORLD_SIZE")
+    # torchrun's agent hosts the store (TORCHELASTIC_USE_AGENT_STORE=True):
+    # every rank is a client.  Without an agent, rank 0 of
+    # init_process_group(env://) will host it on MASTER_PORT: taking the
+    # port first would make that fail, so that order is refused.
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE", "") != "True":
+        raise errors.InvalidArgError(
+            "RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT are set but no "
+            "torchrun agent hosts a store there "
+            "(TORCHELASTIC_USE_AGENT_STORE is not True): call "
+            "torch.distributed.init_process_group first, and symheap uses "
+            "its store")
     import datetime
     from torch.distributed import TCPStore
     timeout = datetime.timedelta(
         milliseconds=int(os.environ.get("SYMHEAP_TIMEOUT_MS", "") or 60000))
-    # torchrun's agent hosts the store (TORCHELASTIC_USE_AGENT_STORE=True);
-    # without an agent, rank 0 hosts it, as init_process_group(env://) does.
-    agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE", "") == "True"
     store = TCPStore(os.environ["MASTER_ADDR"], _env_int("MASTER_PORT"),
-                     size, is_master=(rank == 0 and not agent),
-                     timeout=timeout, wait_for_workers=False)
+                     size, is_master=False, timeout=timeout,
+                     wait_for_workers=False)
     return rank, size, store
 
 
