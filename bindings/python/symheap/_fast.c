@@ -350,7 +350,8 @@ static int ar_read(PyObject *t, PyObject *out, PyObject *op, PyObject *algo,
   if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) < 2)
     return 1;
   long esz = PyLong_AsLong(PyTuple_GET_ITEM(entry, 1));
-  if ((r = dict_int(t_ops, op, &a->op)) || (r = dict_int(t_algos, algo, &a->algo)))
+  if ((r = dict_int(t_ops, op, &a->op)) ||
+      (r = dict_int(t_algos, algo, &a->algo)))
     return r;
   if ((r = contiguous(t)) != 1 || (out != t && (r = contiguous(out)) != 1))
     return r < 0 ? -1 : 1;
@@ -373,8 +374,8 @@ static int ar_read(PyObject *t, PyObject *out, PyObject *op, PyObject *algo,
   if (!dev)
     return -1;
   long di = PyLong_Check(dev) ? PyLong_AsLong(dev) : -1;
-  PyObject *st = di >= 0 ? PyObject_CallFunctionObjArgs(t_stream, dev, NULL)
-                         : NULL;
+  PyObject *st =
+      di >= 0 ? PyObject_CallFunctionObjArgs(t_stream, dev, NULL) : NULL;
   Py_DECREF(dev);
   if (di < 0) {
     PyErr_Clear();
