@@ -47,10 +47,11 @@ def barrier():
     raise AssertionError("rank %d: barrier %d timed out" % (RANK, n))
 
 
-def shared(nbytes, tag):
+def shared(nbytes, tag, device=0):
     """An allocation filled with (tag + rank) bytes, rendezvoused; every
-    peer's buffer read through the handle, and its device tables."""
-    p = lib.stub_alloc(nbytes, 0)
+    peer's buffer read through the handle, and its device tables.  Device
+    -1: torch.device("cuda") with no index, the current device."""
+    p = lib.stub_alloc(nbytes, device)
     check(p, "alloc of %d bytes" % nbytes)
     ctypes.memset(p, (tag + RANK) & 0xff, nbytes)
     check(lib.stub_rendezvous(p) == 0, "rendezvous")
@@ -74,7 +75,7 @@ def lazy():
     inf = sht.info()
     check((inf["rank"], inf["nranks"], inf["initialized"]) ==
           (RANK, SIZE, 1), "info %r" % inf)
-    b = shared(65536, 20)
+    b = shared(65536, 20, device=-1)
     barrier()  # every rank read a and b
     for p in ((a, b) if RANK % 2 else (b, a)):  # freed in different orders
         lib.stub_free(p)

@@ -18,6 +18,10 @@ cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t) {
   return 0;
 }
 cudaError_t cudaFree(void *) { return 0; }
+cudaError_t cudaGetDevice(int *d) {
+  *d = 0;
+  return 0;
+}
 cudaError_t cudaDeviceSynchronize() { return 0; }
 cudaError_t cudaStreamIsCapturing(cudaStream_t, cudaStreamCaptureStatus *s) {
   *s = cudaStreamCaptureStatusNone;

@@ -140,6 +140,8 @@ class SymheapAllocator
   void* alloc(size_t size, int device_idx,
               const std::optional<std::string>& group_name) {
     (void)group_name;  // one comm serves every group of the whole job
+    // symm_mem.empty(..., device="cuda") carries no index: the current one.
+    if (device_idx < 0) CU_CHECK(cudaGetDevice(&device_idx));
     ensure_init(device_idx);
     std::lock_guard<std::mutex> l(mu_);
     init_locked(device_idx, nullptr, 0, 0);

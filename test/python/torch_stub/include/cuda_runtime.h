@@ -12,6 +12,7 @@ cudaError_t cudaMemcpyAsync(void *, const void *, size_t, cudaMemcpyKind,
 cudaError_t cudaMemcpy(void *, const void *, size_t, cudaMemcpyKind);
 cudaError_t cudaMemsetAsync(void *, int, size_t, cudaStream_t);
 cudaError_t cudaFree(void *);
+cudaError_t cudaGetDevice(int *);
 cudaError_t cudaDeviceSynchronize();
 cudaError_t cudaStreamIsCapturing(cudaStream_t, cudaStreamCaptureStatus *);
 const char *cudaGetErrorString(cudaError_t);
