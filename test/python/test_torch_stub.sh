@@ -57,7 +57,7 @@ ranks() { # ranks MODE N VAR=VALUE...: N processes started like torchrun's
   if [ $bad = 0 ] && [ "$(cat "$d/$mode".*.log | grep -c "^OK $mode ")" = "$n" ]; then
     echo "PASS torch-stub-$mode"
   else
-    echo "FAIL torch-stub-$mode $(grep -h -m1 -E 'Error|error' "$d/$mode".*.log | tr '\n' ' ' | cut -c1-400)"
+    echo "FAIL torch-stub-$mode $(grep -h -m1 -E '^[A-Za-z.]*(Error|Exception)|stub_' "$d/$mode".*.log | tr '\n' ' ' | cut -c1-400)"
     status=1
   fi
 }
