@@ -60,6 +60,9 @@ step() {
     row "$name" "skipped (time budget: $((SECONDS - t0)) s used)"
     return
   fi
+  # No step runs past BUDGET_S + 90 s (the machine's limit is 600 s).
+  local left=$((BUDGET_S + 90 - (SECONDS - t0)))
+  [ "$limit" -le "$left" ] || limit=$left
   local s=$SECONDS rc=0
   timeout -k 5 "$limit" "$@" >"$log" 2>&1 || rc=$?
   local counts
