@@ -178,6 +178,51 @@ else
   skip_pass "shmem spec examples" "$SHMEM_SPEC is not there (../shared beside the checkout)"
 fi
 
+# Across hosts (issue 27 steps 5 and 6; docs/openshmem.md, "PEs on several
+# hosts"): 4 PEs on 2 pretend hosts (SYMHEAP_HOST_ID per rank through
+# test/shmem/pretend_host.sh: PEs 0,1 on one, 2,3 on the other), other-host
+# PEs reached through a net adaptor: the test adaptor "loop" (as a plugin,
+# build/test/plugins/libsymheap-plugin-netloop.so), then libfabric's
+# tcp;ofi_rxm on loopback.  The feature tests, the hosts test (shmem_ptr
+# NULL for another host, globals reached) and the specification's examples.
+# shmem_hosts_pass LABEL ENV...: the whole set with those variables.
+shmem_hosts_pass() {
+  local label=$1 t ex name
+  shift
+  for t in setup rma amo coll team p2p compat zero; do
+    run " shmem $t 2 hosts x4 $label" env "$@" build/bin/symheap-run -n 4 \
+      test/shmem/pretend_host.sh build/test/shmem/test_shmem_$t
+  done
+  run " shmem rma without inline paths 2 hosts x4 $label" env "$@" \
+    build/bin/symheap-run -n 4 test/shmem/pretend_host.sh \
+    build/test/shmem/test_shmem_rma_noinline
+  run " shmem hosts 2 hosts x4 $label" env "$@" build/bin/symheap-run -n 4 \
+    test/shmem/pretend_host.sh build/test/shmem/test_shmem_hosts --per-host 2
+  for ex in build/shmem-spec/*; do
+    [ -x "$ex" ] || continue
+    name=$(basename "$ex")
+    check " shmem spec example $name 2 hosts x4 $label" timeout 120 env "$@" \
+      build/bin/symheap-run -n 4 test/shmem/pretend_host.sh "$ex"
+  done
+}
+run " shmem hosts one host x4 (shmem_ptr everywhere)" build/bin/symheap-run -n 4 \
+  build/test/shmem/test_shmem_hosts
+run " shmem init across hosts without SYMHEAP_NET refused" env SYMHEAP_NET=none \
+  build/bin/symheap-run -n 2 test/shmem/pretend_host.sh env SYMHEAP_TEST_PER_HOST=1 \
+  build/test/shmem/test_shmem_setup --expect-refusal
+shmem_hosts_pass "net(loop)" SYMHEAP_PLUGIN_PATH="$PWD/build/test/plugins" \
+  SYMHEAP_PLUGIN=netloop SYMHEAP_NET=loop
+run " shmem coll 2 hosts x4 net(loop) progress=none" env \
+  SYMHEAP_PLUGIN_PATH="$PWD/build/test/plugins" SYMHEAP_PLUGIN=netloop \
+  SYMHEAP_NET=loop SYMHEAP_NET_PROGRESS=none build/bin/symheap-run -n 4 \
+  test/shmem/pretend_host.sh build/test/shmem/test_shmem_coll
+if ! have_tool libfabric; then
+  skip_pass "shmem across hosts net(ofi)" "libfabric1 and libfabric-dev are not installed (see test/deps.sh)"
+else
+  shmem_hosts_pass "net(ofi tcp;ofi_rxm)" SYMHEAP_NET=ofi \
+    SYMHEAP_NET_PROVIDER="tcp;ofi_rxm" SYMHEAP_NET_DOMAIN=lo
+fi
+
 # shmem_sanitized BUILD: the feature tests built with ASan + UBSan (run.sh's
 # sanitizer pass calls it once BUILD's tests are built), at 2 and 4 PEs.
 shmem_sanitized() {
