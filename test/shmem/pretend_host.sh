@@ -6,5 +6,7 @@
 #   symheap-run -n 4 test/shmem/pretend_host.sh PROGRAM ARGS...
 per=${SYMHEAP_TEST_PER_HOST:-2}
 SYMHEAP_HOST_ID="host-$((SYMHEAP_RANK / per))"
-export SYMHEAP_HOST_ID
+# The tests read the layout from it (shc_per_host, test/shmem/shmem_check.h).
+SYMHEAP_TEST_PER_HOST=$per
+export SYMHEAP_HOST_ID SYMHEAP_TEST_PER_HOST
 exec "$@"

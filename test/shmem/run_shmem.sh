@@ -197,7 +197,7 @@ shmem_hosts_pass() {
     build/bin/symheap-run -n 4 test/shmem/pretend_host.sh \
     build/test/shmem/test_shmem_rma_noinline
   run " shmem hosts 2 hosts x4 $label" env "$@" build/bin/symheap-run -n 4 \
-    test/shmem/pretend_host.sh build/test/shmem/test_shmem_hosts --per-host 2
+    test/shmem/pretend_host.sh build/test/shmem/test_shmem_hosts
   for ex in build/shmem-spec/*; do
     [ -x "$ex" ] || continue
     name=$(basename "$ex")

@@ -4,9 +4,8 @@
  * host's PEs, and RMA, atomics and signals reach every PE, into the heap and
  * into global variables (the data segment) alike.
  *
- *   test_shmem_hosts --per-host K   PE p is on host p / K (the launcher made
- *                                   it so: test/shmem/pretend_host.sh)
- *   test_shmem_hosts                one host: every PE is local */
+ * Under test/shmem/pretend_host.sh PE p is on host p / SYMHEAP_TEST_PER_HOST
+ * (shc_per_host); without it, on one host, every PE is local. */
 #include <shmem.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,20 +13,18 @@
 
 #include "shmem_check.h"
 
-static int me, npes, per_host;
+static int me, npes;
 static long global_word;      /* in the data segment: symmetric */
 static int global_arr[64];    /* a put of many bytes into the data segment */
 static uint64_t global_sig;   /* a signal word among the globals */
 static long global_counter;   /* atomics from every PE into PE 0's copy */
-
-static int same_host(int a, int b) { return a / per_host == b / per_host; }
 
 static void test_ptr(void) {
   long *heap = shmem_malloc(sizeof(long));
   shc_begin("hosts_shmem_ptr");
   for (int p = 0; p < npes; p++) {
     void *h = shmem_ptr(heap, p), *g = shmem_ptr(&global_word, p);
-    if (same_host(me, p)) {
+    if (shc_same_host(me, p)) {
       SHC_CHECK(h && g, "PE %d on this host: shmem_ptr %p %p", p, h, g);
     } else {
       SHC_CHECK(!h && !g, "PE %d on another host: shmem_ptr %p %p", p, h, g);
@@ -37,11 +34,11 @@ static void test_ptr(void) {
               "PE %d: a symmetric address is accessible", p);
   }
   int n = shmem_team_n_pes(SHMEM_TEAM_SHARED);
-  SHC_CHECK(n == (per_host < npes ? per_host : npes),
+  SHC_CHECK(n == shc_per_host(),
             "SHMEM_TEAM_SHARED has %d PEs", n);
   for (int i = 0; i < n; i++) {
     int w = shmem_team_translate_pe(SHMEM_TEAM_SHARED, i, SHMEM_TEAM_WORLD);
-    SHC_CHECK(same_host(me, w), "shared team PE %d is world %d", i, w);
+    SHC_CHECK(shc_same_host(me, w), "shared team PE %d is world %d", i, w);
   }
   shc_end();
   shmem_free(heap);
@@ -118,15 +115,10 @@ static void test_signal(void) {
   shc_end();
 }
 
-int main(int argc, char **argv) {
+int main(void) {
   shmem_init();
   me = shmem_my_pe();
   npes = shmem_n_pes();
-  per_host = npes;
-  if (argc > 2 && strcmp(argv[1], "--per-host") == 0)
-    per_host = atoi(argv[2]);
-  if (per_host <= 0)
-    per_host = npes;
   test_ptr();
   test_global_put();
   test_atomics();
