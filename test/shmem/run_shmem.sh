@@ -207,15 +207,26 @@ shmem_hosts_pass() {
 }
 run " shmem hosts one host x4 (shmem_ptr everywhere)" build/bin/symheap-run -n 4 \
   build/test/shmem/test_shmem_hosts
-run " shmem init across hosts without SYMHEAP_NET refused" env SYMHEAP_NET=none \
-  build/bin/symheap-run -n 2 test/shmem/pretend_host.sh env SYMHEAP_TEST_PER_HOST=1 \
-  build/test/shmem/test_shmem_setup --expect-refusal
+# Across hosts without a net adaptor: shmem_init refuses, naming SYMHEAP_NET.
+shmem_hosts_no_net() {
+  env SYMHEAP_NET=none SYMHEAP_TEST_PER_HOST=1 build/bin/symheap-run -n 2 \
+    test/shmem/pretend_host.sh build/test/shmem/test_shmem_setup --expect-refusal \
+    >"$LOGDIR/shmem-hosts-no-net.out" 2>&1
+  local rc=$?
+  cat "$LOGDIR/shmem-hosts-no-net.out"
+  [ $rc -eq 0 ] && grep -q "set SYMHEAP_NET" "$LOGDIR/shmem-hosts-no-net.out"
+}
+check " shmem init across hosts without SYMHEAP_NET refused" shmem_hosts_no_net
 shmem_hosts_pass "net(loop)" SYMHEAP_PLUGIN_PATH="$PWD/build/test/plugins" \
   SYMHEAP_PLUGIN=netloop SYMHEAP_NET=loop
-run " shmem coll 2 hosts x4 net(loop) progress=none" env \
-  SYMHEAP_PLUGIN_PATH="$PWD/build/test/plugins" SYMHEAP_PLUGIN=netloop \
-  SYMHEAP_NET=loop SYMHEAP_NET_PROGRESS=none build/bin/symheap-run -n 4 \
-  test/shmem/pretend_host.sh build/test/shmem/test_shmem_coll
+# The waits' own progress (no progress thread): barriers and collectives,
+# and waits on user variables.
+for t in coll p2p; do
+  run " shmem $t 2 hosts x4 net(loop) progress=none" env \
+    SYMHEAP_PLUGIN_PATH="$PWD/build/test/plugins" SYMHEAP_PLUGIN=netloop \
+    SYMHEAP_NET=loop SYMHEAP_NET_PROGRESS=none build/bin/symheap-run -n 4 \
+    test/shmem/pretend_host.sh build/test/shmem/test_shmem_$t
+done
 if ! have_tool libfabric; then
   skip_pass "shmem across hosts net(ofi)" "libfabric1 and libfabric-dev are not installed (see test/deps.sh)"
 else
