@@ -384,6 +384,9 @@ run " python symheap.torch SYMHEAP backend (cuda) procs x2" env PYTHONPATH="$PYP
   test/python/test_torch_symm.py
 . test/shell_checks.sh
 . test/shmem/run_shmem.sh
+# OpenSHMEM across two network namespaces over tcp;ofi_rxm (issue 27 step
+# 5; after run_shmem.sh, which built the specification's examples).
+run " across hosts: OpenSHMEM (shmem_hosts.sh)" test/shmem_hosts.sh build
 
 if [ "${QUICK:-0}" != 1 ]; then
   echo "== ASan + UBSan"

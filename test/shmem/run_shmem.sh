@@ -227,6 +227,28 @@ for t in coll p2p; do
     SYMHEAP_NET=loop SYMHEAP_NET_PROGRESS=none build/bin/symheap-run -n 4 \
     test/shmem/pretend_host.sh build/test/shmem/test_shmem_$t
 done
+# Ending a job across hosts (a PE per host, 2 hosts): shmem_global_exit
+# reaches the other host's PE through the network, and a PE that dies is
+# noticed by the other host's PE (a get of its control block fails).
+shmem_hosts_exit() { # WANT ARGS...
+  local want=$1
+  shift
+  timeout 60 env SYMHEAP_PLUGIN_PATH="$PWD/build/test/plugins" SYMHEAP_PLUGIN=netloop \
+    SYMHEAP_NET=loop SYMHEAP_TEST_PER_HOST=1 build/bin/symheap-run -n 2 \
+    test/shmem/pretend_host.sh build/test/shmem/test_shmem_exit "$@" \
+    >"$LOGDIR/shmem-hosts-exit.out" 2>&1
+  local rc=$?
+  cat "$LOGDIR/shmem-hosts-exit.out"
+  [ "$rc" -eq "$want" ] || { echo "status $rc, want $want"; return 1; }
+  ! grep -q '^FAIL' "$LOGDIR/shmem-hosts-exit.out"
+}
+check " shmem global_exit(7) across hosts net(loop)" shmem_hosts_exit 7 --global-exit 7
+check " shmem global_exit(0) across hosts net(loop)" shmem_hosts_exit 0 --global-exit 0
+shmem_hosts_dead_pe() {
+  shmem_hosts_exit 1 --pe-dies && grep -q 'on another host does not answer' \
+    "$LOGDIR/shmem-hosts-exit.out"
+}
+check " shmem a PE on another host dies net(loop)" shmem_hosts_dead_pe
 if ! have_tool libfabric; then
   skip_pass "shmem across hosts net(ofi)" "libfabric1 and libfabric-dev are not installed (see test/deps.sh)"
 else
