@@ -75,7 +75,9 @@ void shm__alltoalls(const struct shm_group *g, void *dest, const void *source,
     ptrdiff_t from = (ptrdiff_t)g->me * (ptrdiff_t)n * sst * (ptrdiff_t)elem;
     char *d =
         (char *)dest + (ptrdiff_t)i * (ptrdiff_t)n * dst * (ptrdiff_t)elem;
-    if (shm__remote(pe))
+    if (shm__remote(pe) && dst == 1 && sst == 1) /* one get of the block */
+      shm__net_get(d, (const char *)source + from, n * elem, pe, 0);
+    else if (shm__remote(pe))
       shm__net_strided(d, dst, (const char *)source + from, sst, n, elem, pe,
                        0);
     else
