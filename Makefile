@@ -191,6 +191,13 @@ $(BUILD)/test/plugins/libsymheap-plugin-shmccl.so: test/plugins/shm_ccl.c $(wild
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -shared -o $@ $< $(LDFLAGS_ALL)
 tests: $(BUILD)/test/plugins/libsymheap-plugin-shmccl.so
+# The test net adaptor "loop" as a plugin (SYMHEAP_PLUGIN=netloop): programs
+# that cannot register it themselves (OpenSHMEM's) across pretend hosts.
+$(BUILD)/test/plugins/libsymheap-plugin-netloop.so: test/net_loop_plugin.c test/net_loop.c \
+    test/net_loop.h $(wildcard include/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -shared -o $@ test/net_loop_plugin.c test/net_loop.c $(LDFLAGS_ALL)
+tests: $(BUILD)/test/plugins/libsymheap-plugin-netloop.so
 
 # Tools use the shared library, found next to them after install too.
 $(BUILD)/bin/%: tools/%.c $(BUILD)/lib/libsymheap.so $(HEADERS)

@@ -3,7 +3,8 @@
  * pairs at once; one pair at N = 2) and the numbers are averaged over the
  * pairs.  Rows: "shmem <op> <bytes> <npes> <value> <unit>", where op is
  * put_lat, get_lat, put_bw, fadd_lat, barrier_lat, and the baseline through
- * a plain peer pointer (shmem_ptr): ptr_put_lat, ptr_get_lat, ptr_fadd_lat. */
+ * a plain peer pointer (shmem_ptr): ptr_put_lat, ptr_get_lat, ptr_fadd_lat
+ * (left out where the partner is on another host: shmem_ptr is NULL). */
 #include <shmem.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +112,8 @@ static void atomics(long *ctr) {
   report("fadd_lat", 8, t, "us");
   shmem_barrier_all();
   long *p = shmem_ptr(ctr, partner);
+  if (!p) /* the partner is on another host: no pointer to measure */
+    return;
   if (sender) {
     double t0 = now_us();
     for (int i = 0; i < it; i++)
@@ -153,9 +156,11 @@ int main(int argc, char **argv) {
   int all = strcmp(only, "all") == 0;
   if (all || strstr(only, "lat")) {
     latency("put_lat", op_put, sym, priv);
-    latency("ptr_put_lat", op_ptr_put, sym, priv);
+    if (peer_buf) /* NULL: the partner is on another host */
+      latency("ptr_put_lat", op_ptr_put, sym, priv);
     latency("get_lat", op_get, sym, priv);
-    latency("ptr_get_lat", op_ptr_get, sym, priv);
+    if (peer_buf)
+      latency("ptr_get_lat", op_ptr_get, sym, priv);
   }
   if (all || strstr(only, "bw"))
     bandwidth(sym, priv);

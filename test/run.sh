@@ -389,6 +389,9 @@ run " python symheap.torch on stand-ins (torchrun-like) procs x3" \
   bash test/python/test_torch_stub.sh 3
 . test/shell_checks.sh
 . test/shmem/run_shmem.sh
+# OpenSHMEM across two network namespaces over tcp;ofi_rxm (issue 27 step
+# 5; after run_shmem.sh, which built the specification's examples).
+run " across hosts: OpenSHMEM (shmem_hosts.sh)" test/shmem_hosts.sh build
 
 if [ "${QUICK:-0}" != 1 ]; then
   echo "== ASan + UBSan"

@@ -15,11 +15,38 @@
 
 #include "shmem_internal.h"
 
+/* The same across hosts: the arrival and the releases are symheap_atomic
+ * (the words' one atomicity domain, whichever host the PEs are on), the
+ * waits symheap_signal_wait_until on this PE's own word (it progresses the
+ * network engine).  Each PE zeroes its own word with a plain store once it
+ * has seen it: no atomic on that word can be in flight then (the next ones
+ * come only after this PE's next arrival). */
+static void barrier_net(const struct shm_group *g) {
+  int root = shm__group_pe(g, 0);
+  long one = 1;
+  shm__amo(&g->sync[0], root, SYMHEAP_AMO_ADD, sizeof(long), &one, NULL,
+           NULL);
+  if (g->me == 0) {
+    shm__net_wait_word(&g->sync[0], SHMEM_CMP_EQ, (uint64_t)g->size);
+    __atomic_store_n(&g->sync[0], 0, __ATOMIC_SEQ_CST);
+    for (int i = 1; i < g->size; i++)
+      shm__amo(&g->sync[1], shm__group_pe(g, i), SYMHEAP_AMO_SET, sizeof(long),
+               &one, NULL, NULL);
+  } else {
+    shm__net_wait_word(&g->sync[1], SHMEM_CMP_NE, 0);
+    __atomic_store_n(&g->sync[1], 0, __ATOMIC_SEQ_CST);
+  }
+}
+
 void shm__barrier(const struct shm_group *g) {
   if (g->me < 0)
     shm__fatal("a collective called by a PE outside its team or active set");
   if (g->size == 1)
     return;
+  if (shm__s.net) {
+    barrier_net(g);
+    return;
+  }
   struct shm_spin spin = SHM_SPIN_INIT;
   int root = shm__group_pe(g, 0);
   long *count = (long *)shm__peer(&g->sync[0], root);
@@ -64,15 +91,28 @@ int shm__active_group(int start, int log_stride, int size, long *psync,
   return 0;
 }
 
-void shmem_quiet(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+/* This host's stores complete as they are made (a CPU fence orders them);
+ * across hosts, symheap_quiet and symheap_fence (which start with that
+ * fence).  Every context shares the PE's one engine. */
+void shmem_quiet(void) {
+  if (shm__s.net)
+    shm__net_quiet();
+  else
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
 void shmem_ctx_quiet(shmem_ctx_t ctx) {
   (void)ctx;
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  shmem_quiet();
 }
-void shmem_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+void shmem_fence(void) {
+  if (shm__s.net)
+    shm__net_fence();
+  else
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
 void shmem_ctx_fence(shmem_ctx_t ctx) {
   (void)ctx;
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  shmem_fence();
 }
 
 int shmem_team_sync(shmem_team_t team) {
@@ -113,6 +153,11 @@ void symheap_shmem_sync_active(int PE_start, int logPE_stride, int PE_size,
 /* Locks: the lock word on PE 0 holds 1 + the holder's PE, or 0. */
 int shmem_test_lock(long *lock) {
   shm__require_init("shmem_test_lock");
+  if (shm__s.net) { /* the lock word's domain: symheap_atomic */
+    long zero = 0, mine = (long)shm__s.me + 1, old = 0;
+    shm__amo(lock, 0, SYMHEAP_AMO_CSWAP, sizeof(long), &mine, &zero, &old);
+    return old == 0 ? 0 : 1;
+  }
   long *l = (long *)shm__peer(lock, 0), zero = 0;
   return __atomic_compare_exchange_n(l, &zero, (long)shm__s.me + 1, 0,
                                      __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)
@@ -129,6 +174,14 @@ void shmem_set_lock(long *lock) {
 void shmem_clear_lock(long *lock) {
   shm__require_init("shmem_clear_lock");
   shmem_quiet();
+  if (shm__s.net) {
+    long held = 0, zero = 0;
+    shm__amo(lock, 0, SYMHEAP_AMO_FETCH, sizeof(long), NULL, NULL, &held);
+    if (held != (long)shm__s.me + 1)
+      shm__fatal("shmem_clear_lock on a lock this PE does not hold");
+    shm__amo(lock, 0, SYMHEAP_AMO_SET, sizeof(long), &zero, NULL, NULL);
+    return;
+  }
   long *l = (long *)shm__peer(lock, 0);
   if (__atomic_load_n(l, __ATOMIC_RELAXED) != (long)shm__s.me + 1)
     shm__fatal("shmem_clear_lock on a lock this PE does not hold");

@@ -3,17 +3,36 @@
  * every other file uses.  It calls nothing above it: no shmem_ routine, so
  * the fatal path cannot loop back into the code that called it. */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "shmem_internal.h"
 
-struct shm_state shm__s = {.lock = PTHREAD_MUTEX_INITIALIZER};
+struct shm_state shm__s = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                           .net_lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* A job across hosts: the request goes by symheap_atomic (the word's
+ * atomicity domain) to every PE at once, and one quiet sees it delivered
+ * before this process ends (errors ignored: a PE that is gone cannot be
+ * told, and the quiet gives up after SYMHEAP_TIMEOUT_MS).  A set, not a
+ * compare-and-swap, so that nothing waits PE by PE: where several PEs
+ * exit at once, any of their statuses may win. */
+static void exit_all_net(int status) {
+  int v = status + 1;
+  size_t off = offsetof(struct shm_ctrl, exit_req);
+  for (int p = 0; p < shm__s.npes; p++)
+    (void)symheap_atomic(shm__s.heap_win, p, off, SYMHEAP_AMO_SET, 4, &v,
+                         NULL, NULL);
+  (void)symheap_quiet(shm__s.comm);
+}
 
 /* Every PE's control page gets the exit request (the first one stays);
  * the others exit with `status` at their next wait. */
 void shm__exit_all(int status) {
-  if (shm__s.ctrl && shm__s.heap_peer) {
+  if (shm__s.ctrl && shm__s.heap_peer && shm__s.net) {
+    exit_all_net(status);
+  } else if (shm__s.ctrl && shm__s.heap_peer) {
     for (int p = 0; p < shm__s.npes; p++) {
       struct shm_ctrl *c = (struct shm_ctrl *)shm__s.heap_peer[p];
       int zero = 0;
@@ -49,6 +68,8 @@ char *shm__peer_or_null(const void *addr, int pe) {
   uintptr_t a = (uintptr_t)addr;
   if (!shm__s.initialized || pe < 0 || pe >= shm__s.npes)
     return NULL;
+  if (pe != shm__s.me && shm__remote(pe))
+    return NULL; /* another host: no address here */
   if (a - (uintptr_t)shm__s.heap_base < shm__s.heap_size)
     return pe == shm__s.me
                ? (char *)addr
@@ -60,8 +81,14 @@ char *shm__peer_or_null(const void *addr, int pe) {
   return NULL;
 }
 
+/* A symmetric address is accessible on every PE, another host's too (by
+ * RMA and AMOs, not by shmem_ptr). */
 int shmem_addr_accessible(const void *addr, int pe) {
-  return shm__peer_or_null(addr, pe) != NULL;
+  uintptr_t a = (uintptr_t)addr;
+  if (!shm__s.initialized || pe < 0 || pe >= shm__s.npes)
+    return 0;
+  return a - (uintptr_t)shm__s.heap_base < shm__s.heap_size ||
+         a - (uintptr_t)shm__s.data_base < shm__s.data_size;
 }
 
 void *shmem_ptr(const void *dest, int pe) {

@@ -6,7 +6,8 @@
  * Reductions combine the peers' sources in PE order on every PE, so every PE
  * gets the same bits (floating point included), into a private buffer first
  * so that dest may be source.  With zero bytes only the barriers run: no
- * pointer is looked at (Annex C: any pointer is valid for no elements). */
+ * pointer is looked at (Annex C: any pointer is valid for no elements).
+ * A PE on another host is read by symheap_get (shm__getmem) instead. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +21,7 @@ void shm__broadcast(const struct shm_group *g, void *dest, const void *source,
   if (bytes == 0) {
     /* nothing to move */
   } else if (g->me != root)
-    memcpy(dest, shm__peer(source, shm__group_pe(g, root)), bytes);
+    shm__getmem(dest, source, bytes, shm__group_pe(g, root));
   else if (root_too && dest != source)
     memmove(dest, source, bytes);
   shm__barrier(g);
@@ -37,11 +38,16 @@ void shm__collect(const struct shm_group *g, void *dest, const void *source,
   for (int i = 0; i < g->size; i++) {
     int pe = shm__group_pe(g, i);
     size_t n = bytes;
-    if (!fixed)
+    if (!fixed && shm__remote(pe)) {
+      long remote_n = 0;
+      shm__net_get(&remote_n, &g->sync[2], sizeof remote_n, pe, 0);
+      n = (size_t)remote_n;
+    } else if (!fixed) {
       n = (size_t)__atomic_load_n((long *)shm__peer(&g->sync[2], pe),
                                   __ATOMIC_ACQUIRE);
+    }
     if (n)
-      memcpy((char *)dest + off, shm__peer(source, pe), n);
+      shm__getmem((char *)dest + off, source, n, pe);
     off += n;
   }
   shm__barrier(g);
@@ -65,28 +71,48 @@ void shm__alltoalls(const struct shm_group *g, void *dest, const void *source,
   shm__barrier(g);
   for (int j = 0; j < g->size && n; j++) {
     int i = (g->me + j) % g->size; /* start at a different peer each */
-    const char *s = shm__peer(source, shm__group_pe(g, i)) +
-                    (ptrdiff_t)g->me * (ptrdiff_t)n * sst * (ptrdiff_t)elem;
+    int pe = shm__group_pe(g, i);
+    ptrdiff_t from = (ptrdiff_t)g->me * (ptrdiff_t)n * sst * (ptrdiff_t)elem;
     char *d =
         (char *)dest + (ptrdiff_t)i * (ptrdiff_t)n * dst * (ptrdiff_t)elem;
-    copy_strided(d, dst, s, sst, n, elem);
+    if (shm__remote(pe) && dst == 1 && sst == 1) /* one get of the block */
+      shm__net_get(d, (const char *)source + from, n * elem, pe, 0);
+    else if (shm__remote(pe))
+      shm__net_strided(d, dst, (const char *)source + from, sst, n, elem, pe,
+                       0);
+    else
+      copy_strided(d, dst, shm__peer(source, pe) + from, sst, n, elem);
   }
   shm__barrier(g);
+}
+
+/* PE pe's n elements of source, combined into acc: from its mapping, or
+ * by a get into tmp first. */
+static void combine_from(void *acc, void *tmp, const void *source, size_t n,
+                         size_t elem, int pe, shm_combine_fn combine) {
+  if (shm__remote(pe)) {
+    shm__net_get(tmp, source, n * elem, pe, 0);
+    combine(acc, tmp, n);
+  } else {
+    combine(acc, shm__peer(source, pe), n);
+  }
 }
 
 void shm__reduce(const struct shm_group *g, void *dest, const void *source,
                  size_t n, size_t elem, shm_combine_fn combine) {
   void *acc = malloc(n * elem + 1);
-  if (!acc)
+  void *tmp = shm__s.net ? malloc(n * elem + 1) : NULL;
+  if (!acc || (shm__s.net && !tmp))
     shm__fatal("reduction of %zu bytes: out of memory", n * elem);
   shm__barrier(g);
   if (n) {
-    memcpy(acc, shm__peer(source, shm__group_pe(g, 0)), n * elem);
+    shm__getmem(acc, source, n * elem, shm__group_pe(g, 0));
     for (int i = 1; i < g->size; i++)
-      combine(acc, shm__peer(source, shm__group_pe(g, i)), n);
+      combine_from(acc, tmp, source, n, elem, shm__group_pe(g, i), combine);
   }
   shm__barrier(g);
   if (n)
     memcpy(dest, acc, n * elem);
   free(acc);
+  free(tmp);
 }

@@ -112,6 +112,8 @@ int shm__data_segment_init(void) {
     return data_fail("out of memory");
   for (int p = 0; p < shm__s.npes; p++) {
     void *q = NULL;
+    if (shm__s.remote && shm__s.remote[p])
+      continue; /* another host: reached by the one-sided API, no address */
     if (symheap_window_peer_ptr(shm__s.data_win, p, &q) != SYMHEAP_SUCCESS)
       return data_fail(symheap_last_error());
     shm__s.data_peer[p] = q;

@@ -30,6 +30,34 @@ static void *heap_mem;
 /* SHMEM_DEBUG: say why an allocation fails. */
 static int debug;
 
+/* Each PE's copy of the heap: mapped here (this host), or reached through
+ * the network (another host: no address, shm__s.remote set).  A PE that is
+ * neither (a job across hosts without SYMHEAP_NET) fails the init, saying
+ * why. */
+static int heap_peers(void) {
+  if (shm__s.net &&
+      !(shm__s.remote = calloc((size_t)shm__s.npes, sizeof *shm__s.remote)))
+    return -1;
+  for (int i = 0; i < shm__s.npes; i++) {
+    int reach = 0;
+    void *p = NULL;
+    symheap_result_t r = symheap_window_peer_reach(shm__s.heap_win, i, &reach);
+    if (r == SYMHEAP_SUCCESS && reach == SYMHEAP_REACH_NET) {
+      shm__s.remote[i] = 1; /* net is set: nhosts > 1 */
+      continue;
+    }
+    if (r == SYMHEAP_SUCCESS)
+      r = symheap_window_peer_ptr(shm__s.heap_win, i, &p);
+    if (r != SYMHEAP_SUCCESS || !p) {
+      fprintf(stderr, "symheap-shmem: shmem_init: PE %d is not reachable: %s\n",
+              i, symheap_last_error());
+      return -1;
+    }
+    shm__s.heap_peer[i] = p;
+  }
+  return 0;
+}
+
 int shm__heap_init(void) {
   size_t size = SHM_HEAP_DEFAULT;
   if (shm__env_heap_size(&size) != 0)
@@ -71,17 +99,8 @@ int shm__heap_init(void) {
   symheap_window_local_ptr(shm__s.heap_win, &p);
   shm__s.heap_base = p;
   shm__s.heap_size = size;
-  for (int i = 0; i < shm__s.npes && shm__s.heap_peer; i++) {
-    if (symheap_window_peer_ptr(shm__s.heap_win, i, &p) != SYMHEAP_SUCCESS)
-      p = NULL;
-    shm__s.heap_peer[i] = p;
-  }
-  for (int i = 0; i < shm__s.npes && shm__s.heap_peer; i++)
-    if (!shm__s.heap_peer[i]) {
-      fprintf(stderr, "symheap-shmem: shmem_init: no mapping of PE %d (%s)\n",
-              i, symheap_last_error());
-      return -1;
-    }
+  if (!shm__s.heap_peer || heap_peers() != 0)
+    return -1;
   shm__s.ctrl = (struct shm_ctrl *)shm__s.heap_base;
   memset(shm__s.ctrl, 0, sizeof *shm__s.ctrl);
   blocks = calloc(1, sizeof *blocks);

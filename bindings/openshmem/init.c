@@ -19,9 +19,11 @@ static int init_fail(const char *what, symheap_result_t r) {
   return -1;
 }
 
-/* Only backends whose memory the CPU loads and stores, with every PE on this
- * host: RMA and atomics here are plain loads, stores and atomics through the
- * peers' mappings. */
+/* Only backends whose memory the CPU loads and stores: RMA and atomics to
+ * this host's PEs are plain loads, stores and atomics through the peers'
+ * mappings.  A job across hosts reaches the other hosts' PEs through the
+ * one-sided API (remote.c), and needs a net adaptor for that (heap.c says
+ * so when there is none). */
 static int check_backend(void) {
   symheap_comm_info_t info = SYMHEAP_COMM_INFO_INIT;
   symheap_result_t r = symheap_comm_get_info(shm__s.comm, &info);
@@ -36,13 +38,7 @@ static int check_backend(void) {
             info.device_adaptor, info.device);
     return -1;
   }
-  if (info.local_nranks != info.nranks) {
-    fprintf(stderr,
-            "symheap-shmem: shmem_init: the job spans %d hosts; only PEs on "
-            "one host are supported (they reach each other by load/store)\n",
-            info.nhosts);
-    return -1;
-  }
+  shm__s.net = info.nhosts > 1;
   return 0;
 }
 
@@ -72,6 +68,10 @@ struct symheap_shmem_fast symheap_shmem_fast;
 /* Publishes the offsets of the peers' copies for shmem_fast.h's inline
  * paths; npes goes last, and first on the way out. */
 static int fast_init(void) {
+  /* Across hosts the library decides every call (a remote PE, and atomics
+   * through symheap_atomic): npes stays 0, so the inline paths call it. */
+  if (shm__s.net)
+    return 0;
   intptr_t *h = calloc((size_t)shm__s.npes, sizeof *h);
   intptr_t *d = calloc((size_t)shm__s.npes, sizeof *d);
   if (!h || !d) {
@@ -178,6 +178,8 @@ void shmem_finalize(void) {
   if (!shm__s.initialized)
     return;
   shmem_barrier_all();
+  if (shm__s.net) /* the barrier's last releases, before the windows go */
+    shm__net_quiet();
   fast_fini();
   shm__teams_fini();
   shm__data_segment_fini();
@@ -186,6 +188,9 @@ void shmem_finalize(void) {
   shm__s.ctrl = NULL;
   free(shm__s.heap_peer);
   shm__s.heap_peer = NULL;
+  free(shm__s.remote);
+  shm__s.remote = NULL;
+  shm__s.net = 0;
   shm__s.heap_base = NULL;
   shm__s.heap_size = 0;
   shm__s.npes = 0;

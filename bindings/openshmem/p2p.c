@@ -186,6 +186,11 @@ uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp,
                                  uint64_t cmp_value) {
   struct shm_spin spin = SHM_SPIN_INIT;
   uint64_t v;
+  if (shm__s.net) { /* written through the network engine: it progresses */
+    if (cmp < SHMEM_CMP_EQ || cmp > SHMEM_CMP_LE)
+      shm__fatal("unknown comparison operator %d", cmp);
+    return shm__net_wait_word(sig_addr, cmp, cmp_value);
+  }
   while (v = __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE),
          !sat_uint64(&v, 0, cmp, NULL, cmp_value))
     shm__spin_on(&spin, sig_addr, (int)(uint32_t)v);

@@ -1,22 +1,56 @@
-/* RMA and signals: copies between this PE's memory and a peer's mapping.
- * Every transfer has completed when the call returns, so the _nbi forms are
- * the blocking ones, and quiet only orders (a fence).  A transfer of zero
- * elements touches nothing and checks nothing (Annex C: any pointer, even
- * NULL, is valid then); put-with-signal still updates the signal. */
+/* RMA and signals: copies between this PE's memory and a peer's mapping,
+ * complete when the call returns (so the _nbi forms are the blocking ones
+ * and quiet only orders), or, for a PE on another host, the one-sided API
+ * (remote.c): put returns with the source reusable, get with the data, the
+ * _nbi forms complete at quiet.  A transfer of zero elements touches nothing
+ * and checks nothing (Annex C: any pointer, even NULL, is valid then);
+ * put-with-signal still updates the signal. */
 #include <string.h>
 
 #include "shmem_internal.h"
 
 static inline void shm_put(shmem_ctx_t ctx, void *dest, const void *src,
                            size_t bytes, int pe) {
-  if (bytes)
-    memcpy(shm__peer(dest, shm__ctx_pe(ctx, pe)), src, bytes);
+  if (!bytes)
+    return;
+  pe = shm__ctx_pe(ctx, pe);
+  if (shm__remote(pe))
+    shm__net_put(dest, src, bytes, pe, 0);
+  else
+    memcpy(shm__peer(dest, pe), src, bytes);
 }
 
 static inline void shm_get(shmem_ctx_t ctx, void *dest, const void *src,
                            size_t bytes, int pe) {
-  if (bytes)
-    memcpy(dest, shm__peer(src, shm__ctx_pe(ctx, pe)), bytes);
+  if (!bytes)
+    return;
+  pe = shm__ctx_pe(ctx, pe);
+  if (shm__remote(pe))
+    shm__net_get(dest, src, bytes, pe, 0);
+  else
+    memcpy(dest, shm__peer(src, pe), bytes);
+}
+
+static inline void shm_put_nbi(shmem_ctx_t ctx, void *dest, const void *src,
+                               size_t bytes, int pe) {
+  if (!bytes)
+    return;
+  pe = shm__ctx_pe(ctx, pe);
+  if (shm__remote(pe))
+    shm__net_put(dest, src, bytes, pe, 1);
+  else
+    memcpy(shm__peer(dest, pe), src, bytes);
+}
+
+static inline void shm_get_nbi(shmem_ctx_t ctx, void *dest, const void *src,
+                               size_t bytes, int pe) {
+  if (!bytes)
+    return;
+  pe = shm__ctx_pe(ctx, pe);
+  if (shm__remote(pe))
+    shm__net_get(dest, src, bytes, pe, 1);
+  else
+    memcpy(dest, shm__peer(src, pe), bytes);
 }
 
 /* Strided: element k goes from src[k*sst] to dest[k*dst]. */
@@ -30,35 +64,61 @@ static void shm_strided(char *d, ptrdiff_t dst, const char *s, ptrdiff_t sst,
 static void shm_iput(shmem_ctx_t ctx, void *dest, const void *src,
                      ptrdiff_t dst, ptrdiff_t sst, size_t n, size_t elem,
                      int pe) {
-  if (n)
-    shm_strided(shm__peer(dest, shm__ctx_pe(ctx, pe)), dst, src, sst, n, elem);
+  if (!n)
+    return;
+  pe = shm__ctx_pe(ctx, pe);
+  if (shm__remote(pe))
+    shm__net_strided(dest, dst, src, sst, n, elem, pe, 1);
+  else
+    shm_strided(shm__peer(dest, pe), dst, src, sst, n, elem);
 }
 
 static void shm_iget(shmem_ctx_t ctx, void *dest, const void *src,
                      ptrdiff_t dst, ptrdiff_t sst, size_t n, size_t elem,
                      int pe) {
-  if (n)
-    shm_strided(dest, dst, shm__peer(src, shm__ctx_pe(ctx, pe)), sst, n, elem);
+  if (!n)
+    return;
+  pe = shm__ctx_pe(ctx, pe);
+  if (shm__remote(pe))
+    shm__net_strided(dest, dst, src, sst, n, elem, pe, 0);
+  else
+    shm_strided(dest, dst, shm__peer(src, pe), sst, n, elem);
 }
 
 /* The signal is updated after the data, with release order, so a PE that
- * sees the signal sees the data. */
+ * sees the signal sees the data.  Across hosts it is an atomic of the
+ * signal word's domain (symheap_atomic), for every PE. */
 static void shm_signal(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal,
                        int sig_op, int pe) {
   int wpe = shm__ctx_pe(ctx, pe);
+  if (sig_op != SHMEM_SIGNAL_ADD && sig_op != SHMEM_SIGNAL_SET)
+    shm__fatal("unknown signal operator %d", sig_op);
+  if (shm__s.net) {
+    shm__amo(sig_addr, wpe,
+             sig_op == SHMEM_SIGNAL_ADD ? SYMHEAP_AMO_ADD : SYMHEAP_AMO_SET, 8,
+             &signal, NULL, NULL);
+    return;
+  }
   uint64_t *s = (uint64_t *)shm__peer(sig_addr, wpe);
   if (sig_op == SHMEM_SIGNAL_ADD)
     __atomic_fetch_add(s, signal, __ATOMIC_SEQ_CST);
-  else if (sig_op == SHMEM_SIGNAL_SET)
-    __atomic_store_n(s, signal, __ATOMIC_SEQ_CST);
   else
-    shm__fatal("unknown signal operator %d", sig_op);
+    __atomic_store_n(s, signal, __ATOMIC_SEQ_CST);
   shm__wake(wpe, s); /* a PE asleep in shmem_signal_wait_until */
 }
 
 static void shm_put_signal(shmem_ctx_t ctx, void *dest, const void *src,
                            size_t bytes, uint64_t *sig_addr, uint64_t signal,
                            int sig_op, int pe) {
+  if (shm__s.net) { /* symheap_put_signal: the data, then the signal */
+    if (sig_op != SHMEM_SIGNAL_ADD && sig_op != SHMEM_SIGNAL_SET)
+      shm__fatal("unknown signal operator %d", sig_op);
+    shm__net_put_signal(
+        dest, src, bytes, sig_addr, signal,
+        sig_op == SHMEM_SIGNAL_ADD ? SYMHEAP_AMO_ADD : SYMHEAP_AMO_SET,
+        shm__ctx_pe(ctx, pe));
+    return;
+  }
   shm_put(ctx, dest, src, bytes, pe);
   shm_signal(ctx, sig_addr, signal, sig_op, pe);
 }
@@ -74,10 +134,10 @@ static void shm_put_signal(shmem_ctx_t ctx, void *dest, const void *src,
   }                                                                            \
   void shmem_ctx_##N##_put_nbi(shmem_ctx_t ctx, T *dest, const T *source,      \
                                size_t nelems, int pe) {                        \
-    shm_put(ctx, dest, source, nelems * sizeof(T), pe);                        \
+    shm_put_nbi(ctx, dest, source, nelems * sizeof(T), pe);                    \
   }                                                                            \
   void shmem_##N##_put_nbi(T *dest, const T *source, size_t nelems, int pe) {  \
-    shm_put(D, dest, source, nelems * sizeof(T), pe);                          \
+    shm_put_nbi(D, dest, source, nelems * sizeof(T), pe);                      \
   }                                                                            \
   void shmem_ctx_##N##_get(shmem_ctx_t ctx, T *dest, const T *source,          \
                            size_t nelems, int pe) {                            \
@@ -88,10 +148,10 @@ static void shm_put_signal(shmem_ctx_t ctx, void *dest, const void *src,
   }                                                                            \
   void shmem_ctx_##N##_get_nbi(shmem_ctx_t ctx, T *dest, const T *source,      \
                                size_t nelems, int pe) {                        \
-    shm_get(ctx, dest, source, nelems * sizeof(T), pe);                        \
+    shm_get_nbi(ctx, dest, source, nelems * sizeof(T), pe);                    \
   }                                                                            \
   void shmem_##N##_get_nbi(T *dest, const T *source, size_t nelems, int pe) {  \
-    shm_get(D, dest, source, nelems * sizeof(T), pe);                          \
+    shm_get_nbi(D, dest, source, nelems * sizeof(T), pe);                      \
   }                                                                            \
   void shmem_ctx_##N##_iput(shmem_ctx_t ctx, T *dest, const T *source,         \
                             ptrdiff_t dst, ptrdiff_t sst, size_t nelems,       \
@@ -112,16 +172,25 @@ static void shm_put_signal(shmem_ctx_t ctx, void *dest, const void *src,
     shm_iget(D, dest, source, dst, sst, nelems, sizeof(T), pe);                \
   }                                                                            \
   void shmem_ctx_##N##_p(shmem_ctx_t ctx, T *dest, T value, int pe) {          \
-    *(volatile T *)shm__peer(dest, shm__ctx_pe(ctx, pe)) = value;              \
+    int w_ = shm__ctx_pe(ctx, pe);                                             \
+    if (shm__remote(w_))                                                       \
+      shm__net_put(dest, &value, sizeof(T), w_, 0);                            \
+    else                                                                       \
+      *(volatile T *)shm__peer(dest, w_) = value;                              \
   }                                                                            \
   void shmem_##N##_p(T *dest, T value, int pe) {                               \
-    *(volatile T *)shm__peer(dest, pe) = value;                                \
+    shmem_ctx_##N##_p(D, dest, value, pe);                                     \
   }                                                                            \
   T shmem_ctx_##N##_g(shmem_ctx_t ctx, const T *source, int pe) {              \
-    return *(volatile const T *)shm__peer(source, shm__ctx_pe(ctx, pe));       \
+    int w_ = shm__ctx_pe(ctx, pe);                                             \
+    T v_;                                                                      \
+    if (!shm__remote(w_))                                                      \
+      return *(volatile const T *)shm__peer(source, w_);                       \
+    shm__net_get(&v_, source, sizeof(T), w_, 0);                               \
+    return v_;                                                                 \
   }                                                                            \
   T shmem_##N##_g(const T *source, int pe) {                                   \
-    return *(volatile const T *)shm__peer(source, pe);                         \
+    return shmem_ctx_##N##_g(D, source, pe);                                   \
   }                                                                            \
   void shmem_ctx_##N##_put_signal(shmem_ctx_t ctx, T *dest, const T *source,   \
                                   size_t nelems, uint64_t *sig_addr,           \
@@ -182,8 +251,8 @@ SYMHEAP_SHMEM_RMA_TYPES(SHM_DEF_RMA)
 #define SHM_DEF_SIZE(BITS, T)                                                  \
   SHM_DEF_SIZED(put##BITS, sizeof(T), shm_put)                                 \
   SHM_DEF_SIZED(get##BITS, sizeof(T), shm_get)                                 \
-  SHM_DEF_SIZED(put##BITS##_nbi, sizeof(T), shm_put)                           \
-  SHM_DEF_SIZED(get##BITS##_nbi, sizeof(T), shm_get)                           \
+  SHM_DEF_SIZED(put##BITS##_nbi, sizeof(T), shm_put_nbi)                       \
+  SHM_DEF_SIZED(get##BITS##_nbi, sizeof(T), shm_get_nbi)                       \
   SHM_DEF_ISIZED(iput##BITS, sizeof(T), shm_iput)                              \
   SHM_DEF_ISIZED(iget##BITS, sizeof(T), shm_iget)                              \
   SHM_DEF_SIGSIZED(put##BITS##_signal, sizeof(T))                              \
@@ -191,8 +260,8 @@ SYMHEAP_SHMEM_RMA_TYPES(SHM_DEF_RMA)
 SYMHEAP_SHMEM_SIZES(SHM_DEF_SIZE)
 SHM_DEF_SIZED(putmem, 1, shm_put)
 SHM_DEF_SIZED(getmem, 1, shm_get)
-SHM_DEF_SIZED(putmem_nbi, 1, shm_put)
-SHM_DEF_SIZED(getmem_nbi, 1, shm_get)
+SHM_DEF_SIZED(putmem_nbi, 1, shm_put_nbi)
+SHM_DEF_SIZED(getmem_nbi, 1, shm_get_nbi)
 SHM_DEF_SIGSIZED(putmem_signal, 1)
 SHM_DEF_SIGSIZED(putmem_signal_nbi, 1)
 

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "shmem.h"
 #include "symheap.h"
@@ -24,6 +25,7 @@ struct shm_ctrl {
   int pid;             /* this PE's process, for the liveness check */
   int sleepers;        /* this PE's waits asleep in a futex (wait.c) */
   uint64_t team_slots; /* on PE 0: which team slots are taken */
+  uint64_t never;      /* stays 0: shm__net_progress waits on it */
   long team_sync[SHM_MAX_TEAMS][SHM_SYNC_WORDS];
 };
 
@@ -58,6 +60,12 @@ struct shm_state {
   size_t data_size; /* 0: the data segment is not symmetric */
   char **data_peer;
   struct shm_ctrl *ctrl;      /* this PE's */
+  /* The job spans hosts (remote.c): PEs with remote[pe] set are on another
+   * host (no heap_peer/data_peer: the one-sided API reaches them), and
+   * every atomic goes through symheap_atomic. */
+  int net;
+  unsigned char *remote; /* npes entries, or NULL on one host */
+  pthread_mutex_t net_lock;
   pthread_mutex_t lock;       /* the heap allocator and team slots */
   unsigned spin_before_yield; /* SYMHEAP_SHMEM_SPIN: pause-spins, then yield */
 };
@@ -82,6 +90,12 @@ void shm__require_init(const char *fn);
  * exits now.  shmem_global_exit is this. */
 void shm__exit_all(int status) __attribute__((noreturn));
 
+/* Whether world PE pe is reached through the network (remote.c); one
+ * predictable branch on a job of one host. */
+static inline int shm__remote(int pe) {
+  return __builtin_expect(shm__s.net, 0) &&
+         (unsigned)pe < (unsigned)shm__s.npes && shm__s.remote[pe];
+}
 /* Where `addr` (symmetric, in this PE's view) lives on world PE `pe`. */
 static inline char *shm__peer(const void *addr, int pe) {
   uintptr_t a = (uintptr_t)addr;
@@ -93,13 +107,19 @@ static inline char *shm__peer(const void *addr, int pe) {
   }
   if (pe == shm__s.me)
     return (char *)addr;
+  char *base = NULL;
   if (a - (uintptr_t)shm__s.heap_base < shm__s.heap_size)
-    return shm__s.heap_peer[pe] + (a - (uintptr_t)shm__s.heap_base);
-  if (a - (uintptr_t)shm__s.data_base < shm__s.data_size)
-    return shm__s.data_peer[pe] + (a - (uintptr_t)shm__s.data_base);
-  shm__fatal("address %p is not symmetric (neither in the symmetric heap "
-             "nor in the program's data or bss)",
-             addr);
+    base = shm__s.heap_peer[pe] + (a - (uintptr_t)shm__s.heap_base);
+  else if (a - (uintptr_t)shm__s.data_base < shm__s.data_size)
+    base = shm__s.data_peer[pe] + (a - (uintptr_t)shm__s.data_base);
+  else
+    shm__fatal("address %p is not symmetric (neither in the symmetric heap "
+               "nor in the program's data or bss)",
+               addr);
+  if (__builtin_expect(shm__remote(pe), 0)) /* a path that forgot remote.c */
+    shm__fatal("internal: PE %d is on another host and has no address here",
+               pe);
+  return base;
 }
 /* NULL instead of failing, for shmem_ptr and shmem_addr_accessible. */
 char *shm__peer_or_null(const void *addr, int pe);
@@ -128,6 +148,8 @@ struct shm_spin {
 #define SHM_SPIN_INIT                                                          \
   { 0, 0 }
 void shm__spin(struct shm_spin *s);
+/* A global exit asked for, or a PE gone: end the job (every wait's turn). */
+void shm__turn_checks(struct shm_spin *s);
 /* The same, for a wait on `word` (4-byte aligned; its low 32 bits must
  * change when the wait is over) that the writer follows with shm__wake:
  * it sleeps in a futex on the word instead of a timed sleep, unless the
@@ -159,6 +181,32 @@ void shm__collect(const struct shm_group *g, void *dest, const void *source,
                   size_t bytes, int fixed);
 void shm__alltoalls(const struct shm_group *g, void *dest, const void *source,
                     ptrdiff_t dst, ptrdiff_t sst, size_t n, size_t elem);
+
+/* remote.c: the one-sided API, for PEs on other hosts and for every atomic
+ * of a job that spans hosts.  Each ends the job, saying why, on failure. */
+void shm__where(const void *addr, symheap_window_t *win, size_t *off);
+void shm__net_put(void *dest, const void *src, size_t bytes, int pe, int nbi);
+void shm__net_get(void *dest, const void *src, size_t bytes, int pe, int nbi);
+void shm__net_strided(char *d, ptrdiff_t dst, const char *s, ptrdiff_t sst,
+                      size_t n, size_t elem, int pe, int is_put);
+void shm__amo(const void *addr, int pe, symheap_amo_t op, size_t size,
+              const void *operand, const void *compare, void *result);
+void shm__net_put_signal(void *dest, const void *src, size_t bytes,
+                         uint64_t *sig, uint64_t value, symheap_amo_t op,
+                         int pe);
+void shm__net_quiet(void);
+void shm__net_fence(void);
+void shm__net_progress(void);
+uint64_t shm__net_wait_word(const void *word, int cmp, uint64_t value);
+/* bytes of PE pe's copy of the symmetric src into dest (private memory):
+ * a copy through the mapping, or a get. */
+static inline void shm__getmem(void *dest, const void *src, size_t bytes,
+                               int pe) {
+  if (shm__remote(pe))
+    shm__net_get(dest, src, bytes, pe, 0);
+  else
+    memcpy(dest, shm__peer(src, pe), bytes);
+}
 
 /* Heap (heap.c) and teams (team.c) set-up. */
 int shm__heap_init(void);

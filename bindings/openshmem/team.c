@@ -24,9 +24,28 @@ struct symheap_shmem_ctx symheap_shmem_ctx_default = {
     .team = &symheap_shmem_team_world};
 
 static int *world_ranks;
+static int *shared_ranks; /* this host's PEs (a job across hosts) */
 /* This PE's teams by slot, so that shmem_finalize frees those the program
  * did not destroy. */
 static struct symheap_shmem_team *live[SHM_MAX_TEAMS];
+
+/* SHMEM_TEAM_SHARED of a job across hosts: the PEs shm__s.remote does not
+ * mark, in PE order. */
+static int shared_init(void) {
+  int n = 0;
+  shared_ranks = malloc((size_t)shm__s.npes * sizeof(int));
+  if (!shared_ranks)
+    return -1;
+  for (int p = 0; p < shm__s.npes; p++) {
+    if (p == shm__s.me)
+      symheap_shmem_team_shared.me = n;
+    if (!shm__remote(p))
+      shared_ranks[n++] = p;
+  }
+  symheap_shmem_team_shared.size = n;
+  symheap_shmem_team_shared.world = shared_ranks;
+  return 0;
+}
 
 int shm__teams_init(void) {
   world_ranks = malloc((size_t)shm__s.npes * sizeof(int));
@@ -34,14 +53,17 @@ int shm__teams_init(void) {
     return -1;
   for (int i = 0; i < shm__s.npes; i++)
     world_ranks[i] = i;
-  /* Every PE is on this host (shmem_init checks), so SHMEM_TEAM_SHARED has
-   * the world's PEs; it is its own team with its own slot. */
+  /* SHMEM_TEAM_SHARED: the PEs whose memory shmem_ptr reaches, this
+   * host's (every PE on a job of one host); its own team with its own slot
+   * (each host's team synchronises on its own first PE's words). */
   struct symheap_shmem_team *t[2] = {&symheap_shmem_team_world,
                                      &symheap_shmem_team_shared};
   for (int i = 0; i < 2; i++) {
     *t[i] = (struct symheap_shmem_team){
         .slot = i, .size = shm__s.npes, .me = shm__s.me, .world = world_ranks};
   }
+  if (shm__s.net && shared_init() != 0)
+    return -1;
   shm__s.ctrl->team_slots = 3; /* on PE 0 it is the bitmap */
   return 0;
 }
@@ -56,6 +78,8 @@ void shm__teams_fini(void) {
   }
   free(world_ranks);
   world_ranks = NULL;
+  free(shared_ranks);
+  shared_ranks = NULL;
   symheap_shmem_team_world.slot = symheap_shmem_team_shared.slot = -1;
 }
 
@@ -96,6 +120,21 @@ void *shmem_team_ptr(shmem_team_t team, const void *dest, int pe) {
 
 /* Takes a free slot on world PE 0's bitmap; -1 if all are taken. */
 static long take_slot(void) {
+  if (shm__s.net) { /* the bitmap's domain: symheap_atomic */
+    uint64_t old = 0, seen = 0;
+    const uint64_t *word = &shm__s.ctrl->team_slots;
+    shm__amo(word, 0, SYMHEAP_AMO_FETCH, 8, NULL, NULL, &old);
+    for (;;) {
+      if (old == ~(uint64_t)0)
+        return -1;
+      int s = __builtin_ctzll(~old);
+      uint64_t want = old | (1ULL << s);
+      shm__amo(word, 0, SYMHEAP_AMO_CSWAP, 8, &want, &old, &seen);
+      if (seen == old)
+        return s;
+      old = seen;
+    }
+  }
   uint64_t *bits = (uint64_t *)shm__peer(&shm__s.ctrl->team_slots, 0);
   uint64_t old = __atomic_load_n(bits, __ATOMIC_ACQUIRE);
   for (;;) {
@@ -109,6 +148,12 @@ static long take_slot(void) {
 }
 
 static void give_slot(int s) {
+  if (shm__s.net) {
+    uint64_t mask = ~(1ULL << s);
+    shm__amo(&shm__s.ctrl->team_slots, 0, SYMHEAP_AMO_AND, 8, &mask, NULL,
+             NULL);
+    return;
+  }
   uint64_t *bits = (uint64_t *)shm__peer(&shm__s.ctrl->team_slots, 0);
   __atomic_fetch_and(bits, ~(1ULL << s), __ATOMIC_ACQ_REL);
 }
@@ -128,10 +173,17 @@ static int split(shmem_team_t parent, int first, int stride, int size,
            (stride != 0 || size == 1);
   shm__barrier(&g);
   if (ok && parent->me == first) {
-    long slot = take_slot();
-    for (int i = 0; i < parent->size; i++)
-      __atomic_store_n((long *)shm__peer(&g.sync[2], parent->world[i]),
-                       slot < 0 ? -2 : slot, __ATOMIC_RELEASE);
+    long slot = take_slot(), v = slot < 0 ? -2 : slot;
+    for (int i = 0; i < parent->size; i++) {
+      if (shm__s.net) /* complete before the barrier: the quiet below */
+        shm__amo(&g.sync[2], parent->world[i], SYMHEAP_AMO_SET, sizeof(long),
+                 &v, NULL, NULL);
+      else
+        __atomic_store_n((long *)shm__peer(&g.sync[2], parent->world[i]), v,
+                         __ATOMIC_RELEASE);
+    }
+    if (shm__s.net)
+      shm__net_quiet();
   }
   shm__barrier(&g);
   long slot = ok ? __atomic_load_n(&g.sync[2], __ATOMIC_ACQUIRE) : -2;

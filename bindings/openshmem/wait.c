@@ -15,6 +15,7 @@
 #include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,9 +57,31 @@ static int process_ended(int pid) {
   return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
 }
 
-/* A PE whose process is gone will never answer: end the job. */
+/* Whether PE pe on another host still answers: a get of its control
+ * block's pid (a failure, or no answer within SYMHEAP_TIMEOUT_MS, is no). */
+static int remote_alive(int pe) {
+  int pid = 0;
+  symheap_result_t r =
+      symheap_get(shm__s.heap_win, pe, offsetof(struct shm_ctrl, pid), &pid,
+                  sizeof pid);
+  if (r == SYMHEAP_SUCCESS)
+    return 1;
+  fprintf(stderr,
+          "symheap-shmem: PE %d: PE %d on another host does not answer (%s); "
+          "ending the job instead of waiting for it\n",
+          shm__s.me, pe, symheap_last_error());
+  return 0;
+}
+
+/* A PE whose process is gone will never answer: end the job.  This host's
+ * PEs by their pid; another host's by a get of its control block. */
 static void check_peers_alive(void) {
   for (int p = 0; p < shm__s.npes; p++) {
+    if (shm__remote(p)) {
+      if (!remote_alive(p))
+        exit(1);
+      continue;
+    }
     struct shm_ctrl *c = (struct shm_ctrl *)shm__s.heap_peer[p];
     int pid = __atomic_load_n(&c->pid, __ATOMIC_RELAXED);
     if (pid > 0 && process_ended(pid)) {
@@ -71,7 +94,7 @@ static void check_peers_alive(void) {
   }
 }
 
-static void turn_checks(struct shm_spin *s) {
+void shm__turn_checks(struct shm_spin *s) {
   int req = __atomic_load_n(&shm__s.ctrl->exit_req, __ATOMIC_ACQUIRE);
   if (req) {
     fflush(stdout);
@@ -101,8 +124,33 @@ static void sleep_on(const void *w, int seen) {
   __atomic_fetch_sub(&shm__s.ctrl->sleepers, 1, __ATOMIC_SEQ_CST);
 }
 
+/* A turn of a wait on a job across hosts: the network engine may owe this
+ * PE the very update it waits for, so the turns after the first spins
+ * progress it, and sleep 20 us instead of in a futex (a write from another
+ * host wakes no futex). */
+static void net_turn(struct shm_spin *s) {
+  shm__turn_checks(s);
+  if (++s->n < shm__s.spin_before_yield) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    return;
+  }
+  shm__net_progress();
+  if (s->n < shm__s.spin_before_yield + SHM_YIELDS_BEFORE_SLEEP) {
+    sched_yield();
+  } else {
+    struct timespec ts = {0, 20000};
+    nanosleep(&ts, NULL);
+  }
+}
+
 void shm__spin_on(struct shm_spin *s, const void *word, int seen) {
-  turn_checks(s);
+  if (__builtin_expect(shm__s.net, 0)) {
+    net_turn(s);
+    return;
+  }
+  shm__turn_checks(s);
   if (++s->n < shm__s.spin_before_yield) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
@@ -124,6 +172,8 @@ void shm__spin_on(struct shm_spin *s, const void *word, int seen) {
 void shm__spin(struct shm_spin *s) { shm__spin_on(s, NULL, 0); }
 
 void shm__wake(int pe, const void *word) {
+  if (shm__s.net) /* no wait sleeps in a futex across hosts */
+    return;
   struct shm_ctrl *c = (struct shm_ctrl *)shm__s.heap_peer[pe];
   /* A read-modify-write of sleepers rather than a fence and a load: it
    * orders the caller's store to word before the read just the same (the

@@ -178,6 +178,84 @@ else
   skip_pass "shmem spec examples" "$SHMEM_SPEC is not there (../shared beside the checkout)"
 fi
 
+# Across hosts (issue 27 steps 5 and 6; docs/openshmem.md, "PEs on several
+# hosts"): 4 PEs on 2 pretend hosts (SYMHEAP_HOST_ID per rank through
+# test/shmem/pretend_host.sh: PEs 0,1 on one, 2,3 on the other), other-host
+# PEs reached through a net adaptor: the test adaptor "loop" (as a plugin,
+# build/test/plugins/libsymheap-plugin-netloop.so), then libfabric's
+# tcp;ofi_rxm on loopback.  The feature tests, the hosts test (shmem_ptr
+# NULL for another host, globals reached) and the specification's examples.
+# shmem_hosts_pass LABEL ENV...: the whole set with those variables.
+shmem_hosts_pass() {
+  local label=$1 t ex name
+  shift
+  for t in setup rma amo coll team p2p compat zero; do
+    run " shmem $t 2 hosts x4 $label" env "$@" build/bin/symheap-run -n 4 \
+      test/shmem/pretend_host.sh build/test/shmem/test_shmem_$t
+  done
+  run " shmem rma without inline paths 2 hosts x4 $label" env "$@" \
+    build/bin/symheap-run -n 4 test/shmem/pretend_host.sh \
+    build/test/shmem/test_shmem_rma_noinline
+  run " shmem hosts 2 hosts x4 $label" env "$@" build/bin/symheap-run -n 4 \
+    test/shmem/pretend_host.sh build/test/shmem/test_shmem_hosts
+  for ex in build/shmem-spec/*; do
+    [ -x "$ex" ] || continue
+    name=$(basename "$ex")
+    check " shmem spec example $name 2 hosts x4 $label" timeout 120 env "$@" \
+      build/bin/symheap-run -n 4 test/shmem/pretend_host.sh "$ex"
+  done
+}
+run " shmem hosts one host x4 (shmem_ptr everywhere)" build/bin/symheap-run -n 4 \
+  build/test/shmem/test_shmem_hosts
+# Across hosts without a net adaptor: shmem_init refuses, naming SYMHEAP_NET.
+shmem_hosts_no_net() {
+  env SYMHEAP_NET=none SYMHEAP_TEST_PER_HOST=1 build/bin/symheap-run -n 2 \
+    test/shmem/pretend_host.sh build/test/shmem/test_shmem_setup --expect-refusal \
+    >"$LOGDIR/shmem-hosts-no-net.out" 2>&1
+  local rc=$?
+  cat "$LOGDIR/shmem-hosts-no-net.out"
+  [ $rc -eq 0 ] && grep -q "set SYMHEAP_NET" "$LOGDIR/shmem-hosts-no-net.out"
+}
+check " shmem init across hosts without SYMHEAP_NET refused" shmem_hosts_no_net
+shmem_hosts_pass "net(loop)" SYMHEAP_PLUGIN_PATH="$PWD/build/test/plugins" \
+  SYMHEAP_PLUGIN=netloop SYMHEAP_NET=loop
+# The waits' own progress (no progress thread): barriers and collectives,
+# and waits on user variables.
+for t in coll p2p; do
+  run " shmem $t 2 hosts x4 net(loop) progress=none" env \
+    SYMHEAP_PLUGIN_PATH="$PWD/build/test/plugins" SYMHEAP_PLUGIN=netloop \
+    SYMHEAP_NET=loop SYMHEAP_NET_PROGRESS=none build/bin/symheap-run -n 4 \
+    test/shmem/pretend_host.sh build/test/shmem/test_shmem_$t
+done
+# Ending a job across hosts (a PE per host, 2 hosts): shmem_global_exit
+# reaches the other host's PE through the network, and a PE that dies is
+# noticed by the other host's PE (a get of its control block fails).
+shmem_hosts_exit() { # WANT ARGS...
+  local want=$1
+  shift
+  timeout 60 env SYMHEAP_PLUGIN_PATH="$PWD/build/test/plugins" SYMHEAP_PLUGIN=netloop \
+    SYMHEAP_NET=loop SYMHEAP_TEST_PER_HOST=1 build/bin/symheap-run -n 2 \
+    test/shmem/pretend_host.sh build/test/shmem/test_shmem_exit "$@" \
+    >"$LOGDIR/shmem-hosts-exit.out" 2>&1
+  local rc=$?
+  cat "$LOGDIR/shmem-hosts-exit.out"
+  [ "$rc" -eq "$want" ] || { echo "status $rc, want $want"; return 1; }
+  ! grep -q '^FAIL' "$LOGDIR/shmem-hosts-exit.out"
+}
+check " shmem global_exit(7) across hosts net(loop)" shmem_hosts_exit 7 --global-exit 7
+check " shmem global_exit(0) across hosts net(loop)" shmem_hosts_exit 0 --global-exit 0
+shmem_hosts_dead_pe() {
+  shmem_hosts_exit 1 --pe-dies && grep -q 'on another host does not answer' \
+    "$LOGDIR/shmem-hosts-exit.out"
+}
+check " shmem a PE on another host dies net(loop)" shmem_hosts_dead_pe
+if ! have_tool libfabric; then
+  skip_pass "shmem across hosts net(ofi)" "libfabric1 and libfabric-dev are not installed (see test/deps.sh)"
+else
+  shmem_hosts_pass "net(ofi tcp;ofi_rxm)" SYMHEAP_NET=ofi \
+    SYMHEAP_NET_PROVIDER="tcp;ofi_rxm" SYMHEAP_NET_DOMAIN=lo
+fi
+
 # shmem_sanitized BUILD: the feature tests built with ASan + UBSan (run.sh's
 # sanitizer pass calls it once BUILD's tests are built), at 2 and 4 PEs.
 shmem_sanitized() {

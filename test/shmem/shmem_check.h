@@ -6,6 +6,7 @@
 
 #include <shmem.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static const char *shc_case;
 static int shc_bad, shc_failures;
@@ -34,5 +35,18 @@ static inline void shc_end(void) {
 }
 
 static inline int shc_status(void) { return shc_failures ? 1 : 0; }
+
+/* PEs per (pretend) host: SYMHEAP_TEST_PER_HOST, which
+ * test/shmem/pretend_host.sh sets, PE p being on host p / that; unset, every
+ * PE is on one host.  Across hosts, shmem_ptr is NULL for another host's
+ * PEs and SHMEM_TEAM_SHARED is this host's. */
+static inline int shc_per_host(void) {
+  const char *v = getenv("SYMHEAP_TEST_PER_HOST");
+  int n = shmem_n_pes(), k = v ? atoi(v) : 0;
+  return k > 0 && k < n ? k : n;
+}
+static inline int shc_same_host(int a, int b) {
+  return a / shc_per_host() == b / shc_per_host();
+}
 
 #endif

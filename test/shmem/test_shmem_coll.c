@@ -143,10 +143,15 @@ static void test_sync(void) {
     shmem_barrier_all();
     for (int p = 0; p < npes; p++)
       SHC_CHECK(hits[p] == round + 1, "round %d from PE %d", round, p);
-    if (round % 2)
+    if (round % 2) {
       shmem_sync_all();
-    else
+    } else {
       shmem_team_sync(SHMEM_TEAM_SHARED);
+      /* Across hosts the shared team is one host's: the world too, or a
+       * PE of another host could put the next round's value too soon. */
+      if (shmem_team_n_pes(SHMEM_TEAM_SHARED) < npes)
+        shmem_sync_all();
+    }
   }
   shmem_sync(SHMEM_TEAM_WORLD);
   shc_end();

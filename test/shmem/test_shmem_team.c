@@ -14,13 +14,20 @@ static void test_predefined(void) {
   shc_begin("team_predefined");
   SHC_CHECK(shmem_team_my_pe(SHMEM_TEAM_WORLD) == me, "world my_pe");
   SHC_CHECK(shmem_team_n_pes(SHMEM_TEAM_WORLD) == npes, "world n_pes");
-  SHC_CHECK(shmem_team_n_pes(SHMEM_TEAM_SHARED) == npes, "shared n_pes");
-  SHC_CHECK(shmem_team_my_pe(SHMEM_TEAM_SHARED) == me, "shared my_pe");
+  /* SHMEM_TEAM_SHARED: this host's PEs (pretend hosts of per PEs each). */
+  int per = shc_per_host(), first = me / per * per;
+  int nshared = npes - first < per ? npes - first : per;
+  SHC_CHECK(shmem_team_n_pes(SHMEM_TEAM_SHARED) == nshared, "shared n_pes");
+  SHC_CHECK(shmem_team_my_pe(SHMEM_TEAM_SHARED) == me - first, "shared my_pe");
   SHC_CHECK(shmem_team_my_pe(SHMEM_TEAM_INVALID) == -1, "invalid my_pe");
   SHC_CHECK(shmem_team_n_pes(SHMEM_TEAM_INVALID) == -1, "invalid n_pes");
-  SHC_CHECK(shmem_team_translate_pe(SHMEM_TEAM_WORLD, npes - 1,
-                                    SHMEM_TEAM_SHARED) == npes - 1,
+  SHC_CHECK(shmem_team_translate_pe(SHMEM_TEAM_WORLD, first + nshared - 1,
+                                    SHMEM_TEAM_SHARED) == nshared - 1,
             "translate world->shared");
+  if (nshared < npes) /* another host's PE is not in this host's team */
+    SHC_CHECK(shmem_team_translate_pe(SHMEM_TEAM_WORLD, (first + per) % npes,
+                                      SHMEM_TEAM_SHARED) == -1,
+              "translate another host's PE");
   SHC_CHECK(
       shmem_team_translate_pe(SHMEM_TEAM_WORLD, npes, SHMEM_TEAM_SHARED) == -1,
       "translate out of range");
@@ -65,7 +72,10 @@ static void test_strided(void) {
     shmem_team_sync(odds);
     SHC_CHECK(val == 1000 + (tme + nodd - 1) % nodd, "ctx put in team");
     int *p = shmem_team_ptr(odds, &val, 0);
-    SHC_CHECK(p && *p == 1000 + nodd - 1, "team_ptr");
+    if (shc_same_host(me, 1)) /* team PE 0 is world PE 1 */
+      SHC_CHECK(p && *p == 1000 + nodd - 1, "team_ptr");
+    else
+      SHC_CHECK(!p, "team_ptr to another host's PE");
     shmem_team_sync(odds);
     shmem_ctx_destroy(ctx);
     /* A nested split: the first PE of the odds alone. */
