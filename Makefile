@@ -358,6 +358,15 @@ $(BUILD)/test/test_coll_api: test/test_coll_api.c $(BUILD)/obj/test/harness.o \
 	$(CC) $(CFLAGS_ALL) -Ikernels -o $@ $< $(BUILD)/obj/test/harness.o \
 	  -L$(BUILD)/lib -lsymheap_cuda -lsymheap -Wl,-rpath,'$$ORIGIN/../lib' \
 	  $(LDFLAGS_ALL) $(LIBS)
+# The tuning table and override variables through the library, on host
+# windows (test/test_coll_tuning.c; no GPU needed).
+$(BUILD)/test/test_coll_tuning: test/test_coll_tuning.c $(BUILD)/obj/test/harness.o \
+    $(CUDA_LIB) $(KERNEL_DEPS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Ikernels -o $@ $< $(BUILD)/obj/test/harness.o \
+	  -L$(BUILD)/lib -lsymheap_cuda -lsymheap -Wl,-rpath,'$$ORIGIN/../lib' \
+	  $(LDFLAGS_ALL) $(LIBS)
+tests: $(BUILD)/test/test_coll_tuning
 # Tuning probe for the kernels' launch parameters (bench/coll_sweep.cu).
 .PHONY: coll-sweep
 coll-sweep: $(BUILD)/bin/coll-sweep

@@ -361,22 +361,24 @@ EXPORT symheap_result_t symheap_cuda_all_gather_flags(
                 "%s: the input overlaps the output other than as one whole "
                 "block of it (out_offset + k * bytes; in place: k = rank)",
                 fn);
-  a.stream = (cudaStream_t)stream;
-  if ((r = device_ok(&a, fn)) != SYMHEAP_SUCCESS || bytes == 0)
-    return r;
-  /* Chosen before anything is enqueued: a bad tuning table fails here. */
+  /* SM or zero-SM: the flag, SYMHEAP_CUDA_ZERO_SM, else
+   * SYMHEAP_ALL_GATHER_ALGO or the tuning table (a bad one fails here). */
   bool zero_sm = (flags & SYMHEAP_CUDA_ZERO_SM) || zero_sm_env();
+  symheap_tune_choice_t choice = {};
   if (!zero_sm) {
     symheap_tune_query_t q = {};
-    symheap_tune_choice_t c;
     q.nranks = v.nranks;
     q.bytes = bytes;
     q.ce_ok = ce_available();
-    if ((r = tuned_choice(SYMHEAP_TUNE_ALL_GATHER, &q, &c)) != SYMHEAP_SUCCESS)
+    if ((r = tuned_choice(SYMHEAP_TUNE_ALL_GATHER, &q, &choice)) !=
+        SYMHEAP_SUCCESS)
       return r;
-    zero_sm = c.algo == SYMHEAP_TUNE_ZERO_SM;
-    apply_choice(c, &a);
+    zero_sm = choice.algo == SYMHEAP_TUNE_ZERO_SM;
   }
+  a.stream = (cudaStream_t)stream;
+  if ((r = device_ok(&a, fn)) != SYMHEAP_SUCCESS || bytes == 0)
+    return r;
+  apply_choice(choice, &a);
   char *mine = lo + (size_t)v.rank * bytes;
   if (over && li != mine) {
     cudaError_t ce = cudaMemcpyAsync(mine, li, bytes, cudaMemcpyDeviceToDevice,

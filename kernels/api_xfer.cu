@@ -263,22 +263,25 @@ EXPORT symheap_result_t symheap_cuda_broadcast(symheap_window_t in,
     return fail(SYMHEAP_ERR_INVALID_ARG,
                 "%s: input and output overlap without being the same range",
                 fn);
+  /* SM or zero-SM: the flag, SYMHEAP_CUDA_ZERO_SM, else
+   * SYMHEAP_BROADCAST_ALGO or the tuning table (a bad one fails here). */
+  bool zero_sm = (flags & SYMHEAP_CUDA_ZERO_SM) || zero_sm_env();
+  symheap_tune_choice_t choice = {};
+  if (!zero_sm) {
+    symheap_tune_query_t q = {};
+    q.nranks = a.in.nranks;
+    q.bytes = bytes;
+    q.ce_ok = ce_available();
+    if ((r = tuned_choice(SYMHEAP_TUNE_BROADCAST, &q, &choice)) !=
+        SYMHEAP_SUCCESS)
+      return r;
+    zero_sm = choice.algo == SYMHEAP_TUNE_ZERO_SM;
+  }
   a.stream = (cudaStream_t)stream;
   if ((r = device_ok(&a, fn)) != SYMHEAP_SUCCESS || bytes == 0)
     return r;
   a.count = bytes;
-  bool zero_sm = (flags & SYMHEAP_CUDA_ZERO_SM) || zero_sm_env();
-  if (!zero_sm) { /* SYMHEAP_BROADCAST_ALGO, the tuning table, or SM */
-    symheap_tune_query_t q = {};
-    symheap_tune_choice_t c;
-    q.nranks = a.in.nranks;
-    q.bytes = bytes;
-    q.ce_ok = ce_available();
-    if ((r = tuned_choice(SYMHEAP_TUNE_BROADCAST, &q, &c)) != SYMHEAP_SUCCESS)
-      return r;
-    zero_sm = c.algo == SYMHEAP_TUNE_ZERO_SM;
-    apply_choice(c, &a);
-  }
+  apply_choice(choice, &a);
   if (zero_sm)
     return broadcast_ce(a, root, fn);
   a.aligned = aligned16(a.in, in_offset) && aligned16(a.out, out_offset) &&

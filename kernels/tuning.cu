@@ -1,8 +1,9 @@
 /* The tuning tables at run time (tuning.h).  A table is looked up once per
  * device, at the first AUTO call on it: SYMHEAP_TUNING_FILE if set ("none":
  * no table), else <libdir>/../share/symheap/tuning/<gpu>.tsv beside this
- * library (make puts tuning/*.tsv there in the build tree and at install).
- * No table: the thresholds of before.  SYMHEAP_DEBUG=INFO says which. */
+ * library (make copies the tree's tuning/ tables there, in the build tree
+ * and at install).  No table: the thresholds of before.  SYMHEAP_DEBUG=INFO
+ * says which. */
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>

@@ -5,8 +5,8 @@
 // each result (inputs are small integers, never zeros), and writes the
 // table AUTO chooses from: for each size the fastest correct variant, the
 // slowest rank's median.  One rank count per run:
-//   symheap-run -n 4 symheap-tune --out tuning/nvidia-h100-80gb-hbm3.n4.tsv \
-//     [--all all.tsv] [--max-bytes 1073741824] [--graph]
+//   symheap-run -n 4 symheap-tune --out n4.tsv [--all all.tsv]
+//     [--max-bytes 1073741824] [--graph]
 // bench/tune_gpu.sh runs it at 2 and 4 ranks and merges the tables.
 #include <cuda_runtime.h>
 #include <math.h>
@@ -46,7 +46,7 @@ static symheap_comm_t comm;
 static int rank, nranks;
 static cudaStream_t st;
 static symheap_window_t w;
-static size_t half; /* input at [0, half), output at [half, 2 half) */
+static size_t g_half; /* input at [0, g_half), output at [g_half, 2 g_half) */
 static bool graph_mode;
 
 // Rank r's element i: a small integer, exact in bf16 and in every sum.
@@ -84,19 +84,19 @@ static symheap_result_t call(const variant &v, size_t bytes) {
   symheap_stream_t s = (symheap_stream_t)st;
   switch (v.coll) {
   case SYMHEAP_TUNE_ALL_REDUCE:
-    return symheap_cuda_all_reduce(w, 0, w, half, bytes / 2, SYMHEAP_BFLOAT16,
+    return symheap_cuda_all_reduce(w, 0, w, g_half, bytes / 2, SYMHEAP_BFLOAT16,
                                    SYMHEAP_OP_SUM, (symheap_algo_t)v.algo, s);
   case SYMHEAP_TUNE_REDUCE_SCATTER:
-    return symheap_cuda_reduce_scatter(w, 0, w, half, bytes / 2,
+    return symheap_cuda_reduce_scatter(w, 0, w, g_half, bytes / 2,
                                        SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM,
                                        (symheap_algo_t)v.algo, s);
   case SYMHEAP_TUNE_ALL_GATHER:
     return symheap_cuda_all_gather_flags(
-        w, 0, w, half, bytes,
+        w, 0, w, g_half, bytes,
         v.algo == SYMHEAP_TUNE_ZERO_SM ? SYMHEAP_CUDA_ZERO_SM : 0, s);
   default:
     return symheap_cuda_broadcast(
-        w, 0, w, half, bytes, 0,
+        w, 0, w, g_half, bytes, 0,
         v.algo == SYMHEAP_TUNE_ZERO_SM ? SYMHEAP_CUDA_ZERO_SM : 0, s);
   }
 }
@@ -131,7 +131,7 @@ static const size_t kSample = 8192; /* elements at each end */
 static void clear_sample(int coll, size_t bytes) {
   char *out;
   SH(symheap_window_local_ptr(w, (void **)&out));
-  out += half;
+  out += g_half;
   size_t n = out_elems(coll, bytes), k = std::min(n, kSample);
   CU(cudaMemsetAsync(out, 0, k * 2, st));
   CU(cudaMemsetAsync(out + (n - k) * 2, 0, k * 2, st));
@@ -141,7 +141,7 @@ static void clear_sample(int coll, size_t bytes) {
 static bool check_sample(int coll, size_t bytes, std::string *why) {
   char *out;
   SH(symheap_window_local_ptr(w, (void **)&out));
-  out += half;
+  out += g_half;
   CU(cudaStreamSynchronize(st));
   size_t n = out_elems(coll, bytes), k = std::min(n, kSample);
   std::vector<uint16_t> h(k);
@@ -385,11 +385,11 @@ int main(int argc, char **argv) {
   cudaDeviceProp prop;
   CU(cudaGetDeviceProperties(&prop, dev));
   const char *topo = symheap_coll::tuning_topology();
-  half = maxb;
-  SH(symheap_malloc(comm, 2 * half, 0, &w));
+  g_half = maxb;
+  SH(symheap_malloc(comm, 2 * g_half, 0, &w));
   char *local;
   SH(symheap_window_local_ptr(w, (void **)&local));
-  fill_input<<<1024, 256, 0, st>>>((uint16_t *)local, half / 2, rank);
+  fill_input<<<1024, 256, 0, st>>>((uint16_t *)local, g_half / 2, rank);
   CU(cudaGetLastError());
   CU(cudaStreamSynchronize(st));
   SH(symheap_comm_barrier(comm));
