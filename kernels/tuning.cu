@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "coll_api.h"
@@ -73,7 +74,12 @@ void default_path(const char *file, char *out, size_t len) {
     else
       snprintf(dir, sizeof dir, ".");
   }
-  snprintf(out, len, "%s/../share/symheap/tuning/%s", dir, file);
+  char lib[PATH_MAX + 8], real[PATH_MAX];
+  snprintf(lib, sizeof lib, "%s/..", dir);
+  if (realpath(lib, real)) /* <prefix>/share/..., not <prefix>/lib/../share */
+    snprintf(out, len, "%s/share/symheap/tuning/%s", real, file);
+  else
+    snprintf(out, len, "%s/../share/symheap/tuning/%s", dir, file);
 }
 
 void load(dev_table_t *t, int dev) {
