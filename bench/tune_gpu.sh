@@ -12,7 +12,8 @@
 #   5. the GPU suites at 2 and 4 ranks, processes and threads, and the
 #      registration table, as long as the time budget lasts;
 #   6. the short table again, last (auto vs best own vs NCCL vs PyTorch).
-# Raw files: OUTDIR/docs/perf/data/scale-<date>/n2|n4/.  Every step runs
+# Raw files: OUTDIR/docs/perf/data/scale-<date>/n2|n4/; the table:
+# OUTDIR/tuning/<gpu>.tsv; the page: OUTDIR/docs/perf/scale.md.  Every step runs
 # under a timeout inside BUDGET seconds (default 540); a step the budget
 # cannot hold is listed as skipped, never left hanging.
 #   bench/tune_gpu.sh [OUTDIR]          (OUTDIR default: $OUT)
@@ -29,12 +30,19 @@ BUDGET=${BUDGET:-540}
 STEPS=" ${STEPS:-build tune sweep report suites reg pcoll} "
 DRY=${DRY_RUN:-0}
 DATE=$(date -u +%Y-%m-%d)
-DATA="$OUTDIR/docs/perf/data/scale-$DATE"
-TDIR="$OUTDIR/tuning"
-mkdir -p "$DATA" "$TDIR"
-: >"$DATA/skipped.txt"
-
+# Everything is written under WORK (kept on the machine between commands, as
+# build/ is) and copied to OUTDIR after each stage, so a second command
+# (STEPS="suites reg pcoll report") adds to the first one's files.
+WORK=${TUNE_WORK:-build/tune-data}
+[ "$DRY" = 1 ] && WORK="$OUTDIR/work"
 want() { [[ "$STEPS" == *" $1 "* ]]; }
+want tune && rm -rf "$WORK"
+DATA="$WORK/docs/perf/data/scale-$DATE"
+TDIR="$WORK/tuning"
+mkdir -p "$DATA" "$TDIR" "$OUTDIR"
+touch "$DATA/skipped.txt" "$DATA/steps.txt"
+sync_out() { [ "$DRY" = 1 ] || cp -r "$WORK"/. "$MAIN_OUTDIR"/; }
+
 # step NAME LIMIT LOG COMMAND...: COMMAND into LOG under a timeout no longer
 # than what is left of the budget; skipped (and said) when too little is.
 step() {
@@ -109,6 +117,7 @@ if want tune; then
   elif [ "$DRY" != 1 ]; then
     echo "tune_gpu: no table was written; the sweep runs on the thresholds"
   fi
+  sync_out
 fi
 
 # 3. the sweep: symheap (with the table) and NCCL / PyTorch, same command
@@ -125,10 +134,11 @@ if want sweep; then
 fi
 
 report() {
-  [ "$DRY" = 1 ] && { echo "[dry] python3 bench/scale_report.py $DATA docs/perf/scale.md $OUTDIR/docs/perf/scale.md"; return; }
-  python3 bench/scale_report.py "$DATA" docs/perf/scale.md "$OUTDIR/docs/perf/scale.md"
+  [ "$DRY" = 1 ] && { echo "[dry] python3 bench/scale_report.py $DATA docs/perf/scale.md $WORK/docs/perf/scale.md"; return; }
+  python3 bench/scale_report.py "$DATA" docs/perf/scale.md "$WORK/docs/perf/scale.md"
 }
 want report && report
+sync_out
 
 # 5. correctness at each rank count, processes and threads (as long as the
 # budget lasts: the largest rank count first)
@@ -165,6 +175,7 @@ if want suites; then
     done
     printf '%s\n' "${rows[@]}" >"$DATA/n$n/suites.txt"
     cat "$DATA/n$n/suites.txt"
+    sync_out
   done
   OUTDIR=$MAIN_OUTDIR
 fi
@@ -183,9 +194,10 @@ if want pcoll; then
   done
 fi
 want report && report
+sync_out
 
 echo "== steps"
 cat "$DATA/steps.txt" "$DATA/skipped.txt" 2>/dev/null
-echo "== tables: $TDIR ($(ls "$TDIR" 2>/dev/null | tr '\n' ' '))"
+echo "== tables: $OUTDIR/tuning ($(ls "$TDIR" 2>/dev/null | tr '\n' ' '))"
 echo "== auto vs best own vs NCCL vs PyTorch (us per op; $DATA/summary.txt)"
 cat "$DATA/summary.txt" 2>/dev/null
