@@ -241,7 +241,9 @@ static std::vector<variant> variants(int coll, size_t bytes, size_t cap,
       add(2, 32, 0);
       add(2, 64, 0);
       add(2, 96, 0);
+      add(2, 0, 256);
       add(2, 0, 512);
+      add(2, 64, 512);
     }
     if (ce && bytes >= (1u << 20)) {
       add(3, 0, 0);
