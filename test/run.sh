@@ -271,8 +271,10 @@ if [ -x build/test/test_coll_tuning ]; then
   done
 fi
 # symheap.cuda's algorithm names against the header (no GPU, no torch).
-run " python: cuda algorithm names" env PYTHONPATH="$PWD/build/lib/python3/site-packages" \
-  python3 test/python/test_cuda_algo.py
+if command -v python3 >/dev/null; then
+  run " python: cuda algorithm names" env PYTHONPATH="$PWD/build/lib/python3/site-packages" \
+    python3 test/python/test_cuda_algo.py
+fi
 if [ -x build/test/test_coll_api ]; then
   run " cuda collectives: host-side checks" build/test/test_coll_api
   run " cuda collectives: refused across hosts" build/bin/symheap-run -n 4 \
