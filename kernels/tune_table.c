@@ -351,3 +351,28 @@ void symheap_tune_choose(int coll, const symheap_tune_query_t *q,
     c->blocks = c->threads = 0;
   }
 }
+
+int symheap_tune_write_rows(FILE *f, int coll, int nranks, const char *topo,
+                            int n, const uint64_t *sizes,
+                            const symheap_tune_choice_t *win,
+                            const double *us) {
+  uint64_t lo = 0;
+  int rows = 0;
+  for (int i = 0; i < n; i++) {
+    const symheap_tune_choice_t *w = &win[i];
+    if (i + 1 < n && win[i + 1].algo == w->algo &&
+        win[i + 1].blocks == w->blocks && win[i + 1].threads == w->threads)
+      continue; /* the same winner as the next size: one row */
+    fprintf(f, "%s\t%d\t%s\t%llu\t", symheap_tune_coll_name(coll), nranks,
+            topo, (unsigned long long)lo);
+    if (i + 1 == n)
+      fprintf(f, "max");
+    else
+      fprintf(f, "%llu", (unsigned long long)sizes[i]);
+    fprintf(f, "\t%s\t%d\t%d\t%.2f\n", symheap_tune_algo_name(coll, w->algo),
+            w->blocks, w->threads, us[i]);
+    lo = sizes[i] + 1;
+    rows++;
+  }
+  return rows;
+}

@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -97,6 +98,16 @@ typedef struct {
  * above ll_cap to two-shot. */
 void symheap_tune_choose(int coll, const symheap_tune_query_t *q,
                          symheap_tune_choice_t *c);
+
+/* The rows of one collective from the tuning run's winners: sizes[i]
+ * ascending, win[i] the fastest variant at sizes[i] (us[i] its time).
+ * Sizes with the same winner in a row become one row; a measured size s
+ * covers (the size before, s], the first from 0, the last to "max".
+ * Written as table lines to f; the number of rows. */
+int symheap_tune_write_rows(FILE *f, int coll, int nranks, const char *topo,
+                            int n, const uint64_t *sizes,
+                            const symheap_tune_choice_t *win,
+                            const double *us);
 
 /* Names as the table and the override variables spell them. */
 const char *symheap_tune_coll_name(int coll);

@@ -278,6 +278,46 @@ static void case_choose(void) {
   th_end();
 }
 
+/* What the tuning run writes: runs of one winner merged, each measured size
+ * covering (the size before, it], and the rows read back as written. */
+static void case_write_rows(void) {
+  th_begin(T, "write_rows", 0);
+  const uint64_t sizes[] = {4096, 8192, 16384, 32768, 65536};
+  const symheap_tune_choice_t win[] = {{1, 0, 0, "table"},
+                                       {1, 0, 0, "table"},
+                                       {2, 64, 0, "table"},
+                                       {2, 64, 0, "table"},
+                                       {3, 0, 0, "table"}};
+  const double us[] = {4, 5, 9, 12, 30};
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  fprintf(f, "gpu test\n");
+  int rows = symheap_tune_write_rows(f, SYMHEAP_TUNE_ALL_REDUCE, 4, "nvlink",
+                                     5, sizes, win, us);
+  fclose(f);
+  CHECK(rows == 3, "%d rows:\n%s", rows, text);
+  CHECK(strstr(text, "all_reduce\t4\tnvlink\t0\t8192\tone_shot\t0\t0\t5.00\n") &&
+            strstr(text, "all_reduce\t4\tnvlink\t8193\t32768\ttwo_shot\t64\t0\t12.00\n") &&
+            strstr(text, "all_reduce\t4\tnvlink\t32769\tmax\trs_ce\t0\t0\t30.00\n"),
+        "rows written:\n%s", text);
+  symheap_tune_table_t t;
+  char err[512];
+  CHECK(symheap_tune_parse(text, "written", &t, err, sizeof err) == 0, "%s",
+        err);
+  const uint64_t probe[] = {0, 8192, 8193, 32768, 32769, 1ull << 40};
+  const int want[] = {1, 1, 2, 2, 3, 3};
+  for (int i = 0; i < 6; i++) {
+    const symheap_tune_row_t *r = symheap_tune_lookup(
+        &t, SYMHEAP_TUNE_ALL_REDUCE, 4, "nvlink", probe[i]);
+    CHECK(r && r->algo == want[i], "%llu bytes: algo %d, wanted %d",
+          (unsigned long long)probe[i], r ? r->algo : -1, want[i]);
+  }
+  symheap_tune_free(&t);
+  free(text);
+  th_end();
+}
+
 int main(void) {
   case_parse_good();
   case_lookup();
@@ -285,5 +325,6 @@ int main(void) {
   case_mutations();
   case_load();
   case_choose();
+  case_write_rows();
   return th_total_failures() ? 1 : 0;
 }

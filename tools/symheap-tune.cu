@@ -300,33 +300,22 @@ static void write_table(FILE *f, const std::vector<std::vector<result>> &all,
   symheap_tune_file_name(gpu, file, sizeof file);
   fprintf(f, "# file name: %s\n", file);
   for (int c = 0; c < SYMHEAP_TUNE_NCOLL; c++) {
-    std::vector<std::pair<size_t, const result *>> best;
+    std::vector<uint64_t> sizes;
+    std::vector<symheap_tune_choice_t> win;
+    std::vector<double> us;
     for (const auto &rs : all)
       if (!rs.empty() && rs[0].v.coll == c) {
         const result *b = best_of(rs);
-        if (b)
-          best.push_back({rs[0].bytes, b});
+        if (!b)
+          continue; /* none was right: the next size's winner covers it */
+        symheap_tune_choice_t w = {b->v.algo, b->v.blocks, b->v.threads,
+                                   "table"};
+        sizes.push_back(rs[0].bytes);
+        win.push_back(w);
+        us.push_back(b->us);
       }
-    size_t lo = 0;
-    for (size_t i = 0; i < best.size(); i++) {
-      const result *b = best[i].second;
-      bool last = i + 1 == best.size();
-      if (!last) {
-        const variant &n = best[i + 1].second->v;
-        if (n.algo == b->v.algo && n.blocks == b->v.blocks &&
-            n.threads == b->v.threads)
-          continue; /* the same choice: one row */
-      }
-      if (last)
-        fprintf(f, "%s\t%d\t%s\t%zu\tmax", symheap_tune_coll_name(c), nranks,
-                topo, lo);
-      else
-        fprintf(f, "%s\t%d\t%s\t%zu\t%zu", symheap_tune_coll_name(c), nranks,
-                topo, lo, best[i].first);
-      fprintf(f, "\t%s\t%d\t%d\t%.2f\n", symheap_tune_algo_name(c, b->v.algo),
-              b->v.blocks, b->v.threads, b->us);
-      lo = best[i].first + 1;
-    }
+    symheap_tune_write_rows(f, c, nranks, topo, (int)sizes.size(),
+                            sizes.data(), win.data(), us.data());
   }
 }
 
