@@ -1,7 +1,7 @@
 # The peers' side of symheap-bench's reduce-scatter, all-to-all and broadcast
 # rows (tools/symheap-bench-cuda.cu), at N ranks (default 2): NCCL through
 # torch.distributed (reduce_scatter_tensor, all_to_all_single with equal and,
-# at 2 ranks, uneven splits, broadcast) and, with PEERS_VDEV=1, PyTorch
+# at 2 ranks, uneven splits, broadcast, all_gather_into_tensor) and, with PEERS_VDEV=1, PyTorch
 # symmetric memory's all_to_all_vdev (its NVSHMEM backend; a missing op is
 # recorded as an *_err key, not guessed).  Same timing as peers_baseline.py
 # (which it extends; /work/shared keeps the original): per-op time in a
@@ -113,6 +113,8 @@ def worker(rank, world, port, res_path):
                         input_split_sizes=ins), it))
         attempt(R, f"nccl_broadcast_us_{nb}",
                 lambda: timeit(lambda: dist.broadcast(y, 0), it))
+        attempt(R, f"nccl_allgather_us_{nb}",
+                lambda: timeit(lambda: dist.all_gather_into_tensor(z, y), it))
 
         def vdev():
             inp = symm_mem.empty(n * world, dtype=torch.bfloat16, device=dev)

@@ -178,7 +178,7 @@ def measured_md(runs, data):
                 ("Reduce-scatter (bytes: each rank's output block)",
                  "reduce_scatter", "reducescatter", "nccl_reducescatter"),
                 ("All-gather (bytes per rank)", "all_gather", "allgather",
-                 None),
+                 "nccl_allgather"),
                 ("Broadcast", "broadcast", "broadcast", "nccl_broadcast")):
             rows = other_rows(r, coll, key, nk)
             if rows:
@@ -229,7 +229,7 @@ def summary(runs):
             out.append("  %-8s %9s  %-22s %9s %9s   %5s %5s" % row)
         for coll, key, nk in (("reduce_scatter", "reducescatter",
                                "nccl_reducescatter"),
-                              ("all_gather", "allgather", None),
+                              ("all_gather", "allgather", "nccl_allgather"),
                               ("broadcast", "broadcast", "nccl_broadcast")):
             rows = other_rows(r, coll, key, nk)
             if rows:
