@@ -277,6 +277,17 @@ $(FAKE_IBV): test/fake_ibverbs/fake_ibverbs.c test/fake_ibverbs/fake_ibverbs.h
 $(BUILD)/test/test_rdma: test/fake_ibverbs/fake_ibverbs.h
 tests: $(FAKE_IBV) $(BUILD)/test/test_rdma
 
+# The collectives' tuning tables: parser, lookup and choice, plain C (no
+# CUDA needed): test/test_tune_table.c.
+$(BUILD)/obj/kernels/tune_table.o: kernels/tune_table.h
+$(BUILD)/test/test_tune_table: test/test_tune_table.c kernels/tune_table.h \
+    $(BUILD)/obj/kernels/tune_table.o $(BUILD)/obj/test/harness.o \
+    $(BUILD)/lib/libsymheap.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Ikernels -o $@ $< $(BUILD)/obj/kernels/tune_table.o \
+	  $(BUILD)/obj/test/harness.o $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
+tests: $(BUILD)/test/test_tune_table
+
 # With the CUDA toolkit, check cuda_api.h against its cuda.h.
 CUDA_HOME ?= /usr/local/cuda
 ifneq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
@@ -306,7 +317,8 @@ gpu-tests: $(BUILD)/test/test_gpu
 # libsymheap so that windows are the application's own.
 ifneq ($(NVCC),)
 CUDA_LIB := $(BUILD)/lib/libsymheap_cuda.so
-KERNEL_OBJS := $(patsubst %.cu,$(BUILD)/obj/%.o,$(wildcard kernels/*.cu))
+KERNEL_OBJS := $(patsubst %.cu,$(BUILD)/obj/%.o,$(wildcard kernels/*.cu)) \
+  $(BUILD)/obj/kernels/tune_table.o
 KERNEL_DEPS := $(wildcard kernels/*.cuh kernels/*.h) $(HEADERS)
 NVCC_FLAGS = -O3 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels \
   -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Werror
@@ -317,6 +329,23 @@ $(CUDA_LIB): $(KERNEL_OBJS) $(BUILD)/lib/libsymheap.so
 	$(NVCC) -shared -o $@.0 $(KERNEL_OBJS) -Xlinker -soname,libsymheap_cuda.so.0 \
 	  -L$(BUILD)/lib -lsymheap -Xlinker -rpath,'$$ORIGIN'
 	ln -sf libsymheap_cuda.so.0 $@
+# The tuning tables (tuning/*.tsv, docs/tuning.md) where the library looks:
+# <libdir>/../share/symheap/tuning, in the build tree as after install.
+TUNING_TABLES := $(wildcard tuning/*.tsv)
+$(BUILD)/share/symheap/tuning/.stamp: $(TUNING_TABLES)
+	@mkdir -p $(dir $@)
+	rm -f $(dir $@)*.tsv
+	$(if $(TUNING_TABLES),cp $(TUNING_TABLES) $(dir $@))
+	touch $@
+all: $(BUILD)/share/symheap/tuning/.stamp
+# The tuning run's program (tools/symheap-tune.cu; bench/tune_gpu.sh): it
+# links the library's objects to set launch parameters per call.
+$(BUILD)/bin/symheap-tune: tools/symheap-tune.cu $(KERNEL_OBJS) \
+    $(BUILD)/lib/libsymheap.so $(KERNEL_DEPS)
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -o $@ $< \
+	  $(KERNEL_OBJS) -L$(BUILD)/lib -lsymheap -Xlinker -rpath,'$$ORIGIN/../lib' -ldl
+all: $(BUILD)/bin/symheap-tune
 # GPU tests of the collectives, and the collectives benchmark.
 $(BUILD)/test/test_coll: test/gpu/test_coll.cu $(BUILD)/obj/test/harness.o \
     test/gpu/coll_testlib.cuh test/gpu/gpu_suite.cuh $(CUDA_LIB) $(KERNEL_DEPS)
@@ -336,6 +365,15 @@ $(BUILD)/test/test_coll_api: test/test_coll_api.c $(BUILD)/obj/test/harness.o \
 	$(CC) $(CFLAGS_ALL) -Ikernels -o $@ $< $(BUILD)/obj/test/harness.o \
 	  -L$(BUILD)/lib -lsymheap_cuda -lsymheap -Wl,-rpath,'$$ORIGIN/../lib' \
 	  $(LDFLAGS_ALL) $(LIBS)
+# The tuning table and override variables through the library, on host
+# windows (test/test_coll_tuning.c; no GPU needed).
+$(BUILD)/test/test_coll_tuning: test/test_coll_tuning.c $(BUILD)/obj/test/harness.o \
+    $(CUDA_LIB) $(KERNEL_DEPS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Ikernels -o $@ $< $(BUILD)/obj/test/harness.o \
+	  -L$(BUILD)/lib -lsymheap_cuda -lsymheap -Wl,-rpath,'$$ORIGIN/../lib' \
+	  $(LDFLAGS_ALL) $(LIBS)
+tests: $(BUILD)/test/test_coll_tuning
 # Tuning probe for the kernels' launch parameters (bench/coll_sweep.cu).
 .PHONY: coll-sweep
 coll-sweep: $(BUILD)/bin/coll-sweep
@@ -429,7 +467,11 @@ install: all
 	  ln -sf libsymheap_cuda.so.0 $(DESTDIR)$(PREFIX)/lib/libsymheap_cuda.so && \
 	  install -m 644 kernels/symheap_cuda.h kernels/symheap_cuda_load.h kernels/symheap_device.cuh \
 	    $(DESTDIR)$(PREFIX)/include/ && \
-	  install -m 755 $(BUILD)/bin/symheap-bench-cuda $(DESTDIR)$(PREFIX)/bin/; fi
+	  install -m 755 $(BUILD)/bin/symheap-bench-cuda $(BUILD)/bin/symheap-tune \
+	    $(DESTDIR)$(PREFIX)/bin/; fi
+	install -d $(DESTDIR)$(PREFIX)/share/symheap/tuning
+	$(if $(wildcard tuning/*.tsv),install -m 644 $(wildcard tuning/*.tsv) \
+	  $(DESTDIR)$(PREFIX)/share/symheap/tuning/)
 	sed -e 's|@PREFIX@|$(PREFIX)|g' \
 	  -e 's|@VERSION@|$(shell sed -n 's/#define SYMHEAP_VERSION_\(MAJOR\|MINOR\|PATCH\) //p' include/symheap.h | paste -sd.)|' \
 	  symheap.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/symheap.pc

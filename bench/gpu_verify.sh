@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU suite on the device machine, each under a timeout (a hang shows
-# as rc 124), two ranks on one GPU as processes and as threads: the adaptor
+# as rc 124), at 2 ranks and (4 GPUs or more) 4 ranks, one per GPU, as
+# processes and as threads: the adaptor
 # (test_gpu), the collectives (test_coll, test_coll_xfer), the heap
 # (test_heap_gpu), the Python package on torch, the conformance kit on the
 # real CUDA driver, and the cuda adaptor copied out of the tree, built as a
@@ -17,18 +18,25 @@ nvidia-smi -L
 make -s -j"$(nproc)" all tests gpu-tests >"$OUTDIR/build.txt" 2>&1 ||
   { tail -30 "$OUTDIR/build.txt"; exit 1; }
 . bench/gpu_suite.sh
+# Every suite at 2 ranks, and at 4 where the machine has 4 GPUs (one rank
+# per GPU), as processes and as threads.
+gpus=$(nvidia-smi -L | wc -l)
+for n in 2 4; do
+  [ "$n" -le "$gpus" ] || continue
+  run="build/bin/symheap-run -n $n"
+  suite gpu.procs$n 120 $run build/test/test_gpu
+  suite gpu.threads$n 120 build/test/test_gpu --threads $n
+  suite coll.procs$n 150 $run build/test/test_coll
+  suite coll.threads$n 150 build/test/test_coll --threads $n
+  suite coll.threads$n.noheap 150 env SYMHEAP_HEAP=0 build/test/test_coll --threads $n
+  suite xfer.procs$n 180 $run build/test/test_coll_xfer
+  suite xfer.threads$n 120 build/test/test_coll_xfer --threads $n
+  suite heap.procs$n 120 $run build/test/test_heap_gpu
+  suite heap.threads$n 120 build/test/test_heap_gpu --threads $n
+  suite python_torch.procs$n 150 env PYTHONPATH="$PWD/build/lib/python3/site-packages" \
+    $run python3 test/python/test_gpu.py
+done
 run2="build/bin/symheap-run -n 2"
-suite gpu.procs2 120 $run2 build/test/test_gpu
-suite gpu.threads2 120 build/test/test_gpu --threads 2
-suite coll.procs2 150 $run2 build/test/test_coll
-suite coll.threads2 150 build/test/test_coll --threads 2
-suite coll.threads2.noheap 150 env SYMHEAP_HEAP=0 build/test/test_coll --threads 2
-suite xfer.procs2 180 $run2 build/test/test_coll_xfer
-suite xfer.threads2 120 build/test/test_coll_xfer --threads 2
-suite heap.procs2 120 $run2 build/test/test_heap_gpu
-suite heap.threads2 120 build/test/test_heap_gpu --threads 2
-suite python_torch.procs2 150 env PYTHONPATH="$PWD/build/lib/python3/site-packages" \
-  $run2 python3 test/python/test_gpu.py
 suite kit.cuda 200 build/bin/symheap-conformance --device cuda
 # The cuda adaptor as a vendor would ship it: out of the tree, renamed,
 # public headers only.

@@ -36,7 +36,9 @@ def worker(rank, world, res_path):
     try: symm_mem.enable_symm_mem_for_group(gname)
     except Exception as ex: pass
     R = {}
-    sizes = [4<<10, 64<<10, 1<<20, 16<<20, 256<<20]
+    # PEERS_SIZES (bytes, comma-separated) widens the sweep (bench/tune_gpu.sh: 4 KiB to 1 GiB)
+    sizes = [int(v) for v in os.environ.get("PEERS_SIZES", "").split(",") if v] or \
+        [4<<10, 64<<10, 1<<20, 16<<20, 256<<20]
     for nb in sizes:
         n = nb // 2
         x = torch.randn(n, dtype=torch.bfloat16, device="cuda")

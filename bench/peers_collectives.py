@@ -1,14 +1,26 @@
 # The peers' side of symheap-bench's reduce-scatter, all-to-all and broadcast
-# rows (tools/symheap-bench-cuda.cu), on a 2-GPU host: NCCL through
-# torch.distributed (reduce_scatter_tensor, all_to_all_single with equal and
-# with uneven splits, broadcast) and PyTorch symmetric memory where it has the
-# op (all_to_all_vdev needs its NVSHMEM backend; a missing op is recorded as
-# an *_err key, not guessed).  Same timing as peers_baseline.py (which it
-# extends; /work/shared keeps the original): per-op time in a launch loop,
-# median of 5 repeats, bf16, bytes = each rank's block.  Multicast stays off.
-# Usage (on the GPU machine): python3 bench/peers_collectives.py
+# rows (tools/symheap-bench-cuda.cu), at N ranks (default 2): NCCL through
+# torch.distributed (reduce_scatter_tensor, all_to_all_single with equal and,
+# at 2 ranks, uneven splits, broadcast, all_gather_into_tensor) and, with PEERS_VDEV=1, PyTorch
+# symmetric memory's all_to_all_vdev (its NVSHMEM backend; a missing op is
+# recorded as an *_err key, not guessed).  Same timing as peers_baseline.py
+# (which it extends; /work/shared keeps the original): per-op time in a
+# launch loop, median of 5 repeats, bf16, bytes = each rank's block.
+# Multicast stays off.
+# Usage (on the GPU machine): python3 bench/peers_collectives.py [N]
 #   -> prints JSON, also written to $OUT/peers_collectives.json
-import os, statistics, json
+#
+# Why it once ran past 150 s with no output on 2 GPUs of a 4-GPU machine:
+# the NVSHMEM step.  PyTorch bootstraps NVSHMEM inside the first symmetric
+# allocation, a hidden collective (pytorch/pytorch#195501), and NVSHMEM's
+# default symmetric heap (1 GiB) cannot hold the 256 MiB case's buffers
+# (1.5 GiB at 2 ranks): a rank that fails there leaves its peer waiting in
+# the bootstrap or in the next barrier, and nothing was printed before the
+# end.  Now: that step is opt-in and capped at 16 MiB, every attempt's
+# outcome is agreed by all ranks before the next step, the process group
+# has a timeout (a hang becomes an error), the port is a free one, and rank
+# 0 prints each size as it finishes.
+import datetime, json, os, socket, statistics, sys
 
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
@@ -40,21 +52,42 @@ def timeit(fn, iters, reps=5):
 
 
 def attempt(R, key, fn):
+    """fn's time under key, or its error under *_err_*: the same on every
+    rank (a rank that failed alone would leave its peers in the next
+    collective)."""
+    err = None
     try:
-        R[key] = fn()
+        t = fn()
     except Exception as ex:  # recorded, never guessed
-        R[key.replace("_us_", "_err_")] = repr(ex)[:300]
+        err = repr(ex)[:300]
+    bad = torch.tensor([1 if err else 0], device="cuda")
+    dist.all_reduce(bad)
+    if bad.item() == 0:
+        R[key] = t
+    else:
+        R[key.replace("_us_", "_err_")] = err or "failed on another rank"
 
 
-def worker(rank, world, res_path):
+def worker(rank, world, port, res_path):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = "29534"
+    os.environ["MASTER_PORT"] = str(port)
     torch.cuda.set_device(rank)
     dev = torch.device("cuda", rank)
-    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=dev)
+    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=dev,
+                            timeout=datetime.timedelta(seconds=120))
     import torch.distributed._symmetric_memory as symm_mem
 
     gname = dist.group.WORLD.group_name
+    vdev_on = os.environ.get("PEERS_VDEV") == "1"
+    vdev_why = ""
+    if vdev_on:
+        try:
+            symm_mem.set_backend("NVSHMEM")
+        except Exception as ex:
+            vdev_on = False
+            vdev_why = repr(ex)[:300]
+    else:
+        vdev_why = "not run (PEERS_VDEV=1 runs it: NVSHMEM backend)"
     R = {}
     for nb in SIZES:
         n = nb // 2  # bf16 elements per rank's block
@@ -80,9 +113,10 @@ def worker(rank, world, res_path):
                         input_split_sizes=ins), it))
         attempt(R, f"nccl_broadcast_us_{nb}",
                 lambda: timeit(lambda: dist.broadcast(y, 0), it))
+        attempt(R, f"nccl_allgather_us_{nb}",
+                lambda: timeit(lambda: dist.all_gather_into_tensor(z, y), it))
 
         def vdev():
-            symm_mem.set_backend("NVSHMEM")
             inp = symm_mem.empty(n * world, dtype=torch.bfloat16, device=dev)
             out = symm_mem.empty(n * world * 2, dtype=torch.bfloat16,
                                  device=dev)
@@ -94,7 +128,15 @@ def worker(rank, world, res_path):
             return timeit(lambda: torch.ops.symm_mem.all_to_all_vdev(
                 inp, out, sp, gname), it)
 
-        attempt(R, f"torch_all_to_all_vdev_us_{nb}", vdev)
+        if vdev_on and nb <= (16 << 20):
+            attempt(R, f"torch_all_to_all_vdev_us_{nb}", vdev)
+        else:
+            R[f"torch_all_to_all_vdev_err_{nb}"] = (
+                vdev_why if not vdev_on else "not run above 16 MiB (NVSHMEM's "
+                "default symmetric heap is 1 GiB)")
+        if rank == 0:
+            print("peers_collectives: %d ranks, %d bytes done" % (world, nb),
+                  flush=True)
     dist.barrier()
     if rank == 0:
         json.dump(R, open(res_path, "w"), indent=1)
@@ -102,12 +144,22 @@ def worker(rank, world, res_path):
     dist.destroy_process_group()
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 if __name__ == "__main__":
     out = os.environ.get("OUT", "/tmp")
+    world = int(sys.argv[1]) if len(sys.argv) > 1 else 2
+    ndev = torch.cuda.device_count()
     print("torch", torch.__version__, "nccl", torch.cuda.nccl.version(),
-          "gpus", torch.cuda.device_count(), flush=True)
-    if torch.cuda.device_count() < 2:
-        print("peers_collectives: needs 2 GPUs")
+          "gpus", ndev, "ranks", world, flush=True)
+    if world < 2 or ndev < world:
+        print("peers_collectives: %d ranks need %d GPUs; %d visible" %
+              (world, world, ndev))
         raise SystemExit(2)
-    mp.spawn(worker, args=(2, f"{out}/peers_collectives.json"), nprocs=2)
+    mp.spawn(worker, args=(world, free_port(),
+                           f"{out}/peers_collectives.json"), nprocs=world)
     print(open(f"{out}/peers_collectives.json").read())

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The scale run: symheap at 2, 4 and 8 ranks (one process per GPU, as many
 # as this machine has), NCCL and PyTorch symmetric memory at the same rank
-# counts in the same run, and the GPU correctness suites at each.
+# counts in the same run, and every GPU correctness suite at each (processes
+# and threads).  bench/tune_gpu.sh is the newer run (tuning tables first,
+# then this sweep, within one command's time); this one has no budget.
 #   bench/scale.sh OUTDIR
 # Per rank count N: OUTDIR/nN/{gpu_*.txt, reg.txt, coll.json, coll.txt,
 # baseline.json}; then OUTDIR/scale.txt, tables with ranks as columns.
@@ -23,9 +25,19 @@ echo "rank counts this machine allows:$ranks (of 2 4 8)" | tee -a "$OUTDIR/machi
 for n in $ranks; do
   d="$OUTDIR/n$n"
   mkdir -p "$d"
-  echo "== $n ranks: GPU suites"
-  build/bin/symheap-run -n "$n" build/test/test_gpu >"$d/gpu_adaptor.txt" 2>&1
-  build/bin/symheap-run -n "$n" build/test/test_coll >"$d/gpu_coll.txt" 2>&1
+  echo "== $n ranks: GPU suites, processes and threads"
+  run="build/bin/symheap-run -n $n"
+  for s in "adaptor $run build/test/test_gpu" "adaptor.threads build/test/test_gpu --threads $n" \
+    "coll $run build/test/test_coll" "coll.threads build/test/test_coll --threads $n" \
+    "xfer $run build/test/test_coll_xfer" "xfer.threads build/test/test_coll_xfer --threads $n" \
+    "heap $run build/test/test_heap_gpu" "heap.threads build/test/test_heap_gpu --threads $n" \
+    "python env PYTHONPATH=$PWD/build/lib/python3/site-packages $run python3 test/python/test_gpu.py"; do
+    set -- $s
+    name=$1
+    shift
+    timeout -k 5 180 "$@" >"$d/gpu_$name.txt" 2>&1 ||
+      echo "gpu_$name: rc $? (124: timed out)" >>"$d/gpu_$name.txt"
+  done
   grep -h '^FAIL' "$d"/gpu_*.txt | head -5
   echo "GPU tests at $n ranks: $(cat "$d"/gpu_*.txt | grep -c '^PASS ') passed, $(cat "$d"/gpu_*.txt | grep -c '^FAIL ') failed"
   echo "== $n ranks: registration"

@@ -6,6 +6,7 @@
 
 #include "coll_api.h"
 #include "symheap_adaptor.h"
+#include "tuning.h"
 
 namespace symheap_coll {
 
@@ -213,13 +214,20 @@ symheap_result_t reduce_args_ok(const char *fn, symheap_dtype_t dtype,
   return SYMHEAP_SUCCESS;
 }
 
-symheap_algo_t auto_algo(int nranks, size_t bytes) {
-  /* The LL path wins while it fits: no barrier, one crossing.  Past
-   * ce_threshold(), the all-gather half goes to the copy engines. */
-  return bytes <= ll_capacity(nranks) ? SYMHEAP_ALGO_ONE_SHOT
-         : bytes >= ce_threshold() && ce_available()
-             ? SYMHEAP_ALGO_RS_COPY_ENGINE
-             : SYMHEAP_ALGO_TWO_SHOT;
+/* AUTO's choice for an all-reduce of bytes at nranks (tuning.h): forced by
+ * SYMHEAP_ALL_REDUCE_ALGO, else this GPU's tuning table, else the
+ * thresholds: the LL path while it fits (no barrier, one crossing), the
+ * copy engines for the all-gather half from ce_threshold(). */
+symheap_result_t choose_all_reduce(int nranks, size_t bytes, bool in_place,
+                                   symheap_tune_choice_t *c) {
+  symheap_tune_query_t q = {};
+  q.nranks = nranks;
+  q.bytes = bytes;
+  q.ll_cap = ll_capacity(nranks);
+  q.ce_bytes = ce_threshold();
+  q.ce_ok = ce_available();
+  q.in_place = in_place;
+  return tuned_choice(SYMHEAP_TUNE_ALL_REDUCE, &q, c);
 }
 
 } // namespace symheap_coll
@@ -238,8 +246,11 @@ EXPORT symheap_result_t symheap_cuda_all_reduce_algo(symheap_window_t win,
   if (!algo || (unsigned)dtype > SYMHEAP_FLOAT16)
     return fail(SYMHEAP_ERR_INVALID_ARG, "%s: %s", fn,
                 !algo ? "algo is NULL" : "unknown dtype");
-  *algo = auto_algo(v.nranks, count * elem_size(dtype));
-  return SYMHEAP_SUCCESS;
+  symheap_tune_choice_t c;
+  r = choose_all_reduce(v.nranks, count * elem_size(dtype), false, &c);
+  if (r == SYMHEAP_SUCCESS)
+    *algo = (symheap_algo_t)c.algo;
+  return r;
 }
 
 EXPORT symheap_result_t symheap_cuda_all_reduce(
@@ -258,8 +269,6 @@ EXPORT symheap_result_t symheap_cuda_all_reduce(
   r = views(in, in_offset, out, out_offset, bytes, bytes, fn, &a);
   if (r != SYMHEAP_SUCCESS)
     return r;
-  if (algo == SYMHEAP_ALGO_AUTO)
-    algo = auto_algo(a.in.nranks, bytes);
   /* Peers read every rank's input while outputs are written: an output
    * that overlaps the input is only safe exactly in place, and only where
    * no rank overwrites what a peer still reads (LL copies inputs first,
@@ -272,6 +281,15 @@ EXPORT symheap_result_t symheap_cuda_all_reduce(
                 "%s: input and output overlap without being the same range; "
                 "use the same offset (in place) or disjoint ranges",
                 fn);
+  symheap_tune_choice_t choice;
+  if (algo == SYMHEAP_ALGO_AUTO) {
+    if ((r = choose_all_reduce(a.in.nranks, bytes, overlap, &choice)) !=
+        SYMHEAP_SUCCESS)
+      return r;
+    algo = (symheap_algo_t)choice.algo;
+  } else {
+    launch_override(&choice);
+  }
   if (overlap && algo == SYMHEAP_ALGO_ONE_SHOT &&
       bytes > ll_capacity(a.in.nranks))
     return fail(SYMHEAP_ERR_INVALID_ARG,
@@ -286,6 +304,7 @@ EXPORT symheap_result_t symheap_cuda_all_reduce(
   a.dtype = dtype;
   a.op = op;
   a.aligned = aligned16(a.in, in_offset) && aligned16(a.out, out_offset);
+  apply_choice(choice, &a);
   if (algo == SYMHEAP_ALGO_RS_COPY_ENGINE)
     return all_reduce_rs_ce(a, fn);
   cudaError_t e;
@@ -342,9 +361,24 @@ EXPORT symheap_result_t symheap_cuda_all_gather_flags(
                 "%s: the input overlaps the output other than as one whole "
                 "block of it (out_offset + k * bytes; in place: k = rank)",
                 fn);
+  /* SM or zero-SM: the flag, SYMHEAP_CUDA_ZERO_SM, else
+   * SYMHEAP_ALL_GATHER_ALGO or the tuning table (a bad one fails here). */
+  bool zero_sm = (flags & SYMHEAP_CUDA_ZERO_SM) || zero_sm_env();
+  symheap_tune_choice_t choice = {};
+  if (!zero_sm) {
+    symheap_tune_query_t q = {};
+    q.nranks = v.nranks;
+    q.bytes = bytes;
+    q.ce_ok = ce_available();
+    if ((r = tuned_choice(SYMHEAP_TUNE_ALL_GATHER, &q, &choice)) !=
+        SYMHEAP_SUCCESS)
+      return r;
+    zero_sm = choice.algo == SYMHEAP_TUNE_ZERO_SM;
+  }
   a.stream = (cudaStream_t)stream;
   if ((r = device_ok(&a, fn)) != SYMHEAP_SUCCESS || bytes == 0)
     return r;
+  apply_choice(choice, &a);
   char *mine = lo + (size_t)v.rank * bytes;
   if (over && li != mine) {
     cudaError_t ce = cudaMemcpyAsync(mine, li, bytes, cudaMemcpyDeviceToDevice,
@@ -356,7 +390,7 @@ EXPORT symheap_result_t symheap_cuda_all_gather_flags(
     in_offset = a.in_off;
   }
   a.count = bytes;
-  if ((flags & SYMHEAP_CUDA_ZERO_SM) || zero_sm_env())
+  if (zero_sm)
     return all_gather_ce(a, fn);
   a.aligned = aligned16(a.in, in_offset) && aligned16(a.out, out_offset) &&
               bytes % 16 == 0;

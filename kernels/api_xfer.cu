@@ -2,6 +2,7 @@
  * reduce-scatter, all-to-all(v) and broadcast.  As in api.cu: every check
  * answers before anything is enqueued, nothing waits on the host. */
 #include "coll_api.h"
+#include "tuning.h"
 
 using namespace symheap_coll;
 
@@ -72,8 +73,20 @@ EXPORT symheap_result_t symheap_cuda_reduce_scatter(
                 "k = rank)",
                 fn);
   const size_t cap = ll_capacity(v.nranks);
-  if (algo == SYMHEAP_ALGO_AUTO)
-    algo = bytes <= cap ? SYMHEAP_ALGO_ONE_SHOT : SYMHEAP_ALGO_TWO_SHOT;
+  symheap_tune_choice_t choice;
+  if (algo == SYMHEAP_ALGO_AUTO) {
+    /* SYMHEAP_REDUCE_SCATTER_ALGO, the tuning table, or LL while it fits */
+    symheap_tune_query_t q = {};
+    q.nranks = v.nranks;
+    q.bytes = bytes;
+    q.ll_cap = cap;
+    if ((r = tuned_choice(SYMHEAP_TUNE_REDUCE_SCATTER, &q, &choice)) !=
+        SYMHEAP_SUCCESS)
+      return r;
+    algo = (symheap_algo_t)choice.algo;
+  } else {
+    launch_override(&choice);
+  }
   if (algo == SYMHEAP_ALGO_ONE_SHOT && bytes > cap)
     return fail(SYMHEAP_ERR_INVALID_ARG,
                 "%s: one-shot (LL) carries up to %zu bytes per rank's block "
@@ -86,6 +99,7 @@ EXPORT symheap_result_t symheap_cuda_reduce_scatter(
   a.count = count;
   a.dtype = dtype;
   a.op = op;
+  apply_choice(choice, &a);
   /* The output is block k != rank of the input: reduce in place at this
    * rank's block (saved first), then move the result to block k and put
    * the block back.  Block k is read by rank k only, and no rank reads this
@@ -249,11 +263,26 @@ EXPORT symheap_result_t symheap_cuda_broadcast(symheap_window_t in,
     return fail(SYMHEAP_ERR_INVALID_ARG,
                 "%s: input and output overlap without being the same range",
                 fn);
+  /* SM or zero-SM: the flag, SYMHEAP_CUDA_ZERO_SM, else
+   * SYMHEAP_BROADCAST_ALGO or the tuning table (a bad one fails here). */
+  bool zero_sm = (flags & SYMHEAP_CUDA_ZERO_SM) || zero_sm_env();
+  symheap_tune_choice_t choice = {};
+  if (!zero_sm) {
+    symheap_tune_query_t q = {};
+    q.nranks = a.in.nranks;
+    q.bytes = bytes;
+    q.ce_ok = ce_available();
+    if ((r = tuned_choice(SYMHEAP_TUNE_BROADCAST, &q, &choice)) !=
+        SYMHEAP_SUCCESS)
+      return r;
+    zero_sm = choice.algo == SYMHEAP_TUNE_ZERO_SM;
+  }
   a.stream = (cudaStream_t)stream;
   if ((r = device_ok(&a, fn)) != SYMHEAP_SUCCESS || bytes == 0)
     return r;
   a.count = bytes;
-  if ((flags & SYMHEAP_CUDA_ZERO_SM) || zero_sm_env())
+  apply_choice(choice, &a);
+  if (zero_sm)
     return broadcast_ce(a, root, fn);
   a.aligned = aligned16(a.in, in_offset) && aligned16(a.out, out_offset) &&
               bytes % 16 == 0;

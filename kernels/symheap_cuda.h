@@ -86,9 +86,14 @@ symheap_cuda_all_reduce(symheap_window_t in, size_t in_offset,
                         symheap_dtype_t dtype, symheap_redop_t op,
                         symheap_algo_t algo, symheap_stream_t stream);
 
-/* What SYMHEAP_ALGO_AUTO does for this size on this window's comm: one-shot
- * (LL) up to SYMHEAP_PAD_LL_BYTES / (4 * nranks) bytes (1 MiB at 2 ranks),
- * two-shot above, SYMHEAP_ALGO_RS_COPY_ENGINE from SYMHEAP_CUDA_CE_BYTES. */
+/* What SYMHEAP_ALGO_AUTO does for this size on this window's comm (not in
+ * place): SYMHEAP_ALL_REDUCE_ALGO if set, else the row of this GPU's tuning
+ * table (docs/tuning.md) for the rank count, topology and size, else the
+ * thresholds: one-shot (LL) up to SYMHEAP_PAD_LL_BYTES / (4 * nranks) bytes
+ * (1 MiB at 2 ranks), two-shot above, SYMHEAP_ALGO_RS_COPY_ENGINE from
+ * SYMHEAP_CUDA_CE_BYTES.  Reduce-scatter, all-gather (SM or zero-SM) and
+ * broadcast choose the same way (SYMHEAP_REDUCE_SCATTER_ALGO,
+ * SYMHEAP_ALL_GATHER_ALGO, SYMHEAP_BROADCAST_ALGO). */
 symheap_result_t symheap_cuda_all_reduce_algo(symheap_window_t win,
                                               size_t count,
                                               symheap_dtype_t dtype,
@@ -164,6 +169,13 @@ symheap_result_t symheap_cuda_broadcast(symheap_window_t in, size_t in_offset,
                                         symheap_window_t out, size_t out_offset,
                                         size_t bytes, int root, unsigned flags,
                                         symheap_stream_t stream);
+
+/* Which tuning table AUTO uses on this thread's current device, as text
+ * into buf (at most len bytes, NUL-terminated): "<path> (N rows, gpu ...,
+ * topology ...)", "none: <path> absent; thresholds", or "bad table: <file>
+ * line N: why".  The table is looked up at the first call on a device
+ * (SYMHEAP_TUNING_FILE, else <libdir>/../share/symheap/tuning/<gpu>.tsv). */
+symheap_result_t symheap_cuda_tuning_table(char *buf, size_t len);
 
 /* One-sided copies through the peer's mapping (cudaMemcpyAsync on the
  * mapped addresses: the copy engines beat SM loads and stores over NVLink),

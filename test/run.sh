@@ -263,6 +263,18 @@ suite "" build
 # The kit proves itself: it FAILs each deliberately broken adaptor, naming
 # the mistake, and passes the correct ones.
 run " conformance kit on broken adaptors" test/conformance/run_broken.sh build
+# The tuning tables' parser, lookup and choice: plain C, everywhere.
+run " cuda collectives: tuning tables (host)" build/test/test_tune_table
+if [ -x build/test/test_coll_tuning ]; then
+  for m in forced table bad missing none; do
+    run " cuda collectives: tuning $m" build/test/test_coll_tuning $m
+  done
+fi
+# symheap.cuda's algorithm names against the header (no GPU, no torch).
+if command -v python3 >/dev/null; then
+  run " python: cuda algorithm names" env PYTHONPATH="$PWD/build/lib/python3/site-packages" \
+    python3 test/python/test_cuda_algo.py
+fi
 if [ -x build/test/test_coll_api ]; then
   run " cuda collectives: host-side checks" build/test/test_coll_api
   run " cuda collectives: refused across hosts" build/bin/symheap-run -n 4 \

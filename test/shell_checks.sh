@@ -474,3 +474,28 @@ floors_refuse_upward() {
   rm -rf "$dir"
 }
 check_needs nm "floors: an upward include or call fails the build, named" floors_refuse_upward
+
+# The GPU machine's script (bench/tune_gpu.sh) without a GPU: it parses, its
+# dry run lists every step at 2 and 4 ranks within its budget, and the
+# report it ends with writes scale.md's measured part from raw files.
+tune_gpu_dry_run() {
+  local dir out
+  dir=$(mktemp -d)
+  bash -n bench/tune_gpu.sh || return 1
+  out=$(DRY_RUN=1 GPUS=4 bash bench/tune_gpu.sh "$dir" 2>&1)
+  for s in "build (" "tune.n2" "tune.n4" "coll.n4" "baseline.n4" "suite coll.threads4" \
+    "suite python.procs2" "reg.n2" "pcoll.n4" "scale_report.py"; do
+    grep -qF "$s" <<<"$out" || { echo "dry run lacks '$s':"; echo "$out" | head; return 1; }
+  done
+  mkdir -p "$dir/d/n2"
+  printf '{"allreduce_auto_us_4096": 5.0, "peer_put_GBps": 392.0}' >"$dir/d/n2/coll.json"
+  printf '{"nccl_allreduce_us_4096": 20.0, "torch_two_shot_us_4096": 8.0}' >"$dir/d/n2/baseline.json"
+  printf 'collective\tranks\ttopology\tbytes\tvariant\tus\nall_reduce\t2\tnvlink\t4096\tone_shot\t4.9\n' \
+    >"$dir/d/n2/tune-all.tsv"
+  python3 bench/scale_report.py "$dir/d" docs/perf/scale.md "$dir/scale.md" >/dev/null || return 1
+  grep -q '^| 4 KiB | 5.00 | 4.90 one_shot | 20.00 | 8.00 | 1.02 | 0.62 |$' "$dir/scale.md" ||
+    { sed -n '/BEGIN measured/,/END measured/p' "$dir/scale.md" | head -20; return 1; }
+  grep -q '4 KiB *5.00  4.90 one_shot' "$dir/d/summary.txt" || { cat "$dir/d/summary.txt"; return 1; }
+  rm -rf "$dir"
+}
+check "bench/tune_gpu.sh: dry run and its report" tune_gpu_dry_run

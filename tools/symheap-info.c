@@ -7,6 +7,7 @@
  *                     selected adaptor: fresh, with a window of BYTES
  *                     (default 1 MiB), after freeing it, and after trimming
  *                     the heap it came from */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -449,6 +450,35 @@ static void print_multicast_policy(void) {
     printf("multicast policy: %s\n", by ? by : "allowed where supported");
 }
 
+/* The tuning table the CUDA collectives' AUTO would use on this thread's
+ * GPU: libsymheap_cuda.so.0 beside libsymheap answers (docs/tuning.md). */
+static void print_cuda_tuning(void) {
+  Dl_info info;
+  char path[4096];
+  if (!dladdr((void *)&symheap_get_version, &info) || !info.dli_fname)
+    return;
+  snprintf(path, sizeof path, "%s", info.dli_fname);
+  char *slash = strrchr(path, '/');
+  snprintf(slash ? slash + 1 : path,
+           sizeof path - (size_t)(slash ? slash + 1 - path : 0),
+           "libsymheap_cuda.so.0");
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    printf("cuda collectives: not here (%s: not built without nvcc)\n", path);
+    return;
+  }
+  symheap_result_t (*f)(char *, size_t) =
+      (symheap_result_t(*)(char *, size_t))dlsym(h, "symheap_cuda_tuning_table");
+  char text[1200] = "";
+  if (!f)
+    printf("cuda collectives tuning table: this libsymheap_cuda has none\n");
+  else if (f(text, sizeof text) != SYMHEAP_SUCCESS)
+    printf("cuda collectives tuning table: %s\n", symheap_last_error());
+  else
+    printf("cuda collectives tuning table: %s\n", text);
+  dlclose(h);
+}
+
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--version") == 0) {
     int major, minor, patch;
@@ -498,5 +528,6 @@ int main(int argc, char **argv) {
   print_window_path(base);
   print_rdma();
   print_multicast_policy();
+  print_cuda_tuning();
   return report_problems();
 }

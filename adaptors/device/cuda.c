@@ -635,7 +635,34 @@ static const symheap_param_t cuda_params[] = {
      "67108864", 0, 1L << 40, NULL,
      "read by libsymheap_cuda.so: SYMHEAP_ALGO_AUTO all-reduces of at least "
      "this many bytes as reduce-scatter by SM, then all-gather by the copy "
-     "engines"},
+     "engines (where no tuning table has a row for the size)"},
+    {sizeof(symheap_param_t), SYMHEAP_PARAM_STRING, "SYMHEAP_TUNING_FILE",
+     NULL, 0, 0, NULL,
+     "read by libsymheap_cuda.so: the tuning table SYMHEAP_ALGO_AUTO "
+     "chooses from (docs/tuning.md), instead of "
+     "<libdir>/../share/symheap/tuning/<gpu>.tsv; 'none': no table, the "
+     "built-in thresholds; a bad or missing named file fails AUTO calls, "
+     "naming the line"},
+    {sizeof(symheap_param_t), SYMHEAP_PARAM_CHOICE, "SYMHEAP_ALL_REDUCE_ALGO",
+     "auto", 0, 0, "auto|one_shot|two_shot|rs_ce",
+     "read by libsymheap_cuda.so: the algorithm SYMHEAP_ALGO_AUTO all-reduces "
+     "take (auto: the tuning table, else the thresholds); where it cannot "
+     "run a call (one_shot in place above the LL capacity, rs_ce without "
+     "stream memory operations), two_shot"},
+    {sizeof(symheap_param_t), SYMHEAP_PARAM_CHOICE,
+     "SYMHEAP_REDUCE_SCATTER_ALGO", "auto", 0, 0, "auto|one_shot|two_shot",
+     "read by libsymheap_cuda.so: the algorithm SYMHEAP_ALGO_AUTO "
+     "reduce-scatters take (one_shot above the LL capacity: two_shot)"},
+    {sizeof(symheap_param_t), SYMHEAP_PARAM_CHOICE, "SYMHEAP_ALL_GATHER_ALGO",
+     "auto", 0, 0, "auto|sm|zero_sm",
+     "read by libsymheap_cuda.so: sm (kernel) or zero_sm (copy engines) for "
+     "all-gathers without the SYMHEAP_CUDA_ZERO_SM flag (auto: the tuning "
+     "table, else sm)"},
+    {sizeof(symheap_param_t), SYMHEAP_PARAM_CHOICE, "SYMHEAP_BROADCAST_ALGO",
+     "auto", 0, 0, "auto|sm|zero_sm",
+     "read by libsymheap_cuda.so: sm (kernel) or zero_sm (copy engines) for "
+     "broadcasts without the SYMHEAP_CUDA_ZERO_SM flag (auto: the tuning "
+     "table, else sm)"},
 };
 
 static symheap_result_t cuda_plugin_init(const symheap_host_services_t *svc) {

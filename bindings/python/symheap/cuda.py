@@ -39,7 +39,8 @@ _PROTOS = {
                                c_size_t, c_int, ctypes.c_uint, c_void_p],
 }
 OPS = {"sum": 0, "max": 1}  # symheap_redop_t
-ALGOS = {"auto": 0, "one_shot": 1, "two_shot": 2}  # symheap_algo_t
+# symheap_algo_t; rs_ce (SYMHEAP_ALGO_RS_COPY_ENGINE) is all-reduce only
+ALGOS = {"auto": 0, "one_shot": 1, "two_shot": 2, "rs_ce": 3}
 
 _cuda = None
 _fast_bound = None  # _bound(): None until the first call
@@ -225,12 +226,16 @@ def all_reduce(tensor, op="sum", algo="auto", stream=None, out=None):
 
 
 def all_reduce_algo(tensor):
-    """What algo="auto" picks for this tensor: "one_shot" or "two_shot"."""
+    """What algo="auto" picks for this tensor: "one_shot", "two_shot" or
+    "rs_ce" (reduce-scatter, then all-gather by the copy engines)."""
     win, _ = _in_window(tensor, "tensor")
     got = c_int()
     _call("symheap_cuda_all_reduce_algo", win, tensor.numel(),
           _coll_dtype(tensor), ctypes.byref(got))
-    return {v: k for k, v in ALGOS.items()}[got.value]
+    names = {v: k for k, v in ALGOS.items()}
+    if got.value not in names:  # a newer library's algorithm
+        return "algo_%d" % got.value
+    return names[got.value]
 
 
 def all_gather(out, inp, stream=None):
