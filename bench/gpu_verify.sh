@@ -31,6 +31,7 @@ for n in 2 4; do
   suite coll.threads$n.noheap 150 env SYMHEAP_HEAP=0 build/test/test_coll --threads $n
   suite xfer.procs$n 180 $run build/test/test_coll_xfer
   suite xfer.threads$n 120 build/test/test_coll_xfer --threads $n
+  suite xfer.scatter.procs$n 180 env SYMHEAP_BROADCAST_ALGO=scatter $run build/test/test_coll_xfer
   suite heap.procs$n 120 $run build/test/test_heap_gpu
   suite heap.threads$n 120 build/test/test_heap_gpu --threads $n
   suite python_torch.procs$n 150 env PYTHONPATH="$PWD/build/lib/python3/site-packages" \

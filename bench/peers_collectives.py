@@ -105,7 +105,12 @@ def worker(rank, world, port, res_path):
         if world == 2:
             a = (3 * n) // 4
             ins = [a, 2 * n - a] if rank == 0 else [2 * n - a, a]
-            outs = [ins[0], ins[0]] if rank == 0 else [ins[1], ins[1]]
+            # what each rank receives is what its peer sends it: rank 0
+            # gets a from itself and 2n - a from rank 1, and rank 1 the
+            # mirror, so the splits are the same both ways (the older
+            # [ins[0], ins[0]] told NCCL to expect a from rank 1, which
+            # sends 2n - a: the 2-rank run hung there)
+            outs = list(ins)
             zz = torch.empty(sum(outs), dtype=torch.bfloat16, device=dev)
             attempt(R, f"nccl_alltoallv_us_{nb}",
                     lambda: timeit(lambda: dist.all_to_all_single(

@@ -152,6 +152,7 @@ if want suites; then
       "coll.threads build/test/test_coll --threads $n" \
       "xfer.procs $run -n $n build/test/test_coll_xfer" \
       "xfer.threads build/test/test_coll_xfer --threads $n" \
+      "xfer.scatter.procs env SYMHEAP_BROADCAST_ALGO=scatter $run -n $n build/test/test_coll_xfer" \
       "gpu.procs $run -n $n build/test/test_gpu" \
       "gpu.threads build/test/test_gpu --threads $n" \
       "heap.procs $run -n $n build/test/test_heap_gpu" \

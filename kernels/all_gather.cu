@@ -4,7 +4,11 @@
  * its block into every rank's output, barrier (every block has landed).
  * broadcast: barrier (root's input is written, every output is free), each
  * rank loads root's input into its own output, barrier (root may reuse its
- * input).
+ * input).  Every rank reads all of root's input, so root's outgoing links
+ * carry n - 1 copies: right for small buffers (one hop), slow for large.
+ * broadcast_scatter: the same barriers; between them each rank loads its
+ * 1/n part of root's input and stores it into every rank's output, so each
+ * link carries one part each way (as an all-gather of parts).
  * copy: a plain SM copy; through a peer's mapping it is a put or a get. */
 #include "coll_common.cuh"
 #include "coll_launch.h"
@@ -74,6 +78,63 @@ cudaError_t launch_broadcast(const launch_t &a, int root) {
   else
     broadcast<unsigned char><<<grid, threads, 0, a.stream>>>(
         a.in, a.in_off, a.out, a.out_off, words, root);
+  return cudaGetLastError();
+}
+
+/* UNR loads of root's part in flight per thread before the stores to every
+ * rank: a peer's memory is a microsecond away.  skip_root: root's input is
+ * its output (in place), so its own part is already there. */
+template <typename W, int UNR>
+__global__ void __launch_bounds__(1024)
+    broadcast_scatter(view_t in, size_t in_off, view_t out, size_t out_off,
+                      size_t words, int root, int skip_root) {
+  const int n = in.nranks, rank = in.rank;
+  const size_t part = (words + n - 1) / n;
+  const size_t p0 = min(words, (size_t)rank * part);
+  const size_t p1 = min(words, p0 + part);
+  const W *src = (const W *)symheap_device_peer_ptr(&in, root, in_off);
+  const size_t st = (size_t)gridDim.x * blockDim.x;
+  size_t i = p0 + (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  barrier(in);
+  for (; i + (UNR - 1) * st < p1; i += UNR * st) {
+    W v[UNR];
+#pragma unroll
+    for (int j = 0; j < UNR; j++)
+      v[j] = src[i + j * st];
+    for (int k = 0; k < n; k++) {
+      const int peer = (rank + k) % n;
+      if (skip_root && peer == root)
+        continue;
+      W *dst = (W *)symheap_device_peer_ptr(&out, peer, out_off);
+#pragma unroll
+      for (int j = 0; j < UNR; j++)
+        dst[i + j * st] = v[j];
+    }
+  }
+  for (; i < p1; i += st) {
+    const W v = src[i];
+    for (int k = 0; k < n; k++) {
+      const int peer = (rank + k) % n;
+      if (!(skip_root && peer == root))
+        ((W *)symheap_device_peer_ptr(&out, peer, out_off))[i] = v;
+    }
+  }
+  barrier(in);
+}
+
+cudaError_t launch_broadcast_scatter(const launch_t &a, int root,
+                                     bool skip_root) {
+  const int threads = 1024, n = a.in.nranks;
+  const size_t words = a.aligned ? a.count / 16 : a.count;
+  const size_t part = (words + n - 1) / n;
+  size_t b = (part + threads - 1) / threads;
+  int grid = b < 1 ? 1 : b > (size_t)a.max_blocks ? a.max_blocks : (int)b;
+  if (a.aligned)
+    broadcast_scatter<uint4, 4><<<grid, threads, 0, a.stream>>>(
+        a.in, a.in_off, a.out, a.out_off, words, root, skip_root);
+  else
+    broadcast_scatter<unsigned char, 1><<<grid, threads, 0, a.stream>>>(
+        a.in, a.in_off, a.out, a.out_off, words, root, skip_root);
   return cudaGetLastError();
 }
 

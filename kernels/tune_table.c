@@ -23,7 +23,7 @@ static const char *const algo_names[SYMHEAP_TUNE_NCOLL][4] = {
     {NULL, "one_shot", "two_shot", "rs_ce"},
     {NULL, "one_shot", "two_shot", NULL},
     {NULL, "sm", "zero_sm", NULL},
-    {NULL, "sm", "zero_sm", NULL},
+    {NULL, "sm", "zero_sm", "scatter"},
 };
 
 const char *symheap_tune_coll_name(int coll) {
@@ -159,7 +159,8 @@ static int add_row(parser_t *p, char **tok, int n, int coll) {
     return fault(p, "'%s' is not an algorithm of %s (%s)", tok[5], tok[0],
                  coll <= SYMHEAP_TUNE_REDUCE_SCATTER
                      ? (coll ? "one_shot, two_shot" : "one_shot, two_shot, rs_ce")
-                     : "sm, zero_sm");
+                     : coll == SYMHEAP_TUNE_BROADCAST ? "sm, zero_sm, scatter"
+                                                      : "sm, zero_sm");
   if (number(tok[6], MAX_BLOCKS, 0, &v))
     return fault(p, "blocks '%s' is not a number of 0 to %d", tok[6],
                  MAX_BLOCKS);

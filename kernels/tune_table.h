@@ -33,8 +33,9 @@ typedef enum {
 
 /* Algorithm ids.  All-reduce and reduce-scatter: the symheap_algo_t values
  * (1 one_shot, 2 two_shot, 3 rs_ce: all-reduce only).  All-gather and
- * broadcast: 1 sm, 2 zero_sm. */
-enum { SYMHEAP_TUNE_SM = 1, SYMHEAP_TUNE_ZERO_SM = 2 };
+ * broadcast: 1 sm, 2 zero_sm, 3 scatter (broadcast only: each rank pushes
+ * its part of root's input to every rank). */
+enum { SYMHEAP_TUNE_SM = 1, SYMHEAP_TUNE_ZERO_SM = 2, SYMHEAP_TUNE_SCATTER = 3 };
 
 #define SYMHEAP_TUNE_TOPO_MAX 16
 #define SYMHEAP_TUNE_GPU_MAX 96

@@ -33,6 +33,7 @@ struct dev_table_t {
 dev_table_t tables[kMaxDevices];
 pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 __thread int override_blocks, override_threads;
+__thread int override_algo[SYMHEAP_TUNE_NCOLL]; /* 0: none */
 
 const char *detect_topology() {
   int n = 0;
@@ -182,7 +183,7 @@ const char *tuning_topology() {
 
 symheap_result_t tuned_choice(int coll, symheap_tune_query_t *q,
                               symheap_tune_choice_t *c) {
-  q->forced = forced_algo(coll);
+  q->forced = override_algo[coll] ? override_algo[coll] : forced_algo(coll);
   q->table = NULL;
   q->topo = "";
   if (!q->forced) {
@@ -214,6 +215,11 @@ void apply_choice(const symheap_tune_choice_t &c, launch_t *a) {
 void set_launch_override(int blocks, int threads) {
   override_blocks = blocks;
   override_threads = threads;
+}
+
+void set_algo_override(int coll, int algo) {
+  if (coll >= 0 && coll < SYMHEAP_TUNE_NCOLL)
+    override_algo[coll] = algo;
 }
 
 void launch_override(symheap_tune_choice_t *c) {

@@ -29,6 +29,9 @@ const char *tuning_topology();
  * launch parameters that this thread's calls with an explicit algorithm
  * take, as a table row's would; 0, 0: none. */
 void set_launch_override(int blocks, int threads);
+/* The algorithm AUTO takes for coll on this thread, over the variable and
+ * the table (an algorithm the flags cannot name); 0: none. */
+void set_algo_override(int coll, int algo);
 void launch_override(symheap_tune_choice_t *c);
 
 } // namespace symheap_coll

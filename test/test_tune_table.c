@@ -26,7 +26,8 @@ static const char *good =
     "reduce_scatter\t4\tnvlink\t0\tmax\ttwo_shot\t0\t0\n"
     "  all_gather\t4\tnvlink\t0\t1048575\tsm\t0\t0   \n"
     "all_gather\t4\tnvlink\t1048576\tmax\tzero_sm\t0\t0\n"
-    "broadcast\t4\t*\t0\tmax\tsm\t0\t0\n";
+    "broadcast\t4\t*\t0\t1048576\tsm\t0\t0\n"
+    "broadcast\t4\t*\t1048577\tmax\tscatter\t0\t0\n";
 
 static void case_parse_good(void) {
   symheap_tune_table_t t;
@@ -36,7 +37,7 @@ static void case_parse_good(void) {
   CHECK(rc == 0, "refused: %s", err);
   if (rc == 0) {
     CHECK(strcmp(t.gpu, "NVIDIA H100 80GB HBM3") == 0, "gpu '%s'", t.gpu);
-    CHECK(t.nrows == 8, "%d rows", t.nrows);
+    CHECK(t.nrows == 9, "%d rows", t.nrows);
     const symheap_tune_row_t *r = &t.rows[1];
     CHECK(r->coll == SYMHEAP_TUNE_ALL_REDUCE && r->nranks == 2 &&
               strcmp(r->topo, "nvlink") == 0 && r->lo == 262145 &&
@@ -46,6 +47,9 @@ static void case_parse_good(void) {
     CHECK(t.rows[2].hi == UINT64_MAX && t.rows[2].algo == 3,
           "'max' or rs_ce read wrong");
     CHECK(t.rows[6].algo == SYMHEAP_TUNE_ZERO_SM, "zero_sm read wrong");
+    CHECK(t.rows[8].coll == SYMHEAP_TUNE_BROADCAST &&
+              t.rows[8].algo == SYMHEAP_TUNE_SCATTER,
+          "broadcast's scatter read wrong");
     symheap_tune_free(&t);
   }
   th_end();
@@ -89,6 +93,8 @@ static void case_parse_bad(void) {
        "line 2: 'rs_ce' is not an algorithm of reduce_scatter"},
       {"gpu X\nall_gather 2 nvlink 0 max two_shot 0 0\n",
        "line 2: 'two_shot' is not an algorithm of all_gather"},
+      {"gpu X\nall_gather 2 nvlink 0 max scatter 0 0\n",
+       "line 2: 'scatter' is not an algorithm of all_gather (sm, zero_sm)"},
       {"gpu X\n# c\nallreduce 2 nvlink 0 max one_shot 0 0\n",
        "line 3: 'allreduce' is not 'gpu' or a collective"},
       {"gpu X\nall_reduce 0 nvlink 0 max one_shot 0 0\n",
@@ -188,7 +194,7 @@ static void case_load(void) {
   if (fd >= 0) {
     CHECK(write(fd, good, strlen(good)) == (ssize_t)strlen(good), "write");
     close(fd);
-    CHECK(symheap_tune_load(path, &t, err, sizeof err) == 0 && t.nrows == 8,
+    CHECK(symheap_tune_load(path, &t, err, sizeof err) == 0 && t.nrows == 9,
           "good file: %s", err);
     symheap_tune_free(&t);
     FILE *f = fopen(path, "wb");

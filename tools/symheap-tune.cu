@@ -81,6 +81,8 @@ static std::string vname(const variant &v) {
 // One call of v at bytes (the collective's own unit, tune_table.h).
 static symheap_result_t call(const variant &v, size_t bytes) {
   symheap_coll::set_launch_override(v.blocks, v.threads);
+  symheap_coll::set_algo_override(
+      SYMHEAP_TUNE_BROADCAST, v.algo == SYMHEAP_TUNE_SCATTER ? v.algo : 0);
   symheap_stream_t s = (symheap_stream_t)st;
   switch (v.coll) {
   case SYMHEAP_TUNE_ALL_REDUCE:
@@ -264,6 +266,8 @@ static std::vector<variant> variants(int coll, size_t bytes, size_t cap,
     add(SYMHEAP_TUNE_SM, 0, 0);
     if (ce)
       add(SYMHEAP_TUNE_ZERO_SM, 0, 0);
+    if (coll == SYMHEAP_TUNE_BROADCAST)
+      add(SYMHEAP_TUNE_SCATTER, 0, 0);
   }
   return out;
 }

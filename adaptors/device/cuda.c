@@ -659,9 +659,10 @@ static const symheap_param_t cuda_params[] = {
      "all-gathers without the SYMHEAP_CUDA_ZERO_SM flag (auto: the tuning "
      "table, else sm)"},
     {sizeof(symheap_param_t), SYMHEAP_PARAM_CHOICE, "SYMHEAP_BROADCAST_ALGO",
-     "auto", 0, 0, "auto|sm|zero_sm",
-     "read by libsymheap_cuda.so: sm (kernel) or zero_sm (copy engines) for "
-     "broadcasts without the SYMHEAP_CUDA_ZERO_SM flag (auto: the tuning "
+     "auto", 0, 0, "auto|sm|zero_sm|scatter",
+     "read by libsymheap_cuda.so: sm (kernel: every rank reads root's "
+     "buffer), zero_sm (copy engines) or scatter (kernel: each rank pushes "
+     "its part of root's buffer to every rank) for broadcasts without the SYMHEAP_CUDA_ZERO_SM flag (auto: the tuning "
      "table, else sm)"},
 };
 
