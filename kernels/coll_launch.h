@@ -51,7 +51,8 @@ cudaError_t launch_ll_reduce_scatter(const launch_t &a);
 cudaError_t launch_reduce_scatter(const launch_t &a, const rs_args_t &r);
 cudaError_t launch_all_to_all(const launch_t &a, const a2a_args_t &x);
 cudaError_t launch_broadcast(const launch_t &a, int root);
-/* root's input in n parts, each rank storing its part into every output. */
+/* root's input in n - 1 parts, each rank but root storing its part into
+ * every output. */
 cudaError_t launch_broadcast_scatter(const launch_t &a, int root,
                                      bool skip_root);
 /* Launch defaults, chosen with bench/coll_sweep.cu on 2x H200. */
