@@ -382,6 +382,8 @@ run " python symheap.torch SYMHEAP backend (cuda) procs x2" env PYTHONPATH="$PYP
   SYMHEAP_DISABLE_MULTICAST=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
   NVSHMEM_DISABLE_NVLS=1 build/bin/symheap-run -n 2 "${PY_TORCH:-${PY_NUMPY:-python3}}" \
   test/python/test_torch_symm.py
+# symheap-run's placement: core, none, numa (a fake sysfs: GPU NUMA nodes).
+run "symheap-run binding (core/none/numa)" build/test/test_run_bind
 . test/shell_checks.sh
 . test/shmem/run_shmem.sh
 

@@ -108,7 +108,7 @@ else
 fi
 
 # symheap-run binds rank r to the r-th allowed CPU when every rank gets one
-# (issue 31 item 6), not with --bind-to none or SYMHEAP_RUN_BIND=none, and
+# (issue 31 item 6), not with --bind none or SYMHEAP_RUN_BIND=none, and
 # not when there are more ranks than CPUs.
 run_bind_check() {
   local ncpu out
@@ -130,7 +130,7 @@ shmem_run_binds() {
   if [ "$ncpu" -gt 1 ]; then
     ! head -n "$ncpu" <<<"$out" | grep -q " $all\$" || return 1
   fi
-  out=$(run_bind_check --bind-to none) || return 1
+  out=$(run_bind_check --bind none) || return 1
   echo "$out"
   [ "$(head -n "$ncpu" <<<"$out" | grep -c " $all\$")" -eq "$ncpu" ] || return 1
   out=$(SYMHEAP_RUN_BIND=none run_bind_check) || return 1
@@ -140,7 +140,7 @@ shmem_run_binds() {
   echo "$out"
   [ "$(grep -c "^$all\$" <<<"$out")" -eq $((ncpu + 1)) ]
 }
-check " symheap-run binds ranks to CPUs (--bind-to none)" shmem_run_binds
+check " symheap-run binds ranks to CPUs (--bind none)" shmem_run_binds
 
 # The compiler wrapper as a user's build meets it (test/shmem/oshcc_check.sh).
 # shellcheck source=test/shmem/oshcc_check.sh
