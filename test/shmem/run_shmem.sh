@@ -5,7 +5,7 @@
 # programs (../shared/openshmem, someone else's code: built from there with
 # symheap-oshcc, never copied here) at 2 and 4 PEs, where that is present.
 echo "== OpenSHMEM (symheap-shmem)"
-for t in setup rma amo coll team p2p compat zero; do
+for t in setup rma amo coll bcast team p2p compat zero; do
   for n in 2 4 8; do
     run " shmem $t procs x$n" build/bin/symheap-run -n $n build/test/shmem/test_shmem_$t
   done
@@ -16,7 +16,7 @@ for t in rma amo; do
     build/test/shmem/test_shmem_${t}_noinline
 done
 # Started by hand, without a launcher: one PE.
-for t in setup rma amo coll team p2p compat zero; do
+for t in setup rma amo coll bcast team p2p compat zero; do
   run " shmem $t one PE, no launcher" build/test/shmem/test_shmem_$t
 done
 if [ -e build/lib/libsymheap-ccl-mpi.so ]; then
