@@ -182,7 +182,7 @@ fi
 # sanitizer pass calls it once BUILD's tests are built), at 2 and 4 PEs.
 shmem_sanitized() {
   local b=$1 t n
-  for t in setup rma amo coll team p2p compat zero; do
+  for t in setup rma amo coll bcast team p2p compat zero; do
     for n in 2 4; do
       run "asan shmem $t procs x$n" env ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=23 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
