@@ -101,15 +101,6 @@ static void sleep_on(const void *w, int seen) {
   __atomic_fetch_sub(&shm__s.ctrl->sleepers, 1, __ATOMIC_SEQ_CST);
 }
 
-static unsigned yields_before_sleep(void) {
-  static unsigned y = ~0u;
-  if (y == ~0u) {
-    const char *e = getenv("SYMHEAP_SHMEM_YIELDS");
-    y = e && *e ? (unsigned)strtoul(e, NULL, 10) : SHM_YIELDS_BEFORE_SLEEP;
-  }
-  return y;
-}
-
 void shm__spin_on(struct shm_spin *s, const void *word, int seen) {
   turn_checks(s);
   if (++s->n < shm__s.spin_before_yield) {
@@ -118,7 +109,7 @@ void shm__spin_on(struct shm_spin *s, const void *word, int seen) {
 #endif
     return;
   }
-  if (s->n < shm__s.spin_before_yield + yields_before_sleep()) {
+  if (s->n < shm__s.spin_before_yield + SHM_YIELDS_BEFORE_SLEEP) {
     sched_yield();
     return;
   }
