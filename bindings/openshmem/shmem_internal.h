@@ -17,7 +17,7 @@
  * [0] arrivals (counted at the group's first PE), [1] release flag,
  * [2] a scratch word (collect sizes, a new team's slot). */
 #define SHM_SYNC_WORDS 4
-#define SHM_BCAST_EAGER 16384
+#define SHM_EAGER 16384
 
 /* Lives at the start of every PE's symmetric heap, so peers reach it. */
 struct shm_ctrl {
@@ -26,10 +26,11 @@ struct shm_ctrl {
   int sleepers;        /* this PE's waits asleep in a futex (wait.c) */
   uint64_t team_slots; /* on PE 0: which team slots are taken */
   long team_sync[SHM_MAX_TEAMS][SHM_SYNC_WORDS];
-  /* Small broadcasts rooted here (coll.c): members still to copy out of
-   * bcast_data, and the data. */
-  long bcast_readers;
-  char bcast_data[SHM_BCAST_EAGER];
+  /* Small collectives' data from this PE (coll.c): the PEs still to copy
+   * out of eager_data, its length, and the data. */
+  long eager_readers;
+  long eager_len;
+  _Alignas(64) char eager_data[SHM_EAGER];
 };
 
 struct symheap_shmem_team {
