@@ -1,4 +1,6 @@
-/* Small broadcasts are eager (issue 31: the 4-PE collectives' floor): the
+/* Small broadcasts, reductions and collects are eager (issue 31: the 4-PE
+ * collectives' floor; the large contributions of a collect are read from
+ * their source).  Broadcasts: the
  * root returns without waiting for the members, each member gets the root's
  * data whenever it arrives, and back-to-back broadcasts with different roots
  * into different dests (no sync between them, as the specification allows)
@@ -103,6 +105,45 @@ static void sizes(int me, int npes) {
   shc_end();
 }
 
+/* collect where PE p gives 5000 + p * 7000 ints (some above the 16 KiB
+ * eager limit, read from their source, others copied eagerly), twice back
+ * to back into two dests, then a reduction of each size class. */
+static void collect_mixed(int me, int npes) {
+  shc_begin("collect_mixed_eager_and_large");
+  size_t total = 0;
+  for (int p = 0; p < npes; p++)
+    total += 5000 + (size_t)p * 7000;
+  int *src = shmem_malloc(sizeof(int) * (5000 + (size_t)npes * 7000));
+  int *d1 = shmem_malloc(sizeof(int) * total), *d2 = shmem_malloc(sizeof(int) * total);
+  size_t mine = 5000 + (size_t)me * 7000;
+  for (size_t i = 0; i < mine; i++)
+    src[i] = me * 1000000 + (int)i;
+  shmem_int_collect(SHMEM_TEAM_WORLD, d1, src, mine);
+  shmem_int_collect(SHMEM_TEAM_WORLD, d2, src, mine);
+  size_t at = 0;
+  for (int p = 0; p < npes; p++)
+    for (size_t i = 0; i < 5000 + (size_t)p * 7000; i++, at++) {
+      SHC_CHECK(d1[at] == p * 1000000 + (int)i, "first [%d][%zu] = %d", p, i, d1[at]);
+      SHC_CHECK(d2[at] == p * 1000000 + (int)i, "second [%d][%zu] = %d", p, i, d2[at]);
+    }
+  long *ls = shmem_malloc(sizeof(long) * 8192), *ld = shmem_malloc(sizeof(long) * 8192);
+  for (int i = 0; i < 8192; i++)
+    ls[i] = me + i;
+  for (size_t n = 1; n <= 8192; n *= 8) {
+    shmem_long_sum_reduce(SHMEM_TEAM_WORLD, ld, ls, n);
+    for (size_t i = 0; i < n; i++)
+      SHC_CHECK(ld[i] == (long)npes * (long)i + (long)npes * (npes - 1) / 2,
+                "sum of %zu [%zu] = %ld", n, i, ld[i]);
+  }
+  shmem_barrier_all();
+  shmem_free(ld);
+  shmem_free(ls);
+  shmem_free(d2);
+  shmem_free(d1);
+  shmem_free(src);
+  shc_end();
+}
+
 int main(void) {
   for (int p = 0; p < 2; p++)
     for (int i = 0; i < SHMEM_BCAST_SYNC_SIZE; i++)
@@ -113,6 +154,7 @@ int main(void) {
     root_does_not_wait(me, npes);
   back_to_back(me, npes);
   sizes(me, npes);
+  collect_mixed(me, npes);
   shmem_finalize();
   return shc_status();
 }
