@@ -8,11 +8,15 @@
 #
 # bench/openshmem.sh osu: OSU's OpenSHMEM benchmarks (OSU_OSHM, default
 # ../shared/osu-oshm: someone else's BSD code, run from there with its
-# run.sh, never copied here) against symheap-shmem (symheap-run -n N, as a
-# user runs it: ranks bound by default) and Open MPI's oshmem (oshrun --mca
-# osc ^rdma, --oversubscribe for more PEs than cores), and MPI-3 RMA (osc/sm)
-# in the same run, at 2 and 4 PEs; raw output in build/bench/osu-*.txt, then
-# one markdown table per benchmark (docs/perf/openshmem.md).
+# run.sh, never copied here), in one run: symheap-shmem as a user runs it
+# (symheap-run -n N: its default binding, a CPU each when there are enough),
+# symheap-shmem pinned (run.sh's PIN=1: PE r on CPU r mod nproc, two PEs a
+# CPU at 4 PEs on 2), Open MPI's oshmem (oshrun --mca osc ^rdma
+# --oversubscribe, its default binding) and MPI-3 RMA (osc/sm), at 2 and 4
+# PEs.  The uptime before and after each part goes into the output (the load
+# decides these numbers on a shared machine).  Raw output in
+# build/bench/osu-{symheap,pinned,oshmem}.txt, then one markdown table per
+# benchmark (docs/perf/openshmem.md) and build/bench/osu.svg (bench/osu_plot.py).
 set -eu
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = osu ]; then
@@ -21,11 +25,26 @@ if [ "${1:-}" = osu ]; then
   make -s shmem tools
   mkdir -p build/bench
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  part() { # part NAME [ENV...] -- run.sh ARGS: one implementation's run
+    local name=$1 out=build/bench/osu-$1.txt
+    shift
+    { echo "# $(date -u +%FT%TZ) $(uptime)"; } >"$out"
+    env "$@" >>"$out" 2>&1 || true
+    { echo "# $(date -u +%FT%TZ) $(uptime)"; } >>"$out"
+    echo "$name: $(tail -n 2 "$out" | head -n 1)"
+  }
   # run.sh takes an installed prefix: build/ has the same layout.
-  MPI=1 "$OSU/run.sh" "$PWD/build" >build/bench/osu-symheap.txt 2>&1 || true
-  OSHCC=oshcc OSHRUN="oshrun --mca osc ^rdma --oversubscribe -n" "$OSU/run.sh" - \
-    >build/bench/osu-oshmem.txt 2>&1 || true
-  python3 bench/osu_tables.py build/bench/osu-symheap.txt build/bench/osu-oshmem.txt
+  part symheap MPI=1 "$OSU/run.sh" "$PWD/build"
+  part oshmem OSHCC=oshcc OSHRUN="oshrun --mca osc ^rdma --oversubscribe -n" \
+    "$OSU/run.sh" -
+  part pinned PIN=1 "$OSU/run.sh" "$PWD/build"
+  python3 bench/osu_tables.py symheap-shmem=build/bench/osu-symheap.txt \
+    "symheap-shmem pinned=build/bench/osu-pinned.txt" \
+    "Open MPI oshmem=build/bench/osu-oshmem.txt"
+  python3 bench/osu_plot.py build/bench/osu.svg \
+    symheap-shmem=build/bench/osu-symheap.txt \
+    "symheap-shmem pinned=build/bench/osu-pinned.txt" \
+    "Open MPI oshmem=build/bench/osu-oshmem.txt"
   exit 0
 fi
 make -s shmem
