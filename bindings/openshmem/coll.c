@@ -2,8 +2,9 @@
  *
  * Collectives pull: after a barrier (every PE's source is ready), each
  * PE reads what it needs straight from the peers' copies of source, and a
- * second barrier keeps sources unchanged until every PE has read them
- * (small broadcasts are eager instead, with no barrier: see below).
+ * second barrier keeps sources unchanged until every PE has read them.
+ * Small broadcasts and reductions, and collects, are eager instead, with
+ * no barrier: see below.
  * Reductions combine the peers' sources in PE order on every PE, so every PE
  * gets the same bits (floating point included), into a private buffer first
  * so that dest may be source.  With zero bytes only the barriers run: no
@@ -31,7 +32,17 @@
  * reader takes as many raises as its call expects, and whichever it takes,
  * the writers of its current call have written their data (a PE raising for
  * a later call has passed this call, which needed this call's writers'
- * raises), and cannot rewrite it before every reader has copied. */
+ * raises), and cannot rewrite it before every reader has copied.
+ *
+ * Not under SHMEM_THREAD_MULTIPLE: threads of one PE may then run
+ * collectives on different teams at once, and with one eager_data per PE
+ * two PEs could each wait for the other's buffer (each held by the call the
+ * other has not reached); the barrier forms below serve that level.  Every
+ * PE of a job must then ask for the same level. */
+static int eager_ok(void) {
+  return shm__s.thread_level != SHMEM_THREAD_MULTIPLE;
+}
+
 static void eager_claim(long readers, const void *source, size_t bytes) {
   struct shm_spin spin = SHM_SPIN_INIT;
   long zero = 0;
@@ -123,7 +134,7 @@ void shm__broadcast(const struct shm_group *g, void *dest, const void *source,
     shm__fatal("a collective called by a PE outside its team or active set");
   if (g->me == root && root_too && bytes && dest != source)
     memmove(dest, source, bytes);
-  if (bytes <= SHM_EAGER) {
+  if (bytes <= SHM_EAGER && eager_ok()) {
     if (g->size > 1)
       broadcast_eager(g, dest, source, bytes, root);
     return;
@@ -161,7 +172,7 @@ void shm__collect(const struct shm_group *g, void *dest, const void *source,
                   size_t bytes, int fixed) {
   if (g->me < 0)
     shm__fatal("a collective called by a PE outside its team or active set");
-  if (g->size > 1) {
+  if (g->size > 1 && eager_ok()) {
     collect_eager(g, dest, source, bytes);
     return;
   }
@@ -236,7 +247,7 @@ void shm__reduce(const struct shm_group *g, void *dest, const void *source,
     shm__fatal("reduction of %zu bytes: out of memory", n * elem);
   if (g->me < 0)
     shm__fatal("a collective called by a PE outside its team or active set");
-  if (g->size > 1 && n * elem <= SHM_EAGER) {
+  if (g->size > 1 && n * elem <= SHM_EAGER && eager_ok()) {
     reduce_eager(g, acc, source, n, elem, combine);
     if (n)
       memcpy(dest, acc, n * elem);

@@ -15,6 +15,9 @@ for t in rma amo; do
   run " shmem $t without inline paths procs x4" build/bin/symheap-run -n 4 \
     build/test/shmem/test_shmem_${t}_noinline
 done
+# The barrier forms of the collectives (SHMEM_THREAD_MULTIPLE: no eager ones).
+run " shmem bcast THREAD_MULTIPLE procs x4" build/bin/symheap-run -n 4 \
+  build/test/shmem/test_shmem_bcast --multiple
 # Started by hand, without a launcher: one PE.
 for t in setup rma amo coll bcast team p2p compat zero; do
   run " shmem $t one PE, no launcher" build/test/shmem/test_shmem_$t

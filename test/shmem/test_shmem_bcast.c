@@ -144,13 +144,21 @@ static void collect_mixed(int me, int npes) {
   shc_end();
 }
 
-int main(void) {
+/* --multiple: under SHMEM_THREAD_MULTIPLE, where the barrier forms run. */
+int main(int argc, char **argv) {
+  int multiple = argc > 1 && strcmp(argv[1], "--multiple") == 0, got;
   for (int p = 0; p < 2; p++)
     for (int i = 0; i < SHMEM_BCAST_SYNC_SIZE; i++)
       psync[p][i] = SHMEM_SYNC_VALUE;
-  shmem_init();
+  if (multiple) {
+    if (shmem_init_thread(SHMEM_THREAD_MULTIPLE, &got) != 0 ||
+        got != SHMEM_THREAD_MULTIPLE)
+      return printf("FAIL bcast_thread_multiple: not provided\n"), 1;
+  } else {
+    shmem_init();
+  }
   int me = shmem_my_pe(), npes = shmem_n_pes();
-  if (npes >= 2)
+  if (npes >= 2 && !multiple)
     root_does_not_wait(me, npes);
   back_to_back(me, npes);
   sizes(me, npes);
