@@ -19,6 +19,54 @@
 # benchmark (docs/perf/openshmem.md) and build/bench/osu.svg (bench/osu_plot.py).
 set -eu
 cd "$(dirname "$0")/.."
+# bench/openshmem.sh osu-coll [REPS]: OSU's collective benchmarks alone
+# (barrier, broadcast, reduce, fcollect, collect up to 16 KiB), built from
+# OSU_OSHM into a temporary directory, run REPS times (default 3) at 2 and 4
+# PEs with the three implementations interleaved (symheap-run -n N, the
+# same pinned one PE per CPU mod nproc, oshrun), then the median of each
+# cell (bench/osu_median.py); build/bench/osu-coll.txt keeps every run.
+if [ "${1:-}" = osu-coll ]; then
+  OSU=${OSU_OSHM:-../shared/osu-oshm}
+  [ -d "$OSU/c/openshmem" ] || { echo "no $OSU (set OSU_OSHM)" >&2; exit 2; }
+  reps=${2:-3}
+  make -s shmem tools
+  mkdir -p build/bench
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  export SHMEM_SYMMETRIC_SIZE=512M
+  w=$(mktemp -d /tmp/osu-coll.XXXXXX)
+  trap 'rm -rf "$w"' EXIT
+  U=$OSU/c/util
+  printf '#!/bin/sh\nexec taskset -c $(( ${SYMHEAP_LOCAL_RANK:-0} %% $(nproc) )) "$@"\n' \
+    >"$w/pin.sh"
+  chmod +x "$w/pin.sh"
+  colls="barrier broadcast reduce fcollect collect"
+  for b in $colls; do
+    build/bin/symheap-oshcc -O2 -DPACKAGE_VERSION=\"6.0\" -I"$U" -o "$w/sym-$b" \
+      "$OSU/c/openshmem/osu_oshm_$b.c" "$U/osu_util.c" "$U/osu_util_pgas.c" -lm
+    oshcc -O2 -DPACKAGE_VERSION=\"6.0\" -I"$U" -o "$w/omp-$b" \
+      "$OSU/c/openshmem/osu_oshm_$b.c" "$U/osu_util.c" "$U/osu_util_pgas.c" -lm
+  done
+  out=build/bench/osu-coll.txt
+  : >"$out"
+  for rep in $(seq "$reps"); do
+    for n in 2 4; do
+      for b in $colls; do
+        for impl in symheap pinned oshmem; do
+          case $impl in
+          symheap) cmd="build/bin/symheap-run -n $n $w/sym-$b" ;;
+          pinned) cmd="build/bin/symheap-run -n $n $w/pin.sh $w/sym-$b" ;;
+          *) cmd="oshrun --mca osc ^rdma --oversubscribe -n $n $w/omp-$b" ;;
+          esac
+          echo "## $rep $impl $b $n load $(cut -d' ' -f1 /proc/loadavg)" >>"$out"
+          timeout -k 5 120 $cmd -m 16384 </dev/null >>"$out" 2>&1 ||
+            echo "## failed" >>"$out"
+        done
+      done
+    done
+  done
+  python3 bench/osu_median.py "$out"
+  exit 0
+fi
 if [ "${1:-}" = osu ]; then
   OSU=${OSU_OSHM:-../shared/osu-oshm}
   [ -x "$OSU/run.sh" ] || { echo "no $OSU/run.sh (set OSU_OSHM)" >&2; exit 2; }
