@@ -20,9 +20,10 @@
 set -eu
 cd "$(dirname "$0")/.."
 # bench/openshmem.sh osu-coll [REPS]: OSU's collective benchmarks alone
-# (barrier, broadcast, reduce, fcollect, collect up to 16 KiB), built from
-# OSU_OSHM into a temporary directory, run REPS times (default 3) at 2 and 4
-# PEs with the three implementations interleaved (symheap-run -n N, the
+# (barrier, broadcast, reduce, fcollect, collect up to OSU_MAX bytes,
+# default 1 MiB), built from OSU_OSHM into a temporary directory, run REPS
+# times (default 3) at OSU_PES PEs (default "2 4") with the three
+# implementations interleaved (symheap-run -n N, the
 # same pinned one PE per CPU mod nproc, oshrun), then the median of each
 # cell (bench/osu_median.py); build/bench/osu-coll.txt keeps every run.
 if [ "${1:-}" = osu-coll ]; then
@@ -49,7 +50,7 @@ if [ "${1:-}" = osu-coll ]; then
   out=build/bench/osu-coll.txt
   : >"$out"
   for rep in $(seq "$reps"); do
-    for n in 2 4; do
+    for n in ${OSU_PES:-2 4}; do
       for b in $colls; do
         for impl in symheap pinned oshmem; do
           case $impl in
@@ -58,7 +59,7 @@ if [ "${1:-}" = osu-coll ]; then
           *) cmd="oshrun --mca osc ^rdma --oversubscribe -n $n $w/omp-$b" ;;
           esac
           echo "## $rep $impl $b $n load $(cut -d' ' -f1 /proc/loadavg)" >>"$out"
-          timeout -k 5 120 $cmd -m 16384 </dev/null >>"$out" 2>&1 ||
+          timeout -k 5 120 $cmd -m "${OSU_MAX:-1048576}" </dev/null >>"$out" 2>&1 ||
             echo "## failed" >>"$out"
         done
       done

@@ -135,6 +135,16 @@ static void collect_mixed(int me, int npes) {
       SHC_CHECK(ld[i] == (long)npes * (long)i + (long)npes * (npes - 1) / 2,
                 "sum of %zu [%zu] = %ld", n, i, ld[i]);
   }
+  /* In place, large (read from the sources): no PE may overwrite its
+   * source before the others have read it. */
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < 8192; i++)
+      ls[i] = me + i;
+    shmem_long_sum_reduce(SHMEM_TEAM_WORLD, ls, ls, 8192);
+    for (int i = 0; i < 8192; i++)
+      SHC_CHECK(ls[i] == (long)npes * i + (long)npes * (npes - 1) / 2,
+                "in place [%d] = %ld", i, ls[i]);
+  }
   shmem_barrier_all();
   shmem_free(ld);
   shmem_free(ls);
