@@ -2,9 +2,9 @@
  *
  * Collectives pull: after a barrier (every PE's source is ready), each
  * PE reads what it needs straight from the peers' copies of source, and a
- * second barrier keeps sources unchanged until every PE has read them.
- * Small broadcasts and reductions, and collects, are eager instead, with
- * no barrier: see below.
+ * second barrier keeps sources unchanged until every PE has read them
+ * (under SHMEM_THREAD_MULTIPLE).  Otherwise broadcasts, reductions and
+ * collects are eager, with no barrier: see below.
  * Reductions combine the peers' sources in PE order on every PE, so every PE
  * gets the same bits (floating point included), into a private buffer first
  * so that dest may be source.  With zero bytes only the barriers run: no
@@ -14,14 +14,16 @@
 
 #include "shmem_internal.h"
 
-/* Small collectives are eager, as MPI's eager messages are: a PE copies
- * its data into its control block's eager_data (up to SHM_EAGER bytes) and
- * raises a flag (sync[1]) on each PE that will read it; a reader waits for
- * its flags, copies out of the writers' eager_data and counts itself off
- * their eager_readers.  Nobody waits for a barrier: a broadcast waits for
- * its root alone (and the root for nobody), a reduction or collect for the
- * last PE to post.  A PE's next eager call first waits for the readers of
- * its previous one (it claims eager_data by moving eager_readers from 0).
+/* Collectives are eager, as MPI's eager messages are: a PE copies its
+ * data into its control block's eager_data (up to SHM_EAGER bytes; larger
+ * data is read from its source instead, and its owner waits for its
+ * readers before it returns) and raises a flag (sync[1]) on each PE that
+ * will read it; a reader waits for its flags, copies out of the writers'
+ * eager_data (or sources) and counts itself off their eager_readers.
+ * Nobody waits for a barrier: a broadcast waits for its root alone (and a
+ * small one's root for nobody), a reduction or collect for the last PE to
+ * post.  A PE's next eager call first waits for the readers of its
+ * previous one (it claims eager_data by moving eager_readers from 0).
  * With more PEs than CPUs every barrier costs a turn of every PE on a CPU:
  * the two barriers of a pulled broadcast took 230-400 us at 4 PEs on 2
  * loaded cores, against Open MPI's 15-45 us.
@@ -116,6 +118,7 @@ static void broadcast_eager(const struct shm_group *g, void *dest,
   if (g->me == root) {
     eager_claim(g->size - 1, source, bytes);
     eager_post(g, -1);
+    eager_finish(bytes);
     return;
   }
   eager_wait(g, 1);
@@ -134,7 +137,7 @@ void shm__broadcast(const struct shm_group *g, void *dest, const void *source,
     shm__fatal("a collective called by a PE outside its team or active set");
   if (g->me == root && root_too && bytes && dest != source)
     memmove(dest, source, bytes);
-  if (bytes <= SHM_EAGER && eager_ok()) {
+  if (eager_ok()) {
     if (g->size > 1)
       broadcast_eager(g, dest, source, bytes, root);
     return;
@@ -247,8 +250,9 @@ void shm__reduce(const struct shm_group *g, void *dest, const void *source,
     shm__fatal("reduction of %zu bytes: out of memory", n * elem);
   if (g->me < 0)
     shm__fatal("a collective called by a PE outside its team or active set");
-  if (g->size > 1 && n * elem <= SHM_EAGER && eager_ok()) {
+  if (g->size > 1 && eager_ok()) {
     reduce_eager(g, acc, source, n, elem, combine);
+    eager_finish(n * elem); /* dest may be source, which others read */
     if (n)
       memcpy(dest, acc, n * elem);
     free(acc);
