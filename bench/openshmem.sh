@@ -37,7 +37,8 @@ if [ "${1:-}" = osu-coll ]; then
   w=$(mktemp -d /tmp/osu-coll.XXXXXX)
   trap 'rm -rf "$w"' EXIT
   U=$OSU/c/util
-  printf '#!/bin/sh\nexec taskset -c $(( ${SYMHEAP_LOCAL_RANK:-0} %% $(nproc) )) "$@"\n' \
+  # nproc --all: inside a rank symheap-run has bound, nproc says 1.
+  printf '#!/bin/sh\nexec taskset -c $(( ${SYMHEAP_LOCAL_RANK:-0} %% $(nproc --all) )) "$@"\n' \
     >"$w/pin.sh"
   chmod +x "$w/pin.sh"
   colls="barrier broadcast reduce fcollect collect"
