@@ -26,8 +26,9 @@ struct shm_ctrl {
   int sleepers;        /* this PE's waits asleep in a futex (wait.c) */
   uint64_t team_slots; /* on PE 0: which team slots are taken */
   long team_sync[SHM_MAX_TEAMS][SHM_SYNC_WORDS];
-  /* Small collectives' data from this PE (coll.c): the PEs still to copy
-   * out of eager_data, its length, and the data. */
+  /* Eager collectives' data from this PE (coll.c): the PEs still to read
+   * it, its length (above SHM_EAGER bytes it is read from the caller's
+   * source instead of eager_data), and the data. */
   long eager_readers;
   long eager_len;
   _Alignas(64) char eager_data[SHM_EAGER];
