@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Markdown tables from OSU run.sh outputs (bench/openshmem.sh osu).
 
-Usage: osu_tables.py SYMHEAP.txt OSHMEM.txt
+Usage: osu_tables.py [LABEL=]FILE...  (the first: symheap-shmem's run with
+MPI=1; default labels: symheap-shmem, Open MPI oshmem, then the file names)
 
 Each file is run.sh's output: a "### <benchmark> [arg]@<PEs>" line before
 each benchmark's own output.  A data line is a size (or an AMO's name) and
@@ -50,29 +51,44 @@ def parse(path):
     return out, order
 
 
+def runs(args):
+    """[(label, path)] from LABEL=FILE (or FILE) arguments."""
+    default = ["symheap-shmem", "Open MPI oshmem"]
+    out = []
+    for i, a in enumerate(args):
+        label, sep, path = a.partition("=")
+        if not sep:
+            label, path = (default[i] if i < len(default) else a), a
+        out.append((label, path))
+    return out
+
+
 def main():
-    sym, order = parse(sys.argv[1])
-    osh, order2 = parse(sys.argv[2])
-    for s in order2:
-        if s not in order:
-            order.append(s)
+    parsed, order = [], []
+    for label, path in runs(sys.argv[1:]):
+        d, o = parse(path)
+        parsed.append((label, d))
+        order += [s for s in o if s not in order]
     for sec in order:
-        a = sym.get(sec, {"rows": {}, "unit": ""})
-        b = osh.get(sec, {"rows": {}, "unit": ""})
-        if not a["rows"] and not b["rows"]:
+        cols = [(l, d.get(sec, {"rows": {}, "unit": ""})) for l, d in parsed]
+        if not any(c["rows"] for _, c in cols):
             continue
         mpi = not sec.startswith("osu_oshm")
-        keys = list(a["rows"]) + [k for k in b["rows"] if k not in a["rows"]]
+        keys = []
+        for _, c in cols:
+            keys += [k for k in c["rows"] if k not in keys]
+        unit = next((c["unit"] for _, c in cols if c["unit"]), "")
         print(f"\n#### {sec}" + ("" if "@" in sec else " @2"))
-        print(f"\n{a['unit'] or b['unit']}\n")
+        print(f"\n{unit}\n")
         if mpi:
             print("| size | MPI-3 RMA (Open MPI osc/sm) |\n|---:|---:|")
             for k in keys:
-                print(f"| {k} | {a['rows'].get(k, '')} |")
+                print(f"| {k} | {cols[0][1]['rows'].get(k, '')} |")
             continue
-        print("| size | symheap-shmem | Open MPI oshmem |\n|---:|---:|---:|")
+        print("| size | " + " | ".join(l for l, _ in cols) + " |")
+        print("|---:|" + "---:|" * len(cols))
         for k in keys:
-            print(f"| {k} | {a['rows'].get(k, '-')} | {b['rows'].get(k, '-')} |")
+            print(f"| {k} | " + " | ".join(c["rows"].get(k, "-") for _, c in cols) + " |")
 
 
 if __name__ == "__main__":

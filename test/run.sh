@@ -399,6 +399,8 @@ run " python symheap.torch SYMHEAP backend (cuda) procs x2" env PYTHONPATH="$PYP
 # SKIP without g++, Python.h or pybind11).
 run " python symheap.torch on stand-ins (torchrun-like) procs x3" \
   bash test/python/test_torch_stub.sh 3
+# symheap-run's placement: core, none, numa (a fake sysfs: GPU NUMA nodes).
+run "symheap-run binding (core/none/numa)" build/test/test_run_bind
 . test/shell_checks.sh
 . test/shmem/run_shmem.sh
 # OpenSHMEM across two network namespaces over tcp;ofi_rxm (issue 27 step

@@ -5,13 +5,17 @@
  * and each rank is killed by the kernel if symheap-run dies any other way
  * (PR_SET_PDEATHSIG).
  *
- * Each rank is bound to one CPU by default (rank r to the r-th CPU
- * symheap-run may use), as mpirun does for small jobs: an unbound pair of
- * ranks that wait for each other by spinning can be put on one CPU by the
- * scheduler and run 30x slower.  With more ranks than CPUs no rank is bound
- * (several ranks pinned to one CPU could not move to one that frees up;
- * the OpenSHMEM layer's waits then sleep instead of spinning).
- * --bind-to none (or SYMHEAP_RUN_BIND=none) turns binding off. */
+ * Each rank is bound to one CPU of its own by default (--bind core), as
+ * mpirun does for small jobs: an unbound pair of ranks that wait for each
+ * other by spinning can be put on one CPU by the scheduler and run 30x
+ * slower.  Where the rank's GPU has a NUMA node (run/bind.c says how it is
+ * found), its CPU is taken from that node's first.  With more ranks than
+ * CPUs no two ranks are pinned to one CPU (a rank pinned beside another
+ * could not move to a CPU that frees up; the OpenSHMEM layer's waits sleep
+ * instead): each is bound to its GPU's node if it has one, else not at all.
+ * --bind numa binds each rank to its GPU node's CPUs only, --bind none (or
+ * SYMHEAP_RUN_BIND=none|core|numa; --bind-to as mpirun spells it) changes
+ * the mode. */
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
@@ -30,10 +34,10 @@ static pid_t *pids;
 static int nranks;
 static run_job_t job = {0, NULL, 0, "ssh", NULL, 1};
 static char *hosts_spec;
-static int bind_cores = 1; /* --bind-to core (default) or none */
-static cpu_set_t allowed;  /* the CPUs symheap-run may use */
-static int nallowed;
-static int bind_given; /* --bind-to was on the command line */
+enum { BIND_NONE, BIND_CORE, BIND_NUMA };
+static int bind_mode = BIND_CORE; /* --bind */
+static int bind_given;            /* --bind was on the command line */
+static cpu_set_t *bind_sets;      /* rank r's CPUs; empty: not bound */
 static volatile sig_atomic_t got_signal;
 
 static void on_signal(int sig) { got_signal = sig; }
@@ -58,11 +62,14 @@ static void usage(FILE *f) {
          "(--no-tag: as it is).  Stopping symheap-run stops every rank.\n"
          "-n may be left out; if given it must match the hosts' sum.\n"
          "SYMHEAP_BOOTSTRAP=tcp without --hosts runs --hosts localhost:N.\n"
-         "  --bind-to core   bind rank r to the r-th CPU symheap-run may use\n"
-         "                   (the default, when there are at least N CPUs;\n"
-         "                   with fewer, no rank is bound; one host only)\n"
-         "  --bind-to none   leave placement to the scheduler (also:\n"
-         "                   SYMHEAP_RUN_BIND=none)\n");
+         "  --bind core      each rank to a CPU of its own (the default), from\n"
+         "                   its GPU's NUMA node first where it has one; with\n"
+         "                   more ranks than CPUs, to its GPU's node or none\n"
+         "  --bind numa      each rank to its GPU's NUMA node's CPUs (no GPU\n"
+         "                   node: not bound)\n"
+         "  --bind none      leave placement to the scheduler\n"
+         "                   (SYMHEAP_RUN_BIND=none|core|numa; --bind-to too;\n"
+         "                   one host only: --hosts ranks are not bound)\n");
 }
 
 static void hex(const unsigned char *in, size_t n, char *out) {
@@ -96,6 +103,14 @@ static int describe(int rank, int status) {
   return WEXITSTATUS(status);
 }
 
+/* none, core or numa (0: none, as before); -1 for anything else. */
+static int bind_word(const char *w) {
+  return strcmp(w, "none") == 0 || strcmp(w, "0") == 0 ? BIND_NONE
+         : strcmp(w, "core") == 0                      ? BIND_CORE
+         : strcmp(w, "numa") == 0                      ? BIND_NUMA
+                                                       : -1;
+}
+
 /* The options before the program; the program's index in argv, or -1 with
  * *rc the exit status (0 after --help, 2 for a usage error). */
 static int parse_args(int argc, char **argv, int *rc) {
@@ -116,14 +131,15 @@ static int parse_args(int argc, char **argv, int *rc) {
       job.rsh = argv[++i];
     } else if (strcmp(argv[i], "--no-tag") == 0) {
       job.tag = 0;
-    } else if (strcmp(argv[i], "--bind-to") == 0 && i + 1 < argc) {
-      const char *b = argv[++i];
-      if (strcmp(b, "none") != 0 && strcmp(b, "core") != 0) {
-        fprintf(stderr, "symheap-run: --bind-to takes core or none, not %s\n",
-                b);
+    } else if ((strcmp(argv[i], "--bind") == 0 ||
+                strcmp(argv[i], "--bind-to") == 0) &&
+               i + 1 < argc) {
+      if ((bind_mode = bind_word(argv[++i])) < 0) {
+        fprintf(stderr,
+                "symheap-run: --bind takes none, core or numa, not %s\n",
+                argv[i]);
         return -1;
       }
-      bind_cores = strcmp(b, "core") == 0;
       bind_given = 1;
     } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
       usage(stdout);
@@ -179,26 +195,46 @@ static int maybe_hosts(char **prog) {
   return run_hosts(&job);
 }
 
-/* Binding: SYMHEAP_RUN_BIND=none (or 0) turns it off unless --bind-to
- * said otherwise; on only when every rank gets a CPU of its own. */
-static void bind_decide(void) {
-  const char *env = getenv("SYMHEAP_RUN_BIND");
-  if (!bind_given && env && (strcmp(env, "none") == 0 || strcmp(env, "0") == 0))
-    bind_cores = 0;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
-    bind_cores = 0;
-  nallowed = CPU_COUNT(&allowed);
-  if (nranks > nallowed)
-    bind_cores = 0;
+/* The first CPU of want not taken yet (and takes it); -1 if none. */
+static int take_cpu(const cpu_set_t *want, cpu_set_t *taken) {
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, want) && !CPU_ISSET(c, taken)) {
+      CPU_SET(c, taken);
+      return c;
+    }
+  return -1;
 }
 
-/* The r-th CPU of the allowed set; -1 if there is none. */
-static int nth_cpu(int r) {
-  for (int c = 0; c < CPU_SETSIZE; c++)
-    if (CPU_ISSET(c, &allowed) && r-- == 0)
-      return c;
-  return -1;
+/* Every rank's CPUs (bind_sets), by the mode: SYMHEAP_RUN_BIND unless
+ * --bind said otherwise.  0, or 2 after a bad SYMHEAP_RUN_BIND. */
+static int bind_decide(void) {
+  const char *env = getenv("SYMHEAP_RUN_BIND");
+  if (!bind_given && env && *env && (bind_mode = bind_word(env)) < 0) {
+    fprintf(stderr, "symheap-run: SYMHEAP_RUN_BIND takes none, core or numa, "
+                    "not %s\n", env);
+    return 2;
+  }
+  cpu_set_t allowed, taken;
+  bind_sets = calloc((size_t)nranks, sizeof *bind_sets);
+  if (!bind_sets || bind_mode == BIND_NONE ||
+      sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+    return bind_sets ? 0 : 2;
+  int own_cpu = bind_mode == BIND_CORE && nranks <= CPU_COUNT(&allowed);
+  CPU_ZERO(&taken);
+  for (int r = 0; r < nranks; r++) {
+    cpu_set_t node;
+    int has_node = run_gpu_node_cpus(r, &allowed, &node) >= 0;
+    if (!own_cpu) {
+      if (has_node)
+        bind_sets[r] = node;
+      continue;
+    }
+    int c = has_node ? take_cpu(&node, &taken) : -1;
+    if (c < 0)
+      c = take_cpu(&allowed, &taken);
+    CPU_SET(c, &bind_sets[r]); /* c >= 0: nranks <= CPUs allowed */
+  }
+  return 0;
 }
 
 /* In the child: rank r of the job, then the program. */
@@ -209,15 +245,10 @@ static void exec_rank(int r, pid_t launcher, char **prog) {
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != launcher)
     _exit(127);
   setpgid(0, 0);
-  int cpu = bind_cores ? nth_cpu(r) : -1;
-  if (cpu >= 0) {
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    if (sched_setaffinity(0, sizeof one, &one) != 0)
-      fprintf(stderr, "symheap-run: rank %d: cannot bind to CPU %d: %s\n", r,
-              cpu, strerror(errno));
-  }
+  if (CPU_COUNT(&bind_sets[r]) &&
+      sched_setaffinity(0, sizeof bind_sets[r], &bind_sets[r]) != 0)
+    fprintf(stderr, "symheap-run: rank %d: cannot bind: %s\n", r,
+            strerror(errno));
   snprintf(num, sizeof num, "%d", r);
   setenv("SYMHEAP_RANK", num, 1);
   setenv("SYMHEAP_LOCAL_RANK", num, 1);
@@ -316,9 +347,10 @@ int main(int argc, char **argv) {
   int prog = parse_args(argc, argv, &rc);
   if (prog < 0)
     return rc;
-  bind_decide();
   if ((rc = maybe_hosts(&argv[prog])) >= 0)
     return rc;
+  if (bind_decide() != 0)
+    return 2;
   pids = calloc((size_t)nranks, sizeof *pids);
   if (!pids)
     return 2;
@@ -332,5 +364,6 @@ int main(int argc, char **argv) {
   if (rc == 0)
     rc = wait_ranks();
   free(pids);
+  free(bind_sets);
   return rc;
 }

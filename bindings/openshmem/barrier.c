@@ -2,10 +2,11 @@
  *
  * A group's barrier counts arrivals on its first PE (an atomic add on that
  * PE's arrival word); the first PE waits for all of them, zeroes the count,
- * and sets every other member's release flag, which each member zeroes as it
- * leaves.  Every word is back to zero when the barrier ends, so the same
- * words (a team's slot, or the caller's pSync) serve the next one, and pSync
- * is handed back as it was given, as the specification asks. */
+ * and raises every other member's release flag, which each member lowers as
+ * it leaves (adds and subtracts: small broadcasts raise the same word).
+ * Every word is back to zero when the barrier ends, so the same words (a
+ * team's slot, or the caller's pSync) serve the next one, and pSync is
+ * handed back as it was given, as the specification asks. */
 /* ThreadSanitizer does not model fences; gcc refuses them under it unless
  * told to let them be (the tests run the layer under TSan). */
 #if defined(__SANITIZE_THREAD__)
@@ -61,13 +62,13 @@ void shm__barrier(const struct shm_group *g) {
     for (int i = 1; i < g->size; i++) {
       int pe = shm__group_pe(g, i);
       long *flag = (long *)shm__peer(&g->sync[1], pe);
-      __atomic_store_n(flag, 1, __ATOMIC_SEQ_CST);
+      __atomic_add_fetch(flag, 1, __ATOMIC_SEQ_CST); /* a count: coll.c */
       shm__wake(pe, flag);
     }
   } else {
     while (__atomic_load_n(&g->sync[1], __ATOMIC_ACQUIRE) == 0)
       shm__spin_on(&spin, &g->sync[1], 0);
-    __atomic_store_n(&g->sync[1], 0, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&g->sync[1], 1, __ATOMIC_RELAXED);
   }
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }

@@ -1,36 +1,187 @@
 /* Collective data movement over a group (a team or an active set).
  *
- * Every collective pulls: after a barrier (every PE's source is ready), each
+ * Collectives pull: after a barrier (every PE's source is ready), each
  * PE reads what it needs straight from the peers' copies of source, and a
- * second barrier keeps sources unchanged until every PE has read them.
+ * second barrier keeps sources unchanged until every PE has read them
+ * (under SHMEM_THREAD_MULTIPLE).  Otherwise broadcasts, reductions and
+ * collects are eager, with no barrier: see below.
  * Reductions combine the peers' sources in PE order on every PE, so every PE
  * gets the same bits (floating point included), into a private buffer first
  * so that dest may be source.  With zero bytes only the barriers run: no
  * pointer is looked at (Annex C: any pointer is valid for no elements).
- * A PE on another host is read by symheap_get (shm__getmem) instead. */
+ * A PE on another host is read by symheap_get (shm__getmem) instead, on the
+ * barrier forms (eager ones reach peers' control blocks by load/store). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "shmem_internal.h"
 
+/* Collectives are eager, as MPI's eager messages are: a PE copies its
+ * data into its control block's eager_data (up to SHM_EAGER bytes; larger
+ * data is read from its source instead, and its owner waits for its
+ * readers before it returns) and raises a flag (sync[1]) on each PE that
+ * will read it; a reader waits for its flags, copies out of the writers'
+ * eager_data (or sources) and counts itself off their eager_readers.
+ * Nobody waits for a barrier: a broadcast waits for its root alone (and a
+ * small one's root for nobody), a reduction or collect for the last PE to
+ * post.  A PE's next eager call first waits for the readers of its
+ * previous one (it claims eager_data by moving eager_readers from 0).
+ * With more PEs than CPUs every barrier costs a turn of every PE on a CPU:
+ * the two barriers of a pulled broadcast took 230-400 us at 4 PEs on 2
+ * loaded cores, against Open MPI's 15-45 us.
+ *
+ * A flag counts raises (added, never stored, here and by the barrier's
+ * release, which shares the word), so a raise for a later call (back to
+ * back calls, or the release of the barrier that follows) is never lost: a
+ * reader takes as many raises as its call expects, and whichever it takes,
+ * the writers of its current call have written their data (a PE raising for
+ * a later call has passed this call, which needed this call's writers'
+ * raises), and cannot rewrite it before every reader has copied.
+ *
+ * Not under SHMEM_THREAD_MULTIPLE: threads of one PE may then run
+ * collectives on different teams at once, and with one eager_data per PE
+ * two PEs could each wait for the other's buffer (each held by the call the
+ * other has not reached); the barrier forms below serve that level.  Every
+ * PE of a job must then ask for the same level.  Nor on a job across hosts:
+ * another host's control block is no load or store away. */
+static int eager_ok(void) {
+  return shm__s.thread_level != SHMEM_THREAD_MULTIPLE && !shm__s.net;
+}
+
+static void eager_claim(long readers, const void *source, size_t bytes) {
+  struct shm_spin spin = SHM_SPIN_INIT;
+  long zero = 0;
+  while (!__atomic_compare_exchange_n(&shm__s.ctrl->eager_readers, &zero,
+                                      readers, 0, __ATOMIC_ACQUIRE,
+                                      __ATOMIC_RELAXED)) {
+    zero = 0;
+    shm__spin(&spin);
+  }
+  shm__s.ctrl->eager_len = (long)bytes;
+  if (bytes && bytes <= SHM_EAGER)
+    memcpy(shm__s.ctrl->eager_data, source, bytes);
+}
+
+/* After a collect whose data was too large for eager_data (read straight
+ * from source): waits until every reader has copied it. */
+static void eager_finish(size_t bytes) {
+  struct shm_spin spin = SHM_SPIN_INIT;
+  long seen;
+  if (bytes <= SHM_EAGER)
+    return;
+  while ((seen = __atomic_load_n(&shm__s.ctrl->eager_readers,
+                                 __ATOMIC_ACQUIRE)) != 0)
+    shm__spin_on(&spin, &shm__s.ctrl->eager_readers, (int)seen);
+}
+
+/* Raises the flag of every member but this PE (and but skip). */
+static void eager_post(const struct shm_group *g, int skip) {
+  for (int i = 0; i < g->size; i++) {
+    if (i == g->me || i == skip)
+      continue;
+    int pe = shm__group_pe(g, i);
+    long *flag = (long *)shm__peer(&g->sync[1], pe);
+    __atomic_add_fetch(flag, 1, __ATOMIC_SEQ_CST);
+    shm__wake(pe, flag);
+  }
+}
+
+/* Waits for n raises of this PE's flag, and takes them. */
+static void eager_wait(const struct shm_group *g, long n) {
+  struct shm_spin spin = SHM_SPIN_INIT;
+  long seen;
+  while ((seen = __atomic_load_n(&g->sync[1], __ATOMIC_ACQUIRE)) < n)
+    shm__spin_on(&spin, &g->sync[1], (int)seen);
+  __atomic_sub_fetch(&g->sync[1], n, __ATOMIC_RELAXED);
+}
+
+/* Member i's data (this PE's own included) and its length: its eager_data,
+ * or its source when that was too large. */
+static const char *eager_of(const struct shm_group *g, int i,
+                            const void *source, size_t *len) {
+  int pe = shm__group_pe(g, i);
+  struct shm_ctrl *c = (struct shm_ctrl *)shm__peer(shm__s.ctrl, pe);
+  *len = (size_t)__atomic_load_n(&c->eager_len, __ATOMIC_RELAXED);
+  return *len <= SHM_EAGER ? c->eager_data : shm__peer(source, pe);
+}
+
+/* Done reading member i's data (len bytes: a large one's writer waits). */
+static void eager_done(const struct shm_group *g, int i, size_t len) {
+  if (i == g->me)
+    return;
+  int pe = shm__group_pe(g, i);
+  struct shm_ctrl *c = (struct shm_ctrl *)shm__peer(shm__s.ctrl, pe);
+  __atomic_sub_fetch(&c->eager_readers, 1, __ATOMIC_SEQ_CST);
+  if (len > SHM_EAGER)
+    shm__wake(pe, &c->eager_readers);
+}
+
+static void broadcast_eager(const struct shm_group *g, void *dest,
+                            const void *source, size_t bytes, int root) {
+  if (g->me == root) {
+    eager_claim(g->size - 1, source, bytes);
+    eager_post(g, -1);
+    eager_finish(bytes);
+    return;
+  }
+  eager_wait(g, 1);
+  size_t len;
+  const char *d = eager_of(g, root, source, &len);
+  if (bytes)
+    memcpy(dest, d, bytes);
+  eager_done(g, root, len);
+}
+
 void shm__broadcast(const struct shm_group *g, void *dest, const void *source,
                     size_t bytes, int root, int root_too) {
   if (root < 0 || root >= g->size)
     shm__fatal("broadcast root %d is out of range (0..%d)", root, g->size - 1);
-  shm__barrier(g);
-  if (bytes == 0) {
-    /* nothing to move */
-  } else if (g->me != root)
-    shm__getmem(dest, source, bytes, shm__group_pe(g, root));
-  else if (root_too && dest != source)
+  if (g->me < 0)
+    shm__fatal("a collective called by a PE outside its team or active set");
+  if (g->me == root && root_too && bytes && dest != source)
     memmove(dest, source, bytes);
+  if (eager_ok()) {
+    if (g->size > 1)
+      broadcast_eager(g, dest, source, bytes, root);
+    return;
+  }
+  shm__barrier(g);
+  if (bytes && g->me != root)
+    shm__getmem(dest, source, bytes, shm__group_pe(g, root));
   shm__barrier(g);
 }
 
+/* Every member's data, in PE order, into dest (collect, fcollect): eager
+ * for any size, since a PE whose data does not fit its eager_data has it
+ * read from its source and waits for its readers before it returns. */
+static void collect_eager(const struct shm_group *g, void *dest,
+                          const void *source, size_t bytes) {
+  eager_claim(g->size - 1, source, bytes);
+  eager_post(g, -1);
+  eager_wait(g, g->size - 1);
+  size_t off = 0;
+  for (int i = 0; i < g->size; i++) {
+    size_t n;
+    const char *d = eager_of(g, i, source, &n);
+    if (n)
+      memcpy((char *)dest + off, d, n);
+    off += n;
+    eager_done(g, i, n);
+  }
+  eager_finish(bytes);
+}
+
 /* fixed: every PE gives `bytes`; else each gives its own `bytes`, and the
- * sizes travel in the scratch word (zeroed again at the end, for pSync). */
+ * sizes travel in the scratch word (zeroed again at the end, for pSync).
+ * Up to SHM_EAGER bytes from each PE: eager. */
 void shm__collect(const struct shm_group *g, void *dest, const void *source,
                   size_t bytes, int fixed) {
+  if (g->me < 0)
+    shm__fatal("a collective called by a PE outside its team or active set");
+  if (g->size > 1 && eager_ok()) {
+    collect_eager(g, dest, source, bytes);
+    return;
+  }
   if (!fixed)
     __atomic_store_n(&g->sync[2], (long)bytes, __ATOMIC_RELEASE);
   shm__barrier(g);
@@ -98,12 +249,42 @@ static void combine_from(void *acc, void *tmp, const void *source, size_t n,
   }
 }
 
+/* Combines every member's eager data in PE order into acc. */
+static void reduce_eager(const struct shm_group *g, void *acc,
+                         const void *source, size_t n, size_t elem,
+                         shm_combine_fn combine) {
+  eager_claim(g->size - 1, source, n * elem);
+  eager_post(g, -1);
+  eager_wait(g, g->size - 1);
+  size_t len;
+  const char *d = eager_of(g, 0, source, &len);
+  if (n)
+    memcpy(acc, d, n * elem);
+  eager_done(g, 0, len);
+  for (int i = 1; i < g->size; i++) {
+    d = eager_of(g, i, source, &len);
+    if (n)
+      combine(acc, d, n);
+    eager_done(g, i, len);
+  }
+}
+
 void shm__reduce(const struct shm_group *g, void *dest, const void *source,
                  size_t n, size_t elem, shm_combine_fn combine) {
+  if (g->me < 0)
+    shm__fatal("a collective called by a PE outside its team or active set");
   void *acc = malloc(n * elem + 1);
   void *tmp = shm__s.net ? malloc(n * elem + 1) : NULL;
   if (!acc || (shm__s.net && !tmp))
     shm__fatal("reduction of %zu bytes: out of memory", n * elem);
+  if (g->size > 1 && eager_ok()) {
+    reduce_eager(g, acc, source, n, elem, combine);
+    eager_finish(n * elem); /* dest may be source, which others read */
+    if (n)
+      memcpy(dest, acc, n * elem);
+    free(acc);
+    return;
+  }
   shm__barrier(g);
   if (n) {
     shm__getmem(acc, source, n * elem, shm__group_pe(g, 0));

@@ -18,6 +18,7 @@
  * [0] arrivals (counted at the group's first PE), [1] release flag,
  * [2] a scratch word (collect sizes, a new team's slot). */
 #define SHM_SYNC_WORDS 4
+#define SHM_EAGER 16384
 
 /* Lives at the start of every PE's symmetric heap, so peers reach it. */
 struct shm_ctrl {
@@ -27,6 +28,12 @@ struct shm_ctrl {
   uint64_t team_slots; /* on PE 0: which team slots are taken */
   uint64_t never;      /* stays 0: shm__net_progress waits on it */
   long team_sync[SHM_MAX_TEAMS][SHM_SYNC_WORDS];
+  /* Eager collectives' data from this PE (coll.c): the PEs still to read
+   * it, its length (above SHM_EAGER bytes it is read from the caller's
+   * source instead of eager_data), and the data. */
+  long eager_readers;
+  long eager_len;
+  _Alignas(64) char eager_data[SHM_EAGER];
 };
 
 struct symheap_shmem_team {

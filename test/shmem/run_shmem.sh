@@ -5,7 +5,7 @@
 # programs (../shared/openshmem, someone else's code: built from there with
 # symheap-oshcc, never copied here) at 2 and 4 PEs, where that is present.
 echo "== OpenSHMEM (symheap-shmem)"
-for t in setup rma amo coll team p2p compat zero; do
+for t in setup rma amo coll bcast team p2p compat zero; do
   for n in 2 4 8; do
     run " shmem $t procs x$n" build/bin/symheap-run -n $n build/test/shmem/test_shmem_$t
   done
@@ -15,8 +15,11 @@ for t in rma amo; do
   run " shmem $t without inline paths procs x4" build/bin/symheap-run -n 4 \
     build/test/shmem/test_shmem_${t}_noinline
 done
+# The barrier forms of the collectives (SHMEM_THREAD_MULTIPLE: no eager ones).
+run " shmem bcast THREAD_MULTIPLE procs x4" build/bin/symheap-run -n 4 \
+  build/test/shmem/test_shmem_bcast --multiple
 # Started by hand, without a launcher: one PE.
-for t in setup rma amo coll team p2p compat zero; do
+for t in setup rma amo coll bcast team p2p compat zero; do
   run " shmem $t one PE, no launcher" build/test/shmem/test_shmem_$t
 done
 if [ -e build/lib/libsymheap-ccl-mpi.so ]; then
@@ -108,7 +111,7 @@ else
 fi
 
 # symheap-run binds rank r to the r-th allowed CPU when every rank gets one
-# (issue 31 item 6), not with --bind-to none or SYMHEAP_RUN_BIND=none, and
+# (issue 31 item 6), not with --bind none or SYMHEAP_RUN_BIND=none, and
 # not when there are more ranks than CPUs.
 run_bind_check() {
   local ncpu out
@@ -130,7 +133,7 @@ shmem_run_binds() {
   if [ "$ncpu" -gt 1 ]; then
     ! head -n "$ncpu" <<<"$out" | grep -q " $all\$" || return 1
   fi
-  out=$(run_bind_check --bind-to none) || return 1
+  out=$(run_bind_check --bind none) || return 1
   echo "$out"
   [ "$(head -n "$ncpu" <<<"$out" | grep -c " $all\$")" -eq "$ncpu" ] || return 1
   out=$(SYMHEAP_RUN_BIND=none run_bind_check) || return 1
@@ -140,7 +143,7 @@ shmem_run_binds() {
   echo "$out"
   [ "$(grep -c "^$all\$" <<<"$out")" -eq $((ncpu + 1)) ]
 }
-check " symheap-run binds ranks to CPUs (--bind-to none)" shmem_run_binds
+check " symheap-run binds ranks to CPUs (--bind none)" shmem_run_binds
 
 # The compiler wrapper as a user's build meets it (test/shmem/oshcc_check.sh).
 # shellcheck source=test/shmem/oshcc_check.sh
@@ -260,7 +263,7 @@ fi
 # sanitizer pass calls it once BUILD's tests are built), at 2 and 4 PEs.
 shmem_sanitized() {
   local b=$1 t n
-  for t in setup rma amo coll team p2p compat zero; do
+  for t in setup rma amo coll bcast team p2p compat zero; do
     for n in 2 4; do
       run "asan shmem $t procs x$n" env ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=23 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -3,6 +3,8 @@
 #ifndef SYMHEAP_RUN_H
 #define SYMHEAP_RUN_H
 
+#include <sched.h>
+
 /* One --hosts entry: a host and how many ranks it runs. */
 typedef struct {
   char *name;
@@ -27,5 +29,13 @@ int run_hosts(run_job_t *job);
  * reads stdin for "signal N" lines; at EOF (symheap-run or its connection
  * gone) the rank is stopped.  Exits with the rank's status (128+signal). */
 int run_agent(char **prog);
+
+/* run/bind.c: a cpulist ("0-3,8") into set; 0, or -1 if it is not one. */
+int run_parse_cpulist(const char *s, cpu_set_t *set);
+/* The CPUs (within allowed) of the NUMA node of the GPU that the rank of
+ * this local rank will use, into out; the node, or -1 when there is none
+ * (no GPU found, no node, no allowed CPU on it). */
+int run_gpu_node_cpus(int local_rank, const cpu_set_t *allowed,
+                      cpu_set_t *out);
 
 #endif

@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Medians of bench/openshmem.sh osu-coll's interleaved repetitions.
+
+Usage: osu_median.py build/bench/osu-coll.txt
+
+The file holds "## REP IMPL BENCH NPES load LOAD" before each run's OSU
+output.  Prints, per (benchmark, PEs), a markdown table: size, then for
+each implementation the median latency (us) over the repetitions and, in
+brackets, the lowest and highest; then the load averages seen."""
+import collections
+import re
+import statistics
+import sys
+
+IMPLS = ["symheap", "pinned", "oshmem"]
+NAMES = {"symheap": "symheap-shmem (symheap-run -n N)",
+         "pinned": "symheap-shmem pinned",
+         "oshmem": "Open MPI oshmem"}
+
+
+def main():
+    cells = collections.defaultdict(list)  # (bench, n, size, impl) -> [us]
+    loads, cur = [], None
+    for line in open(sys.argv[1], errors="replace"):
+        t = line.split()
+        if line.startswith("## ") and len(t) >= 7:
+            cur = (t[2], t[3], int(t[4]))
+            loads.append(float(t[6]))
+            continue
+        if line.startswith("## failed") or cur is None or not t:
+            continue
+        impl, bench, n = cur
+        if re.fullmatch(r"[0-9]+", t[0]) and len(t) >= 2:
+            cells[(bench, n, int(t[0]), impl)].append(float(t[1]))
+        elif bench == "barrier" and re.fullmatch(r"[0-9.]+", t[0]) and len(t) == 1:
+            cells[(bench, n, 0, impl)].append(float(t[0]))
+    keys = sorted({(b, n) for b, n, _, _ in cells})
+    for b, n in keys:
+        print(f"\n#### {b}, {n} PEs (us: median [min-max])\n")
+        print("| size | " + " | ".join(NAMES[i] for i in IMPLS) + " |")
+        print("|---:|" + "---:|" * len(IMPLS))
+        for s in sorted({s for bb, nn, s, _ in cells if (bb, nn) == (b, n)}):
+            row = []
+            for i in IMPLS:
+                v = cells.get((b, n, s, i), [])
+                row.append(f"{statistics.median(v):.2f} [{min(v):.2f}-{max(v):.2f}]"
+                           if v else "-")
+            print(f"| {s if b != 'barrier' else '-'} | " + " | ".join(row) + " |")
+    if loads:
+        print(f"\nload average (1 min) before each run: {min(loads):.1f} to "
+              f"{max(loads):.1f}, median {statistics.median(loads):.1f}")
+
+
+if __name__ == "__main__":
+    main()

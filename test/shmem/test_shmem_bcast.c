@@ -1,0 +1,178 @@
+/* Small broadcasts, reductions and collects are eager (issue 31: the 4-PE
+ * collectives' floor; the large contributions of a collect are read from
+ * their source).  Broadcasts: the
+ * root returns without waiting for the members, each member gets the root's
+ * data whenever it arrives, and back-to-back broadcasts with different roots
+ * into different dests (no sync between them, as the specification allows)
+ * lose no data and no flag.  Large ones (pulled between barriers) stay
+ * right.  Run at 2, 4 and 8 PEs. */
+#include <shmem.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shmem_check.h"
+
+static long psync[2][SHMEM_BCAST_SYNC_SIZE];
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* PE 1 arrives 600 ms late: the root (PE 0) must not wait for it. */
+static void root_does_not_wait(int me, int npes) {
+  shc_begin("bcast_root_returns_before_late_member");
+  long *src = shmem_malloc(64 * sizeof(long)), *dst = shmem_calloc(64, sizeof(long));
+  for (int i = 0; i < 64; i++)
+    src[i] = 1000 * me + i;
+  shmem_barrier_all();
+  double t0 = now_s();
+  if (me == 1)
+    usleep(600 * 1000);
+  shmem_long_broadcast(SHMEM_TEAM_WORLD, dst, src, 64, 0);
+  double took = now_s() - t0;
+  if (me == 0)
+    SHC_CHECK(took < 0.3, "root waited %.3f s for a late member", took);
+  for (int i = 0; i < 64; i++)
+    SHC_CHECK(dst[i] == i, "dst[%d] = %ld", i, dst[i]);
+  shmem_barrier_all();
+  shmem_free(dst);
+  shmem_free(src);
+  (void)npes;
+  shc_end();
+}
+
+/* 40 broadcasts back to back, root k % npes, into dest k; then the active-set
+ * form alternating two pSyncs (as OSU's benchmark does), with a barrier. */
+static void back_to_back(int me, int npes) {
+  enum { K = 40, N = 5 };
+  shc_begin("bcast_back_to_back_rotating_roots");
+  int *src = shmem_malloc(sizeof(int) * N * K);
+  int *dst = shmem_calloc((size_t)N * K, sizeof(int));
+  for (int k = 0; k < K; k++)
+    for (int i = 0; i < N; i++)
+      src[k * N + i] = 100000 * me + 100 * k + i;
+  shmem_barrier_all();
+  for (int k = 0; k < K; k++)
+    shmem_int_broadcast(SHMEM_TEAM_WORLD, dst + k * N, src + k * N, N, k % npes);
+  for (int k = 0; k < K; k++)
+    for (int i = 0; i < N; i++)
+      SHC_CHECK(dst[k * N + i] == 100000 * (k % npes) + 100 * k + i,
+                "broadcast %d [%d] = %d", k, i, dst[k * N + i]);
+  shmem_barrier_all();
+  for (int k = 0; k < K; k++) {
+    shmem_broadcast32(dst + k * N, src + k * N, N, k % npes, 0, 0, npes,
+                      psync[k % 2]);
+    shmem_barrier_all();
+  }
+  for (int k = 0; k < K; k++)
+    for (int i = 0; i < N; i++)
+      if (me != k % npes)
+        SHC_CHECK(dst[k * N + i] == 100000 * (k % npes) + 100 * k + i,
+                  "broadcast32 %d [%d] = %d", k, i, dst[k * N + i]);
+  for (int p = 0; p < 2; p++)
+    for (int i = 0; i < SHMEM_BCAST_SYNC_SIZE; i++)
+      SHC_CHECK(psync[p][i] == SHMEM_SYNC_VALUE, "pSync not handed back");
+  shmem_barrier_all();
+  shmem_free(dst);
+  shmem_free(src);
+  shc_end();
+}
+
+/* Sizes around the eager limit and far above it, every root. */
+static void sizes(int me, int npes) {
+  shc_begin("bcast_sizes_eager_and_pulled");
+  static const size_t sz[] = {1, 8, 4095, 16384, 16385, 65536, 1 << 20};
+  char *src = shmem_malloc(1 << 20), *dst = shmem_malloc(1 << 20);
+  for (size_t s = 0; s < sizeof sz / sizeof sz[0]; s++)
+    for (int root = 0; root < npes; root++) {
+      memset(src, 'a' + me, sz[s]);
+      memset(dst, 0, 1 << 20);
+      shmem_barrier_all();
+      shmem_broadcastmem(SHMEM_TEAM_WORLD, dst, src, sz[s], root);
+      SHC_CHECK(dst[0] == 'a' + root && dst[sz[s] - 1] == 'a' + root,
+                "%zu bytes from %d: %d..%d", sz[s], root, dst[0],
+                dst[sz[s] - 1]);
+      SHC_CHECK(sz[s] == 1 << 20 || dst[sz[s]] == 0, "%zu bytes: wrote past",
+                sz[s]);
+      shmem_barrier_all();
+    }
+  shmem_free(dst);
+  shmem_free(src);
+  shc_end();
+}
+
+/* collect where PE p gives 5000 + p * 7000 ints (some above the 16 KiB
+ * eager limit, read from their source, others copied eagerly), twice back
+ * to back into two dests, then a reduction of each size class. */
+static void collect_mixed(int me, int npes) {
+  shc_begin("collect_mixed_eager_and_large");
+  size_t total = 0;
+  for (int p = 0; p < npes; p++)
+    total += 5000 + (size_t)p * 7000;
+  int *src = shmem_malloc(sizeof(int) * (5000 + (size_t)npes * 7000));
+  int *d1 = shmem_malloc(sizeof(int) * total), *d2 = shmem_malloc(sizeof(int) * total);
+  size_t mine = 5000 + (size_t)me * 7000;
+  for (size_t i = 0; i < mine; i++)
+    src[i] = me * 1000000 + (int)i;
+  shmem_int_collect(SHMEM_TEAM_WORLD, d1, src, mine);
+  shmem_int_collect(SHMEM_TEAM_WORLD, d2, src, mine);
+  size_t at = 0;
+  for (int p = 0; p < npes; p++)
+    for (size_t i = 0; i < 5000 + (size_t)p * 7000; i++, at++) {
+      SHC_CHECK(d1[at] == p * 1000000 + (int)i, "first [%d][%zu] = %d", p, i, d1[at]);
+      SHC_CHECK(d2[at] == p * 1000000 + (int)i, "second [%d][%zu] = %d", p, i, d2[at]);
+    }
+  long *ls = shmem_malloc(sizeof(long) * 8192), *ld = shmem_malloc(sizeof(long) * 8192);
+  for (int i = 0; i < 8192; i++)
+    ls[i] = me + i;
+  for (size_t n = 1; n <= 8192; n *= 8) {
+    shmem_long_sum_reduce(SHMEM_TEAM_WORLD, ld, ls, n);
+    for (size_t i = 0; i < n; i++)
+      SHC_CHECK(ld[i] == (long)npes * (long)i + (long)npes * (npes - 1) / 2,
+                "sum of %zu [%zu] = %ld", n, i, ld[i]);
+  }
+  /* In place, large (read from the sources): no PE may overwrite its
+   * source before the others have read it. */
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < 8192; i++)
+      ls[i] = me + i;
+    shmem_long_sum_reduce(SHMEM_TEAM_WORLD, ls, ls, 8192);
+    for (int i = 0; i < 8192; i++)
+      SHC_CHECK(ls[i] == (long)npes * i + (long)npes * (npes - 1) / 2,
+                "in place [%d] = %ld", i, ls[i]);
+  }
+  shmem_barrier_all();
+  shmem_free(ld);
+  shmem_free(ls);
+  shmem_free(d2);
+  shmem_free(d1);
+  shmem_free(src);
+  shc_end();
+}
+
+/* --multiple: under SHMEM_THREAD_MULTIPLE, where the barrier forms run. */
+int main(int argc, char **argv) {
+  int multiple = argc > 1 && strcmp(argv[1], "--multiple") == 0, got;
+  for (int p = 0; p < 2; p++)
+    for (int i = 0; i < SHMEM_BCAST_SYNC_SIZE; i++)
+      psync[p][i] = SHMEM_SYNC_VALUE;
+  if (multiple) {
+    if (shmem_init_thread(SHMEM_THREAD_MULTIPLE, &got) != 0 ||
+        got != SHMEM_THREAD_MULTIPLE)
+      return printf("FAIL bcast_thread_multiple: not provided\n"), 1;
+  } else {
+    shmem_init();
+  }
+  int me = shmem_my_pe(), npes = shmem_n_pes();
+  if (npes >= 2 && !multiple)
+    root_does_not_wait(me, npes);
+  back_to_back(me, npes);
+  sizes(me, npes);
+  collect_mixed(me, npes);
+  shmem_finalize();
+  return shc_status();
+}
