@@ -234,6 +234,14 @@ $(BUILD)/test/test_net: test/test_net.c test/net_loop.c test/net_loop.h \
 	$(CC) $(CFLAGS_ALL) -Icore -o $@ test/test_net.c test/net_loop.c \
 	  $(TEST_COMMON) $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
 
+# test_proxy: the device host proxy with the CPU as the kernel, over loop.
+$(BUILD)/test/test_proxy: test/test_proxy.c test/net_loop.c test/net_loop.h \
+    $(TEST_COMMON) test/harness.h $(BUILD)/lib/libsymheap.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Icore -o $@ test/test_proxy.c test/net_loop.c \
+	  $(TEST_COMMON) $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
+tests: $(BUILD)/test/test_proxy
+
 # test_exhaust fails the library's allocations on demand.
 $(BUILD)/test/test_exhaust: LDFLAGS += -Wl,--wrap=malloc -Wl,--wrap=calloc \
   -Wl,--wrap=free

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "comm/net.h"
+#include "base/config.h"
 #include "proxy.h"
 #include "win/net_window.h"
 
@@ -25,13 +26,24 @@ symheap_result_t symheap__proxy_setup(symheap_comm_t c) {
                              : "the comm spans one host");
     return SYMHEAP_SUCCESS;
   }
+  int mode = 0; /* auto, on, off */
+  symheap_result_t r = symheap__cfg_choice("SYMHEAP_DEVICE_PROXY", &mode);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  if (mode == 2 ||
+      (mode == 0 && (c->caps.caps & SYMHEAP_CAP_HOST_ACCESS))) {
+    set_why(p, mode == 2 ? "SYMHEAP_DEVICE_PROXY=off"
+                         : "SYMHEAP_DEVICE_PROXY=auto and the device adaptor "
+                           "gives the CPU access to window memory (set on)");
+    return SYMHEAP_SUCCESS;
+  }
   if (!c->pad_ready || !c->pad->rdma) {
     set_why(p, "the comm has no pad (no device signals)");
     return SYMHEAP_SUCCESS;
   }
   /* Collective on every rank of a comm with a net adaptor (all or none
    * have one), agreed inside; on failure nothing of it remains. */
-  symheap_result_t r = symheap__net_window_register(c, c->pad);
+  r = symheap__net_window_register(c, c->pad);
   if (r != SYMHEAP_SUCCESS) {
     snprintf(p->why, sizeof p->why,
              "the pad cannot be registered with the net adaptor: %s",
@@ -50,9 +62,11 @@ symheap_result_t symheap__proxy_setup(symheap_comm_t c) {
   return SYMHEAP_SUCCESS;
 }
 
-static void stop_thread(symheap__proxy_t *p) {
-  if (!p->started)
+void symheap__proxy_stop(symheap_comm_t c) {
+  symheap__proxy_t *p = c->proxy;
+  if (!p || !p->started || p->joined)
     return;
+  p->joined = 1;
   __atomic_store_n(&p->hold, 0, __ATOMIC_RELEASE);
   __atomic_store_n(&p->stop, 1, __ATOMIC_RELEASE);
   pthread_join(p->thread, NULL);
@@ -66,7 +80,7 @@ void symheap__proxy_close(symheap_comm_t c) {
   symheap__proxy_t *p = c->proxy;
   if (!p)
     return;
-  stop_thread(p);
+  symheap__proxy_stop(c);
   const symheap_device_ops *d = &c->dev.ops;
   if (p->stage && d->host_free(c->dev_ctx, p->stage) != SYMHEAP_SUCCESS)
     SYMHEAP_WARN("device proxy: freeing the staging: %s", symheap__error_peek());

@@ -22,6 +22,7 @@ typedef struct symheap__proxy {
    * its teardown, so no entry uses a window that is going away. */
   pthread_mutex_t lock;
   int started; /* the ring and the thread exist (under lock) */
+  int joined;  /* the thread has ended (symheap__proxy_stop) */
   symheap_proxy_ring_t *ring; /* host address */
   void *ring_dev;             /* the device's */
   char *stage;                /* host-pinned staging */
@@ -56,6 +57,9 @@ void symheap__proxy_unlock(symheap_comm_t c);
 
 /* proxy_drain.c: the thread's body. */
 void *symheap__proxy_main(void *arg);
+/* Stop the thread (close does; tests too): entries written and not yet
+ * taken are dropped and counted, ring->stopped set. */
+void symheap__proxy_stop(symheap_comm_t c);
 /* Tests: 1 holds the thread (it takes no entry), 0 lets it go. */
 void symheap__proxy_hold(symheap_comm_t c, int on);
 
