@@ -602,6 +602,14 @@ $(BUILD)/test/test_heap_gpu: test/gpu/test_heap_gpu.cu test/gpu/gpu_suite.cuh \
 	  $(BUILD)/obj/test/harness.o -L$(BUILD)/lib -lsymheap_cuda -lsymheap \
 	  -Xlinker -rpath,'$$ORIGIN/../lib' -ldl -lpthread
 gpu-tests: $(BUILD)/test/test_heap_gpu
+# Device put_signal to another (pretend) host through the host proxy.
+$(BUILD)/test/test_proxy_gpu: test/gpu/test_proxy.cu test/gpu/gpu_suite.cuh \
+    $(BUILD)/obj/test/harness.o $(CUDA_LIB) $(KERNEL_DEPS)
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -Itest -o $@ $< \
+	  $(BUILD)/obj/test/harness.o -L$(BUILD)/lib -lsymheap_cuda -lsymheap \
+	  -Xlinker -rpath,'$$ORIGIN/../lib' -ldl -lpthread
+gpu-tests: $(BUILD)/test/test_proxy_gpu
 endif
 # test_mapobj: the mapping object's refcount contract (test/test_mapobj.c).
 $(BUILD)/test/test_mapobj: test/test_mapobj.c $(TEST_COMMON) test/harness.h \

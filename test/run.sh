@@ -167,6 +167,10 @@ suite() { # suite PREFIX BUILD WRAPPER...
     "$@" "$b/test/test_net" --open-failure
   run "$prefix net=none two hosts procs x4" env SYMHEAP_NET=none \
     build/bin/symheap-run -n 4 "$@" "$b/test/test_net" --no-net
+  # The device host proxy with the CPU as the kernel (issue 27 step 7).
+  run "$prefix proxy(loop) two hosts procs x4" build/bin/symheap-run -n 4 "$@" "$b/test/test_proxy"
+  run "$prefix proxy(loop) two hosts procs x2 threads x2" build/bin/symheap-run -n 2 \
+    "$@" "$b/test/test_proxy" --mixed 2
   # Plugins: refusals, the example vendor (byte handles) and the trace hooks
   # under the multi-rank suite, and the conformance kit on every adaptor.
   local plug="env SYMHEAP_PLUGIN_PATH=$PWD/$b/lib"
