@@ -257,6 +257,12 @@ $(BUILD)/test/test_cuda_fake: test/fake_cuda/test_cuda_fake.c $(TEST_COMMON) \
 	$(CC) $(CFLAGS_ALL) -Icore -o $@ $< $(TEST_COMMON) $(BUILD)/lib/libsymheap.a \
 	  $(LDFLAGS_ALL) $(LIBS)
 tests: $(FAKE_CUDA) $(BUILD)/test/test_cuda_fake
+$(BUILD)/test/test_cuda_proxy: test/fake_cuda/test_cuda_proxy.c $(TEST_COMMON) \
+    test/harness.h test/fake_cuda/fake_cuda.h $(BUILD)/lib/libsymheap.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Icore -o $@ $< $(TEST_COMMON) $(BUILD)/lib/libsymheap.a \
+	  $(LDFLAGS_ALL) $(LIBS)
+tests: $(BUILD)/test/test_cuda_proxy
 
 # The fake HIP runtime, for the hip adaptor's tests.
 FAKE_HIP := $(BUILD)/fake_hip/libamdhip64.so

@@ -25,9 +25,10 @@
 
 /* 2: the comm pad, the window's signal slot and the world ranks joined the
  * view.  3: the node-local team (which ranks load/store reaches) and the
- * ranks' RDMA keys.  4: the host proxy (proxy_ring, proxy_window, in what
- * were reserved words: the size is 3's). */
-#define SYMHEAP_DEVICE_WINDOW_VERSION 4
+ * ranks' RDMA keys.  The host proxy's fields (proxy_ring, proxy_window) took
+ * two of the reserved words, which were zero before: no new version, a
+ * reader tests SYMHEAP_VIEW_PROXY. */
+#define SYMHEAP_DEVICE_WINDOW_VERSION 3
 /* The per-peer table is carried inline so the view needs no memory of its own
  * on the device; windows wider than this need the flat VA. */
 #define SYMHEAP_DEVICE_MAX_PEERS 32

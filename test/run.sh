@@ -123,6 +123,7 @@ suite() { # suite PREFIX BUILD WRAPPER...
       SYMHEAP_DISABLE_MULTICAST=1 "$@" "$b/test/test_multirank" --threads $n
   done
   run "$prefix cuda(fake) adaptor" "$@" "$b/test/test_cuda_fake" "$fake"
+  run "$prefix cuda(fake) device proxy memory" "$@" "$b/test/test_cuda_proxy" "$fake"
   # The hip adaptor over the fake HIP runtime, likewise.
   local hip="$PWD/$b/fake_hip/libamdhip64.so"
   for n in 2 4; do
