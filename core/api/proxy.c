@@ -7,6 +7,7 @@
 
 #include "comm/net.h"
 #include "base/config.h"
+#include "comm/agree.h"
 #include "proxy.h"
 #include "win/net_window.h"
 
@@ -14,48 +15,68 @@ static void set_why(symheap__proxy_t *p, const char *why) {
   snprintf(p->why, sizeof p->why, "%s", why);
 }
 
+/* Whether this rank wants the proxy, or why not (*why). */
+static int wanted(symheap_comm_t c, symheap_result_t cfg, int mode,
+                  const char **why) {
+  *why = cfg != SYMHEAP_SUCCESS ? "SYMHEAP_DEVICE_PROXY is malformed"
+         : mode == 2            ? "SYMHEAP_DEVICE_PROXY=off"
+         : mode == 0 && (c->caps.caps & SYMHEAP_CAP_HOST_ACCESS)
+             ? "SYMHEAP_DEVICE_PROXY=auto and the device adaptor gives the "
+               "CPU access to window memory (set on)"
+         : !c->pad_ready || !c->pad->rdma
+             ? "the comm has no pad (no device signals)"
+         : !c->dev.ops.host_alloc
+             ? "the device adaptor cannot allocate host memory the device "
+               "maps (no host_alloc)"
+             : NULL;
+  return *why == NULL;
+}
+
 symheap_result_t symheap__proxy_setup(symheap_comm_t c) {
+  int mode = 0; /* auto, on, off */
+  symheap_result_t r = symheap__cfg_choice("SYMHEAP_DEVICE_PROXY", &mode);
+  const char *why;
+  int32_t want = wanted(c, r, mode, &why);
   symheap__proxy_t *p = calloc(1, sizeof *p);
+  if (!p && r == SYMHEAP_SUCCESS)
+    r = symheap__error(SYMHEAP_ERR_NO_MEMORY, "the device proxy: no memory");
+  if (!c->netc) { /* nothing collective follows: no agreement needed */
+    if (r != SYMHEAP_SUCCESS)
+      SYMHEAP_WARN("device proxy off: %s", symheap__error_peek());
+    why = c->nhosts > 1 ? "the comm has no net adaptor (SYMHEAP_NET)"
+                        : "the comm spans one host";
+    want = 0;
+  } else {
+    /* Registering the pad is collective: every rank decides the same. */
+    int32_t *all = (int32_t *)(void *)c->scratch_sh;
+    r = symheap__agree(c, r, 0, &want, sizeof want, all);
+    if (r != SYMHEAP_SUCCESS) {
+      free(p);
+      return symheap__error_context(r, "the device proxy");
+    }
+    for (int q = 0; q < c->nranks && want; q++)
+      if (!all[q]) {
+        want = 0;
+        why = "another rank has it off (its log says why)";
+      }
+  }
   if (!p)
-    return symheap__error(SYMHEAP_ERR_NO_MEMORY, "the device proxy: no memory");
+    return SYMHEAP_SUCCESS; /* c->proxy NULL: views carry no proxy */
   p->c = c;
   pthread_mutex_init(&p->lock, NULL);
   c->proxy = p;
-  if (!c->netc) {
-    set_why(p, c->nhosts > 1 ? "the comm has no net adaptor (SYMHEAP_NET)"
-                             : "the comm spans one host");
+  if (!want) {
+    set_why(p, why);
     return SYMHEAP_SUCCESS;
   }
-  int mode = 0; /* auto, on, off */
-  symheap_result_t r = symheap__cfg_choice("SYMHEAP_DEVICE_PROXY", &mode);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
-  if (mode == 2 ||
-      (mode == 0 && (c->caps.caps & SYMHEAP_CAP_HOST_ACCESS))) {
-    set_why(p, mode == 2 ? "SYMHEAP_DEVICE_PROXY=off"
-                         : "SYMHEAP_DEVICE_PROXY=auto and the device adaptor "
-                           "gives the CPU access to window memory (set on)");
-    return SYMHEAP_SUCCESS;
-  }
-  if (!c->pad_ready || !c->pad->rdma) {
-    set_why(p, "the comm has no pad (no device signals)");
-    return SYMHEAP_SUCCESS;
-  }
-  /* Collective on every rank of a comm with a net adaptor (all or none
-   * have one), agreed inside; on failure nothing of it remains. */
+  /* Collective on every rank (all want it: agreed), agreed inside; on
+   * failure nothing of it remains, and the proxy is off on every rank. */
   r = symheap__net_window_register(c, c->pad);
   if (r != SYMHEAP_SUCCESS) {
     snprintf(p->why, sizeof p->why,
              "the pad cannot be registered with the net adaptor: %s",
              symheap__error_peek());
     SYMHEAP_INFO("device proxy off: %s", p->why);
-    return SYMHEAP_SUCCESS;
-  }
-  if (!c->dev.has_host_proxy) {
-    snprintf(p->why, sizeof p->why,
-             "device adaptor '%s' cannot allocate host memory the device "
-             "maps (no host_alloc)",
-             c->dev.ops.name);
     return SYMHEAP_SUCCESS;
   }
   p->usable = 1;

@@ -502,7 +502,7 @@ symheap_result_t symheap__plugins_wrap(symheap__device_table_t *dev,
     o.capture_check = l_capture_check;
     if (dev->has_dmabuf) /* stays NULL where the base has none */
       o.dmabuf_export = l_dmabuf_export;
-    if (dev->has_host_proxy) { /* likewise */
+    if (dev->ops.host_alloc) { /* likewise */
       o.host_alloc = l_host_alloc;
       o.host_free = l_host_free;
       o.copy_to_host = l_copy_to_host;

@@ -121,9 +121,8 @@ symheap_result_t symheap__device_normalise(const symheap_device_ops *in,
   out->has_ipc = out->ops.ipc_get && out->ops.ipc_open && out->ops.ipc_close;
   out->has_mem_zero = out->ops.mem_zero != NULL;
   out->has_dmabuf = out->ops.dmabuf_export != NULL;
-  out->has_host_proxy = out->ops.host_alloc && out->ops.host_free &&
-                        out->ops.copy_to_host;
-  if (!out->has_host_proxy) /* a part of the three is none of them */
+  if (!(out->ops.host_alloc && out->ops.host_free &&
+        out->ops.copy_to_host)) /* a part of the three is none of them */
     out->ops.host_alloc = NULL, out->ops.host_free = NULL,
     out->ops.copy_to_host = NULL;
   int partial_mc = (out->ops.mc_create || out->ops.mc_add_device ||

@@ -9,7 +9,7 @@
 typedef struct {
   symheap_device_ops ops;
   int has_mem_retain, has_multicast, has_ipc, has_mem_zero, has_dmabuf;
-  int has_host_proxy; /* host_alloc, host_free, copy_to_host */
+  /* ops.host_alloc, host_free and copy_to_host are all set or all NULL. */
 } symheap__device_table_t;
 
 /* Copy `in` into `out`, refusing a wrong ABI or a missing required member

@@ -104,14 +104,14 @@ int main(int argc, char **argv) {
   th_begin("cuda_proxy", "adaptor", 0);
   symheap_result_t r = symheap__device_select("cuda", &t, why, sizeof why);
   CHECK_OK(r);
-  CHECK(r != SYMHEAP_SUCCESS || t.has_host_proxy,
+  CHECK(r != SYMHEAP_SUCCESS || t.ops.host_alloc,
         "the cuda adaptor has no host_alloc/host_free/copy_to_host");
   symheap_device_init_t args = {sizeof args, 0, 1, 0, 1};
   void *ctx = NULL;
   if (r == SYMHEAP_SUCCESS)
     CHECK_OK(t.ops.init(&symheap__host_services, &args, &ctx));
   th_end();
-  if (ctx && t.has_host_proxy)
+  if (ctx && t.ops.host_alloc)
     run(&t.ops, ctx);
   if (ctx) {
     fake_cuda_live_t l;
