@@ -172,6 +172,7 @@ suite() { # suite PREFIX BUILD WRAPPER...
   run "$prefix proxy(loop) two hosts procs x4" build/bin/symheap-run -n 4 "$@" "$b/test/test_proxy"
   run "$prefix proxy(loop) two hosts procs x2 threads x2" build/bin/symheap-run -n 2 \
     "$@" "$b/test/test_proxy" --mixed 2
+  run "$prefix proxy off procs x4" build/bin/symheap-run -n 4 "$@" "$b/test/test_proxy" --off
   # Plugins: refusals, the example vendor (byte handles) and the trace hooks
   # under the multi-rank suite, and the conformance kit on every adaptor.
   local plug="env SYMHEAP_PLUGIN_PATH=$PWD/$b/lib"

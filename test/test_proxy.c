@@ -4,6 +4,7 @@
  * the test net adaptor "loop" on two pretend hosts (SYMHEAP_HOST_ID).
  *   symheap-run -n 4 test_proxy            ranks 0..n/2-1 on host A, rest B
  *   symheap-run -n 2 test_proxy --mixed 2  each process a host of 2 threads
+ *   symheap-run -n 4 test_proxy --off      SYMHEAP_DEVICE_PROXY=off
  * Every rank sends to its partner on the other host, (rank + n/2) % n. */
 #include <pthread.h>
 #include <stdint.h>
@@ -286,6 +287,7 @@ static void case_errors(env_t *e) {
   unsigned char src[64];
   fill(src, sizeof src, c->rank, 11);
   CHECK_OK(symheap_comm_proxy_check(c->comm));
+  CHECK_ERR(symheap_comm_proxy_check(NULL), SYMHEAP_ERR_INVALID_ARG);
   CHECK_OK(post(&e->v, SYMHEAP_PROXY_OP_PUT, e->peer, WIN_BYTES - 8, src, 64,
                 0, 0, 0, WAIT_NS));
   CHECK_ERR(quiet(&e->v), SYMHEAP_ERR_INVALID_ARG);
@@ -388,6 +390,32 @@ static void run_cases(th_ctx_t *c, void *arg) {
   th_end();
 }
 
+/* SYMHEAP_DEVICE_PROXY=off: views say other hosts' ranks are reached by
+ * neither way, and nothing of the proxy is made. */
+static void run_off(th_ctx_t *c, void *arg) {
+  (void)arg;
+  th_begin(tag, "off_no_proxy_in_view", c->rank);
+  symheap_window_t w = NULL;
+  symheap_device_window_t v;
+  memset(&v, 0, sizeof v);
+  CHECK_OK(symheap_malloc(c->comm, 4096, 0, &w));
+  if (w)
+    CHECK_OK(symheap_window_device_view(w, &v));
+  CHECK(!(v.flags & SYMHEAP_VIEW_PROXY) && !v.proxy_ring && !v.proxy_window,
+        "view flags %#x ring %p", v.flags, v.proxy_ring);
+  for (int p = 0; p < c->n; p++)
+    CHECK(symheap_device_reach(&v, p) ==
+              (p / g_per_host == c->rank / g_per_host
+                   ? SYMHEAP_DEVICE_REACH_LOAD_STORE
+                   : SYMHEAP_DEVICE_REACH_NONE),
+          "reach of rank %d: %d", p, symheap_device_reach(&v, p));
+  CHECK(!c->comm->proxy || !c->comm->proxy->started, "a proxy was started");
+  CHECK_OK(symheap_comm_proxy_check(c->comm));
+  if (w)
+    CHECK_OK(symheap_free(c->comm, w));
+  th_end();
+}
+
 int main(int argc, char **argv) {
   setenv("SYMHEAP_HEAP_THRESHOLD", "8M", 0);
   setenv("SYMHEAP_NET", "loop", 0);
@@ -430,5 +458,9 @@ int main(int argc, char **argv) {
   g_per_host = n / 2;
   snprintf(host, sizeof host, "host-%d", rank / g_per_host);
   setenv("SYMHEAP_HOST_ID", host, 1);
-  return th_main(1, argv, "proxy_", tag, sizeof tag, NULL, run_cases, NULL);
+  int off = argc == 2 && strcmp(argv[1], "--off") == 0;
+  if (off)
+    setenv("SYMHEAP_DEVICE_PROXY", "off", 1);
+  return th_main(1, argv, "proxy_", tag, sizeof tag, NULL,
+                 off ? run_off : run_cases, NULL);
 }
