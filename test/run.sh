@@ -428,6 +428,10 @@ if [ "${QUICK:-0}" != 1 ]; then
       "$PWD/build/fake_ibverbs/libibverbs.so.1"
     run "valgrind net(loop) procs x2 threads x2" build/bin/symheap-run -n 2 $VG \
       build/test/test_net --mixed 2
+    run "valgrind proxy(loop) procs x2 threads x2" build/bin/symheap-run -n 2 $VG \
+      build/test/test_proxy --mixed 2
+    run "valgrind cuda(fake) device proxy memory" $VG build/test/test_cuda_proxy \
+      "$PWD/build/fake_cuda/libcuda.so.1"
     run "valgrind heap threads x2" $VG build/test/test_heap --threads 2
     run "valgrind heap procs x2" build/bin/symheap-run -n 2 $VG build/test/test_heap
     run "valgrind mappings cache=2 threads x2" env SYMHEAP_WINDOW_CACHE=2 \

@@ -7,6 +7,7 @@
  *   symheap-run -n 4 test_proxy --off      SYMHEAP_DEVICE_PROXY=off
  * Every rank sends to its partner on the other host, (rank + n/2) % n. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,7 @@ static symheap_result_t post(const symheap_device_window_t *v, uint32_t op,
       return SYMHEAP_ERR_REMOTE;
     if (now_ns() - start > timeout_ns)
       return SYMHEAP_ERR_TIMEOUT;
+    sched_yield(); /* the device's __nanosleep; valgrind runs one thread */
   }
   if (__atomic_load_n(&ring->stopped, __ATOMIC_ACQUIRE))
     return SYMHEAP_ERR_REMOTE; /* nobody would take it */
@@ -81,6 +83,7 @@ static symheap_result_t quiet(const symheap_device_window_t *v) {
   while (__atomic_load_n(&ring->completed, __ATOMIC_ACQUIRE) < upto) {
     if (now_ns() - start > ring->timeout_ns)
       return SYMHEAP_ERR_TIMEOUT;
+    sched_yield();
   }
   return (symheap_result_t)__atomic_load_n(&ring->error, __ATOMIC_ACQUIRE);
 }
