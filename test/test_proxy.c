@@ -45,9 +45,8 @@ static uint64_t *ticket_ctr(const symheap_device_window_t *v) {
 
 static symheap_result_t post(const symheap_device_window_t *v, uint32_t op,
                              int peer, uint64_t off, const void *src,
-                             uint64_t len, uint32_t sig_index,
-                             uint32_t sig_op, uint64_t value,
-                             uint64_t timeout_ns) {
+                             uint64_t len, uint32_t sig_index, uint32_t sig_op,
+                             uint64_t value, uint64_t timeout_ns) {
   symheap_proxy_ring_t *ring = v->proxy_ring;
   uint64_t t = __atomic_fetch_add(ticket_ctr(v), 1, __ATOMIC_RELAXED);
   uint64_t start = now_ns();
@@ -156,8 +155,7 @@ static void case_sizes(env_t *e) {
     size_t n = sizes[k];
     fill(src, n, e->c->rank, k);
     CHECK_OK(post(&e->v, SYMHEAP_PROXY_OP_PUT_SIGNAL, e->peer, 0, src, n,
-                  (uint32_t)e->c->rank, SYMHEAP_PROXY_SIG_SET, k + 1,
-                  WAIT_NS));
+                  (uint32_t)e->c->rank, SYMHEAP_PROXY_SIG_SET, k + 1, WAIT_NS));
     CHECK_OK(quiet(&e->v)); /* src is the proxy's until then */
     uint64_t got = wait_signal(&e->v, (unsigned)e->peer, k + 1);
     CHECK(got >= k + 1, "signal from %d: %llu, want %u", e->peer,
@@ -179,8 +177,8 @@ static void case_order(env_t *e) {
   for (int r = 0; src && r < ROUNDS; r++) {
     fill(src + r * blk, blk, c->rank, 100 + r);
     CHECK_OK(post(&e->v, SYMHEAP_PROXY_OP_PUT_SIGNAL, e->peer, base + r * blk,
-                  src + r * blk, blk, (uint32_t)c->rank,
-                  SYMHEAP_PROXY_SIG_SET, 100 + r + 1, WAIT_NS));
+                  src + r * blk, blk, (uint32_t)c->rank, SYMHEAP_PROXY_SIG_SET,
+                  100 + r + 1, WAIT_NS));
   }
   /* The per-sender signal still holds case_sizes' last value (< 100). */
   uint64_t seen = 100, start = now_ns();
@@ -197,7 +195,8 @@ static void case_order(env_t *e) {
   }
   CHECK(seen == 100 + ROUNDS, "last signal %llu", (unsigned long long)seen);
   /* Plain puts, then a signal of its own (index past the per-sender ones). */
-  unsigned idx = (unsigned)(c->n + c->rank), from_idx = (unsigned)(c->n + e->peer);
+  unsigned idx = (unsigned)(c->n + c->rank),
+           from_idx = (unsigned)(c->n + e->peer);
   for (int r = 0; src && r < 8; r++)
     CHECK_OK(post(&e->v, SYMHEAP_PROXY_OP_PUT, e->peer, 2 * base + r * blk,
                   src + r * blk, blk, 0, 0, 0, WAIT_NS));
@@ -219,8 +218,8 @@ static void case_quiet(env_t *e) {
   size_t n = 65536, at = 3u << 20;
   unsigned char *src = malloc(n);
   fill(src, n, e->c->rank, 7);
-  CHECK_OK(post(&e->v, SYMHEAP_PROXY_OP_PUT, e->peer, at, src, n, 0, 0, 0,
-                WAIT_NS));
+  CHECK_OK(
+      post(&e->v, SYMHEAP_PROXY_OP_PUT, e->peer, at, src, n, 0, 0, 0, WAIT_NS));
   CHECK_OK(quiet(&e->v));
   CHECK_OK(symheap_comm_barrier(e->c->comm));
   size_t bad = check(&e->v, at, n, e->peer, 7);
@@ -242,8 +241,8 @@ static void *producer(void *arg) {
   producer_t *p = arg;
   for (int i = 0; i < BP_POSTS && p->r == SYMHEAP_SUCCESS; i++) {
     p->r = post(&p->e->v, SYMHEAP_PROXY_OP_PUT, p->e->peer,
-                (4u << 20) + (size_t)i * 8, p->src + (size_t)i * 8, 8, 0, 0,
-                0, WAIT_NS);
+                (4u << 20) + (size_t)i * 8, p->src + (size_t)i * 8, 8, 0, 0, 0,
+                WAIT_NS);
     __atomic_fetch_add(&p->posted, 1, __ATOMIC_RELEASE);
   }
   return NULL;
@@ -254,9 +253,9 @@ static void case_backpressure(env_t *e) {
   symheap_proxy_ring_t *ring = e->v.proxy_ring;
   uint64_t before = __atomic_load_n(&ring->consumed, __ATOMIC_ACQUIRE);
   symheap__proxy_hold(e->c->comm, 1);
-  int room = (int)(SYMHEAP_PROXY_ENTRIES - (__atomic_load_n(ticket_ctr(&e->v),
-                                                            __ATOMIC_ACQUIRE) -
-                                            before));
+  int room =
+      (int)(SYMHEAP_PROXY_ENTRIES -
+            (__atomic_load_n(ticket_ctr(&e->v), __ATOMIC_ACQUIRE) - before));
   producer_t p = {e, src, 0, SYMHEAP_SUCCESS};
   pthread_t t;
   pthread_create(&t, NULL, producer, &p);
@@ -267,8 +266,8 @@ static void case_backpressure(env_t *e) {
     pause_us(100);
   pause_us(100000);
   int posted = __atomic_load_n(&p.posted, __ATOMIC_ACQUIRE);
-  CHECK(posted == room, "a held proxy: %d entries posted, room for %d",
-        posted, room);
+  CHECK(posted == room, "a held proxy: %d entries posted, room for %d", posted,
+        room);
   CHECK(__atomic_load_n(&ring->consumed, __ATOMIC_ACQUIRE) == before,
         "a held proxy took entries");
   symheap__proxy_hold(e->c->comm, 0);
@@ -291,16 +290,16 @@ static void case_errors(env_t *e) {
   fill(src, sizeof src, c->rank, 11);
   CHECK_OK(symheap_comm_proxy_check(c->comm));
   CHECK_ERR(symheap_comm_proxy_check(NULL), SYMHEAP_ERR_INVALID_ARG);
-  CHECK_OK(post(&e->v, SYMHEAP_PROXY_OP_PUT, e->peer, WIN_BYTES - 8, src, 64,
-                0, 0, 0, WAIT_NS));
+  CHECK_OK(post(&e->v, SYMHEAP_PROXY_OP_PUT, e->peer, WIN_BYTES - 8, src, 64, 0,
+                0, 0, WAIT_NS));
   CHECK_ERR(quiet(&e->v), SYMHEAP_ERR_INVALID_ARG);
   CHECK_ERR(symheap_comm_proxy_check(c->comm), SYMHEAP_ERR_INVALID_ARG);
   CHECK(strstr(symheap_last_error(), "outside the window") != NULL,
         "message: %s", symheap_last_error());
   if (g_per_host > 1) { /* a peer of this host: refused, the first kept */
     int near = c->rank % g_per_host ? c->rank - 1 : c->rank + 1;
-    CHECK_OK(post(&e->v, SYMHEAP_PROXY_OP_PUT, near, 0, src, 8, 0, 0, 0,
-                  WAIT_NS));
+    CHECK_OK(
+        post(&e->v, SYMHEAP_PROXY_OP_PUT, near, 0, src, 8, 0, 0, 0, WAIT_NS));
     CHECK_ERR(quiet(&e->v), SYMHEAP_ERR_INVALID_ARG);
     CHECK_ERR(symheap_comm_proxy_check(c->comm), SYMHEAP_ERR_INVALID_ARG);
     CHECK(strstr(symheap_last_error(), "outside the window") != NULL,
@@ -341,14 +340,13 @@ static void case_shutdown(env_t *e) {
   symheap__proxy_stop(c->comm);
   CHECK(ring->stopped == 1, "the ring does not say the proxy stopped");
   CHECK(c->comm->proxy->dropped == room, "dropped %llu of %llu",
-        (unsigned long long)c->comm->proxy->dropped,
-        (unsigned long long)room);
+        (unsigned long long)c->comm->proxy->dropped, (unsigned long long)room);
   CHECK(ring->completed == ring->consumed, "completed %llu consumed %llu",
         (unsigned long long)ring->completed,
         (unsigned long long)ring->consumed);
-  CHECK_ERR(post(&e->v, SYMHEAP_PROXY_OP_PUT, e->peer, 0, src, 8, 0, 0, 0,
-                 WAIT_NS),
-            SYMHEAP_ERR_REMOTE);
+  CHECK_ERR(
+      post(&e->v, SYMHEAP_PROXY_OP_PUT, e->peer, 0, src, 8, 0, 0, 0, WAIT_NS),
+      SYMHEAP_ERR_REMOTE);
   CHECK_OK(symheap_comm_barrier(c->comm));
   pause_us(50000);
   uint64_t *s = symheap_device_signal_ptr(&e->v, e->v.rank, from_idx);
@@ -407,10 +405,9 @@ static void run_off(th_ctx_t *c, void *arg) {
   CHECK(!(v.flags & SYMHEAP_VIEW_PROXY) && !v.proxy_ring && !v.proxy_window,
         "view flags %#x ring %p", v.flags, v.proxy_ring);
   for (int p = 0; p < c->n; p++)
-    CHECK(symheap_device_reach(&v, p) ==
-              (p / g_per_host == c->rank / g_per_host
-                   ? SYMHEAP_DEVICE_REACH_LOAD_STORE
-                   : SYMHEAP_DEVICE_REACH_NONE),
+    CHECK(symheap_device_reach(&v, p) == (p / g_per_host == c->rank / g_per_host
+                                              ? SYMHEAP_DEVICE_REACH_LOAD_STORE
+                                              : SYMHEAP_DEVICE_REACH_NONE),
           "reach of rank %d: %d", p, symheap_device_reach(&v, p));
   CHECK(!c->comm->proxy || !c->comm->proxy->started, "a proxy was started");
   CHECK_OK(symheap_comm_proxy_check(c->comm));
@@ -450,8 +447,8 @@ int main(int argc, char **argv) {
     snprintf(host, sizeof host, "host-%d", rank);
     setenv("SYMHEAP_HOST_ID", host, 1);
     snprintf(tag, sizeof tag, "proxy_mixed%dx%d", n, per);
-    int rc = th_run_rank_threads(&id, n * per, rank * per, per, run_cases,
-                                 NULL);
+    int rc =
+        th_run_rank_threads(&id, n * per, rank * per, per, run_cases, NULL);
     return rc || th_total_failures() ? 1 : 0;
   }
   if (n < 2 || n % 2) {

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/net.h"
 #include "base/config.h"
 #include "comm/agree.h"
+#include "comm/net.h"
 #include "proxy.h"
 #include "win/net_window.h"
 
@@ -94,7 +94,8 @@ void symheap__proxy_stop(symheap_comm_t c) {
   if (p->dropped)
     SYMHEAP_WARN("comm destroy: %llu proxied device operation%s still "
                  "queued; dropped (quiet before destroying the comm)",
-                 (unsigned long long)p->dropped, p->dropped == 1 ? " was" : "s were");
+                 (unsigned long long)p->dropped,
+                 p->dropped == 1 ? " was" : "s were");
 }
 
 void symheap__proxy_close(symheap_comm_t c) {
@@ -104,7 +105,8 @@ void symheap__proxy_close(symheap_comm_t c) {
   symheap__proxy_stop(c);
   const symheap_device_ops *d = &c->dev.ops;
   if (p->stage && d->host_free(c->dev_ctx, p->stage) != SYMHEAP_SUCCESS)
-    SYMHEAP_WARN("device proxy: freeing the staging: %s", symheap__error_peek());
+    SYMHEAP_WARN("device proxy: freeing the staging: %s",
+                 symheap__error_peek());
   if (p->ring && d->host_free(c->dev_ctx, p->ring) != SYMHEAP_SUCCESS)
     SYMHEAP_WARN("device proxy: freeing the ring: %s", symheap__error_peek());
   /* Before the RDMA stage closes the adaptor the region lives in. */
@@ -154,8 +156,7 @@ static symheap_result_t start_locked(symheap__proxy_t *p) {
   return SYMHEAP_SUCCESS;
 }
 
-void symheap__proxy_view(struct symheap_window *w,
-                         symheap_device_window_t *v) {
+void symheap__proxy_view(struct symheap_window *w, symheap_device_window_t *v) {
   symheap_comm_t c = w->comm;
   symheap__proxy_t *p = c->proxy;
   if (!p || c->nhosts < 2 || !(v->flags & SYMHEAP_VIEW_PAD))
@@ -197,8 +198,8 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_proxy_check(symheap_comm_t c) {
   if (symheap__comm_check(c, fn) != SYMHEAP_SUCCESS)
     return SYMHEAP_ERR_INVALID_ARG;
   symheap__proxy_t *p = c->proxy;
-  symheap_result_t e = p ? __atomic_load_n(&p->err, __ATOMIC_ACQUIRE)
-                         : SYMHEAP_SUCCESS;
+  symheap_result_t e =
+      p ? __atomic_load_n(&p->err, __ATOMIC_ACQUIRE) : SYMHEAP_SUCCESS;
   if (e == SYMHEAP_SUCCESS)
     return SYMHEAP_SUCCESS;
   char msg[sizeof p->err_msg];

@@ -21,8 +21,8 @@ typedef struct symheap__proxy {
   /* Held by the thread around each entry, and by a window's release around
    * its teardown, so no entry uses a window that is going away. */
   pthread_mutex_t lock;
-  int started; /* the ring and the thread exist (under lock) */
-  int joined;  /* the thread has ended (symheap__proxy_stop) */
+  int started;                /* the ring and the thread exist (under lock) */
+  int joined;                 /* the thread has ended (symheap__proxy_stop) */
   symheap_proxy_ring_t *ring; /* host address */
   void *ring_dev;             /* the device's */
   char *stage;                /* host-pinned staging */
@@ -49,8 +49,7 @@ void symheap__proxy_close(symheap_comm_t c);
  * can reach, start it (once) and set SYMHEAP_VIEW_PROXY, proxy_ring and
  * proxy_window.  A proxy that cannot start leaves the view without it and
  * logs why (INFO). */
-void symheap__proxy_view(struct symheap_window *w,
-                         symheap_device_window_t *v);
+void symheap__proxy_view(struct symheap_window *w, symheap_device_window_t *v);
 /* Around a window's teardown: no entry is being issued meanwhile. */
 void symheap__proxy_lock(symheap_comm_t c);
 void symheap__proxy_unlock(symheap_comm_t c);

@@ -49,8 +49,7 @@ static symheap_result_t entry_window(symheap__proxy_t *p,
   if (d->op != SYMHEAP_PROXY_OP_PUT &&
       (w->slot < 0 || d->sig_index >= SYMHEAP_SLOT_SIGNALS ||
        d->sig_op > SYMHEAP_PROXY_SIG_ADD))
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "%s: %s", fn,
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s: %s", fn,
                           w->slot < 0 ? "the window has no signal slot"
                           : d->sig_op > SYMHEAP_PROXY_SIG_ADD
                               ? "unknown signal operation"
@@ -59,9 +58,10 @@ static symheap_result_t entry_window(symheap__proxy_t *p,
   return SYMHEAP_SUCCESS;
 }
 
-/* Data [0, len - last) of the entry: staged and put piece by piece; `last`
- * bytes are left for the put_signal that ends the entry. */
-static symheap_result_t put_staged(symheap__proxy_t *p, struct symheap_window *w,
+/* Bytes [0, upto) of the entry's data: staged and put piece by piece (a
+ * put_signal leaves its last piece to go with the signal). */
+static symheap_result_t put_staged(symheap__proxy_t *p,
+                                   struct symheap_window *w,
                                    const symheap_proxy_desc_t *d, size_t upto) {
   symheap_comm_t c = p->c;
   size_t done = 0;
@@ -102,16 +102,17 @@ static symheap_result_t issue(symheap__proxy_t *p,
   if (d->op == SYMHEAP_PROXY_OP_PUT)
     return put_staged(p, w, d, d->len);
   size_t sig_off = SYMHEAP_PAD_SLOTS_OFFSET +
-            (size_t)w->slot * SYMHEAP_PAD_SLOT_BYTES + d->sig_index * 8u;
+                   (size_t)w->slot * SYMHEAP_PAD_SLOT_BYTES + d->sig_index * 8u;
   symheap_net_amo_t op = d->sig_op == SYMHEAP_PROXY_SIG_ADD
                              ? SYMHEAP_NET_AMO_ADD
                              : SYMHEAP_NET_AMO_SET;
   uint64_t value = d->sig_value;
-  if (d->op == SYMHEAP_PROXY_OP_SIGNAL && (r = fence_puts(p)) != SYMHEAP_SUCCESS)
+  if (d->op == SYMHEAP_PROXY_OP_SIGNAL &&
+      (r = fence_puts(p)) != SYMHEAP_SUCCESS)
     return r;
   if (d->op == SYMHEAP_PROXY_OP_SIGNAL)
-    return symheap__os_net_atomic(c->pad, d->peer, sig_off, op, 8, &value,
-                                  NULL, NULL, "device proxy");
+    return symheap__os_net_atomic(c->pad, d->peer, sig_off, op, 8, &value, NULL,
+                                  NULL, "device proxy");
   /* PUT_SIGNAL: all but the last piece, then the last with its signal. */
   size_t last = d->len % SYMHEAP__PROXY_STAGE_BYTES;
   if (!last && d->len)
@@ -120,9 +121,10 @@ static symheap_result_t issue(symheap__proxy_t *p,
     return r;
   if ((r = fence_puts(p)) != SYMHEAP_SUCCESS)
     return r;
-  r = c->dev.ops.copy_to_host(c->dev_ctx, p->stage,
-                              (const char *)(uintptr_t)d->src + d->len - last,
-                              last);
+  if (last)
+    r = c->dev.ops.copy_to_host(c->dev_ctx, p->stage,
+                                (const char *)(uintptr_t)d->src + d->len - last,
+                                last);
   if (r != SYMHEAP_SUCCESS)
     return symheap__error_context(r, "device proxy: staging %zu bytes", last);
   return symheap__os_net_put_signal(w, d->peer, d->offset + d->len - last,

@@ -40,8 +40,8 @@ static void run(const symheap_device_ops *o, void *ctx) {
   memset((void *)(uintptr_t)d, 0x5a, 4096);
   log_reset();
   CHECK_OK(o->copy_to_host(ctx, host, (void *)(uintptr_t)d, 4096));
-  CHECK_OK(o->copy_to_host(ctx, (char *)host + 4096, (void *)(uintptr_t)d,
-                           100));
+  CHECK_OK(
+      o->copy_to_host(ctx, (char *)host + 4096, (void *)(uintptr_t)d, 100));
   CHECK(((unsigned char *)host)[4095] == 0x5a &&
             ((unsigned char *)host)[4096 + 99] == 0x5a &&
             ((unsigned char *)host)[4096 + 100] == 0,
@@ -118,8 +118,10 @@ int main(int argc, char **argv) {
     t.ops.fini(ctx);
     live(&l);
     th_begin("cuda_proxy", "fini_releases_stream", 0);
-    CHECK(l.streams == 0 && l.host_allocs == 0, "%d streams, %d host "
-          "allocations live after fini", l.streams, l.host_allocs);
+    CHECK(l.streams == 0 && l.host_allocs == 0,
+          "%d streams, %d host "
+          "allocations live after fini",
+          l.streams, l.host_allocs);
     th_end();
   }
   return th_total_failures() ? 1 : 0;
