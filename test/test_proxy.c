@@ -146,12 +146,12 @@ static void case_view(env_t *e) {
         "reach past the comm");
 }
 
-/* put_signal of 8 B, 4 KiB and more than a staging piece: the data is
+/* put_signal of 0 B, 8 B, 4 KiB and more than a staging piece: the data is
  * there once the signal is. */
 static void case_sizes(env_t *e) {
-  static const size_t sizes[] = {8, 4096, BIG};
+  static const size_t sizes[] = {0, 8, 4096, BIG};
   unsigned char *src = malloc(BIG);
-  for (unsigned k = 0; src && k < 3; k++) {
+  for (unsigned k = 0; src && k < 4; k++) {
     size_t n = sizes[k];
     fill(src, n, e->c->rank, k);
     CHECK_OK(post(&e->v, SYMHEAP_PROXY_OP_PUT_SIGNAL, e->peer, 0, src, n,
