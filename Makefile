@@ -242,6 +242,14 @@ $(BUILD)/test/test_net: test/test_net.c test/net_loop.c test/net_loop.h \
 	$(CC) $(CFLAGS_ALL) -Icore -o $@ test/test_net.c test/net_loop.c \
 	  $(TEST_COMMON) $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
 
+# test_proxy: the device host proxy with the CPU as the kernel, over loop.
+$(BUILD)/test/test_proxy: test/test_proxy.c test/net_loop.c test/net_loop.h \
+    $(TEST_COMMON) test/harness.h $(BUILD)/lib/libsymheap.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Icore -o $@ test/test_proxy.c test/net_loop.c \
+	  $(TEST_COMMON) $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
+tests: $(BUILD)/test/test_proxy
+
 # test_exhaust fails the library's allocations on demand.
 $(BUILD)/test/test_exhaust: LDFLAGS += -Wl,--wrap=malloc -Wl,--wrap=calloc \
   -Wl,--wrap=free
@@ -257,6 +265,12 @@ $(BUILD)/test/test_cuda_fake: test/fake_cuda/test_cuda_fake.c $(TEST_COMMON) \
 	$(CC) $(CFLAGS_ALL) -Icore -o $@ $< $(TEST_COMMON) $(BUILD)/lib/libsymheap.a \
 	  $(LDFLAGS_ALL) $(LIBS)
 tests: $(FAKE_CUDA) $(BUILD)/test/test_cuda_fake
+$(BUILD)/test/test_cuda_proxy: test/fake_cuda/test_cuda_proxy.c $(TEST_COMMON) \
+    test/harness.h test/fake_cuda/fake_cuda.h $(BUILD)/lib/libsymheap.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Icore -o $@ $< $(TEST_COMMON) $(BUILD)/lib/libsymheap.a \
+	  $(LDFLAGS_ALL) $(LIBS)
+tests: $(BUILD)/test/test_cuda_proxy
 
 # The fake HIP runtime, for the hip adaptor's tests.
 FAKE_HIP := $(BUILD)/fake_hip/libamdhip64.so
@@ -644,6 +658,14 @@ $(BUILD)/test/test_heap_gpu: test/gpu/test_heap_gpu.cu test/gpu/gpu_suite.cuh \
 	  $(BUILD)/obj/test/harness.o -L$(BUILD)/lib -lsymheap_cuda -lsymheap \
 	  -Xlinker -rpath,'$$ORIGIN/../lib' -ldl -lpthread
 gpu-tests: $(BUILD)/test/test_heap_gpu
+# Device put_signal to another (pretend) host through the host proxy.
+$(BUILD)/test/test_proxy_gpu: test/gpu/test_proxy.cu test/gpu/gpu_suite.cuh \
+    $(BUILD)/obj/test/harness.o $(CUDA_LIB) $(KERNEL_DEPS)
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -Itest -o $@ $< \
+	  $(BUILD)/obj/test/harness.o -L$(BUILD)/lib -lsymheap_cuda -lsymheap \
+	  -Xlinker -rpath,'$$ORIGIN/../lib' -ldl -lpthread
+gpu-tests: $(BUILD)/test/test_proxy_gpu
 endif
 # test_mapobj: the mapping object's refcount contract (test/test_mapobj.c).
 $(BUILD)/test/test_mapobj: test/test_mapobj.c $(TEST_COMMON) test/harness.h \

@@ -416,6 +416,13 @@ symheap_result_t symheap_signal_wait_until(symheap_window_t win, size_t offset,
                                            symheap_cmp_t cmp, uint64_t value,
                                            uint64_t *observed, int timeout_ms);
 
+/* The device host proxy (docs/device-api.md, "Remote peers"): kernels
+ * reach other hosts' ranks by descriptors that a thread of the comm issues
+ * through the net adaptor.  SUCCESS, or the first failure of a proxied
+ * operation since the comm was made, with its message (kernels see the
+ * same code from symheap_dev_proxy_quiet). */
+symheap_result_t symheap_comm_proxy_check(symheap_comm_t comm);
+
 /* How this rank reaches peer's copy of a window. */
 #define SYMHEAP_REACH_LOAD_STORE 1 /* same host: peer_ptr, kernels, memcpy */
 #define SYMHEAP_REACH_NET 2        /* another host: the net adaptor */

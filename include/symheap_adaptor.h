@@ -305,6 +305,19 @@ typedef struct symheap_device_ops {
    * (no SYMHEAP_CAP_HOST_ACCESS) cannot be registered for RDMA. */
   symheap_result_t (*dmabuf_export)(void *ctx, void *ptr, size_t size, int *fd,
                                     uint64_t *offset);
+  /* Optional, all three or none (the device host proxy, docs/device-api.md).
+   * host_alloc: size bytes of page-locked host memory that the device can
+   * read and write, zeroed: *host for the CPU, *dev for kernels (the same
+   * address where they share one).  host_free undoes it.  copy_to_host:
+   * size bytes from dev_src (device memory of this rank's device, or host
+   * memory it maps) into host memory dst, returning once they are there;
+   * called from a thread of the core's own (bind the device's context on
+   * it).  NULL: kernels cannot reach other hosts' ranks through the proxy. */
+  symheap_result_t (*host_alloc)(void *ctx, size_t size, void **host,
+                                 void **dev);
+  symheap_result_t (*host_free)(void *ctx, void *host);
+  symheap_result_t (*copy_to_host)(void *ctx, void *dst, const void *dev_src,
+                                   size_t size);
 } symheap_device_ops;
 
 /* The collective runtime a comm rides on.  Every call is collective over the

@@ -25,7 +25,9 @@
 
 /* 2: the comm pad, the window's signal slot and the world ranks joined the
  * view.  3: the node-local team (which ranks load/store reaches) and the
- * ranks' RDMA keys. */
+ * ranks' RDMA keys.  The host proxy's fields (proxy_ring, proxy_window) took
+ * two of the reserved words, which were zero before: no new version, a
+ * reader tests SYMHEAP_VIEW_PROXY. */
 #define SYMHEAP_DEVICE_WINDOW_VERSION 3
 /* The per-peer table is carried inline so the view needs no memory of its own
  * on the device; windows wider than this need the flat VA. */
@@ -40,6 +42,9 @@
  * from or stored to (their places in the flat range are unmapped). */
 #define SYMHEAP_VIEW_PARTIAL 0x10u
 #define SYMHEAP_VIEW_RDMA 0x20u /* rdma_addr/rdma_rkey are valid */
+/* Ranks not in `reachable` are reached through the comm's host proxy
+ * (proxy_ring): put / put_signal / signal by descriptor, docs/device-api.md. */
+#define SYMHEAP_VIEW_PROXY 0x40u
 
 /* Layout of each rank's part of the comm pad (bytes from its start). */
 #define SYMHEAP_PAD_COLL_OFFSET 0u /* collectives: counters and flags */
@@ -55,6 +60,12 @@
 #define SYMHEAP_PAD_SLOT_BYTES 8192u
 #define SYMHEAP_PAD_BYTES                                                      \
   (SYMHEAP_PAD_SLOTS_OFFSET + SYMHEAP_PAD_SLOTS * SYMHEAP_PAD_SLOT_BYTES)
+
+/* The last 256 bytes of the collectives' region belong to the host proxy:
+ * its ticket counter (this rank's, device memory), which producers advance
+ * with an atomic add to reserve a ring entry. */
+#define SYMHEAP_PAD_PROXY_OFFSET                                               \
+  (SYMHEAP_PAD_COLL_OFFSET + SYMHEAP_PAD_COLL_BYTES - 256u)
 
 /* Inside a slot: user signals (64-bit words any rank may set on any rank),
  * then the state of the device barrier (symheap_dev_barrier). */
@@ -96,8 +107,75 @@ typedef struct symheap_device_window {
    * RDMA write or read to that rank's window start uses. */
   uint64_t rdma_addr[SYMHEAP_DEVICE_MAX_PEERS];
   uint32_t rdma_rkey[SYMHEAP_DEVICE_MAX_PEERS];
-  uint64_t reserved[4]; /* room to grow without changing the size */
+  /* With SYMHEAP_VIEW_PROXY: the comm's proxy ring (device address of
+   * host-pinned memory, symheap_proxy_ring_t) and the name of this window
+   * that descriptors carry. */
+  void *proxy_ring;
+  uint64_t proxy_window;
+  uint64_t reserved[2]; /* room to grow without changing the size */
 } symheap_device_window_t;
+
+/* How a kernel reaches a peer (symheap_device_reach). */
+#define SYMHEAP_DEVICE_REACH_NONE 0       /* neither: an error to address */
+#define SYMHEAP_DEVICE_REACH_LOAD_STORE 1 /* peer_ptr, stores, atomics */
+#define SYMHEAP_DEVICE_REACH_PROXY 2      /* descriptors to the host proxy */
+
+/* --- The host proxy's ring (docs/device-api.md, "Remote peers") ----------
+ * Host-pinned memory mapped into the device.  Producers (kernels, one thread
+ * per operation) take a ticket t from the pad's counter
+ * (SYMHEAP_PAD_PROXY_OFFSET, an atomic add), wait until t - consumed <
+ * entries, write entry t % entries, a system fence, then its seq = t + 1
+ * (release).  The proxy thread reads entries in ticket order, waiting for
+ * each seq, issues the operation, advances `consumed`; once the ring is
+ * empty and the net adaptor's quiet returned, it sets `completed` to the
+ * tickets done, so a device quiet waits for completed >= the counter. */
+#define SYMHEAP_PROXY_RING_VERSION 1u
+#define SYMHEAP_PROXY_ENTRIES 256u /* a power of two */
+#define SYMHEAP_PROXY_OP_PUT 1u
+#define SYMHEAP_PROXY_OP_PUT_SIGNAL 2u
+#define SYMHEAP_PROXY_OP_SIGNAL 3u
+#define SYMHEAP_PROXY_SIG_SET 0u /* the signal word becomes value */
+#define SYMHEAP_PROXY_SIG_ADD 1u /* value is added to it */
+
+typedef struct symheap_proxy_desc {
+  uint64_t seq;      /* ticket + 1 once the rest is written (last, release) */
+  uint32_t op;       /* SYMHEAP_PROXY_OP_* */
+  int32_t peer;      /* the target rank in the window's comm */
+  uint64_t window;   /* the view's proxy_window */
+  uint64_t offset;   /* bytes into peer's copy of the window */
+  uint64_t src;      /* device address of the data (PUT, PUT_SIGNAL) */
+  uint64_t len;      /* bytes */
+  uint32_t sig_index; /* signal of the window's slot on peer */
+  uint32_t sig_op;    /* SYMHEAP_PROXY_SIG_* */
+  uint64_t sig_value;
+} symheap_proxy_desc_t;
+
+typedef struct symheap_proxy_ring {
+  uint32_t version; /* SYMHEAP_PROXY_RING_VERSION */
+  uint32_t entries; /* SYMHEAP_PROXY_ENTRIES */
+  uint64_t timeout_ns; /* how long a device wait may last (SYMHEAP_TIMEOUT_MS) */
+  /* Written by the proxy thread only; the device reads them volatile. */
+  uint64_t consumed;  /* tickets taken out of the ring (their entries free) */
+  uint64_t completed; /* tickets complete at their targets */
+  uint64_t error;     /* 0, or the symheap_result_t of the first failure */
+  uint64_t error_ticket; /* its ticket */
+  uint64_t stopped;      /* 1: the proxy is gone; nothing more is taken */
+  uint64_t pad_[9];      /* the entries start on a 128-byte line */
+  symheap_proxy_desc_t desc[SYMHEAP_PROXY_ENTRIES];
+} symheap_proxy_ring_t;
+
+/* Whether peer is load/store reachable, reached through the proxy, or
+ * neither. */
+SYMHEAP_DEVICE_INLINE int symheap_device_reach(const symheap_device_window_t *w,
+                                               int peer) {
+  if (peer < 0 || peer >= w->nranks)
+    return SYMHEAP_DEVICE_REACH_NONE;
+  if (!(w->flags & SYMHEAP_VIEW_PARTIAL) ||
+      (peer < 64 && ((w->reachable >> peer) & 1u)))
+    return SYMHEAP_DEVICE_REACH_LOAD_STORE;
+  return (w->flags & SYMHEAP_VIEW_PROXY) ? SYMHEAP_DEVICE_REACH_PROXY
+                                         : SYMHEAP_DEVICE_REACH_NONE;
+}
 
 /* Whether peer's copy can be loaded from and stored to. */
 SYMHEAP_DEVICE_INLINE int

@@ -47,8 +47,8 @@ constexpr int kXRow = kMaxRanks + 1; /* counts, then the output capacity */
 constexpr size_t kCeReady = kXMatrix + kMaxRanks * kXRow * 8;
 constexpr size_t kCeDone = kCeReady + kMaxRanks * 4;
 constexpr size_t kXferEnd = kCeDone + kMaxRanks * 4;
-static_assert(kXferEnd <= SYMHEAP_PAD_COLL_BYTES,
-              "transfer state overflows the pad's collectives region");
+static_assert(kXferEnd <= SYMHEAP_PAD_PROXY_OFFSET - SYMHEAP_PAD_COLL_OFFSET,
+              "transfer state overflows into the host proxy's counter");
 
 /* LL (low-latency) one-shot: blocks, and buffers per (block, parity, sender)
  * carved out of SYMHEAP_PAD_LL_BYTES. */

@@ -21,7 +21,9 @@
 #define SYMHEAP_DEVICE_CUH
 
 #include <stdint.h>
+#include <stdio.h>
 
+#include "symheap.h"
 #include "symheap_device.h"
 
 #define SYMHEAP_DEV static __device__ __forceinline__
@@ -151,6 +153,166 @@ SYMHEAP_DEV void symheap_dev_barrier(const symheap_device_window_t &w,
       ;
   }
   __syncthreads();
+}
+
+/* --- any rank: load/store where it reaches, else the host proxy -------
+ * (docs/device-api.md, "Remote peers").  A peer on another host
+ * (symheap_device_reach == SYMHEAP_DEVICE_REACH_PROXY) is reached by a
+ * descriptor in the comm's proxy ring, which a host thread issues through
+ * the net adaptor, staging the data through host-pinned memory.  So:
+ *  - src must stay unchanged until symheap_dev_quiet returns (as an nbi
+ *    put's); for a load/store peer the copy is done on return;
+ *  - results are SYMHEAP_SUCCESS or an error code (thread 0 of the block,
+ *    or the calling thread): UNSUPPORTED for a peer neither reaches,
+ *    TIMEOUT when the ring stays full for the ring's timeout
+ *    (SYMHEAP_TIMEOUT_MS; the ring is then unusable until the comm goes),
+ *    REMOTE when the proxy has stopped (comm destroyed).  Each error is also
+ *    printed once by the thread that met it. */
+SYMHEAP_DEV uint64_t symheap_dev__now_ns(void) {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+SYMHEAP_DEV int symheap_dev__proxy_err(int code, const char *what, int peer) {
+  printf("symheap device: rank-%d %s (error %d)\n", peer, what, code);
+  return code;
+}
+/* One thread: a descriptor into the ring (ticket, room, entry, system
+ * fence, seq with release), as test/test_proxy.c does on the CPU. */
+SYMHEAP_DEV int symheap_dev_proxy_post(const symheap_device_window_t &w,
+                                       uint32_t op, int peer, size_t offset,
+                                       const void *src, size_t bytes,
+                                       unsigned sig_index, uint32_t sig_op,
+                                       uint64_t value) {
+  symheap_proxy_ring_t *ring = (symheap_proxy_ring_t *)w.proxy_ring;
+  if (!(w.flags & SYMHEAP_VIEW_PROXY) || !ring)
+    return symheap_dev__proxy_err(SYMHEAP_ERR_UNSUPPORTED,
+                                  "is on another host and the view has no "
+                                  "proxy",
+                                  peer);
+  uint64_t *ctr = (uint64_t *)symheap_device_pad_ptr(&w, w.rank,
+                                                     SYMHEAP_PAD_PROXY_OFFSET);
+  uint64_t t = atomicAdd((unsigned long long *)ctr, 1ull);
+  const uint64_t entries = *(volatile uint32_t *)&ring->entries;
+  const uint64_t timeout = *(volatile uint64_t *)&ring->timeout_ns;
+  uint64_t start = symheap_dev__now_ns();
+  while (t - symheap_dev_ld_acquire(&ring->consumed) >= entries) {
+    if (symheap_dev_ld_acquire(&ring->stopped))
+      break;
+    if (symheap_dev__now_ns() - start > timeout)
+      return symheap_dev__proxy_err(SYMHEAP_ERR_TIMEOUT,
+                                    "proxy ring full for the timeout", peer);
+    __nanosleep(256);
+  }
+  if (symheap_dev_ld_acquire(&ring->stopped))
+    return symheap_dev__proxy_err(SYMHEAP_ERR_REMOTE, "proxy has stopped", peer);
+  volatile symheap_proxy_desc_t *d = &ring->desc[t % entries];
+  d->op = op;
+  d->peer = peer;
+  d->window = w.proxy_window;
+  d->offset = offset;
+  d->src = (uint64_t)(uintptr_t)src;
+  d->len = bytes;
+  d->sig_index = sig_index;
+  d->sig_op = sig_op;
+  d->sig_value = value;
+  __threadfence_system();
+  symheap_dev_st_release((uint64_t *)&d->seq, t + 1);
+  return 0;
+}
+/* put from every thread of the block: stores where peer is reachable,
+ * else (after __syncthreads, so src is written) thread 0's descriptor. */
+SYMHEAP_DEV int symheap_dev_put_any(const symheap_device_window_t &w,
+                                    int peer, size_t offset, const void *src,
+                                    size_t bytes) {
+  int reach = symheap_device_reach(&w, peer);
+  if (reach == SYMHEAP_DEVICE_REACH_LOAD_STORE) {
+    symheap_dev_put(w, peer, offset, src, bytes);
+    return 0;
+  }
+  __syncthreads();
+  if (threadIdx.x != 0)
+    return 0;
+  return reach == SYMHEAP_DEVICE_REACH_PROXY
+             ? symheap_dev_proxy_post(w, SYMHEAP_PROXY_OP_PUT, peer, offset,
+                                      src, bytes, 0, 0, 0)
+             : symheap_dev__proxy_err(SYMHEAP_ERR_INVALID_ARG, "is not a rank of the window", peer);
+}
+/* put_signal from every thread of the block: peer's signal [this rank]
+ * becomes value once the data is visible there, whichever way it goes. */
+SYMHEAP_DEV int symheap_dev_put_signal_any(const symheap_device_window_t &w,
+                                           int peer, size_t offset,
+                                           const void *src, size_t bytes,
+                                           uint64_t value) {
+  int reach = symheap_device_reach(&w, peer);
+  if (reach == SYMHEAP_DEVICE_REACH_LOAD_STORE) {
+    symheap_dev_put_signal(w, peer, offset, src, bytes, value);
+    return 0;
+  }
+  __syncthreads();
+  if (threadIdx.x != 0)
+    return 0;
+  return reach == SYMHEAP_DEVICE_REACH_PROXY
+             ? symheap_dev_proxy_post(w, SYMHEAP_PROXY_OP_PUT_SIGNAL, peer,
+                                      offset, src, bytes, (unsigned)w.rank,
+                                      SYMHEAP_PROXY_SIG_SET, value)
+             : symheap_dev__proxy_err(SYMHEAP_ERR_INVALID_ARG, "is not a rank of the window", peer);
+}
+/* One thread: set (SYMHEAP_PROXY_SIG_SET) or add to peer's signal `index`;
+ * ordered after this thread's earlier put_any / put_signal_any to peer. */
+SYMHEAP_DEV int symheap_dev_signal_any(const symheap_device_window_t &w,
+                                       int peer, unsigned index,
+                                       uint64_t value, uint32_t sig_op) {
+  int reach = symheap_device_reach(&w, peer);
+  if (reach == SYMHEAP_DEVICE_REACH_LOAD_STORE) {
+    if (sig_op == SYMHEAP_PROXY_SIG_ADD)
+      (void)symheap_dev_signal_add(w, peer, index, value);
+    else
+      symheap_dev_signal_set(w, peer, index, value);
+    return 0;
+  }
+  return reach == SYMHEAP_DEVICE_REACH_PROXY
+             ? symheap_dev_proxy_post(w, SYMHEAP_PROXY_OP_SIGNAL, peer, 0,
+                                      (const void *)0, 0, index, sig_op, value)
+             : symheap_dev__proxy_err(SYMHEAP_ERR_INVALID_ARG, "is not a rank of the window", peer);
+}
+/* One thread: every proxied operation this rank's kernels posted before
+ * it is complete at its target, and their sources free again.  Returns the
+ * proxy's first error (sticky) or TIMEOUT.  Cheap without a proxy. */
+SYMHEAP_DEV int symheap_dev_quiet(const symheap_device_window_t &w) {
+  symheap_proxy_ring_t *ring = (symheap_proxy_ring_t *)w.proxy_ring;
+  if (!(w.flags & SYMHEAP_VIEW_PROXY) || !ring) {
+    __threadfence_system();
+    return 0;
+  }
+  uint64_t *ctr = (uint64_t *)symheap_device_pad_ptr(&w, w.rank,
+                                                     SYMHEAP_PAD_PROXY_OFFSET);
+  uint64_t upto = atomicAdd((unsigned long long *)ctr, 0ull);
+  const uint64_t timeout = *(volatile uint64_t *)&ring->timeout_ns;
+  uint64_t start = symheap_dev__now_ns();
+  while (symheap_dev_ld_acquire(&ring->completed) < upto) {
+    if (symheap_dev__now_ns() - start > timeout)
+      return symheap_dev__proxy_err(SYMHEAP_ERR_TIMEOUT, "proxy quiet timed out", w.rank);
+    __nanosleep(256);
+  }
+  return (int)symheap_dev_ld_acquire(&ring->error);
+}
+/* wait_signal bounded: SYMHEAP_SUCCESS once this rank's signal `index` is
+ * at least value (acquire; *got what it read), TIMEOUT after timeout_ns. */
+SYMHEAP_DEV int symheap_dev_wait_signal_for(const symheap_device_window_t &w,
+                                            unsigned index, uint64_t value,
+                                            uint64_t timeout_ns,
+                                            uint64_t *got) {
+  const uint64_t *p = symheap_device_signal_ptr(&w, w.rank, index);
+  uint64_t start = symheap_dev__now_ns(), v;
+  while ((v = symheap_dev_ld_acquire(p)) < value) {
+    if (symheap_dev__now_ns() - start > timeout_ns) {
+      *got = v;
+      return symheap_dev__proxy_err(SYMHEAP_ERR_TIMEOUT, "signal wait timed out", w.rank);
+    }
+  }
+  *got = v;
+  return 0;
 }
 
 #endif /* SYMHEAP_DEVICE_CUH */

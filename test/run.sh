@@ -123,6 +123,7 @@ suite() { # suite PREFIX BUILD WRAPPER...
       SYMHEAP_DISABLE_MULTICAST=1 "$@" "$b/test/test_multirank" --threads $n
   done
   run "$prefix cuda(fake) adaptor" "$@" "$b/test/test_cuda_fake" "$fake"
+  run "$prefix cuda(fake) device proxy memory" "$@" "$b/test/test_cuda_proxy" "$fake"
   # The hip adaptor over the fake HIP runtime, likewise.
   local hip="$PWD/$b/fake_hip/libamdhip64.so"
   for n in 2 4; do
@@ -167,6 +168,11 @@ suite() { # suite PREFIX BUILD WRAPPER...
     "$@" "$b/test/test_net" --open-failure
   run "$prefix net=none two hosts procs x4" env SYMHEAP_NET=none \
     build/bin/symheap-run -n 4 "$@" "$b/test/test_net" --no-net
+  # The device host proxy with the CPU as the kernel (issue 27 step 7).
+  run "$prefix proxy(loop) two hosts procs x4" build/bin/symheap-run -n 4 "$@" "$b/test/test_proxy"
+  run "$prefix proxy(loop) two hosts procs x2 threads x2" build/bin/symheap-run -n 2 \
+    "$@" "$b/test/test_proxy" --mixed 2
+  run "$prefix proxy off procs x4" build/bin/symheap-run -n 4 "$@" "$b/test/test_proxy" --off
   # Plugins: refusals, the example vendor (byte handles) and the trace hooks
   # under the multi-rank suite, and the conformance kit on every adaptor.
   local plug="env SYMHEAP_PLUGIN_PATH=$PWD/$b/lib"
@@ -444,6 +450,10 @@ if [ "${QUICK:-0}" != 1 ]; then
       "$PWD/build/fake_ibverbs/libibverbs.so.1"
     run "valgrind net(loop) procs x2 threads x2" build/bin/symheap-run -n 2 $VG \
       build/test/test_net --mixed 2
+    run "valgrind proxy(loop) procs x2 threads x2" build/bin/symheap-run -n 2 $VG \
+      build/test/test_proxy --mixed 2
+    run "valgrind cuda(fake) device proxy memory" $VG build/test/test_cuda_proxy \
+      "$PWD/build/fake_cuda/libcuda.so.1"
     run "valgrind heap threads x2" $VG build/test/test_heap --threads 2
     run "valgrind heap procs x2" build/bin/symheap-run -n 2 $VG build/test/test_heap
     run "valgrind mappings cache=2 threads x2" env SYMHEAP_WINDOW_CACHE=2 \

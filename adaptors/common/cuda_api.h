@@ -85,6 +85,8 @@ enum {
   CU_GRANULARITY_RECOMMENDED = 1,
   CU_IPC_LAZY_ENABLE_PEER_ACCESS = 1,
   CU_STREAM_FLAG_NON_BLOCKING = 1,
+  CU_HOSTALLOC_PORTABLE = 1,  /* every context may use it */
+  CU_HOSTALLOC_DEVICEMAP = 2, /* mapped into the device's space */
   CU_CAPTURE_STATUS_NONE = 0,
   CU_CAPTURE_STATUS_ACTIVE = 1,
   CU_ERR_STREAM_CAPTURE_IMPLICIT = 906,
@@ -150,7 +152,13 @@ enum {
   X(cuMemcpyHtoD, 12000, (cu_deviceptr_t dst, const void *src, size_t n))      \
   X(cuMemAlloc, 12000, (cu_deviceptr_t * ptr, size_t n))                       \
   X(cuMemFree, 12000, (cu_deviceptr_t ptr))                                    \
-  X(cuStreamQuery, 12000, (cu_stream_t s))
+  X(cuStreamQuery, 12000, (cu_stream_t s))                                    \
+  X(cuMemHostAlloc, 12000, (void **p, size_t n, unsigned int flags))          \
+  X(cuMemHostGetDevicePointer, 12000,                                          \
+    (cu_deviceptr_t * dptr, void *p, unsigned int flags))                      \
+  X(cuMemFreeHost, 12000, (void *p))                                           \
+  X(cuMemcpyDtoHAsync, 12000,                                                  \
+    (void *dst, cu_deviceptr_t src, size_t n, cu_stream_t s))
 
 /* Resolved only where the driver and device offer multicast. */
 #define CU_MC_FUNCS(X)                                                         \

@@ -32,6 +32,7 @@ typedef struct {
   int retained; /* we retained the primary context */
   int local_nranks;
   symheap_ipc_rec_t *ipc; /* pointers ipc_open handed out */
+  cu_stream_t copy;       /* copy_to_host's stream (the proxy thread's) */
 } cuda_t;
 
 /* Every operation runs in the rank's context: thread-ranks share the
@@ -145,6 +146,8 @@ static void ipc_close_base(uint64_t base, void *arg) {
 
 static void cuda_fini(void *ctx) {
   cuda_t *c = ctx;
+  if (c->copy && symheap_cu.cuCtxSetCurrent(c->ctx) == CU_OK)
+    symheap_cu.cuStreamDestroy(c->copy);
   symheap_ipc_table_drain(&c->ipc, ipc_close_base, NULL);
   if (c->retained) {
     /* The context we made current may go with our reference: leave no
@@ -585,6 +588,48 @@ static symheap_result_t cuda_dmabuf_export(void *ctx, void *ptr, size_t size,
   return SYMHEAP_SUCCESS;
 }
 
+/* The device proxy's ring and staging (docs/device-api.md): page-locked,
+ * mapped into the device, usable from every context. */
+static symheap_result_t cuda_host_alloc(void *ctx, size_t size, void **host,
+                                        void **dev) {
+  cuda_t *c = ctx;
+  BIND(c);
+  void *p = NULL;
+  CU_TRY(cuMemHostAlloc(&p, size,
+                        CU_HOSTALLOC_PORTABLE | CU_HOSTALLOC_DEVICEMAP));
+  cu_deviceptr_t d = 0;
+  cu_result_t e = symheap_cu.cuMemHostGetDevicePointer(&d, p, 0);
+  if (e != CU_OK) {
+    symheap_cu.cuMemFreeHost(p);
+    return symheap_cu_fail("cuMemHostGetDevicePointer", e);
+  }
+  memset(p, 0, size);
+  *host = p;
+  *dev = (void *)(uintptr_t)d;
+  return SYMHEAP_SUCCESS;
+}
+
+static symheap_result_t cuda_host_free(void *ctx, void *host) {
+  cuda_t *c = ctx;
+  BIND(c);
+  CU_TRY(cuMemFreeHost(host));
+  return SYMHEAP_SUCCESS;
+}
+
+/* On a non-blocking stream of its own: a copy on the legacy stream would
+ * wait for the kernel that is waiting for this very copy's descriptor. */
+static symheap_result_t cuda_copy_to_host(void *ctx, void *dst,
+                                          const void *src, size_t size) {
+  cuda_t *c = ctx;
+  BIND(c);
+  if (!c->copy)
+    CU_TRY(cuStreamCreate(&c->copy, CU_STREAM_FLAG_NON_BLOCKING));
+  CU_TRY(cuMemcpyDtoHAsync(dst, (cu_deviceptr_t)(uintptr_t)src, size,
+                           c->copy));
+  CU_TRY(cuStreamSynchronize(c->copy));
+  return SYMHEAP_SUCCESS;
+}
+
 static const symheap_device_ops cuda_ops = {
     .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
     .struct_size = sizeof(symheap_device_ops),
@@ -613,6 +658,9 @@ static const symheap_device_ops cuda_ops = {
     .mem_zero = cuda_mem_zero,
     .capture_check = cuda_capture_check,
     .dmabuf_export = cuda_dmabuf_export,
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
+    .copy_to_host = cuda_copy_to_host,
 };
 
 static const symheap_param_t cuda_params[] = {

@@ -285,6 +285,29 @@ static symheap_result_t host_mem_zero(void *ctx, void *va, size_t size) {
   return SYMHEAP_SUCCESS;
 }
 
+/* The device proxy's ring and staging: plain memory, which "the device"
+ * (the CPU) reaches at the same address. */
+static symheap_result_t host_host_alloc(void *ctx, size_t size, void **host,
+                                        void **dev) {
+  (void)ctx;
+  void *p = calloc(1, size ? size : 1);
+  if (!p)
+    return SYMHEAP_ERR_NO_MEMORY;
+  *host = *dev = p;
+  return SYMHEAP_SUCCESS;
+}
+static symheap_result_t host_host_free(void *ctx, void *host) {
+  (void)ctx;
+  free(host);
+  return SYMHEAP_SUCCESS;
+}
+static symheap_result_t host_copy_to_host(void *ctx, void *dst,
+                                          const void *src, size_t size) {
+  (void)ctx;
+  memcpy(dst, src, size);
+  return SYMHEAP_SUCCESS;
+}
+
 static const symheap_device_ops host_ops = {
     .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
     .struct_size = sizeof(symheap_device_ops),
@@ -303,6 +326,9 @@ static const symheap_device_ops host_ops = {
     .unmap = host_unmap,
     .set_access = host_set_access,
     .mem_zero = host_mem_zero,
+    .host_alloc = host_host_alloc,
+    .host_free = host_host_free,
+    .copy_to_host = host_copy_to_host,
 };
 
 static symheap_result_t host_plugin_init(const symheap_host_services_t *svc) {

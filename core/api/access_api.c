@@ -3,6 +3,7 @@
  * (win/window_access.c). */
 #include <string.h>
 
+#include "proxy.h"
 #include "win/window.h"
 
 /* Accessors: local, and safe on a stale handle. */
@@ -129,5 +130,6 @@ symheap_window_device_view(symheap_window_t h, symheap_device_window_t *v) {
         v->reachable |= 1ull << p;
   }
   symheap__rdma_view(w, v);
+  symheap__proxy_view(w, v);
   return SYMHEAP_SUCCESS;
 }

@@ -15,6 +15,7 @@
 #include "comm/ccl_env.h"
 #include "comm/net.h"
 #include "init.h"
+#include "proxy.h"
 #include "win/window.h"
 
 /* The descriptor mesh, with the mapping cache's hook for peers' freed
@@ -71,6 +72,9 @@ static const stage_t stages[] = {
     {"window path", symheap__winpath_setup, symheap__winpath_close},
     /* windows: made by calls, not at init */
     {"windows", NULL, windows_close},
+    /* the device proxy: the pad registered with the net adaptor (after
+     * RDMA opened it); closed first, so no entry outlives a window */
+    {"device proxy", symheap__proxy_setup, symheap__proxy_close},
 };
 #define NSTAGES (sizeof stages / sizeof stages[0])
 

@@ -6,6 +6,7 @@
 
 #include "comm/agree.h"
 #include "mem/heap.h"
+#include "proxy.h"
 #include "win/window.h"
 
 static symheap_result_t window_register_one(symheap_comm_t c, void *ptr,
@@ -88,11 +89,14 @@ static symheap_result_t release_impl(symheap_comm_t c, symheap_window_t h,
                        (unsigned long long)idp);
   if (r != SYMHEAP_SUCCESS)
     return r;
+  /* The device proxy issues no entry on the window while it goes. */
+  symheap__proxy_lock(c);
   symheap__window_unlink(c, p);
   symheap__slot_release(c, p);
   if (!freeing)
     p->owns_alloc = 0; /* deregistering a symheap_malloc window keeps memory */
   r = symheap__window_teardown(c, p, !freeing);
+  symheap__proxy_unlock(c);
   return r == SYMHEAP_SUCCESS ? r : symheap__error_context(r, "%s", fn);
 }
 

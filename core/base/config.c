@@ -82,6 +82,12 @@ static const symheap__cfg_var_t cfg_vars[] = {
      "progress of the net adaptor besides the core's waits: thread (a thread "
      "per comm calls its progress), none, auto (a thread when the adaptor "
      "needs manual progress)"},
+    {"SYMHEAP_DEVICE_PROXY", SYMHEAP_CFG_CHOICE, "auto", 0, 0, "auto|on|off",
+     "the device host proxy, which lets kernels put and signal to other "
+     "hosts' ranks (docs/device-api.md): on (the comm's pad is registered with "
+     "the net adaptor at init, a thread starts at the first device view), "
+     "off, auto (on where the device adaptor gives the CPU no access to "
+     "window memory, i.e. GPUs)"},
     {"SYMHEAP_CCL", SYMHEAP_CFG_STRING, "auto", 0, 0, NULL,
      "how symheap_comm_init_env joins: local (symheap-run's SYMHEAP_RANK, "
      "SYMHEAP_NRANKS, SYMHEAP_UNIQUE_ID), mpi (MPI_COMM_WORLD through "

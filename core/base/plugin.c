@@ -443,6 +443,17 @@ static symheap_result_t l_dmabuf_export(void *ctx, void *ptr, size_t size,
                                         int *fd, uint64_t *offset) {
   return PASS(dmabuf_export, ptr, size, fd, offset);
 }
+static symheap_result_t l_host_alloc(void *ctx, size_t size, void **host,
+                                     void **dev) {
+  return PASS(host_alloc, size, host, dev);
+}
+static symheap_result_t l_host_free(void *ctx, void *host) {
+  return PASS(host_free, host);
+}
+static symheap_result_t l_copy_to_host(void *ctx, void *dst,
+                                       const void *dev_src, size_t size) {
+  return PASS(copy_to_host, dst, dev_src, size);
+}
 static symheap_result_t l_capture_check(void *ctx) {
   return L->below_ops.capture_check(L->below.ctx);
 }
@@ -491,6 +502,11 @@ symheap_result_t symheap__plugins_wrap(symheap__device_table_t *dev,
     o.capture_check = l_capture_check;
     if (dev->has_dmabuf) /* stays NULL where the base has none */
       o.dmabuf_export = l_dmabuf_export;
+    if (dev->ops.host_alloc) { /* likewise */
+      o.host_alloc = l_host_alloc;
+      o.host_free = l_host_free;
+      o.copy_to_host = l_copy_to_host;
+    }
     dev->ops = o;
     *ctx = l;
     SYMHEAP_INFO("device adaptor '%s': hooks of plugin '%s' compose over it",

@@ -121,6 +121,10 @@ symheap_result_t symheap__device_normalise(const symheap_device_ops *in,
   out->has_ipc = out->ops.ipc_get && out->ops.ipc_open && out->ops.ipc_close;
   out->has_mem_zero = out->ops.mem_zero != NULL;
   out->has_dmabuf = out->ops.dmabuf_export != NULL;
+  if (!(out->ops.host_alloc && out->ops.host_free &&
+        out->ops.copy_to_host)) /* a part of the three is none of them */
+    out->ops.host_alloc = NULL, out->ops.host_free = NULL,
+    out->ops.copy_to_host = NULL;
   int partial_mc = (out->ops.mc_create || out->ops.mc_add_device ||
                     out->ops.mc_bind || out->ops.mc_unbind) &&
                    !out->has_multicast;

@@ -9,6 +9,7 @@
 typedef struct {
   symheap_device_ops ops;
   int has_mem_retain, has_multicast, has_ipc, has_mem_zero, has_dmabuf;
+  /* ops.host_alloc, host_free and copy_to_host are all set or all NULL. */
 } symheap__device_table_t;
 
 /* Copy `in` into `out`, refusing a wrong ABI or a missing required member

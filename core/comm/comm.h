@@ -72,6 +72,7 @@ struct symheap_comm {
   uint64_t next_alloc_id;
   struct symheap_window *pad; /* the comm's own window, made at init */
   int pad_ready;              /* cleared on every rank: views may carry it */
+  struct symheap__proxy *proxy; /* the device host proxy (api/proxy.c) */
   /* Signal slots of the pad in use (SYMHEAP_PAD_SLOTS bits).  Windows come
    * and go in the same order on every rank, so every rank gives a window
    * the same slot without exchanging anything. */

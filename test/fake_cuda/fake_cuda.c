@@ -64,7 +64,8 @@ typedef struct region {
   char *va;
   size_t size;
   mem_t *mem; /* mappings */
-  int kind;   /* 0 reservation, 1 mapping, 2 cuMemAlloc block, 3 IPC open */
+  int kind;   /* 0 reservation, 1 mapping, 2 cuMemAlloc block, 3 IPC open,
+                 4 cuMemHostAlloc */
   char name[48];
 } region_t;
 static region_t *regions;
@@ -161,6 +162,7 @@ EXPORT void fake_cuda_live(fake_cuda_live_t *out) {
     out->reservations += r->kind == 0;
     out->mappings += r->kind == 1;
     out->allocs += r->kind == 2;
+    out->host_allocs += r->kind == 4;
     out->ipc_opened += r->kind == 3;
   }
   out->streams = streams_live;
@@ -601,6 +603,53 @@ static cu_result_t f_cuMemcpyDtoH(void *dst, cu_deviceptr_t src, size_t n) {
   LEAVE(CU_OK);
 }
 
+/* Page-locked host memory mapped into the device: plain memory here, at
+ * the same address for both (as with unified addressing), counted. */
+static cu_result_t f_cuMemHostAlloc(void **p, size_t n, unsigned int flags) {
+  ENTER("cuMemHostAlloc");
+  NEED_CTX();
+  if (!p || flags & ~3u)
+    LEAVE(CU_ERR_INVALID_VALUE);
+  region_t *r;
+  char *m = mmap(NULL, n ? n : 1, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED)
+    LEAVE(CU_ERR_OUT_OF_MEMORY);
+  r = add_region(m, n ? n : 1, 4);
+  r->name[0] = '\0';
+  *p = m;
+  LEAVE(CU_OK);
+}
+static cu_result_t f_cuMemHostGetDevicePointer(cu_deviceptr_t *d, void *p,
+                                               unsigned int flags) {
+  ENTER("cuMemHostGetDevicePointer");
+  NEED_CTX();
+  if (!d || flags || !find_region((char *)p, 4, 0))
+    LEAVE(CU_ERR_INVALID_VALUE);
+  *d = (cu_deviceptr_t)(uintptr_t)p;
+  LEAVE(CU_OK);
+}
+static cu_result_t f_cuMemFreeHost(void *p) {
+  ENTER("cuMemFreeHost");
+  region_t *r = find_region((char *)p, 4, 1);
+  if (!r)
+    LEAVE(CU_ERR_INVALID_VALUE);
+  munmap(r->va, r->size);
+  drop_region(r);
+  LEAVE(CU_OK);
+}
+/* Asynchronous in name only: done when it returns. */
+static cu_result_t f_cuMemcpyDtoHAsync(void *dst, cu_deviceptr_t src, size_t n,
+                                       cu_stream_t s) {
+  ENTER("cuMemcpyDtoHAsync");
+  char *p = (char *)(uintptr_t)src;
+  if (!dst || !s || !(find_region(p, 1, 0) || find_region(p, 2, 0) ||
+                      find_region(p, 4, 0)))
+    LEAVE(CU_ERR_INVALID_VALUE);
+  memcpy(dst, p, n);
+  LEAVE(CU_OK);
+}
+
 /* Legacy memory and IPC. */
 typedef struct {
   int32_t pid;
@@ -869,6 +918,8 @@ static const struct {
                                                   3020) F(cuMemAlloc, 3020)
                                                     F(cuMemFree, 3020)
                                                         F(cuStreamQuery, 2000)
+    F(cuMemHostAlloc, 3020) F(cuMemHostGetDevicePointer, 3020)
+    F(cuMemFreeHost, 2000) F(cuMemcpyDtoHAsync, 3020)
 #undef F
 };
 

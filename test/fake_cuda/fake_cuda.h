@@ -13,6 +13,7 @@ typedef struct {
   int ipc_opened;   /* cuIpcOpenMemHandle mappings open */
   int allocs;       /* cuMemAlloc blocks */
   int streams;      /* cuStreamCreate streams not destroyed */
+  int host_allocs;  /* cuMemHostAlloc blocks */
 } fake_cuda_live_t;
 
 /* Fail the nth (1-based) call of `fn` made while device `dev` is current

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Device put_signal to another (pretend) host through the host proxy
+# (issue 27 step 7), on the GPU machine: test/gpu/test_proxy.cu at 2 and 4
+# ranks split into two hosts (SYMHEAP_HOST_ID), over libfabric on loopback:
+# tcp;ofi_rxm, then shm; each checked on the device and timed (us per
+# put_signal round trip, 8 B - 1 MiB), every CUDA call checked by the test.
+# Also the CPU-as-kernel proxy test over the loop adaptor, as a baseline
+# that needs no GPU.  Logs under OUTDIR; the table last.
+#   bench/gpu_proxy.sh [OUTDIR]
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
+  NVSHMEM_DISABLE_NVLS=1 SYMHEAP_DISABLE_MULTICAST=1
+set -u
+cd "$(dirname "$0")/.." || exit 1
+OUTDIR=${1:-${OUT:-build/gpu-out}}
+mkdir -p "$OUTDIR"
+nvidia-smi -L | tee "$OUTDIR/gpus.txt"
+(command -v fi_info >/dev/null && fi_info -l; ldconfig -p | grep -i fabric) \
+  >"$OUTDIR/libfabric.txt" 2>&1
+make -s -j16 all tests gpu-tests >"$OUTDIR/build.txt" 2>&1 ||
+  { tail -30 "$OUTDIR/build.txt"; exit 1; }
+[ -x build/test/test_proxy_gpu ] ||
+  { echo "build/test/test_proxy_gpu was not built (no nvcc?)"; exit 1; }
+. bench/gpu_suite.sh
+suite cpu_proxy.loop.procs4 120 build/bin/symheap-run -n 4 build/test/test_proxy
+for prov in "tcp;ofi_rxm" shm; do
+  p=${prov//[^a-z_]/_}
+  for n in 2 4; do
+    suite "gpu_proxy.$p.procs$n" 300 env SYMHEAP_NET=ofi \
+      SYMHEAP_NET_PROVIDER="$prov" SYMHEAP_NET_HMEM=1 SYMHEAP_DEVICE_PROXY=on \
+      SYMHEAP_DEBUG=INFO build/bin/symheap-run -n "$n" build/test/test_proxy_gpu
+  done
+done
+echo
+for f in "$OUTDIR"/gpu_proxy.*.txt "$OUTDIR"/cpu_proxy.*.txt; do
+  grep -H '^FAIL\|^SKIP' "$f" | head -5
+done
+echo
+echo "us per put_signal round trip (kernel -> proxy -> net -> peer's signal, and back)"
+for f in "$OUTDIR"/gpu_proxy.*.txt; do
+  grep -q '^TIME' "$f" || continue
+  echo "${f##*/}:"
+  grep '^TIME' "$f" | sed 's/^TIME proxy put_signal/ /'
+done
+printf '%s\n' "${rows[@]}"
