@@ -125,7 +125,6 @@ typedef struct {
   /* put_signal as one message (remote CQ data), atomics to this rank by
    * the CPU: where the provider's atomics are software at the target. */
   int sig_data, self_cpu;
-  uint64_t signals_applied;
   /* Ranks given operations since the last complete quiet (nranks bytes),
    * named when a quiet times out. */
   unsigned char *touched;
