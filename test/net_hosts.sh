@@ -65,7 +65,7 @@ shm_one_host() {
     SYMHEAP_NET_PROVIDER=shm timeout 300 "${RUN[@]}" -n "$n" "$B/test/test_net" \
     >"$log" 2>&1
   local rc=$?
-  sed -E "s#^(PASS|FAIL) net_procs$n/#\1 shm_procs$n/#" "$log" | grep -E '^(PASS|FAIL|SKIP) '
+  sed -E "s#^(PASS|FAIL|SKIP) net_procs$n/#\1 shm_procs$n/#" "$log" | grep -E '^(PASS|FAIL|SKIP) '
   [ $rc -eq 0 ] || fail "shm_procs$n/exit" "symheap-run exited $rc: $(tail -n 3 "$log" | tr '\n' ' ')"
 }
 
