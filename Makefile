@@ -30,7 +30,7 @@ TOOLS := symheap-run symheap-info symheap-bench symheap-conformance
 TESTS := test_unit test_multirank test_faults test_hostile test_kill test_exhaust \
   test_plugins test_rdma test_window_path test_split_ccl test_stall \
   test_window_find test_window_local test_net_registry test_contracts test_net_boot test_net \
-  test_run_bind
+  test_run_bind test_net_fault
 HEADERS := $(wildcard include/*.h) $(wildcard core/*/*.h) \
   $(wildcard adaptors/*/*.h adaptors/*/*/*.h)
 

@@ -221,6 +221,15 @@ suite() { # suite PREFIX BUILD WRAPPER...
       "$@" "$b/bin/symheap-conformance" --net ofi --provider "tcp;ofi_rxm" --allow-unavailable
     run "$prefix conformance net ofi shm" "$@" "$b/bin/symheap-conformance" \
       --net ofi --provider shm --allow-unavailable
+    # put_signal's other path (put, fence, atomic) on both providers; the
+    # runs above take the one-message path (remote CQ data).
+    run "$prefix conformance net ofi tcp;ofi_rxm put_signal=atomic" env \
+      SYMHEAP_NET_DOMAIN=lo SYMHEAP_OFI_PUT_SIGNAL=atomic "$@" \
+      "$b/bin/symheap-conformance" --net ofi --provider "tcp;ofi_rxm" \
+      --allow-unavailable --only net_put_signal,net_keys
+    run "$prefix conformance net ofi shm put_signal=atomic" env \
+      SYMHEAP_OFI_PUT_SIGNAL=atomic "$@" "$b/bin/symheap-conformance" \
+      --net ofi --provider shm --allow-unavailable --only net_put_signal
     run "$prefix conformance net ofi as a plugin (shm)" $plug SYMHEAP_PLUGIN=ofi \
       "$@" "$b/bin/symheap-conformance" --net ofi_plugin --provider shm \
       --allow-unavailable --only net_put,net_atomic_ops,net_put_signal
@@ -312,6 +321,10 @@ run " bootstrap over TCP, one host: multi-rank procs x4" env SYMHEAP_BOOTSTRAP=t
   build/bin/symheap-run -n 4 build/test/test_multirank
 run " across hosts: namespaces (netns.sh)" test/netns.sh
 run " across hosts: bootstrap, symheap-run --hosts" test/net_boot.sh build
+# test_net over the ofi adaptor on shm (one host) and across the namespaces
+# over tcp;ofi_rxm at 2 and 4 ranks; an unknown provider; a host that
+# disappears mid one-sided operations (link down, ranks killed).
+run " across hosts: one-sided over ofi (net_hosts.sh)" test/net_hosts.sh build
 # The MPI ccl adaptor: the multi-rank suite joined through
 # symheap_comm_init_env under mpirun (it recognises the launcher), and a
 # program that hands symheap its own MPI communicators.

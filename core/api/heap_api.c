@@ -1,6 +1,7 @@
 /* The heap's own calls: accounting, reserving ahead, trimming. */
 #include <string.h>
 
+#include "comm/net.h"
 #include "mem/heap.h"
 
 SYMHEAP__EXPORT symheap_result_t
@@ -113,6 +114,9 @@ static symheap_result_t heap_trim_one(symheap_comm_t c) {
     }
   if (r == SYMHEAP_SUCCESS && me.count)
     r = symheap__capture_check(c, fn);
+  /* Nothing in flight to the chunks about to be deregistered (as free). */
+  if (r == SYMHEAP_SUCCESS && me.count && c->netc)
+    r = symheap__net_quiet(c, fn);
   const symheap__heap_rec_t *all;
   r = symheap__heap_agree(c, r, fn, &me, &all);
   if (r != SYMHEAP_SUCCESS)

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "comm/agree.h"
+#include "comm/net.h"
 #include "mem/heap.h"
 #include "proxy.h"
 #include "win/window.h"
@@ -76,6 +77,11 @@ static symheap_result_t release_impl(symheap_comm_t c, symheap_window_t h,
     r = symheap__heap_prepare_free(c);
   else
     r = symheap__capture_check(c, fn);
+  /* This rank's one-sided operations complete before it agrees: once every
+   * rank has agreed, nothing is in flight to the memory (or the key) about
+   * to go, so no operation meets a stale key at its target. */
+  if (r == SYMHEAP_SUCCESS && c->netc)
+    r = symheap__net_quiet(c, fn);
   int differ;
   uint64_t id0, idp;
   /* The heap's fast path: every release agrees over one channel. */

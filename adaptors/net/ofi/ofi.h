@@ -118,6 +118,16 @@ typedef struct {
   void *bounce_desc;
   ofi_tmp_mr_t *tmp;
   char provider[64], fabric_name[64];
+  /* This rank's regions by key (adaptor-chosen keys only), for what is
+   * applied here by the CPU (ofi_local.c). */
+  ofi_mr_t **regions;
+  size_t nregions;
+  /* put_signal as one message (remote CQ data), atomics to this rank by
+   * the CPU: where the provider's atomics are software at the target. */
+  int sig_data, self_cpu;
+  /* Ranks given operations since the last complete quiet (nranks bytes),
+   * named when a quiet times out. */
+  unsigned char *touched;
 } ofi_ctx_t;
 
 /* Copies of puts up to this size are made (the caps' inject_size). */
@@ -160,6 +170,21 @@ symheap_result_t ofi_bounce_open(ofi_ctx_t *c);
 void ofi_bounce_close(ofi_ctx_t *c);
 /* After a quiet: the arena is free again and temporary registrations go. */
 void ofi_release_after_quiet(ofi_ctx_t *c);
+
+/* ofi_local.c */
+/* Whether `prov` applies atomics in software at the target's progress. */
+int ofi_soft_atomics(const char *prov);
+symheap_result_t ofi_regions_add(ofi_ctx_t *c, ofi_mr_t *m);
+void ofi_regions_remove(ofi_ctx_t *c, const ofi_mr_t *m);
+/* An atomic to this rank itself applied here (1), or not ours to (0). */
+int ofi_self_atomic(ofi_ctx_t *c, int peer, symheap_net_amo_t op, size_t size,
+                    const ofi_key_t *k, uint64_t offset, const void *operand,
+                    const void *compare, void *fetch);
+/* A signal as 64 bits of CQ data (1), or it does not fit (0). */
+int ofi_sig_encode(const ofi_ctx_t *c, const ofi_key_t *k, uint64_t sig_offset,
+                   uint64_t value, symheap_net_amo_t op, uint64_t *data);
+/* The target side: apply the signal a remote CQ entry carries. */
+void ofi_sig_apply(ofi_ctx_t *c, uint64_t data);
 
 /* ofi_rma.c */
 symheap_result_t ofi_put(void *ctx, int peer, const void *src, void *mr,

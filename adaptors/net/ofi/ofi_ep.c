@@ -27,6 +27,8 @@ void ofi_close(void *ctx) {
   close_fid(c->ep ? &c->ep->fid : NULL);
   ofi_release_after_quiet(c);
   ofi_bounce_close(c);
+  free(c->regions);
+  free(c->touched);
   close_fid(c->cntr ? &c->cntr->fid : NULL);
   close_fid(c->cq ? &c->cq->fid : NULL);
   close_fid(c->av ? &c->av->fid : NULL);
@@ -57,6 +59,28 @@ static void read_modes(ofi_ctx_t *c) {
            i->fabric_attr->name, i->domain_attr->name);
 }
 
+/* put_signal as one message (SYMHEAP_OFI_PUT_SIGNAL=auto, where the
+ * provider carries 8 bytes of remote CQ data, picks no keys itself and
+ * applies atomics in software at the target: ofi_local.c) or as put, fence,
+ * atomic; atomics to this rank by the CPU on the same providers. */
+static symheap_result_t choose_signal(ofi_ctx_t *c) {
+  const char *how = NULL;
+  if (c->svc->param_get_string("SYMHEAP_OFI_PUT_SIGNAL", &how) !=
+      SYMHEAP_SUCCESS)
+    return SYMHEAP_ERR_INVALID_ARG;
+  if (how && strcmp(how, "auto") != 0 && strcmp(how, "atomic") != 0)
+    return c->svc->error(SYMHEAP_ERR_INVALID_ARG,
+                         "SYMHEAP_OFI_PUT_SIGNAL='%s': expected auto or "
+                         "atomic",
+                         how);
+  int soft = ofi_soft_atomics(c->provider) && !c->prov_key;
+  c->self_cpu = soft;
+  c->sig_data = soft && (c->info->caps & FI_ATOMIC) &&
+                c->info->domain_attr->cq_data_size >= 8 &&
+                !(how && !strcmp(how, "atomic"));
+  return SYMHEAP_SUCCESS;
+}
+
 /* The objects behind the endpoint, in the order libfabric wants them. */
 static symheap_result_t open_objects(ofi_ctx_t *c) {
   int ret;
@@ -67,7 +91,7 @@ static symheap_result_t open_objects(ofi_ctx_t *c) {
   struct fi_av_attr av = {.type = FI_AV_TABLE};
   if ((ret = fi_av_open(c->domain, &av, &c->av, NULL)))
     return ofi_fail(SYMHEAP_ERR_DEVICE, ret, "fi_av_open");
-  struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_CONTEXT,
+  struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_DATA,
                           .wait_obj = FI_WAIT_NONE};
   if ((ret = fi_cq_open(c->domain, &cq, &c->cq, NULL)))
     return ofi_fail(SYMHEAP_ERR_DEVICE, ret, "fi_cq_open");
@@ -114,8 +138,10 @@ symheap_result_t ofi_open(const symheap_host_services_t *svc,
   symheap_result_t r = ofi_choose(prov && prov[0] ? prov : NULL, &c->info);
   if (r == SYMHEAP_SUCCESS) {
     read_modes(c);
-    r = open_objects(c);
+    r = choose_signal(c);
   }
+  if (r == SYMHEAP_SUCCESS)
+    r = open_objects(c);
   if (r == SYMHEAP_SUCCESS)
     r = ofi_bounce_open(c);
   size_t len = SYMHEAP_NET_ADDR_MAX;
@@ -132,11 +158,13 @@ symheap_result_t ofi_open(const symheap_host_services_t *svc,
   *ctx = c;
   svc->log(SYMHEAP_LOG_INFO,
            "ofi: provider %s, fabric %s, mr_mode%s%s%s%s, %s progress%s, "
-           "writes ordered up to %zu bytes",
+           "writes ordered up to %zu bytes, put_signal %s",
            c->provider, c->fabric_name, c->mr_local ? " local" : "",
            c->virt_addr ? " virt_addr" : "", c->prov_key ? " prov_key" : "",
            c->mr_endpoint ? " endpoint" : "", c->manual ? "manual" : "auto",
-           c->has_fence ? ", FI_FENCE" : "", c->waw_size);
+           c->has_fence ? ", FI_FENCE" : "", c->waw_size,
+           c->sig_data ? "in one message (remote CQ data)"
+                       : "as put, fence, atomic");
   return SYMHEAP_SUCCESS;
 }
 
@@ -168,8 +196,12 @@ symheap_result_t ofi_connect(void *ctx, int nranks, const void *addrs,
     return c->svc->error(SYMHEAP_ERR_INVALID_ARG, "ofi connect: %d ranks",
                          nranks);
   fi_addr_t *p = calloc((size_t)nranks, sizeof *p);
-  if (!p)
+  free(c->touched);
+  c->touched = calloc((size_t)nranks, 1);
+  if (!p || !c->touched) {
+    free(p);
     return c->svc->error(SYMHEAP_ERR_NO_MEMORY, "ofi connect: no memory");
+  }
   for (int r = 0; r < nranks; r++) {
     const char *a = (const char *)addrs + (size_t)r * stride;
     int ret = fi_av_insert(c->av, a, 1, &p[r], 0, NULL);
@@ -188,8 +220,12 @@ symheap_result_t ofi_connect(void *ctx, int nranks, const void *addrs,
 /* Read the completion queue: progress, and the text of a failed
  * operation, recorded (returns its result) when there is one. */
 static symheap_result_t drain(ofi_ctx_t *c) {
-  struct fi_cq_entry e[8];
+  struct fi_cq_data_entry e[8];
   ssize_t n = fi_cq_read(c->cq, e, 8);
+  /* The only entries: remote writes that carry a put_signal's signal. */
+  for (ssize_t i = 0; i < n; i++)
+    if (e[i].flags & FI_REMOTE_CQ_DATA)
+      ofi_sig_apply(c, e[i].data);
   if (n >= 0 || n == -FI_EAGAIN)
     return SYMHEAP_SUCCESS;
   if (n != -FI_EAVAIL)
@@ -219,6 +255,29 @@ int ofi_again(ofi_ctx_t *c, uint64_t deadline) {
   return ofi_svc->now_ns() < deadline;
 }
 
+/* A quiet that ran out of time, naming the ranks its operations went to:
+ * a peer gone or not progressing, or one that dropped an access whose key
+ * it no longer has (tcp and shm drop such an access without answering, so
+ * its completion never comes). */
+static symheap_result_t quiet_timeout(ofi_ctx_t *c, uint64_t left, int ms) {
+  char ranks[128] = "";
+  size_t o = 0;
+  int shown = 0;
+  for (int p = 0; p < c->nranks && o < sizeof ranks - 16; p++)
+    if (c->touched && c->touched[p] && shown++ < 8)
+      o += (size_t)snprintf(ranks + o, sizeof ranks - o, "%s%d",
+                            o ? ", " : "", p);
+  if (shown > 8)
+    snprintf(ranks + o, sizeof ranks - o, ", ...");
+  return c->svc->error(SYMHEAP_ERR_TIMEOUT,
+                       "ofi quiet: %llu operation(s) to rank(s) %s still "
+                       "outstanding after %d ms: the peer is gone or does "
+                       "not progress, or it dropped an access through a key "
+                       "it no longer has (a region deregistered before the "
+                       "access arrived)",
+                       (unsigned long long)left, ranks[0] ? ranks : "?", ms);
+}
+
 symheap_result_t ofi_quiet(void *ctx, int timeout_ms) {
   ofi_ctx_t *c = ctx;
   uint64_t end =
@@ -243,14 +302,11 @@ symheap_result_t ofi_quiet(void *ctx, int timeout_ms) {
     if (d != SYMHEAP_SUCCESS && r == SYMHEAP_SUCCESS)
       r = d;
     if (ofi_svc->now_ns() > end)
-      return c->svc->error(SYMHEAP_ERR_TIMEOUT,
-                           "ofi quiet: %llu of %llu operations still "
-                           "outstanding after %d ms (a peer that does not "
-                           "progress, or is gone)",
-                           (unsigned long long)(c->issued - ok - bad),
-                           (unsigned long long)c->issued,
+      return quiet_timeout(c, c->issued - ok - bad,
                            timeout_ms < 0 ? c->timeout_ms : timeout_ms);
   }
+  if (c->touched)
+    memset(c->touched, 0, (size_t)c->nranks);
   ofi_release_after_quiet(c);
   c->fence_next = 0;
   return r;

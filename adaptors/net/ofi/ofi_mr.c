@@ -75,6 +75,12 @@ symheap_result_t ofi_mem_register(void *ctx, void *ptr, size_t size,
   m->desc = fi_mr_desc(m->mr);
   m->base = ptr;
   m->size = size;
+  symheap_result_t r = ofi_regions_add(c, m);
+  if (r != SYMHEAP_SUCCESS) {
+    (void)fi_close(&m->mr->fid);
+    free(m);
+    return r;
+  }
   ofi_key_t k = {OFI_KEY_MAGIC, 0, m->key,
                  c->virt_addr ? (uint64_t)(uintptr_t)ptr : 0, size};
   memcpy(key, &k, sizeof k);
@@ -88,6 +94,7 @@ symheap_result_t ofi_mem_deregister(void *ctx, void *mr) {
   ofi_mr_t *m = mr;
   if (!m)
     return c->svc->error(SYMHEAP_ERR_INVALID_ARG, "ofi: deregister of NULL");
+  ofi_regions_remove(c, m);
   int ret = fi_close(&m->mr->fid);
   free(m);
   return ret ? ofi_fail(SYMHEAP_ERR_DEVICE, ret, "fi_close of a region")

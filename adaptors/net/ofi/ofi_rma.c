@@ -58,6 +58,7 @@ static symheap_result_t issued(ofi_ctx_t *c, int ret, const char *op,
                                int peer) {
   if (ret == 0) {
     c->issued++;
+    c->touched[peer] = 1;
     return SYMHEAP_SUCCESS;
   }
   return ofi_fail(ret == -FI_EAGAIN ? SYMHEAP_ERR_TIMEOUT : SYMHEAP_ERR_DEVICE,
@@ -210,6 +211,9 @@ symheap_result_t ofi_atomic(void *ctx, int peer, symheap_net_amo_t op,
     return c->svc->error(SYMHEAP_ERR_INVALID_ARG,
                          "ofi atomic: offset %llu is not aligned to %zu",
                          (unsigned long long)offset, size);
+  if (ofi_self_atomic(c, peer, op, size, rkey, offset, operand, compare,
+                      fetch))
+    return SYMHEAP_SUCCESS;
   /* Operand and compare are copied: the caller's may be gone on return. */
   void *opnd, *cmpv = NULL, *desc, *cdesc = NULL, *fdesc = NULL;
   uint64_t zero = 0;
@@ -232,6 +236,41 @@ symheap_result_t ofi_atomic(void *ctx, int peer, symheap_net_amo_t op,
   return issued(c, ret, "atomic", peer);
 }
 
+/* The data with the signal in its remote CQ data: one message, the signal
+ * applied by the target when its progress reads the entry (ofi_local.c). */
+static symheap_result_t put_data(ofi_ctx_t *c, int peer, const void *src,
+                                 void *mr, size_t len, const ofi_key_t *k,
+                                 uint64_t offset, uint64_t data,
+                                 unsigned flags) {
+  void *desc = NULL;
+  const void *buf = src;
+  int copy = !(flags & SYMHEAP_NET_NBI) && len <= OFI_BOUNCE_MAX;
+  symheap_result_t r = copy ? ofi_bounce(c, src, len, (void **)&buf, &desc)
+                            : ofi_local_desc(c, src, len, mr, &desc);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  struct iovec iov = {(void *)buf, len};
+  struct fi_rma_iov rma = {raddr(k, offset), len, k->key};
+  struct fi_msg_rma msg = {.msg_iov = &iov,
+                           .desc = &desc,
+                           .iov_count = 1,
+                           .addr = c->peers[peer],
+                           .rma_iov = &rma,
+                           .rma_iov_count = 1,
+                           .data = data};
+  uint64_t fl = FI_DELIVERY_COMPLETE | FI_REMOTE_CQ_DATA | take_fence(c);
+  uint64_t end = ofi_deadline(c);
+  int ret;
+  while ((ret = (int)fi_writemsg(c->ep, &msg, fl)) == -FI_EAGAIN &&
+         ofi_again(c, end))
+    ;
+  if ((r = issued(c, ret, "put_signal", peer)) != SYMHEAP_SUCCESS)
+    return r;
+  if (!copy && !(flags & SYMHEAP_NET_NBI))
+    return ofi_quiet(c, -1);
+  return SYMHEAP_SUCCESS;
+}
+
 symheap_result_t ofi_put_signal(void *ctx, int peer, const void *src, void *mr,
                                 size_t len, void *rkey, uint64_t offset,
                                 void *sig_rkey, uint64_t sig_offset,
@@ -245,10 +284,22 @@ symheap_result_t ofi_put_signal(void *ctx, int peer, const void *src, void *mr,
     return c->svc->error(SYMHEAP_ERR_UNSUPPORTED,
                          "ofi put_signal: provider %s has no atomics",
                          c->provider);
-  /* No remote CQ data path yet: the data, then the signal's atomic, with a
-   * fence between them (FI_FENCE, or a quiet where the provider has none)
-   * unless the provider places writes of this size in order. */
-  symheap_result_t r = ofi_put(c, peer, src, mr, len, rkey, offset, flags);
+  uint64_t data;
+  symheap_result_t r = check_peer(c, peer, rkey, "put_signal");
+  if (r == SYMHEAP_SUCCESS)
+    r = check_peer(c, peer, sig_rkey, "put_signal");
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  /* One message where the signal fits the remote CQ data (a region key,
+   * an offset and a value small enough) and this is not the rank itself
+   * (whose CQ would see its own write). */
+  if (len && peer != c->rank &&
+      ofi_sig_encode(c, sig_rkey, sig_offset, value, sig_op, &data))
+    return put_data(c, peer, src, mr, len, rkey, offset, data, flags);
+  /* Else the data, then the signal's atomic, with a fence between them
+   * (FI_FENCE, or a quiet where the provider has none) unless the provider
+   * places writes of this size in order. */
+  r = ofi_put(c, peer, src, mr, len, rkey, offset, flags);
   if (r == SYMHEAP_SUCCESS && len > c->waw_size)
     r = ofi_fence(c);
   if (r == SYMHEAP_SUCCESS)

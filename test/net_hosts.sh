@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# The one-sided API over the ofi net adaptor (libfabric) beyond pretend
+# hosts: test_net on one host over shm, then across two network namespaces
+# (test/netns.sh) over tcp;ofi_rxm at 2 and 4 ranks, an unknown provider,
+# and a host that disappears while its peers are in one-sided operations
+# (its link down; its ranks killed).  Prints PASS/FAIL lines (the ranks'
+# own, untagged, and its checks), or one SKIP line for what cannot run here
+# (no libfabric; no namespaces).
+#   test/net_hosts.sh [BUILD]      (BUILD defaults to build)
+set -u
+cd "$(dirname "$0")/.."
+B=${1:-build}
+RUN=("$B/bin/symheap-run")
+RSH="ip netns exec"
+LOG=$(mktemp -d)
+status=0
+
+fail() {
+  echo "FAIL $1 ${*:2}"
+  status=1
+}
+
+# The ranks' lines without symheap-run's "[rank] " tags.
+untag() { sed -E 's/^\[[0-9]+\] //' "$1"; }
+
+# wait_for FILE PATTERN SECONDS
+wait_for() {
+  local until=$((SECONDS + $3))
+  while ! grep -q -- "$2" "$1" 2>/dev/null; do
+    [ $SECONDS -ge $until ] && return 1
+    sleep 0.05
+  done
+}
+
+if ! "$B/bin/symheap-info" 2>/dev/null | grep -q '^  ofi *available'; then
+  echo "SKIP net_hosts: the ofi net adaptor is not available here (libfabric1 and libfabric-dev, see test/deps.sh)"
+  rm -rf "$LOG"
+  exit 0
+fi
+export SYMHEAP_NET=ofi
+
+# An unknown provider fails comm init on every rank, listing those here.
+unknown_provider() {
+  local log="$LOG/unknown"
+  SYMHEAP_NET_PROVIDER=no-such-provider timeout 60 "${RUN[@]}" -n 2 \
+    "$B/test/test_net" >"$log" 2>&1
+  if grep -q "SYMHEAP_NET_PROVIDER='no-such-provider'.*available: .*tcp;ofi_rxm" "$log" &&
+    grep -q "available: .*shm" "$log"; then
+    echo "PASS provider/unknown_lists_available"
+  else
+    fail provider/unknown_lists_available "$(tail -n 3 "$log" | tr '\n' ' ')"
+  fi
+}
+
+# test_net on one host, two pretend hosts of n/2 ranks, over shm.
+# libfabric 1.17's shm gets atomics from several processes on one word
+# wrong (fetch-add sums off by a few to thousands, an all-reduce by ADD
+# short; CSWAP to itself crashed it before the adaptor applied those
+# itself): the three cases that do it SKIP there,
+# saying so; tcp;ofi_rxm below runs them.
+shm_one_host() {
+  local n=$1 log="$LOG/shm$1"
+  SYMHEAP_TEST_NET_SKIP=atomics_contention,passive_target_progress,host_collectives \
+    SYMHEAP_TEST_NET_SKIP_WHY="libfabric 1.17's shm provider gets atomics from several processes on one word wrong (tcp;ofi_rxm runs this case)" \
+    SYMHEAP_NET_PROVIDER=shm timeout 300 "${RUN[@]}" -n "$n" "$B/test/test_net" \
+    >"$log" 2>&1
+  local rc=$?
+  sed -E "s#^(PASS|FAIL|SKIP) net_procs$n/#\1 shm_procs$n/#" "$log" | grep -E '^(PASS|FAIL|SKIP) '
+  [ $rc -eq 0 ] || fail "shm_procs$n/exit" "symheap-run exited $rc: $(tail -n 3 "$log" | tr '\n' ' ')"
+}
+
+unknown_provider
+shm_one_host 2
+shm_one_host 4
+
+. test/netns.sh
+if ! netns_setup "net_hosts across namespaces"; then
+  rm -rf "$LOG"
+  exit $status
+fi
+trap 'netns_cleanup; rm -rf "$LOG"' EXIT
+# tcp's domain is an interface, and the two veths have different names: the
+# fabric (the subnet the two share) names them both.
+export SYMHEAP_NET_PROVIDER="tcp;ofi_rxm" SYMHEAP_NET_DOMAIN="${NETNS_IP_A%.*}.0/24"
+# Ranks use the namespaces' own host identities (boot id, namespace).
+export SYMHEAP_TEST_NET_REAL_HOSTS=1
+
+# test_net across the two: n/2 ranks on each.
+across() {
+  local n=$1 h=$(($1 / 2)) log="$LOG/tcp$1"
+  shift
+  env "$@" timeout 300 "${RUN[@]}" -n "$n" --hosts "$NETNS_A:$h,$NETNS_B:$h" \
+    --rsh "$RSH" "$B/test/test_net" >"$log" 2>&1
+  local rc=$?
+  untag "$log" | sed -E "s#^(PASS|FAIL) net_procs$n/#\1 tcp_hosts$n$TAG/#" |
+    grep -E '^(PASS|FAIL) ' | sort -u
+  [ $rc -eq 0 ] || fail "tcp_hosts$n$TAG/exit" "symheap-run exited $rc: $(tail -n 3 "$log" | tr '\n' ' ')"
+}
+
+TAG="" across 2 SYMHEAP_NET_PROGRESS=auto
+TAG="" across 4 SYMHEAP_NET_PROGRESS=auto
+TAG="_progress_none" across 4 SYMHEAP_NET_PROGRESS=none
+TAG="_signal_atomic" across 2 SYMHEAP_OFI_PUT_SIGNAL=atomic
+
+# A host gone while its peers are in one-sided operations: how = linkdown
+# (host B's veth down) or kill (host B's ranks SIGKILLed; their agents are
+# stopped first, so that symheap-run does not stop the survivors before
+# they see it).  Every rank left must report an error within
+# SYMHEAP_TIMEOUT_MS + 1 s (10 s here: opening libfabric on a loaded
+# machine takes seconds; test_net_fault checks it, and its own memory);
+# none may hang.
+gone() {
+  local how=$1 log="$LOG/gone-$1" want=4 p
+  [ "$how" = kill ] && want=2
+  SYMHEAP_TIMEOUT_MS=10000 timeout 120 "${RUN[@]}" -n 4 \
+    --hosts "$NETNS_A:2,$NETNS_B:2" --rsh "$RSH" "$B/test/test_net_fault" \
+    >"$log" 2>&1 &
+  local pid=$!
+  if wait_for "$log" "READY" 60; then
+    sleep 0.3
+    case $how in
+    linkdown) ip -n "$NETNS_B" link set "$NETNS_VETH_B" down ;;
+    kill)
+      for p in $(ip netns pids "$NETNS_B"); do
+        [ "$(ps -o comm= -p "$p")" = symheap-run ] && kill -STOP "$p"
+      done
+      for p in $(ip netns pids "$NETNS_B"); do
+        [ "$(ps -o comm= -p "$p")" = symheap-run ] || kill -9 "$p"
+      done
+      local until=$((SECONDS + 20))
+      while [ "$(grep -c '# rank [0-9]: done' "$log")" -lt $want ] &&
+        [ $SECONDS -lt $until ]; do sleep 0.1; done
+      netns_kill_all
+      ;;
+    esac
+  fi
+  wait $pid
+  local rc=$?
+  untag "$log" | grep -E '^(PASS|FAIL) ' | sed "s#net_fault/#net_fault_$how/#"
+  local errored
+  errored=$(grep -c '^\[[0-9]\] # rank [0-9]: .* after [0-9]* ms' "$log")
+  if [ "$errored" -ge $want ] && ! grep -q '^\[[0-9]\] FAIL' "$log"; then
+    echo "PASS net_fault_$how/every_survivor_errored"
+  else
+    fail "net_fault_$how/every_survivor_errored" "$errored of $want ranks reported an error (symheap-run exited $rc): $(tail -n 4 "$log" | tr '\n' ' ')"
+  fi
+  grep '# rank' "$log"
+  netns_kill_all
+  ip -n "$NETNS_B" link set "$NETNS_VETH_B" up
+  netns_reaches "$NETNS_A" "$NETNS_IP_B" 5 || fail "net_fault_$how/relink" "host B is not reachable again"
+}
+
+gone linkdown
+gone kill
+exit $status
