@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net_probe.h"
 #include "base/net_registry.h"
 #include "base/plugin.h"
+#include "net_probe.h"
 
 static symheap__net_table_t T;
 static void *ctx, *mr, *rkey;

@@ -45,7 +45,7 @@ static void b_get(size_t off, size_t len) {
 }
 static uint64_t b_fadd(size_t off) {
   return (uint64_t)shmem_long_atomic_fetch_add((long *)(void *)(sym + off), 1,
-                                                1);
+                                               1);
 }
 static void b_barrier(void) { shmem_barrier_all(); }
 static void b_fini(void) {
@@ -66,14 +66,14 @@ static void b_init(int *argc, char ***argv) {
 }
 /* MPI completes a put only by flush: put_quiet is MPI_Put + flush. */
 static void b_put(size_t off, size_t len) {
-  MPI_Put(buf + off, (int)len, MPI_BYTE, 1, (MPI_Aint)off, (int)len,
-          MPI_BYTE, win);
+  MPI_Put(buf + off, (int)len, MPI_BYTE, 1, (MPI_Aint)off, (int)len, MPI_BYTE,
+          win);
 }
 static void b_put_nbi(size_t off, size_t len) { b_put(off, len); }
 static void b_quiet(void) { MPI_Win_flush(1, win); }
 static void b_get(size_t off, size_t len) {
-  MPI_Get(buf + off, (int)len, MPI_BYTE, 1, (MPI_Aint)off, (int)len,
-          MPI_BYTE, win);
+  MPI_Get(buf + off, (int)len, MPI_BYTE, 1, (MPI_Aint)off, (int)len, MPI_BYTE,
+          win);
   MPI_Win_flush(1, win);
 }
 static uint64_t b_fadd(size_t off) {
@@ -201,8 +201,8 @@ static void bandwidth(int quick) {
         t[r] = now_us() - t0;
     }
     if (me == 0) {
-      printf("put_bw %zu %.1f\n", len, (double)len * (double)per /
-                                           median(t, rounds));
+      printf("put_bw %zu %.1f\n", len,
+             (double)len * (double)per / median(t, rounds));
       fflush(stdout);
     }
   }
