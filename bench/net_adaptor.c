@@ -6,8 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/net_registry.h"
+#include "base/plugin.h"
 #include "net_probe.h"
-#include "net_registry.h"
 
 static symheap__net_table_t T;
 static void *ctx, *mr, *rkey;
@@ -29,6 +30,7 @@ static int a_open(const char *prov, const char *dom, void *addr, size_t *len,
                   char *d, size_t dlen) {
   if (dom)
     setenv("SYMHEAP_NET_DOMAIN", dom, 1);
+  symheap__builtins_load(); /* the registry is empty until then */
   if (said(symheap__net_lookup(name, &T), "lookup"))
     return -1;
   symheap_net_init_t a = {sizeof a, 0, 2, prov};

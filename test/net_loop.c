@@ -316,8 +316,13 @@ static void handle(ctx_t *c, hdr_t *h, const char *data) {
   }
 }
 
+/* The calling thread's progress calls (net_loop_progress_calls). */
+static _Thread_local long g_progress_calls;
+long net_loop_progress_calls(void) { return g_progress_calls; }
+
 static symheap_result_t progress(void *ctx) {
   ctx_t *c = ctx;
+  g_progress_calls++;
   flush(c);
   for (int i = 0; i < 256; i++) {
     ssize_t n = recv(c->fd, c->rx, sizeof c->rx, MSG_DONTWAIT);

@@ -16,5 +16,8 @@ void net_loop_fail_next_open(void);
 void net_loop_counts(int *ctxs, int *regions, int *rkeys);
 /* Calls of loop_signal's put_signal in this process. */
 int net_loop_put_signals(void);
+/* How many times the calling thread called progress() (the core's waits
+ * call it; the progress thread's calls are its own). */
+long net_loop_progress_calls(void);
 
 #endif

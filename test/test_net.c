@@ -273,6 +273,40 @@ static void case_passive(th_ctx_t *c, symheap_window_t w) {
   CHECK_OK(symheap_comm_barrier(c->comm));
 }
 
+/* A waiting rank progresses the adaptor continuously, not once per 1 ms
+ * poll slice (which cost each peer's operation on its memory up to 1 ms:
+ * docs/perf/net.md): while rank 0 enters a barrier 100 ms late, the rank
+ * of the other host that waits on its socket calls progress() more than 3
+ * times per millisecond of its wait (1 ms slices: at most 1; spinning,
+ * even under valgrind, far more). */
+static void case_wait_progress(th_ctx_t *c) {
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  long before = net_loop_progress_calls();
+  double t0 = (double)now_ms();
+  if (c->rank == 0) {
+    struct timespec late = {0, 100 * 1000 * 1000};
+    nanosleep(&late, NULL);
+  }
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  /* Calls per 10 ms of this rank's wait. */
+  long mine = (long)((double)(net_loop_progress_calls() - before) * 10.0 /
+                     ((double)now_ms() - t0 + 1.0)),
+       most = 0;
+  long *all = calloc((size_t)c->n, sizeof *all);
+  CHECK(all != NULL, "no memory");
+  if (!all)
+    return;
+  CHECK_OK(symheap_comm_allgather(c->comm, &mine, all, sizeof mine));
+  for (int p = 0; p < c->n; p++)
+    if (!same_host(p, 0) && all[p] > most)
+      most = all[p];
+  CHECK(most > 30,
+        "the other host's waiting ranks called progress at most %ld times "
+        "per 10 ms of a 100 ms wait",
+        most);
+  free(all);
+}
+
 /* The pieces host collectives across hosts are made of: the comm's barrier
  * and allgather (the ccl's sockets, progressing the adaptor), a broadcast
  * by get from the root's copy, an all-reduce by atomics into one word. */
@@ -551,6 +585,15 @@ static void c_passive(th_ctx_t *c, symheap_window_t h, symheap_window_t g) {
   case_passive(c, h);
   case_passive(c, g);
 }
+static void c_wait(th_ctx_t *c, symheap_window_t h, symheap_window_t g) {
+  (void)h, (void)g;
+  if (g_loop)
+    case_wait_progress(c);
+  else if (c->rank == 0)
+    printf("SKIP %s/waiting_rank_progresses: SYMHEAP_NET is not the test "
+           "adaptor (it counts progress calls)\n",
+           tag);
+}
 static void c_coll(th_ctx_t *c, symheap_window_t h, symheap_window_t g) {
   case_collectives(c, h);
   case_collectives(c, g);
@@ -575,6 +618,7 @@ static const case_t cases[] = {
     {"put_get_nbi_quiet", c_nbi}, {"atomics_contention", c_atomics},
     {"put_signal_order", c_signal}, {"fence_order", c_fence},
     {"passive_target_progress", c_passive},
+    {"waiting_rank_progresses", c_wait},
     {"host_collectives", c_coll},
     {"refused_before_sending", c_refuse},
     {"hostile_args_change_nothing", c_hostile},

@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -111,20 +112,32 @@ void symheap__sock_set_idle_hook(int (*hook)(void)) {
   __atomic_store_n(&g_idle_hook, hook, __ATOMIC_RELEASE);
 }
 
+#define SPIN_YIELD 64u /* about every 100 us */
 static int wait_fd(int fd, short events, int64_t deadline_ms) {
-  for (;;) {
+  for (unsigned turns = 0;;) {
     int64_t left = deadline_ms - symheap__now_ms();
     if (left < 0)
       left = 0;
     struct pollfd p = {fd, events, 0};
     /* While a net adaptor with manual progress is open, a rank waiting
-     * here may be the target of a peer's emulated atomic: the idle hook
-     * progresses it and asks for slices of 1 ms (comm/net_comm.c). */
+     * here may be the target of a peer's put, get or emulated atomic,
+     * which completes only when this rank progresses: the idle hook
+     * progresses and asks to be called again at once (comm/net_comm.c).
+     * Polling, as MPI's and OpenSHMEM's waits do, yielding the CPU every
+     * SPIN_YIELD turns (ranks may outnumber cores; a yield every turn, on
+     * a loaded machine, let the waiter run again only after every other
+     * runnable task): slices of 1 ms cost every remote operation on this
+     * rank up to 1 ms (docs/perf/net.md). */
     int (*hook)(void) = __atomic_load_n(&g_idle_hook, __ATOMIC_ACQUIRE);
-    int64_t slice = hook && hook() ? 1 : 1000000;
-    int r = poll(&p, 1, (int)(left > slice ? slice : left));
+    int spin = hook && hook();
+    int r = poll(&p, 1, spin ? 0 : (int)(left > 1000000 ? 1000000 : left));
     if (r > 0)
       return 1;
+    if (r == 0 && spin && left > 0) {
+      if (++turns % SPIN_YIELD == 0)
+        sched_yield();
+      continue;
+    }
     if (r == 0 && left == 0)
       return 0;
     if (r < 0 && errno != EINTR)

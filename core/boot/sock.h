@@ -40,8 +40,9 @@ symheap_result_t symheap__fd_limit_error(const char *call);
 
 /* The idle hook every socket wait calls before each poll: a higher floor's
  * work that must go on while a rank waits (comm/net_comm.c: net adaptors
- * with manual progress).  Nonzero from it: poll in slices of 1 ms and call
- * it again.  Set once per process (later calls replace it). */
+ * with manual progress).  Nonzero from it: poll without sleeping (the
+ * CPU yielded now and then) and call it again.  Set once per process
+ * (later calls replace it). */
 void symheap__sock_set_idle_hook(int (*hook)(void));
 
 #endif

@@ -37,6 +37,10 @@ typedef struct symheap__netc {
   int thread_on;
   int stop;
   pthread_t thread;
+  /* Calls into the adaptor by the comm's threads and the waits' idle hook
+   * (not the progress thread): while it moves, the engine is progressed
+   * already and the progress thread stands aside. */
+  unsigned long calls;
   /* Heap chunks' registrations (net_window.c), by chunk index. */
   struct symheap__netreg **chunks;
   uint32_t nchunks;
@@ -56,6 +60,7 @@ symheap_result_t symheap__net_quiet(symheap_comm_t c, const char *fn);
 /* Call-wrappers: the adaptor's lock when the core holds one (inline, so
  * the files of this floor that call the adaptor form no circle). */
 static inline void symheap__net_lock(symheap__netc_t *n) {
+  __atomic_add_fetch(&n->calls, 1, __ATOMIC_RELAXED);
   if (n->locked)
     pthread_mutex_lock(&n->lock);
 }

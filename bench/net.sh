@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# One-sided operations across two hosts (docs/perf/net.md): two network
+# namespaces joined by a veth pair (test/netns.sh; 10.99.x.x addresses only
+# inside them, deleted on exit), and in one run, round after round with the
+# engines' order rotated (the machine is shared: rounds interleave so that
+# load falls on every engine alike):
+#   raw      the raw libfabric floor (bench/net_raw.c, busy-polling server)
+#   adaptor  the same probe through the ofi adaptor's table (net_adaptor.c)
+#   symheap  the public API (bench/net_onesided.c) under symheap-run
+#            --hosts A:1,B:1 --rsh 'ip netns exec', SYMHEAP_NET=ofi
+#   oshmem   Open MPI's OSHMEM (oshrun, spml ucx, UCX over tcp)
+#   mpi      MPI-3 RMA (mpirun, pml/osc ucx, UCX over tcp)
+# all on provider tcp;ofi_rxm (libfabric) or UCX's tcp transport over the
+# same veth, with the same sizes, iterations and medians (net_probe.c).
+#   bench/net.sh [--rounds N] [--quick] [--out DIR]
+# Raw output: DIR/round<r>-<engine>.txt, DIR/load.txt (uptime before each
+# run), DIR/env.txt; then the table (bench/net_table.py) to stdout and
+# DIR/table.md, and the plot DIR/net.svg.  Needs root, iproute2,
+# libfabric-dev, Open MPI (oshcc, oshrun, mpicc, mpirun).
+set -u
+cd "$(dirname "$0")/.."
+ROUNDS=3 QUICK= OUT=build/bench/net-$(date -u +%F)
+while [ $# -gt 0 ]; do
+  case $1 in
+  --rounds) ROUNDS=$2; shift ;;
+  --quick) QUICK=--quick ;;
+  --out) OUT=$2; shift ;;
+  *) echo "usage: $0 [--rounds N] [--quick] [--out DIR]" >&2; exit 2 ;;
+  esac
+  shift
+done
+PROV="tcp;ofi_rxm"
+make -s all net-bench >/dev/null || exit 1
+mkdir -p build/bench "$OUT"
+cc -O2 -Wall -Wextra -Werror -Iinclude -o build/bench/net-onesided \
+  bench/net_onesided.c -Lbuild/lib -lsymheap -Wl,-rpath,"$PWD/build/lib" || exit 1
+oshcc -O2 -DNB_SHMEM -o build/bench/net-oshmem bench/net_onesided.c || exit 1
+mpicc -O2 -DNB_MPI -o build/bench/net-mpi bench/net_onesided.c || exit 1
+
+. test/netns.sh
+netns_setup "net bench" || exit 1
+# The same device name on both sides, so that UCX_NET_DEVICES names it on
+# every rank (UCX would otherwise also offer lo, which the other
+# namespace cannot reach).
+for s in A B; do
+  eval "ns=\$NETNS_$s v=\$NETNS_VETH_$s"
+  ip -n "$ns" link set "$v" down && ip -n "$ns" link set "$v" name nbveth &&
+    ip -n "$ns" link set nbveth up || exit 1
+done
+netns_reaches "$NETNS_B" "$NETNS_IP_A" 5 || { echo "veth down" >&2; exit 1; }
+AGENT=$(mktemp /tmp/net-bench-rsh.XXXXXX)
+trap 'netns_cleanup; rm -f "$AGENT"' EXIT
+# Open MPI's rsh agent: each host is an address; run there in its namespace.
+cat >"$AGENT" <<EOF
+#!/bin/sh
+h=\$1; shift
+case \$h in
+$NETNS_IP_A) ns=$NETNS_A ;;
+$NETNS_IP_B) ns=$NETNS_B ;;
+*) echo "rsh agent: unknown host \$h" >&2; exit 1 ;;
+esac
+exec ip netns exec \$ns /bin/sh -c "\$*"
+EOF
+chmod +x "$AGENT"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+NET=${NETNS_IP_A%.*}.0/24
+OMPI=(--mca plm_rsh_agent "$AGENT" -n 2 --host "$NETNS_IP_A:1,$NETNS_IP_B:1"
+  --map-by node --bind-to none --mca oob_tcp_if_include "$NET"
+  --mca btl_tcp_if_include "$NET" -x UCX_TLS=self,tcp -x UCX_NET_DEVICES=nbveth)
+INA=(ip netns exec "$NETNS_A")
+INB=(ip netns exec "$NETNS_B")
+
+probe() { # probe raw|adaptor: server in B, client in A
+  "${INB[@]}" timeout 300 "build/bin/net-$1" server "$NETNS_IP_B:7001" \
+    --provider "$PROV" >/dev/null 2>&1 &
+  local srv=$!
+  "${INA[@]}" timeout 300 "build/bin/net-$1" client "$NETNS_IP_B:7001" \
+    --provider "$PROV" $QUICK
+  wait $srv
+}
+run_engine() {
+  case $1 in
+  raw | adaptor) probe "$1" ;;
+  symheap)
+    SYMHEAP_NET=ofi SYMHEAP_NET_PROVIDER="$PROV" timeout 300 \
+      build/bin/symheap-run --hosts "$NETNS_A:1,$NETNS_B:1" \
+      --rsh "ip netns exec" build/bench/net-onesided $QUICK |
+      sed -E 's/^\[0\] //; /^\[1\]/d' ;;
+  # OSHMEM crashes in shmem_finalize after printing: its numbers stand.
+  oshmem) "${INA[@]}" timeout 300 oshrun "${OMPI[@]}" build/bench/net-oshmem $QUICK ;;
+  mpi)
+    "${INA[@]}" timeout 300 mpirun "${OMPI[@]}" --mca pml ucx --mca osc ucx \
+      --mca pml_ucx_tls any --mca pml_ucx_devices any build/bench/net-mpi $QUICK ;;
+  esac
+}
+
+ENGINES=(raw adaptor symheap oshmem mpi)
+{
+  echo "date: $(date -u '+%F %T UTC')"
+  echo "machine: $(uname -srm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+  echo "libfabric: $(dpkg-query -W -f '${Version}' libfabric1 2>/dev/null)," \
+    "Open MPI: $(dpkg-query -W -f '${Version}' openmpi-bin 2>/dev/null)," \
+    "UCX: $(dpkg-query -W -f '${Version}' libucx0 2>/dev/null)"
+  echo "symheap: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- core adaptors || echo ' + uncommitted changes')"
+  echo "namespaces: $NETNS_A ($NETNS_IP_A) - $NETNS_B ($NETNS_IP_B), veth nbveth"
+  echo "provider: $PROV; rounds: $ROUNDS ${QUICK:-(full iterations)}"
+  echo "oshrun/mpirun arguments: ${OMPI[*]}"
+} >"$OUT/env.txt"
+cat "$OUT/env.txt"
+: >"$OUT/load.txt"
+for r in $(seq 1 "$ROUNDS"); do
+  n=${#ENGINES[@]}
+  for k in $(seq 0 $((n - 1))); do
+    e=${ENGINES[$(((k + r - 1) % n))]}
+    echo "round $r $e: $(uptime)" | tee -a "$OUT/load.txt"
+    run_engine "$e" >"$OUT/round$r-$e.txt" 2>"$OUT/round$r-$e.err"
+    echo "  exit $?, $(grep -c '^[a-z_]* [0-9]' "$OUT/round$r-$e.txt") rows"
+    netns_kill_all # whatever a crashed launcher left
+  done
+done
+python3 bench/net_table.py "$OUT" "$OUT/net.svg" | tee "$OUT/table.md"
