@@ -21,7 +21,8 @@ make -s -j16 all tests gpu-tests >"$OUTDIR/build.txt" 2>&1 ||
 [ -x build/test/test_proxy_gpu ] ||
   { echo "build/test/test_proxy_gpu was not built (no nvcc?)"; exit 1; }
 . bench/gpu_suite.sh
-suite cpu_proxy.loop.procs4 120 build/bin/symheap-run -n 4 build/test/test_proxy
+# the CPU plays the kernel: host memory (the default adaptor here is cuda)
+suite cpu_proxy.loop.procs4 120 env SYMHEAP_DEVICE=host build/bin/symheap-run -n 4 build/test/test_proxy
 for prov in "tcp;ofi_rxm" shm; do
   p=${prov//[^a-z_]/_}
   for n in 2 4; do
