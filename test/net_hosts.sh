@@ -89,9 +89,23 @@ export SYMHEAP_TEST_NET_REAL_HOSTS=1
 across() {
   local n=$1 h=$(($1 / 2)) log="$LOG/tcp$1"
   shift
-  env "$@" timeout 300 "${RUN[@]}" -n "$n" --hosts "$NETNS_A:$h,$NETNS_B:$h" \
-    --rsh "$RSH" "$B/test/test_net" >"$log" 2>&1
-  local rc=$?
+  local rc try
+  for try in 1 2; do
+    env "$@" timeout 300 "${RUN[@]}" -n "$n" --hosts "$NETNS_A:$h,$NETNS_B:$h" \
+      --rsh "$RSH" "$B/test/test_net" >"$log" 2>&1
+    rc=$?
+    # Right after the namespaces come up, libfabric's tcp provider once did
+    # not list the new veth's subnet yet (a clean-clone CI run, 2026-11-26:
+    # "is not a domain or fabric" on the first run only, every later one
+    # fine).  One retry a second later, said in the output; any other
+    # failure, or the same one twice, stands.
+    if [ $rc -ne 0 ] && [ $try = 1 ] && grep -q 'is not a domain or fabric' "$log"; then
+      echo "NOTE tcp_hosts$n$TAG: libfabric did not list $SYMHEAP_NET_DOMAIN yet; once more in 1 s"
+      sleep 1
+      continue
+    fi
+    break
+  done
   untag "$log" | sed -E "s#^(PASS|FAIL) net_procs$n/#\1 tcp_hosts$n$TAG/#" |
     grep -E '^(PASS|FAIL) ' | sort -u
   [ $rc -eq 0 ] || fail "tcp_hosts$n$TAG/exit" "symheap-run exited $rc: $(tail -n 3 "$log" | tr '\n' ' ')"
