@@ -80,6 +80,12 @@ netns_setup() {
     echo "SKIP $label: the veth pair came up but $NETNS_IP_A is not reachable"
     return 1
   fi
+  # Reachable is not yet listed: libfabric's tcp provider, started at once,
+  # twice did not list the new veth (a clean-clone CI run, 2026-11-26: "is
+  # not a domain or fabric" on each script's first job only).  A second to
+  # settle costs little; the scripts that open libfabric also retry that
+  # one error once, saying so.
+  sleep 1
   return 0
 }
 
