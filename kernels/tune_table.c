@@ -211,7 +211,7 @@ static int parse_line(parser_t *p, char *s, int *seen_gpu) {
     snprintf(p->t->gpu, sizeof p->t->gpu, "%s", s);
     return 0;
   }
-  char *tok[10];
+  char *tok[10] = {NULL}; /* -O1 cannot see that a non-blank line has one */
   int nt = 0;
   char *save = NULL;
   for (char *q = strtok_r(s, " \t", &save); q; q = strtok_r(NULL, " \t", &save))
@@ -219,6 +219,8 @@ static int parse_line(parser_t *p, char *s, int *seen_gpu) {
       tok[nt++] = q;
     else
       return fault(p, "more than 9 fields");
+  if (nt == 0)
+    return 0;
   int coll = symheap_tune_coll_id(tok[0]);
   if (coll < 0)
     return fault(p, "'%s' is not 'gpu' or a collective (all_reduce, "
