@@ -419,6 +419,15 @@ $(BUILD)/test/test_coll_xfer: test/gpu/test_coll_xfer.cu \
 	  $(BUILD)/obj/test/harness.o -L$(BUILD)/lib -lsymheap_cuda -lsymheap \
 	  -Xlinker -rpath,'$$ORIGIN/../lib' -ldl -lpthread
 gpu-tests: $(BUILD)/test/test_coll_xfer
+# The push all-reduces (kernels/all_reduce_push.cu).
+$(BUILD)/test/test_coll_mid: test/gpu/test_coll_mid.cu \
+    test/gpu/coll_testlib.cuh test/gpu/gpu_suite.cuh \
+    $(BUILD)/obj/test/harness.o $(CUDA_LIB) $(KERNEL_DEPS)
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -Itest -o $@ $< \
+	  $(BUILD)/obj/test/harness.o -L$(BUILD)/lib -lsymheap_cuda -lsymheap \
+	  -Xlinker -rpath,'$$ORIGIN/../lib' -ldl -lpthread
+gpu-tests: $(BUILD)/test/test_coll_mid
 endif
 
 # The net probe (bench/net_probe.h): the raw libfabric floor (linked with

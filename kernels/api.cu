@@ -259,7 +259,7 @@ EXPORT symheap_result_t symheap_cuda_all_reduce(
     symheap_algo_t algo, symheap_stream_t stream) {
   const char *fn = "symheap_cuda_all_reduce";
   symheap_result_t r =
-      reduce_args_ok(fn, dtype, op, algo, SYMHEAP_ALGO_RS_COPY_ENGINE, count, 1,
+      reduce_args_ok(fn, dtype, op, algo, SYMHEAP_ALGO_TWO_SHOT_PUSH, count, 1,
                      in_offset, out_offset);
   if (r != SYMHEAP_SUCCESS)
     return r;
@@ -308,7 +308,13 @@ EXPORT symheap_result_t symheap_cuda_all_reduce(
   if (algo == SYMHEAP_ALGO_RS_COPY_ENGINE)
     return all_reduce_rs_ce(a, fn);
   cudaError_t e;
-  if (algo == SYMHEAP_ALGO_TWO_SHOT)
+  if (algo == SYMHEAP_ALGO_ONE_SHOT_PUSH || algo == SYMHEAP_ALGO_TWO_SHOT_PUSH) {
+    bool two = algo == SYMHEAP_ALGO_TWO_SHOT_PUSH;
+    if (push_fits(a, two))
+      e = launch_push(a, two);
+    else
+      e = launch_two_shot(a); /* too big for the staging, or odd ranks */
+  } else if (algo == SYMHEAP_ALGO_TWO_SHOT)
     e = launch_two_shot(a);
   else if (bytes <= ll_capacity(a.in.nranks))
     e = launch_ll_one_shot(a);

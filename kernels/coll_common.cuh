@@ -49,6 +49,14 @@ constexpr size_t kCeDone = kCeReady + kMaxRanks * 4;
 constexpr size_t kXferEnd = kCeDone + kMaxRanks * 4;
 static_assert(kXferEnd <= SYMHEAP_PAD_PROXY_OFFSET - SYMHEAP_PAD_COLL_OFFSET,
               "transfer state overflows into the host proxy's counter");
+/* The push all-reduce (all_reduce_push.cu): the blocks of the running
+ * kernel that are done (the last advances the channels' epochs), and
+ * 32-bit flags[block][sender] set by peers. */
+constexpr size_t kPushDone = kXferEnd;
+constexpr size_t kPushFlags = kPushDone + 16;
+constexpr size_t kPushEnd = kPushFlags + kMaxChannels * kMaxRanks * 4;
+static_assert(kPushEnd <= SYMHEAP_PAD_PROXY_OFFSET - SYMHEAP_PAD_COLL_OFFSET,
+              "the push all-reduce's flags overflow into the proxy's counter");
 
 /* LL (low-latency) one-shot: blocks, and buffers per (block, parity, sender)
  * carved out of SYMHEAP_PAD_LL_BYTES. */

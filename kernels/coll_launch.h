@@ -45,6 +45,11 @@ inline size_t elem_size(int dtype) { return dtype == SYMHEAP_FLOAT32 ? 4 : 2; }
 cudaError_t launch_ll_one_shot(const launch_t &a);
 cudaError_t launch_one_shot(const launch_t &a);
 cudaError_t launch_two_shot(const launch_t &a);
+/* The push all-reduce (all_reduce_push.cu), one- or two-shot: push_fits
+ * says whether it can run a (2, 4 or 8 ranks, and the size fits the LL
+ * area's staging); the same answer on every rank given the same call. */
+bool push_fits(const launch_t &a, bool two_shot);
+cudaError_t launch_push(const launch_t &a, bool two_shot);
 cudaError_t launch_all_gather(const launch_t &a);
 /* LL reduce-scatter: rank p's block of each input goes to p's LL buffer. */
 cudaError_t launch_ll_reduce_scatter(const launch_t &a);
@@ -72,13 +77,14 @@ cudaError_t launch_copy(void *dst, const void *src, size_t bytes, int blocks,
  * checks that each has one). */
 const void *anchor_all_gather();
 const void *anchor_all_reduce();
+const void *anchor_all_reduce_push();
 const void *anchor_all_to_all();
 const void *anchor_copy_engine();
 const void *anchor_reduce_scatter();
 inline const void *const *module_anchors(int *n) {
-  static const void *const a[] = {anchor_all_gather(), anchor_all_reduce(),
-                                  anchor_all_to_all(), anchor_copy_engine(),
-                                  anchor_reduce_scatter()};
+  static const void *const a[] = {
+      anchor_all_gather(),  anchor_all_reduce(),     anchor_all_reduce_push(),
+      anchor_all_to_all(),  anchor_copy_engine(),    anchor_reduce_scatter()};
   *n = (int)(sizeof a / sizeof a[0]);
   return a;
 }

@@ -65,6 +65,14 @@ typedef enum {
    * operations on the comm pad).  AUTO takes it from SYMHEAP_CUDA_CE_BYTES
    * (default 64 MiB).  The output must be a window. */
   SYMHEAP_ALGO_RS_COPY_ENGINE = 3,
+  /* All-reduce only, 2, 4 or 8 ranks: one-shot and two-shot that push
+   * (store into peers' staging in the comm pad, one flag per block) instead
+   * of loading from peers between two barriers: for mid sizes (about
+   * 64 KiB to a few MiB).  Where the staging cannot hold the size (one-shot:
+   * 4 MiB / (nranks - 1); two-shot: 4 MiB * nranks / (nranks - 1), about)
+   * or at other rank counts, SYMHEAP_ALGO_TWO_SHOT runs instead. */
+  SYMHEAP_ALGO_ONE_SHOT_PUSH = 4,
+  SYMHEAP_ALGO_TWO_SHOT_PUSH = 5,
 } symheap_algo_t;
 
 /* Per-call flags (all-gather, broadcast). */

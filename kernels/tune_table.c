@@ -19,11 +19,12 @@
 static const char *const coll_names[SYMHEAP_TUNE_NCOLL] = {
     "all_reduce", "reduce_scatter", "all_gather", "broadcast"};
 /* Index = algorithm id; NULL: not an algorithm of that collective. */
-static const char *const algo_names[SYMHEAP_TUNE_NCOLL][4] = {
-    {NULL, "one_shot", "two_shot", "rs_ce"},
-    {NULL, "one_shot", "two_shot", NULL},
-    {NULL, "sm", "zero_sm", NULL},
-    {NULL, "sm", "zero_sm", "scatter"},
+#define NALGO 6 /* ids 1..5 */
+static const char *const algo_names[SYMHEAP_TUNE_NCOLL][NALGO] = {
+    {NULL, "one_shot", "two_shot", "rs_ce", "one_shot_push", "two_shot_push"},
+    {NULL, "one_shot", "two_shot", NULL, NULL, NULL},
+    {NULL, "sm", "zero_sm", NULL, NULL, NULL},
+    {NULL, "sm", "zero_sm", "scatter", NULL, NULL},
 };
 
 const char *symheap_tune_coll_name(int coll) {
@@ -38,7 +39,7 @@ int symheap_tune_coll_id(const char *name) {
 }
 
 const char *symheap_tune_algo_name(int coll, int algo) {
-  if (coll < 0 || coll >= SYMHEAP_TUNE_NCOLL || algo < 1 || algo > 3 ||
+  if (coll < 0 || coll >= SYMHEAP_TUNE_NCOLL || algo < 1 || algo >= NALGO ||
       !algo_names[coll][algo])
     return "?";
   return algo_names[coll][algo];
@@ -47,7 +48,7 @@ const char *symheap_tune_algo_name(int coll, int algo) {
 int symheap_tune_algo_id(int coll, const char *name) {
   if (coll < 0 || coll >= SYMHEAP_TUNE_NCOLL)
     return -1;
-  for (int a = 1; a < 4; a++)
+  for (int a = 1; a < NALGO; a++)
     if (algo_names[coll][a] && strcmp(name, algo_names[coll][a]) == 0)
       return a;
   return -1;
@@ -158,7 +159,9 @@ static int add_row(parser_t *p, char **tok, int n, int coll) {
   if ((r.algo = symheap_tune_algo_id(coll, tok[5])) < 0)
     return fault(p, "'%s' is not an algorithm of %s (%s)", tok[5], tok[0],
                  coll <= SYMHEAP_TUNE_REDUCE_SCATTER
-                     ? (coll ? "one_shot, two_shot" : "one_shot, two_shot, rs_ce")
+                     ? (coll ? "one_shot, two_shot"
+                             : "one_shot, two_shot, rs_ce, one_shot_push, "
+                               "two_shot_push")
                      : coll == SYMHEAP_TUNE_BROADCAST ? "sm, zero_sm, scatter"
                                                       : "sm, zero_sm");
   if (number(tok[6], MAX_BLOCKS, 0, &v))

@@ -307,6 +307,10 @@ if [ -x build/test/test_gpu ]; then
     run " gpu reduce-scatter, all-to-all, broadcast procs x2" timeout 300 build/bin/symheap-run -n 2 build/test/test_coll_xfer
     run " gpu reduce-scatter, all-to-all, broadcast threads x2" timeout 300 build/test/test_coll_xfer --threads 2
   fi
+  if [ -x build/test/test_coll_mid ]; then
+    run " gpu push all-reduces procs x2" timeout 300 build/bin/symheap-run -n 2 build/test/test_coll_mid
+    run " gpu push all-reduces threads x2" timeout 300 build/test/test_coll_mid --threads 2
+  fi
   if [ -x build/test/test_heap_gpu ]; then
     run " gpu heap procs x2" build/bin/symheap-run -n 2 build/test/test_heap_gpu
     run " gpu heap threads x2" build/test/test_heap_gpu --threads 2

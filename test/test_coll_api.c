@@ -68,6 +68,24 @@ static void body(th_ctx_t *c, void *arg) {
   CHECK((r == SYMHEAP_ERR_INVALID_ARG || r == SYMHEAP_ERR_DEVICE) &&
             strlen(symheap_last_error()) > 20,
         "host window: %s (%s)", symheap_strerror(r), symheap_last_error());
+  /* The push all-reduces are algorithms of all-reduce (here they fail on
+   * the host memory, as AUTO does), not of reduce-scatter; past them none. */
+  for (int pa = SYMHEAP_ALGO_ONE_SHOT_PUSH; pa <= SYMHEAP_ALGO_TWO_SHOT_PUSH;
+       pa++) {
+    r = symheap_cuda_all_reduce(w, 0, w, 0, 16, SYMHEAP_FLOAT32,
+                                SYMHEAP_OP_SUM, (symheap_algo_t)pa, NULL);
+    CHECK(r != SYMHEAP_SUCCESS &&
+              !strstr(symheap_last_error(), "unknown algorithm"),
+          "algo %d: %s (%s)", pa, symheap_strerror(r), symheap_last_error());
+    CHECK_MSG(symheap_cuda_reduce_scatter(w, 0, w, (1 << 19), 16,
+                                          SYMHEAP_FLOAT32, SYMHEAP_OP_SUM,
+                                          (symheap_algo_t)pa, NULL),
+              SYMHEAP_ERR_INVALID_ARG, "unknown algorithm");
+  }
+  CHECK_MSG(symheap_cuda_all_reduce(
+                w, 0, w, 0, 16, SYMHEAP_FLOAT32, SYMHEAP_OP_SUM,
+                (symheap_algo_t)(SYMHEAP_ALGO_TWO_SHOT_PUSH + 1), NULL),
+            SYMHEAP_ERR_INVALID_ARG, "unknown algorithm");
   th_end();
 
   th_begin(tag, "algorithm_choice", c->rank);

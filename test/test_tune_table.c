@@ -91,6 +91,10 @@ static void case_parse_bad(void) {
        "bad.tsv line 2: 'three_shot' is not an algorithm of all_reduce"},
       {"gpu X\nreduce_scatter 2 nvlink 0 max rs_ce 0 0\n",
        "line 2: 'rs_ce' is not an algorithm of reduce_scatter"},
+      {"gpu X\nreduce_scatter 2 nvlink 0 max one_shot_push 0 0\n",
+       "line 2: 'one_shot_push' is not an algorithm of reduce_scatter"},
+      {"gpu X\nall_gather 2 nvlink 0 max two_shot_push 0 0\n",
+       "line 2: 'two_shot_push' is not an algorithm of all_gather"},
       {"gpu X\nall_gather 2 nvlink 0 max two_shot 0 0\n",
        "line 2: 'two_shot' is not an algorithm of all_gather"},
       {"gpu X\nall_gather 2 nvlink 0 max scatter 0 0\n",
@@ -324,7 +328,60 @@ static void case_write_rows(void) {
   th_end();
 }
 
+/* The push all-reduces (ids 4 and 5): named in tables and by the override
+ * variable, all-reduce only, their names read back. */
+static void case_push_algos(void) {
+  th_begin(T, "push_algos", 0);
+  symheap_tune_table_t t;
+  char err[512] = "";
+  int rc = symheap_tune_parse("gpu X\n"
+                              "all_reduce 2 nvlink 0 262144 one_shot_push 32 "
+                              "256\n"
+                              "all_reduce 2 nvlink 262145 max two_shot_push 0 "
+                              "1024\n",
+                              "push.tsv", &t, err, sizeof err);
+  CHECK(rc == 0, "refused: %s", err);
+  if (rc == 0) {
+    CHECK(t.nrows == 2 && t.rows[0].algo == 4 && t.rows[0].blocks == 32 &&
+              t.rows[0].threads == 256 && t.rows[1].algo == 5 &&
+              t.rows[1].threads == 1024,
+          "push rows read wrong");
+    symheap_tune_free(&t);
+  }
+  CHECK(symheap_tune_algo_id(SYMHEAP_TUNE_ALL_REDUCE, "one_shot_push") == 4 &&
+            symheap_tune_algo_id(SYMHEAP_TUNE_ALL_REDUCE, "two_shot_push") ==
+                5,
+        "push ids");
+  CHECK(strcmp(symheap_tune_algo_name(SYMHEAP_TUNE_ALL_REDUCE, 4),
+               "one_shot_push") == 0 &&
+            strcmp(symheap_tune_algo_name(SYMHEAP_TUNE_ALL_REDUCE, 5),
+                   "two_shot_push") == 0 &&
+            strcmp(symheap_tune_algo_name(SYMHEAP_TUNE_REDUCE_SCATTER, 4),
+                   "?") == 0 &&
+            strcmp(symheap_tune_algo_name(SYMHEAP_TUNE_ALL_REDUCE, 6), "?") ==
+                0,
+        "push names");
+  CHECK(symheap_tune_algo_id(SYMHEAP_TUNE_REDUCE_SCATTER, "two_shot_push") ==
+            -1,
+        "reduce-scatter takes two_shot_push");
+  /* forced: taken as it is, in place too (the library falls back where the
+   * staging cannot hold the size) */
+  symheap_tune_query_t q;
+  memset(&q, 0, sizeof q);
+  q.forced = 5;
+  q.nranks = 4;
+  q.bytes = 1u << 20;
+  q.ll_cap = 1024;
+  q.in_place = 1;
+  symheap_tune_choice_t c;
+  symheap_tune_choose(SYMHEAP_TUNE_ALL_REDUCE, &q, &c);
+  CHECK(c.algo == 5 && strcmp(c.why, "forced") == 0, "forced push: %d",
+        c.algo);
+  th_end();
+}
+
 int main(void) {
+  case_push_algos();
   case_parse_good();
   case_lookup();
   case_parse_bad();

@@ -6,7 +6,9 @@
 // table AUTO chooses from: for each size the fastest correct variant, the
 // slowest rank's median.  One rank count per run:
 //   symheap-run -n 4 symheap-tune --out n4.tsv [--all all.tsv]
-//     [--max-bytes 1073741824] [--graph]
+//     [--max-bytes 1073741824] [--graph] [--coll all_reduce]
+//     [--min-bytes 65536]
+// (--coll and --min-bytes make a partial run, for probes: not a table)
 // bench/tune_gpu.sh runs it at 2 and 4 ranks and merges the tables.
 #include <cuda_runtime.h>
 #include <math.h>
@@ -48,6 +50,8 @@ static cudaStream_t st;
 static symheap_window_t w;
 static size_t g_half; /* input at [0, g_half), output at [g_half, 2 g_half) */
 static bool graph_mode;
+static int only_coll = -1; /* --coll: that collective only */
+static size_t minb;        /* --min-bytes: sizes from there */
 
 // Rank r's element i: a small integer, exact in bf16 and in every sum.
 static inline float val(size_t i, int r) {
@@ -234,10 +238,24 @@ static std::vector<variant> variants(int coll, size_t bytes, size_t cap,
     out.push_back(variant{coll, algo, blocks, threads});
   };
   bool big = bytes >= (256u << 10);
+  /* The push all-reduces where their staging (about 4 MiB a rank) holds
+   * the size (above it they run two-shot: nothing to time). */
+  const size_t stage = 4u << 20, n1 = (size_t)(nranks > 1 ? nranks - 1 : 1);
+  bool push_ok = nranks == 2 || nranks == 4 || nranks == 8;
+  bool push1 = push_ok && bytes >= (16u << 10) && bytes * n1 <= stage;
+  bool push2 = push_ok && bytes >= (16u << 10) &&
+               bytes / (size_t)nranks * n1 <= stage - (64u << 10);
   switch (coll) {
   case SYMHEAP_TUNE_ALL_REDUCE:
     if (bytes <= (16u << 20))
       add(1, 0, 0); /* one-shot: LL up to cap, then every rank reads all */
+    for (int a = 4; a <= 5; a++)
+      if (a == 4 ? push1 : push2) {
+        add(a, 0, 0); /* 512 threads, 2 units (32 bytes) a thread */
+        add(a, 0, 128); /* more, smaller blocks */
+        add(a, 0, 256);
+        add(a, 0, 1024);
+      }
     add(2, 0, 0);
     if (big) {
       add(2, 32, 0);
@@ -347,9 +365,15 @@ int main(int argc, char **argv) {
       maxb = strtoull(argv[++i], NULL, 0);
     else if (strcmp(argv[i], "--graph") == 0)
       graph_mode = true;
+    else if (strcmp(argv[i], "--coll") == 0 && i + 1 < argc &&
+             symheap_tune_coll_id(argv[i + 1]) >= 0)
+      only_coll = symheap_tune_coll_id(argv[++i]);
+    else if (strcmp(argv[i], "--min-bytes") == 0 && i + 1 < argc)
+      minb = strtoull(argv[++i], NULL, 0);
     else {
       fprintf(stderr, "usage: symheap-run -n N symheap-tune --out TABLE "
                       "[--all ALL.tsv] [--max-bytes N] [--graph]\n"
+                      "         [--coll NAME] [--min-bytes N]\n"
                       "       symheap-tune --check TABLE\n");
       return 2;
     }
@@ -400,10 +424,14 @@ int main(int argc, char **argv) {
   std::vector<std::vector<result>> all;
   int wrong = 0;
   for (int c = 0; c < SYMHEAP_TUNE_NCOLL; c++) {
+    if (only_coll >= 0 && c != only_coll)
+      continue;
     size_t top = c == SYMHEAP_TUNE_REDUCE_SCATTER || c == SYMHEAP_TUNE_ALL_GATHER
                      ? maxb / (size_t)nranks
                      : maxb;
     for (size_t b = 4096; b <= top; b *= 2) {
+      if (b < minb)
+        continue;
       std::vector<result> rs;
       std::string line;
       for (const variant &v : variants(c, b, cap, ce)) {

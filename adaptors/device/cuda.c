@@ -692,11 +692,12 @@ static const symheap_param_t cuda_params[] = {
      "built-in thresholds; a bad or missing named file fails AUTO calls, "
      "naming the line"},
     {sizeof(symheap_param_t), SYMHEAP_PARAM_CHOICE, "SYMHEAP_ALL_REDUCE_ALGO",
-     "auto", 0, 0, "auto|one_shot|two_shot|rs_ce",
+     "auto", 0, 0, "auto|one_shot|two_shot|rs_ce|one_shot_push|two_shot_push",
      "read by libsymheap_cuda.so: the algorithm SYMHEAP_ALGO_AUTO all-reduces "
      "take (auto: the tuning table, else the thresholds); where it cannot "
      "run a call (one_shot in place above the LL capacity, rs_ce without "
-     "stream memory operations), two_shot"},
+     "stream memory operations, the push ones at other than 2, 4 or 8 ranks "
+     "or above what their staging holds), two_shot"},
     {sizeof(symheap_param_t), SYMHEAP_PARAM_CHOICE,
      "SYMHEAP_REDUCE_SCATTER_ALGO", "auto", 0, 0, "auto|one_shot|two_shot",
      "read by libsymheap_cuda.so: the algorithm SYMHEAP_ALGO_AUTO "

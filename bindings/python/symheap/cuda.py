@@ -40,7 +40,8 @@ _PROTOS = {
 }
 OPS = {"sum": 0, "max": 1}  # symheap_redop_t
 # symheap_algo_t; rs_ce (SYMHEAP_ALGO_RS_COPY_ENGINE) is all-reduce only
-ALGOS = {"auto": 0, "one_shot": 1, "two_shot": 2, "rs_ce": 3}
+ALGOS = {"auto": 0, "one_shot": 1, "two_shot": 2, "rs_ce": 3,
+         "one_shot_push": 4, "two_shot_push": 5}
 
 _cuda = None
 _fast_bound = None  # _bound(): None until the first call

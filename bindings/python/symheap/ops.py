@@ -14,7 +14,8 @@ a graph break, and they enqueue on torch's current stream, so that
 torch.cuda.graph captures them.  Every tensor must lie in a symheap window
 (comm.empty or comm.register); each op writes only its `out` (declared as
 mutated: torch orders the ops like any in-place op) and returns nothing.
-op: "sum" or "max"; algo: "auto", "one_shot" or "two_shot".
+op: "sum" or "max"; algo: "auto", "one_shot" or "two_shot" (all_reduce
+also "rs_ce", "one_shot_push", "two_shot_push").
 """
 import torch
 

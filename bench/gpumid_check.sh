@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The push all-reduces (kernels/all_reduce_push.cu) on a lent GPU machine
+# of 2 or 4 GPUs, NVLink multicast off, in one bounded command:
+#   1. build (make -j16 all gpu-tests);
+#   2. correctness at 2 and 4 ranks: test_coll_mid (processes; threads at
+#      2), and test_coll's graph case with AUTO forced to each push kernel
+#      (SYMHEAP_ALL_REDUCE_ALGO);
+#   3. timing, bf16 all-reduce 64 KiB to 4 MiB: symheap-tune --coll
+#      all_reduce (every old and new variant, eager and --graph) and
+#      bench/python_peers.py (PyTorch's symm_mem one_shot / two_shot, eager
+#      and graph; NCCL) at 2 and 4 ranks;
+#   4. the short table (bench/gpumid_table.py), last.
+# Logs and raw files: $OUT/gpumid.tar.gz; the table: $OUT/table.txt.
+# Every step runs under a timeout within BUDGET seconds (default 300).
+#   bash bench/gpumid_check.sh
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
+  NVSHMEM_DISABLE_NVLS=1 SYMHEAP_DISABLE_MULTICAST=1
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/gpumid-out}
+BUDGET=${BUDGET:-300}
+W=$(mktemp -d)
+mkdir -p "$OUT"
+finish() {
+  python3 bench/gpumid_table.py "$W" >"$W/table.txt" 2>&1
+  tar czf "$OUT/gpumid.tar.gz" -C "$W" .
+  cp "$W/table.txt" "$W/summary.txt" "$OUT/" 2>/dev/null
+  echo "== summary"
+  cat "$W/summary.txt"
+  echo "== table"
+  cat "$W/table.txt"
+}
+trap finish EXIT
+# step NAME LIMIT LOG COMMAND...: under a timeout no longer than what is
+# left of the budget; one summary line.
+step() {
+  local name=$1 lim=$2 log=$W/$3
+  shift 3
+  local left=$((BUDGET - SECONDS))
+  if [ "$left" -lt 15 ]; then
+    echo "skipped (budget): $name" | tee -a "$W/summary.txt"
+    return 99
+  fi
+  [ "$lim" -gt "$left" ] && lim=$left
+  local t0=$SECONDS rc=0
+  timeout -k 5 "$lim" "$@" >"$log" 2>&1 || rc=$?
+  printf '%-44s rc=%-3s %3ss PASS %s FAIL %s %s\n' "$name" "$rc" \
+    $((SECONDS - t0)) "$(grep -c '^PASS' "$log")" "$(grep -c '^FAIL' "$log")" \
+    "$(grep -m2 -E '^FAIL|WRONG' "$log" | tr '\n' ' ' | cut -c1-300)" |
+    tee -a "$W/summary.txt"
+  return $rc
+}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$W/gpus.txt"
+git log -1 --format='%H %s' >"$W/commit.txt" 2>/dev/null
+step build 200 build.log make -j16 all gpu-tests || { tail -n 40 "$W/build.log"; exit 1; }
+RUN=build/bin/symheap-run
+PP=$PWD/build/lib/python3/site-packages
+for n in 2 4; do
+  step "test_coll_mid procs x$n" 90 mid_n$n.log $RUN -n $n build/test/test_coll_mid
+done
+for n in 2 4; do
+  step "symheap-tune graph x$n" 60 tune_graph_n$n.log $RUN -n $n \
+    build/bin/symheap-tune --coll all_reduce --min-bytes 65536 \
+    --max-bytes 4194304 --graph --all "$W/tune_graph_n$n.tsv"
+done
+for n in 2 4; do
+  step "torch python_peers x$n" 90 torch_n$n.log env OUT="$W/torch_n$n" \
+    PYTHONPATH="$PP" bash -c "mkdir -p \$OUT && python3 bench/python_peers.py \
+    --ranks $n --sizes 64K,256K,512K,1M,2M,4M --no-symheap-backend"
+done
+for n in 2 4; do
+  step "symheap-tune eager x$n" 60 tune_eager_n$n.log $RUN -n $n \
+    build/bin/symheap-tune --coll all_reduce --min-bytes 65536 \
+    --max-bytes 4194304 --all "$W/tune_eager_n$n.tsv"
+done
+for a in one_shot_push two_shot_push; do
+  step "test_coll graph, AUTO=$a x4" 40 coll_graph_${a}_n4.log env \
+    SYMHEAP_ALL_REDUCE_ALGO=$a SYMHEAP_TEST_ONLY=graph_capture_replay_500 \
+    $RUN -n 4 build/test/test_coll
+done
+step "test_coll_mid threads x2" 60 mid_threads2.log build/test/test_coll_mid --threads 2
+exit 0

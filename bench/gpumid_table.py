@@ -1,0 +1,65 @@
+"""The short table of bench/gpumid_check.sh: bf16 all-reduce, us per call,
+eager and in a CUDA graph, at each rank count and size: the best of
+symheap's barrier-framed kernels (one_shot / two_shot / rs_ce, any launch
+variant), the best push kernel (one_shot_push / two_shot_push), both from
+symheap-tune (C, slowest rank's median), and PyTorch's
+torch.ops.symm_mem one_shot / two_shot (bench/python_peers.py, from Python).
+    python3 bench/gpumid_table.py DIR"""
+import csv
+import json
+import os
+import sys
+
+
+def tune(path):
+    """{bytes: {variant: us}} of a symheap-tune --all file."""
+    out = {}
+    if not os.path.exists(path):
+        return out
+    with open(path) as f:
+        for r in csv.DictReader(f, delimiter="\t"):
+            if r["collective"] != "all_reduce":
+                continue
+            us = float(r["us"])
+            if us > 0:
+                out.setdefault(int(r["bytes"]), {})[r["variant"]] = us
+    return out
+
+
+def best(vs, push):
+    c = [(us, v) for v, us in vs.items() if ("push" in v) == push]
+    return min(c) if c else None
+
+
+def fmt(b):
+    return "%7.2f %-22s" % b if b else "%7s %-22s" % ("-", "")
+
+
+def main(d):
+    print("bf16 all-reduce, us per call (symheap: symheap-tune, C; torch: "
+          "python_peers.py, Python)")
+    for mode in ("eager", "graph"):
+        print("\n%s | ranks bytes | old best (variant) | push best (variant)"
+              " | torch 1shot | torch 2shot | push/old | push/min(torch)" %
+              mode)
+        for n in (2, 4):
+            T = tune(os.path.join(d, "tune_%s_n%d.tsv" % (mode, n)))
+            J = {}
+            p = os.path.join(d, "torch_n%d" % n, "python_peers.json")
+            if os.path.exists(p):
+                J = json.load(open(p))
+            for nb in sorted(T):
+                o, q = best(T[nb], False), best(T[nb], True)
+                t1 = J.get("torch_one_shot_%d_%s_us" % (nb, mode))
+                t2 = J.get("torch_two_shot_%d_%s_us" % (nb, mode))
+                ts = [t for t in (t1, t2) if t]
+                r1 = "%.2f" % (q[0] / o[0]) if o and q else "-"
+                r2 = "%.2f" % (q[0] / min(ts)) if q and ts else "-"
+                print("%s | %d %8d | %s | %s | %6s | %6s | %s | %s" % (
+                    mode, n, nb, fmt(o), fmt(q),
+                    "%.2f" % t1 if t1 else "-", "%.2f" % t2 if t2 else "-",
+                    r1, r2))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else ".")

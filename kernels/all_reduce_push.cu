@@ -1,0 +1,325 @@
+/* All-reduce by pushing, for mid sizes (about 64 KiB to a few MiB) at 2, 4
+ * or 8 ranks: stores into peers' memory are posted (no round trip per load,
+ * as a peer load has), and no barrier frames the kernel.
+ *
+ * one_shot_push: block c stores its part of the input into every peer's
+ *   staging (16-byte stores), sets one flag per peer (release), waits for
+ *   every peer's flag (acquire), and reduces its own input and what it was
+ *   sent, all loads issued before the reduction, into its own output.
+ * two_shot_push: block c stores part c of shard q of its input into peer
+ *   q's staging, one flag; rank r reduces part c of shard r and stores it
+ *   into every rank's output; a second flag, so that the output is whole
+ *   when the kernel ends.
+ *
+ * No exit barrier: peers never read this rank's input or output, so the
+ * caller may reuse them as soon as the kernel ends.  The staging is the LL
+ * buffers' (channel, parity) regions (coll_common.cuh), with the LL
+ * kernel's rule: block c belongs to channel c % kLLBlocks and uses the
+ * region of that channel's epoch parity.  Finishing epoch e on a channel
+ * needs every peer to have started epoch e on it (its flag, its LL data or
+ * its barrier), so no rank is ever more than one epoch ahead of a peer's
+ * reads of a region, whichever kernel (LL, barrier-framed, push) each epoch
+ * was.  The channels' epochs advance once per call, by the last block to
+ * finish (a counter in the pad), so blocks that start late read the same
+ * epoch.  Flags are per block (not per channel) and carry 2e - 1 (two-shot's
+ * first phase) and 2e, so they only grow, whatever the algorithms' order.
+ * Ranks are reduced in rank order, in float32, as the other kernels do. */
+#include "coll_common.cuh"
+#include "coll_launch.h"
+
+namespace symheap_coll {
+
+namespace {
+
+constexpr int kPushMaxRanks = 8;
+constexpr int kPushThreads = 512; /* default block size */
+
+struct push_args_t {
+  const char *src;                /* this rank's input */
+  char *dst;                      /* this rank's output */
+  char *out[kPushMaxRanks];       /* two-shot: every rank's output */
+  char *pad_base;
+  uint64_t pad_stride;
+  size_t count;  /* elements */
+  size_t nunits; /* 16-byte units of the buffer */
+  size_t shard;  /* units of a rank's shard (two-shot); nunits (one-shot) */
+  size_t chunk;  /* units of a block's part of a shard */
+  size_t region; /* bytes of a (channel, parity) region of the LL area */
+  size_t slot;   /* bytes of a sender's slot in a region */
+  int rank;
+  bool aligned; /* input and every output 16-byte aligned */
+};
+
+__device__ __forceinline__ char *pad_of(const push_args_t &a, int q) {
+  return a.pad_base + (size_t)q * a.pad_stride;
+}
+__device__ __forceinline__ uint32_t *push_flag(const push_args_t &a, int q,
+                                               int blk, int sender) {
+  return (uint32_t *)(pad_of(a, q) + SYMHEAP_PAD_COLL_OFFSET + kPushFlags) +
+         blk * kMaxRanks + sender;
+}
+/* Where sender s's part of block c lands at rank q: region (ch, parity),
+ * the sender's slot (senders other than q, in rank order), c's part. */
+__device__ __forceinline__ char *staging(const push_args_t &a, int q, int ch,
+                                         int parity, int s, int sub) {
+  size_t idx = (size_t)(s < q ? s : s - 1);
+  return pad_of(a, q) + SYMHEAP_PAD_LL_OFFSET +
+         (size_t)(ch * 2 + parity) * a.region + idx * a.slot +
+         (size_t)sub * a.chunk * 16;
+}
+
+__device__ __forceinline__ void st_release_u32(uint32_t *p, uint32_t v) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v)
+               : "memory");
+}
+__device__ __forceinline__ uint32_t ld_acquire_u32(const uint32_t *p) {
+  uint32_t v;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];"
+               : "=r"(v)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+
+/* This block's channel epoch + 1 (every thread gets it). */
+__device__ __forceinline__ uint32_t push_epoch(const push_args_t &a, int ch) {
+  __shared__ uint32_t e;
+  if (threadIdx.x == 0)
+    e = (uint32_t)(((const uint64_t *)(pad_of(a, a.rank) +
+                                       SYMHEAP_PAD_COLL_OFFSET))[ch] +
+                   1);
+  __syncthreads();
+  return e;
+}
+
+/* Every thread's stores so far are sent: tell each peer's block c (v), and
+ * wait until each peer's block c told this rank at least v.  Wrap-safe. */
+template <int NR>
+__device__ __forceinline__ void push_signal_wait(const push_args_t &a,
+                                                 uint32_t v) {
+  __syncthreads();
+  const int p = (int)threadIdx.x;
+  if (p < NR && p != a.rank) {
+    st_release_u32(push_flag(a, p, blockIdx.x, a.rank), v);
+    while ((int32_t)(ld_acquire_u32(push_flag(a, a.rank, blockIdx.x, p)) -
+                     v) < 0)
+      ;
+  }
+  __syncthreads();
+}
+
+/* The last block to get here advances the epochs of the channels used
+ * (every block read its epoch at its start, long before). */
+__device__ __forceinline__ void push_finish(const push_args_t &a) {
+  if (threadIdx.x != 0)
+    return;
+  __threadfence();
+  char *mine = pad_of(a, a.rank) + SYMHEAP_PAD_COLL_OFFSET;
+  uint32_t *done = (uint32_t *)(mine + kPushDone);
+  if (atomicAdd(done, 1u) == gridDim.x - 1) {
+    *done = 0;
+    uint64_t *ep = (uint64_t *)mine;
+    int nch = gridDim.x < (unsigned)kLLBlocks ? (int)gridDim.x : kLLBlocks;
+    for (int ch = 0; ch < nch; ch++)
+      ep[ch] += 1;
+  }
+}
+
+template <int DT, int OP, int NR>
+__global__ void __launch_bounds__(1024) one_shot_push(push_args_t a) {
+  typedef unit<DT, 16> U;
+  const int rank = a.rank, c = blockIdx.x;
+  const int ch = c % kLLBlocks, sub = c / kLLBlocks;
+  const size_t T = blockDim.x;
+  const size_t u0 = min(a.nunits, (size_t)c * a.chunk);
+  const size_t u1 = min(a.nunits, u0 + a.chunk);
+  const uint32_t e = push_epoch(a, ch);
+  const int par = (int)(e & 1);
+  char *to[NR];
+#pragma unroll
+  for (int k = 1; k < NR; k++) {
+    int q = (rank + k) % NR;
+    to[k] = staging(a, q, ch, par, rank, sub);
+  }
+  /* 1. this block's part of the input into every peer's staging */
+  for (size_t u = u0 + threadIdx.x; u < u1; u += 2 * T) {
+    const bool two = u + T < u1;
+    uint4 v0 = U::load(a.src, u, a.count, a.aligned).w, v1;
+    if (two)
+      v1 = U::load(a.src, u + T, a.count, a.aligned).w;
+#pragma unroll
+    for (int k = 1; k < NR; k++) {
+      ((uint4 *)to[k])[u - u0] = v0;
+      if (two)
+        ((uint4 *)to[k])[u + T - u0] = v1;
+    }
+  }
+  push_signal_wait<NR>(a, 2 * e);
+  /* 2. reduce, in rank order: own input and what each peer sent */
+  const uint4 *from[NR];
+#pragma unroll
+  for (int s = 0; s < NR; s++)
+    from[s] = s == rank ? NULL
+                        : (const uint4 *)staging(a, rank, ch, par, s, sub);
+  for (size_t u = u0 + threadIdx.x; u < u1; u += T) {
+    typename U::bits x[NR];
+#pragma unroll
+    for (int s = 0; s < NR; s++) {
+      if (s == rank)
+        x[s] = U::load(a.src, u, a.count, a.aligned);
+      else
+        x[s].w = from[s][u - u0];
+    }
+    float acc[U::E];
+#pragma unroll
+    for (int s = 0; s < NR; s++)
+      U::template accumulate<OP>(acc, x[s], s == 0);
+    U::store(a.dst, u, a.count, a.aligned, U::pack(acc));
+  }
+  push_finish(a);
+}
+
+template <int DT, int OP, int NR>
+__global__ void __launch_bounds__(1024) two_shot_push(push_args_t a) {
+  typedef unit<DT, 16> U;
+  const int rank = a.rank, c = blockIdx.x;
+  const int ch = c % kLLBlocks, sub = c / kLLBlocks;
+  const size_t T = blockDim.x;
+  const uint32_t e = push_epoch(a, ch);
+  const int par = (int)(e & 1);
+  /* block c's part of shard (rank + k) % NR: [lo[k], hi[k]); indexed by
+   * k, known at compile time, so that the arrays stay in registers */
+  size_t lo[NR], hi[NR];
+  char *to[NR];
+#pragma unroll
+  for (int k = 0; k < NR; k++) {
+    int q = (rank + k) % NR;
+    size_t end = min(a.nunits, (size_t)(q + 1) * a.shard);
+    lo[k] = min(end, (size_t)q * a.shard + (size_t)c * a.chunk);
+    hi[k] = min(end, lo[k] + a.chunk);
+    to[k] = k ? staging(a, q, ch, par, rank, sub) : NULL;
+  }
+  /* 1. part c of shard q of the input into peer q's staging, the loads of
+   * every peer's part issued first */
+  for (size_t i = threadIdx.x; i < a.chunk; i += T) {
+    uint4 v[NR];
+#pragma unroll
+    for (int k = 1; k < NR; k++)
+      if (lo[k] + i < hi[k])
+        v[k] = U::load(a.src, lo[k] + i, a.count, a.aligned).w;
+#pragma unroll
+    for (int k = 1; k < NR; k++)
+      if (lo[k] + i < hi[k])
+        ((uint4 *)to[k])[i] = v[k];
+  }
+  push_signal_wait<NR>(a, 2 * e - 1);
+  /* 2. reduce part c of shard rank; store it into every rank's output */
+  const uint4 *from[NR];
+#pragma unroll
+  for (int s = 0; s < NR; s++)
+    from[s] = s == rank ? NULL
+                        : (const uint4 *)staging(a, rank, ch, par, s, sub);
+  const size_t l = lo[0], h = hi[0];
+  for (size_t u = l + threadIdx.x; u < h; u += T) {
+    typename U::bits x[NR];
+#pragma unroll
+    for (int s = 0; s < NR; s++) {
+      if (s == rank)
+        x[s] = U::load(a.src, u, a.count, a.aligned);
+      else
+        x[s].w = from[s][u - l];
+    }
+    float acc[U::E];
+#pragma unroll
+    for (int s = 0; s < NR; s++)
+      U::template accumulate<OP>(acc, x[s], s == 0);
+    typename U::bits r = U::pack(acc);
+#pragma unroll
+    for (int q = 0; q < NR; q++) /* q known at compile time: no local copy */
+      U::store(a.out[q], u, a.count, a.aligned, r);
+  }
+  push_signal_wait<NR>(a, 2 * e);
+  push_finish(a);
+}
+
+/* The launch geometry of a push all-reduce, or false where it cannot run
+ * (rank count, or the staging cannot hold it). */
+bool push_layout(const launch_t &L, bool two, push_args_t *a, int *grid,
+                 int *threads) {
+  const int n = L.in.nranks;
+  if (n != 2 && n != 4 && n != 8)
+    return false;
+  const size_t nunits = (L.count * elem_size(L.dtype) + 15) / 16;
+  const size_t per = two ? (nunits + n - 1) / n : nunits;
+  int t = L.threads >= 64 && L.threads <= 1024 && L.threads % 32 == 0
+              ? L.threads
+              : kPushThreads;
+  size_t g = (per + 2 * (size_t)t - 1) / (2 * (size_t)t);
+  int cap = L.max_blocks < kMaxChannels ? L.max_blocks : kMaxChannels;
+  g = g < 1 ? 1 : g > (size_t)cap ? (size_t)cap : g;
+  const size_t chunk = (per + g - 1) / g;
+  const size_t subs = (g + kLLBlocks - 1) / kLLBlocks;
+  const size_t region = (size_t)n * ll_area_bytes(n);
+  const size_t slot = subs * chunk * 16;
+  if (chunk == 0 || slot * (size_t)(n - 1) > region)
+    return false;
+  if (a) {
+    a->src = (const char *)symheap_device_local_ptr(&L.in, L.in_off);
+    a->dst = (char *)symheap_device_local_ptr(&L.out, L.out_off);
+    for (int q = 0; q < kPushMaxRanks; q++)
+      a->out[q] = q < n ? (char *)symheap_device_peer_ptr(&L.out, q, L.out_off)
+                        : NULL;
+    a->pad_base = (char *)L.in.pad_base;
+    a->pad_stride = L.in.pad_stride;
+    a->count = L.count;
+    a->nunits = nunits;
+    a->shard = per;
+    a->chunk = chunk;
+    a->region = region;
+    a->slot = slot;
+    a->rank = L.in.rank;
+    a->aligned = L.aligned;
+    *grid = (int)g;
+    *threads = t;
+  }
+  return true;
+}
+
+} // namespace
+
+bool push_fits(const launch_t &a, bool two_shot) {
+  return push_layout(a, two_shot, NULL, NULL, NULL);
+}
+
+cudaError_t launch_push(const launch_t &L, bool two_shot) {
+  push_args_t a;
+  int grid = 0, threads = 0;
+  if (!push_layout(L, two_shot, &a, &grid, &threads))
+    return cudaErrorInvalidValue; /* the caller checked push_fits */
+#define K(D, O, NR)                                                            \
+  do {                                                                         \
+    if (two_shot)                                                              \
+      two_shot_push<D, O, NR><<<grid, threads, 0, L.stream>>>(a);              \
+    else                                                                       \
+      one_shot_push<D, O, NR><<<grid, threads, 0, L.stream>>>(a);              \
+  } while (0)
+#define F(D, O)                                                                \
+  do {                                                                         \
+    if (L.in.nranks == 2)                                                      \
+      K(D, O, 2);                                                              \
+    else if (L.in.nranks == 4)                                                 \
+      K(D, O, 4);                                                              \
+    else                                                                       \
+      K(D, O, 8);                                                              \
+  } while (0)
+  SYMHEAP_DISPATCH_DT_OP(L.dtype, L.op, F)
+#undef F
+#undef K
+  return cudaGetLastError();
+}
+
+const void *anchor_all_reduce_push() {
+  return (const void *)one_shot_push<SYMHEAP_FLOAT32, SYMHEAP_OP_SUM, 2>;
+}
+
+} // namespace symheap_coll
