@@ -251,7 +251,7 @@ bool push_layout(const launch_t &L, bool two, push_args_t *a, int *grid,
     return false;
   const size_t nunits = (L.count * elem_size(L.dtype) + 15) / 16;
   const size_t per = two ? (nunits + n - 1) / n : nunits;
-  int t = L.threads >= 64 && L.threads <= 1024 && L.threads % 32 == 0
+  int t = L.threads >= 32 && L.threads <= 1024 && L.threads % 32 == 0
               ? L.threads
               : kPushThreads;
   size_t g = (per + 2 * (size_t)t - 1) / (2 * (size_t)t);
