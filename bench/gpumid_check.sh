@@ -11,14 +11,14 @@
 #      and graph; NCCL) at 2 and 4 ranks;
 #   4. the short table (bench/gpumid_table.py), last.
 # Logs and raw files: $OUT/gpumid.tar.gz; the table: $OUT/table.txt.
-# Every step runs under a timeout within BUDGET seconds (default 290).
+# Every step runs under a timeout within BUDGET seconds (default 360).
 #   bash bench/gpumid_check.sh
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
   NVSHMEM_DISABLE_NVLS=1 SYMHEAP_DISABLE_MULTICAST=1
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpumid-out}
-BUDGET=${BUDGET:-290}
+BUDGET=${BUDGET:-360}
 W=$(mktemp -d)
 mkdir -p "$OUT"
 finish() {
@@ -51,7 +51,8 @@ step() {
   return $rc
 }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$W/gpus.txt"
-git log -1 --format='%H %s' >"$W/commit.txt" 2>/dev/null
+# the commit: git's, or COMMIT where the tree travelled as a copy
+{ git log -1 --format='%H %s' 2>/dev/null || cat COMMIT; } >"$W/commit.txt" 2>&1
 step build 200 build.log make -j16 all gpu-tests || { tail -n 40 "$W/build.log"; exit 1; }
 RUN=build/bin/symheap-run
 PP=$PWD/build/lib/python3/site-packages
