@@ -52,7 +52,8 @@ step() {
 }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$W/gpus.txt"
 # the commit: git's, or COMMIT where the tree travelled as a copy
-{ git log -1 --format='%H %s' 2>/dev/null || cat COMMIT; } >"$W/commit.txt" 2>&1
+if [ -f COMMIT ]; then cat COMMIT; else git log -1 --format='%H %s'; fi \
+  >"$W/commit.txt" 2>&1
 step build 200 build.log make -j16 all gpu-tests || { tail -n 40 "$W/build.log"; exit 1; }
 RUN=build/bin/symheap-run
 PP=$PWD/build/lib/python3/site-packages
