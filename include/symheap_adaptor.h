@@ -387,6 +387,16 @@ typedef struct symheap_ccl_ops {
                            void *vendor_comm, void **ctx);
 } symheap_ccl_ops;
 
+/* The MPI ccl adaptor's entry for symheap_comm_init_env under an MPI
+ * launcher: libsymheap-ccl-mpi.so exports it under this name, and libsymheap,
+ * which never links MPI, finds it with dlsym.  It joins MPI_COMM_WORLD
+ * (initialising MPI if the program did not) and hands back the ccl and its
+ * context.  Declared here once so that both sides are held to one type. */
+#define SYMHEAP_CCL_MPI_OPEN_WORLD "symheap_ccl_mpi_open_world"
+typedef symheap_result_t
+symheap_ccl_open_world_fn(const symheap_host_services_t *svc,
+                          const symheap_ccl_ops **ops, void **ctx);
+
 /* What a window path's path_open learns of the comm it serves. */
 typedef struct symheap_path_env {
   uint32_t struct_size;

@@ -33,6 +33,16 @@ int th_end(void) {
   return tls_fails;
 }
 
+void th_run_cases(th_ctx_t *c, const char *tag, const th_case_t *cases,
+                  size_t ncases) {
+  for (size_t i = 0; i < ncases; i++) {
+    th_begin(tag, cases[i].name, c->rank);
+    cases[i].fn(c);
+    CHECK_OK(symheap_comm_barrier(c->comm));
+    th_end();
+  }
+}
+
 void th_fail(const char *file, int line, const char *fmt, ...) {
   char msg[1024];
   va_list ap;
@@ -173,6 +183,20 @@ int th_main(int argc, char **argv, const char *prefix, char *tag,
   fn(&c, arg);
   CHECK_OK(symheap_comm_destroy(c.comm));
   return th_total_failures() ? 1 : 0;
+}
+
+static char suite_tag[96];
+
+static void run_suite(th_ctx_t *c, void *arg) {
+  const th_suite_t *suite = arg;
+  if (suite->setup)
+    suite->setup(c);
+  th_run_cases(c, suite_tag, suite->cases, suite->ncases);
+}
+
+int th_main_suite(int argc, char **argv, const th_suite_t *suite) {
+  return th_main(argc, argv, suite->prefix, suite_tag, sizeof suite_tag, NULL,
+                 run_suite, (void *)suite);
 }
 
 void th_stop_self(int ms) {

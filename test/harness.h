@@ -49,6 +49,26 @@ int th_total_failures(void);
               symheap_strerror(want));                                         \
   } while (0)
 
+/* One case of a multi-rank test, and the cases run in turn on a rank:
+ * th_begin, the case, a barrier over c->comm (so that the ranks stay in
+ * step between cases even after a failure), th_end. */
+typedef struct {
+  const char *name;
+  void (*fn)(th_ctx_t *c);
+} th_case_t;
+void th_run_cases(th_ctx_t *c, const char *tag, const th_case_t *cases,
+                  size_t ncases);
+/* A test that is only cases: th_main (below) with the tag PREFIX
+ * "threads<N>" / "procs<N>", then on every rank setup (when not NULL) and
+ * the cases, as th_run_cases runs them. */
+typedef struct {
+  const char *prefix;
+  void (*setup)(th_ctx_t *c);
+  const th_case_t *cases;
+  size_t ncases;
+} th_suite_t;
+int th_main_suite(int argc, char **argv, const th_suite_t *suite);
+
 /* Process-wide resource counts, to prove nothing leaks. */
 int th_count_fds(void);
 /* Sockets and memfds only: what symheap opens, and stable under sanitizers

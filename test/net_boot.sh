@@ -8,31 +8,14 @@
 set -u
 cd "$(dirname "$0")/.."
 B=${1:-build}
-. test/netns.sh
+. test/netns.sh # the namespaces; fail, untag, wait_for
 netns_setup "net bootstrap" || exit 0
 RUN=("$B/bin/symheap-run")
 PROG="$B/test/test_net_boot"
 RSH="ip netns exec"
 LOG=$(mktemp -d)
 trap 'netns_cleanup; rm -rf "$LOG"' EXIT
-status=0
-
-fail() {
-  echo "FAIL $1 ${*:2}"
-  status=1
-}
-
-# The ranks' lines without symheap-run's "[rank] " tags.
-untag() { sed -E 's/^\[[0-9]+\] //' "$1"; }
-
-# wait_for FILE PATTERN SECONDS
-wait_for() {
-  local until=$((SECONDS + $3))
-  while ! grep -q -- "$2" "$1" 2>/dev/null; do
-    [ $SECONDS -ge $until ] && return 1
-    sleep 0.05
-  done
-}
+status=0 # fail (test/netns.sh) sets it
 
 suite() { # suite N: N/2 ranks on each host
   local n=$1 h=$(($1 / 2)) log="$LOG/suite$1"

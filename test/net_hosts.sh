@@ -14,23 +14,7 @@ RUN=("$B/bin/symheap-run")
 RSH="ip netns exec"
 LOG=$(mktemp -d)
 status=0
-
-fail() {
-  echo "FAIL $1 ${*:2}"
-  status=1
-}
-
-# The ranks' lines without symheap-run's "[rank] " tags.
-untag() { sed -E 's/^\[[0-9]+\] //' "$1"; }
-
-# wait_for FILE PATTERN SECONDS
-wait_for() {
-  local until=$((SECONDS + $3))
-  while ! grep -q -- "$2" "$1" 2>/dev/null; do
-    [ $SECONDS -ge $until ] && return 1
-    sleep 0.05
-  done
-}
+. test/netns.sh # fail, untag, wait_for, netns_job; the namespaces below
 
 if ! "$B/bin/symheap-info" 2>/dev/null | grep -q '^  ofi *available'; then
   echo "SKIP net_hosts: the ofi net adaptor is not available here (libfabric1 and libfabric-dev, see test/deps.sh)"
@@ -73,7 +57,6 @@ unknown_provider
 shm_one_host 2
 shm_one_host 4
 
-. test/netns.sh
 if ! netns_setup "net_hosts across namespaces"; then
   rm -rf "$LOG"
   exit $status
@@ -89,23 +72,9 @@ export SYMHEAP_TEST_NET_REAL_HOSTS=1
 across() {
   local n=$1 h=$(($1 / 2)) log="$LOG/tcp$1"
   shift
-  local rc try
-  for try in 1 2; do
-    env "$@" timeout 300 "${RUN[@]}" -n "$n" --hosts "$NETNS_A:$h,$NETNS_B:$h" \
-      --rsh "$RSH" "$B/test/test_net" >"$log" 2>&1
-    rc=$?
-    # Right after the namespaces come up, libfabric's tcp provider once did
-    # not list the new veth's subnet yet (a clean-clone CI run, 2026-11-26:
-    # "is not a domain or fabric" on the first run only, every later one
-    # fine).  One retry a second later, said in the output; any other
-    # failure, or the same one twice, stands.
-    if [ $rc -ne 0 ] && [ $try = 1 ] && grep -q 'is not a domain or fabric' "$log"; then
-      echo "NOTE tcp_hosts$n$TAG: libfabric did not list $SYMHEAP_NET_DOMAIN yet; once more in 1 s"
-      sleep 1
-      continue
-    fi
-    break
-  done
+  netns_job "tcp_hosts$n$TAG" "$log" env "$@" timeout 300 "${RUN[@]}" -n "$n" \
+    --hosts "$NETNS_A:$h,$NETNS_B:$h" --rsh "$RSH" "$B/test/test_net"
+  local rc=$?
   untag "$log" | sed -E "s#^(PASS|FAIL) net_procs$n/#\1 tcp_hosts$n$TAG/#" |
     grep -E '^(PASS|FAIL) ' | sort -u
   [ $rc -eq 0 ] || fail "tcp_hosts$n$TAG/exit" "symheap-run exited $rc: $(tail -n 3 "$log" | tr '\n' ' ')"

@@ -2,7 +2,8 @@
 # Two "hosts" for the tests that cross hosts: network namespaces joined by a
 # veth pair, addresses only inside them (10.99.<n>.1/24 and .2/24), deleted
 # on exit.  Sourced by tests (netns_setup, then NETNS_A/NETNS_B, NETNS_IP_A/
-# NETNS_IP_B, NETNS_VETH_B); run directly, it makes them and runs its
+# NETNS_IP_B, NETNS_VETH_B; and the helpers at the end: fail, untag,
+# wait_for, netns_job); run directly, it makes them and runs its
 # arguments with those variables exported (or, with none, checks that the
 # two namespaces reach each other).
 #   test/netns.sh                        PASS netns_reach, or SKIP
@@ -84,7 +85,7 @@ netns_setup() {
   # twice did not list the new veth (a clean-clone CI run, 2026-11-26: "is
   # not a domain or fabric" on each script's first job only).  A second to
   # settle costs little; the scripts that open libfabric also retry that
-  # one error once, saying so.
+  # one error once, saying so (netns_job).
   sleep 1
   return 0
 }
@@ -99,6 +100,50 @@ netns_reaches() {
     sleep 0.1
   done
   return 1
+}
+
+# What the scripts that run jobs across the namespaces share
+# (net_boot.sh, net_hosts.sh, shmem_hosts.sh).
+
+# fail LABEL WHY...: a FAIL line; the script's exit status (its `status`)
+# becomes 1.
+fail() {
+  echo "FAIL $1 ${*:2}"
+  status=1
+}
+
+# untag FILE: the ranks' lines without symheap-run's "[rank] " tags.
+untag() { sed -E 's/^\[[0-9]+\] //' "$1"; }
+
+# wait_for FILE PATTERN SECONDS: whether PATTERN shows in FILE in time.
+wait_for() {
+  local until=$((SECONDS + $3))
+  while ! grep -q -- "$2" "$1" 2>/dev/null; do
+    [ $SECONDS -ge $until ] && return 1
+    sleep 0.05
+  done
+}
+
+# netns_job LABEL LOG CMD...: CMD, its output in LOG, its exit status.
+# Right after the namespaces come up, libfabric's tcp provider twice did
+# not list the new veth's subnet yet (a clean-clone CI run, 2026-11-26: "is
+# not a domain or fabric" on each script's first job only, every later one
+# fine).  Then CMD runs once more a second later, said in a NOTE line; any
+# other failure, or the same one twice, stands.
+netns_job() {
+  local label=$1 log=$2 rc try
+  shift 2
+  for try in 1 2; do
+    "$@" >"$log" 2>&1
+    rc=$?
+    if [ $rc -ne 0 ] && [ $try = 1 ] && grep -q 'is not a domain or fabric' "$log"; then
+      echo "NOTE $label: libfabric did not list the veth's subnet yet; once more in 1 s"
+      sleep 1
+      continue
+    fi
+    break
+  done
+  return $rc
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then

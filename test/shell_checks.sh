@@ -309,7 +309,7 @@ docs_c_blocks_compile() {
     fi
     n=$((n + 1))
     $cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-function -c "$f" -o "$f.o" \
-      -Iinclude -Ikernels -Ibindings/openshmem/include -I"${CUDA_HOME:-/usr/local/cuda}/include" ||
+      -Iinclude -Ikernels -Ibindings/openshmem -I"${CUDA_HOME:-/usr/local/cuda}/include" ||
       { echo "does not compile: $(basename "$f") (from docs)"; bad=$((bad + 1)); }
   done
   echo "$n C blocks compiled, $bad failed"
@@ -317,6 +317,22 @@ docs_c_blocks_compile() {
   [ $bad -eq 0 ] && [ $n -gt 0 ]
 }
 check "every C block of docs/ compiles" docs_c_blocks_compile
+
+# docs/openshmem.md's first program (its first C block, hello.c), built and
+# run as the page says: symheap-oshcc, symheap-run -n 4, and alone (one PE).
+docs_shmem_hello() (
+  dir=$(mktemp -d)
+  awk '/^```c$/{f=1; next} /^```$/{if (f) exit} f' docs/openshmem.md >"$dir/hello.c"
+  grep -q shmem_init "$dir/hello.c" || { echo "no hello.c in docs/openshmem.md"; exit 1; }
+  build/bin/symheap-oshcc -O2 "$dir/hello.c" -o "$dir/hello" || exit 1
+  build/bin/symheap-run -n 4 "$dir/hello" >"$dir/out4" 2>&1 || { cat "$dir/out4"; exit 1; }
+  "$dir/hello" >"$dir/out1" 2>&1 || { cat "$dir/out1"; exit 1; }
+  cat "$dir/out4" "$dir/out1"
+  [ "$(grep -c 'PE [0-3] of 4 got 10[0-3] from PE [0-3]' "$dir/out4")" -eq 4 ] &&
+    grep -q 'PE 0 of 1 got 100 from PE 0' "$dir/out1" || exit 1
+  rm -rf "$dir"
+)
+check "docs/openshmem.md: hello.c, symheap-oshcc, symheap-run" docs_shmem_hello
 
 # Every file of kernels is a module of its own (nvcc without -rdc), and
 # symheap_cuda_preload loads the modules named in module_anchors: a file of

@@ -29,25 +29,11 @@ export SYMHEAP_NET=ofi SYMHEAP_NET_PROVIDER="tcp;ofi_rxm" SYMHEAP_TEST_PER_HOST=
 across() {
   local name=$1 log="$LOG/$1"
   shift
-  local rc try
-  for try in 1 2; do
-    timeout 180 "$B/bin/symheap-run" --hosts "$NETNS_A:2,$NETNS_B:2" \
-      --rsh "$PWD/test/shmem/ns_rsh.sh" "$@" >"$log" 2>&1
-    rc=$?
-    # libfabric's tcp provider not listing the new veth yet (test/netns.sh):
-    # once more a second later, said in the output.
-    if [ $rc -ne 0 ] && [ $try = 1 ] && grep -q 'is not a domain or fabric' "$log"; then
-      echo "NOTE shmem_hosts/$name: libfabric did not list the veth yet; once more in 1 s"
-      sleep 1
-      continue
-    fi
-    break
-  done
-  sed -E 's/^\[[0-9]+\] //' "$log"
-  if [ $rc -ne 0 ]; then
-    echo "FAIL shmem_hosts/$name symheap-run exited $rc: $(tail -n 3 "$log" | tr '\n' ' ')"
-    status=1
-  fi
+  netns_job "shmem_hosts/$name" "$log" timeout 180 "$B/bin/symheap-run" \
+    --hosts "$NETNS_A:2,$NETNS_B:2" --rsh "$PWD/test/shmem/ns_rsh.sh" "$@"
+  local rc=$?
+  untag "$log"
+  [ $rc -eq 0 ] || fail "shmem_hosts/$name" "symheap-run exited $rc: $(tail -n 3 "$log" | tr '\n' ' ')"
   return $rc
 }
 

@@ -10,8 +10,6 @@
 
 #include "harness.h"
 
-static char tag[64];
-
 static void expect(th_ctx_t *c, const void *p, symheap_window_t want,
                    size_t want_off, const char *what) {
   symheap_window_t got = NULL;
@@ -129,24 +127,12 @@ static void case_many(th_ctx_t *c) {
   free(len);
 }
 
-static void run_cases(th_ctx_t *c, void *arg) {
-  (void)arg;
-  static const struct {
-    const char *name;
-    void (*fn)(th_ctx_t *);
-  } cases[] = {{"bounds", case_bounds},
-               {"nested", case_nested},
-               {"other_comm", case_other_comm},
-               {"many", case_many}};
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    th_begin(tag, cases[i].name, c->rank);
-    cases[i].fn(c);
-    CHECK_OK(symheap_comm_barrier(c->comm));
-    th_end();
-  }
-}
-
 int main(int argc, char **argv) {
-  return th_main(argc, argv, "window_find ", tag, sizeof tag, NULL, run_cases,
-                 NULL);
+  static const th_case_t cases[] = {{"bounds", case_bounds},
+                                    {"nested", case_nested},
+                                    {"other_comm", case_other_comm},
+                                    {"many", case_many}};
+  static const th_suite_t suite = {"window_find ", NULL, cases,
+                                   sizeof cases / sizeof cases[0]};
+  return th_main_suite(argc, argv, &suite);
 }

@@ -15,7 +15,6 @@
 #define SZ (64u << 10)
 #define NW 4
 
-static char tag[64];
 static int cpu; /* the CPU can read window memory (host backend): else the
                    data checks are left to the GPU tests */
 
@@ -150,24 +149,11 @@ static void case_refusals(th_ctx_t *c) {
   CHECK_OK(symheap_comm_destroy(sub));
 }
 
-static void run_cases(th_ctx_t *c, void *arg) {
-  (void)arg;
-  find_cpu_access(c);
-  static const struct {
-    const char *name;
-    void (*fn)(th_ctx_t *);
-  } cases[] = {{"order", case_order},
-               {"reregister", case_reregister},
-               {"refusals", case_refusals}};
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    th_begin(tag, cases[i].name, c->rank);
-    cases[i].fn(c);
-    CHECK_OK(symheap_comm_barrier(c->comm));
-    th_end();
-  }
-}
-
 int main(int argc, char **argv) {
-  return th_main(argc, argv, "window_local ", tag, sizeof tag, NULL, run_cases,
-                 NULL);
+  static const th_case_t cases[] = {{"order", case_order},
+                                    {"reregister", case_reregister},
+                                    {"refusals", case_refusals}};
+  static const th_suite_t suite = {"window_local ", find_cpu_access, cases,
+                                   sizeof cases / sizeof cases[0]};
+  return th_main_suite(argc, argv, &suite);
 }

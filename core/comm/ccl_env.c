@@ -14,10 +14,6 @@
 
 #define MPI_CCL_LIB "libsymheap-ccl-mpi.so"
 
-typedef symheap_result_t (*open_world_fn)(const symheap_host_services_t *svc,
-                                          const symheap_ccl_ops **ops,
-                                          void **ctx);
-
 /* Set by mpirun/mpiexec of Open MPI, MPICH/Hydra, Slurm and PMIx. */
 static const char *mpi_launcher(void) {
   static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"};
@@ -87,7 +83,7 @@ symheap_result_t symheap__ccl_plugin_open(const symheap_ccl_ops *ops,
 /* The MPI ccl is loaded once and never unloaded: MPI cannot be, and the
  * object finalises MPI at exit when it initialised it. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static open_world_fn open_world;
+static symheap_ccl_open_world_fn *open_world;
 
 static symheap_result_t load_mpi(const char *why) {
   pthread_mutex_lock(&lock);
@@ -103,10 +99,11 @@ static symheap_result_t load_mpi(const char *why) {
       r = symheap__error(SYMHEAP_ERR_PLUGIN, "cannot load %s: %s", path, err);
     if (dl)
       *(void **)&open_world =
-          symheap__dl_sym(dl, "symheap_ccl_mpi_open_world");
+          symheap__dl_sym(dl, SYMHEAP_CCL_MPI_OPEN_WORLD);
     if (dl && !open_world)
       r = symheap__error(SYMHEAP_ERR_PLUGIN,
-                         "%s does not export symheap_ccl_mpi_open_world", path);
+                         "%s does not export " SYMHEAP_CCL_MPI_OPEN_WORLD,
+                         path);
     if (r != SYMHEAP_SUCCESS)
       r = symheap__error_context(
           r,

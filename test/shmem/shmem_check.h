@@ -36,6 +36,20 @@ static inline void shc_end(void) {
 
 static inline int shc_status(void) { return shc_failures ? 1 : 0; }
 
+/* A test's main: shmem_init, *me and *npes set, the tests in order,
+ * shmem_finalize; returns the exit status (shc_status). */
+typedef void (*shc_test_fn)(void);
+static inline int shc_run(int *me, int *npes, const shc_test_fn *tests,
+                          size_t ntests) {
+  shmem_init();
+  *me = shmem_my_pe();
+  *npes = shmem_n_pes();
+  for (size_t i = 0; i < ntests; i++)
+    tests[i]();
+  shmem_finalize();
+  return shc_status();
+}
+
 /* PEs per (pretend) host: SYMHEAP_TEST_PER_HOST, which
  * test/shmem/pretend_host.sh sets, PE p being on host p / that; unset, every
  * PE is on one host.  Across hosts, shmem_ptr is NULL for another host's

@@ -116,13 +116,7 @@ static void test_signal(void) {
 }
 
 int main(void) {
-  shmem_init();
-  me = shmem_my_pe();
-  npes = shmem_n_pes();
-  test_ptr();
-  test_global_put();
-  test_atomics();
-  test_signal();
-  shmem_finalize();
-  return shc_status();
+  static const shc_test_fn tests[] = {test_ptr, test_global_put, test_atomics,
+                                      test_signal};
+  return shc_run(&me, &npes, tests, sizeof tests / sizeof tests[0]);
 }

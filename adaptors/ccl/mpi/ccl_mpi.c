@@ -193,7 +193,10 @@ static void finalize_at_exit(void) {
 }
 
 /* For symheap_comm_init_env under an MPI launcher: MPI_COMM_WORLD, with
- * MPI_Init (and MPI_Finalize at exit) when the program did not init MPI. */
+ * MPI_Init (and MPI_Finalize at exit) when the program did not init MPI.
+ * Declared with the header's type, so the compiler holds this definition to
+ * what libsymheap's dlsym casts it to. */
+EXPORT symheap_ccl_open_world_fn symheap_ccl_mpi_open_world;
 EXPORT symheap_result_t
 symheap_ccl_mpi_open_world(const symheap_host_services_t *svc,
                            const symheap_ccl_ops **ops, void **ctx) {
