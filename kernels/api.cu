@@ -259,10 +259,15 @@ EXPORT symheap_result_t symheap_cuda_all_reduce(
     symheap_algo_t algo, symheap_stream_t stream) {
   const char *fn = "symheap_cuda_all_reduce";
   symheap_result_t r =
-      reduce_args_ok(fn, dtype, op, algo, SYMHEAP_ALGO_RS_COPY_ENGINE, count, 1,
-                     in_offset, out_offset);
+      reduce_args_ok(fn, dtype, op, algo, SYMHEAP_ALGO_RS_CE_PIPELINED, count,
+                     1, in_offset, out_offset);
   if (r != SYMHEAP_SUCCESS)
     return r;
+  /* 4 and 5 are the push all-reduces' ids (written beside this; merged
+   * separately): not algorithms of this build. */
+  if (algo > SYMHEAP_ALGO_RS_COPY_ENGINE && algo < SYMHEAP_ALGO_RS_CE_PIPELINED)
+    return fail(SYMHEAP_ERR_INVALID_ARG, "%s: unknown algorithm %d", fn,
+                (int)algo);
   size_t es = elem_size(dtype);
   launch_t a;
   size_t bytes = count * es;
@@ -307,6 +312,8 @@ EXPORT symheap_result_t symheap_cuda_all_reduce(
   apply_choice(choice, &a);
   if (algo == SYMHEAP_ALGO_RS_COPY_ENGINE)
     return all_reduce_rs_ce(a, fn);
+  if (algo == SYMHEAP_ALGO_RS_CE_PIPELINED)
+    return all_reduce_rs_ce_pipelined(a, fn);
   cudaError_t e;
   if (algo == SYMHEAP_ALGO_TWO_SHOT)
     e = launch_two_shot(a);

@@ -51,6 +51,8 @@ size_t ce_threshold();
  * order their copies with them). */
 bool ce_available();
 symheap_result_t all_reduce_rs_ce(launch_t &a, const char *fn);
+/* SYMHEAP_ALGO_RS_CE_PIPELINED (copy_engine.cu says how). */
+symheap_result_t all_reduce_rs_ce_pipelined(launch_t &a, const char *fn);
 symheap_result_t all_gather_ce(launch_t &a, const char *fn);
 symheap_result_t broadcast_ce(launch_t &a, int root, const char *fn);
 

@@ -22,7 +22,15 @@
  *    call, so every output is free) leaves shard r reduced in rank r's own
  *    output; the copy engines copy it into every peer's output, then done to
  *    every peer and wait for every peer's done.  In place is safe: shard r
- *    of any input is read only by rank r, before its copies are queued. */
+ *    of any input is read only by rank r, before its copies are queued.
+ *  all-reduce, pipelined: the same in chunks (each cut in shards as above).
+ *    The reduce-scatter kernels of every chunk go on the caller's stream
+ *    (only the first has a barrier: after it every rank is in the call);
+ *    after chunk k's kernel an event lets a second stream of this thread
+ *    copy chunk k's shard into every peer while the SMs reduce chunk k + 1.
+ *    The second stream joins the caller's before the done exchange.  Events
+ *    and a joined second stream are what graph capture records as a fork
+ *    and a join, so a captured call replays the same. */
 #include <cuda.h>
 #include <stdlib.h>
 
@@ -215,6 +223,117 @@ symheap_result_t all_reduce_rs_ce(launch_t &a, const char *fn) {
                         r.len * es, cudaMemcpyDeviceToDevice,
                         a.stream) != cudaSuccess)
       return cuda_fail(fn, cudaGetLastError());
+  CUresult c = ce_exchange(a, kCeDone);
+  return c == CUDA_SUCCESS ? SYMHEAP_SUCCESS : memop_fail(fn, c);
+}
+
+namespace {
+
+/* This thread's second stream and events on one device (made once, kept:
+ * a thread that calls once will call again). */
+struct side_t {
+  cudaStream_t s;
+  cudaEvent_t fork, join;
+  bool made;
+};
+constexpr int kSideDevices = 64;
+thread_local side_t side_res[kSideDevices];
+
+cudaError_t side_for(side_t **out) {
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess)
+    return e;
+  if (dev < 0 || dev >= kSideDevices)
+    return cudaErrorInvalidDevice;
+  side_t &d = side_res[dev];
+  if (!d.made) {
+    /* Under a global-mode capture making streams is refused: relax it. */
+    cudaStreamCaptureMode m = cudaStreamCaptureModeRelaxed;
+    (void)cudaThreadExchangeStreamCaptureMode(&m);
+    e = cudaStreamCreateWithFlags(&d.s, cudaStreamNonBlocking);
+    if (e == cudaSuccess &&
+        (e = cudaEventCreateWithFlags(&d.fork, cudaEventDisableTiming)) !=
+            cudaSuccess)
+      (void)cudaStreamDestroy(d.s);
+    if (e == cudaSuccess &&
+        (e = cudaEventCreateWithFlags(&d.join, cudaEventDisableTiming)) !=
+            cudaSuccess) {
+      (void)cudaEventDestroy(d.fork);
+      (void)cudaStreamDestroy(d.s);
+    }
+    (void)cudaThreadExchangeStreamCaptureMode(&m);
+    if (e != cudaSuccess)
+      return e;
+    d.made = true;
+  }
+  *out = &d;
+  return cudaSuccess;
+}
+
+/* Elements per chunk: a sixteenth of the buffer, 1 to 32 MiB, in whole
+ * 16-byte units times nranks so every shard is whole units. */
+size_t pipe_chunk(size_t count, size_t es, int n) {
+  const size_t per_unit = 16 / es, bytes = count * es;
+  size_t c = bytes / 16;
+  c = c < (1u << 20) ? (1u << 20) : c > (32u << 20) ? (32u << 20) : c;
+  size_t units = c / 16 / (size_t)n * (size_t)n;
+  return (units ? units : (size_t)n) * per_unit;
+}
+
+/* Chunk [c0, c0 + len) elements: shard `me` reduced by the SMs, then (on
+ * the side stream) copied into every peer. */
+cudaError_t pipe_chunk_run(launch_t &a, side_t *sd, size_t c0, size_t len,
+                           bool first) {
+  const int n = a.in.nranks, me = a.in.rank;
+  const size_t es = elem_size(a.dtype), per_unit = 16 / es;
+  size_t shard = ((len + per_unit - 1) / per_unit + n - 1) / n * per_unit;
+  rs_args_t r;
+  size_t lo = (size_t)me * shard < len ? (size_t)me * shard : len;
+  r.first = c0 + lo;
+  r.len = len - lo < shard ? len - lo : shard;
+  r.out_first = r.first;
+  r.grid_len = shard;
+  r.barrier_before = first;
+  r.barrier_after = false;
+  cudaError_t e = launch_reduce_scatter(a, r);
+  if (e != cudaSuccess || !r.len)
+    return e;
+  if ((e = cudaEventRecord(sd->fork, a.stream)) != cudaSuccess ||
+      (e = cudaStreamWaitEvent(sd->s, sd->fork, 0)) != cudaSuccess)
+    return e;
+  const size_t off = a.out_off + r.first * es;
+  const void *src = symheap_device_local_ptr(&a.out, off);
+  for (int k = 1; k < n && e == cudaSuccess; k++)
+    e = cudaMemcpyAsync(symheap_device_peer_ptr(&a.out, (me + k) % n, off), src,
+                        r.len * es, cudaMemcpyDeviceToDevice, sd->s);
+  return e;
+}
+
+} // namespace
+
+symheap_result_t all_reduce_rs_ce_pipelined(launch_t &a, const char *fn) {
+  symheap_result_t rr = need_memops(fn);
+  if (rr != SYMHEAP_SUCCESS)
+    return rr;
+  /* Ranks sharing a GPU wait with kernels (ce_await): keep it one stream. */
+  const size_t es = elem_size(a.dtype);
+  const size_t chunk = pipe_chunk(a.count, es, a.in.nranks);
+  if (a.sharing > 1 || a.count <= chunk)
+    return all_reduce_rs_ce(a, fn);
+  side_t *sd = NULL;
+  cudaError_t e = side_for(&sd);
+  for (size_t c0 = 0; c0 < a.count && e == cudaSuccess; c0 += chunk)
+    e = pipe_chunk_run(a, sd, c0, a.count - c0 < chunk ? a.count - c0 : chunk,
+                       c0 == 0);
+  /* Join even after a failure, so a capture is not left forked. */
+  cudaError_t j = sd ? cudaEventRecord(sd->join, sd->s) : cudaSuccess;
+  if (sd && j == cudaSuccess)
+    j = cudaStreamWaitEvent(a.stream, sd->join, 0);
+  if (e == cudaSuccess)
+    e = j;
+  if (e != cudaSuccess)
+    return cuda_fail(fn, e);
   CUresult c = ce_exchange(a, kCeDone);
   return c == CUDA_SUCCESS ? SYMHEAP_SUCCESS : memop_fail(fn, c);
 }

@@ -65,6 +65,13 @@ typedef enum {
    * operations on the comm pad).  AUTO takes it from SYMHEAP_CUDA_CE_BYTES
    * (default 64 MiB).  The output must be a window. */
   SYMHEAP_ALGO_RS_COPY_ENGINE = 3,
+  /* All-reduce only: SYMHEAP_ALGO_RS_COPY_ENGINE in chunks, pipelined: the
+   * copy engines all-gather chunk k (on a second stream, ordered by events,
+   * so graph capture works) while the SMs reduce-scatter chunk k + 1.
+   * Ranks that share a GPU take the unpipelined path.  The output must be a
+   * window.  (6: 4 and 5 are kept for the push all-reduces of issue 29's
+   * mid sizes, written beside this.) */
+  SYMHEAP_ALGO_RS_CE_PIPELINED = 6,
 } symheap_algo_t;
 
 /* Per-call flags (all-gather, broadcast). */

@@ -19,11 +19,12 @@
 static const char *const coll_names[SYMHEAP_TUNE_NCOLL] = {
     "all_reduce", "reduce_scatter", "all_gather", "broadcast"};
 /* Index = algorithm id; NULL: not an algorithm of that collective. */
-static const char *const algo_names[SYMHEAP_TUNE_NCOLL][4] = {
-    {NULL, "one_shot", "two_shot", "rs_ce"},
-    {NULL, "one_shot", "two_shot", NULL},
-    {NULL, "sm", "zero_sm", NULL},
-    {NULL, "sm", "zero_sm", "scatter"},
+#define NALGO 7 /* ids 1..6; all-reduce's 4 and 5: the push all-reduces */
+static const char *const algo_names[SYMHEAP_TUNE_NCOLL][NALGO] = {
+    {NULL, "one_shot", "two_shot", "rs_ce", NULL, NULL, "rs_ce_pipe"},
+    {NULL, "one_shot", "two_shot", NULL, NULL, NULL, NULL},
+    {NULL, "sm", "zero_sm", NULL, NULL, NULL, NULL},
+    {NULL, "sm", "zero_sm", "scatter", "scatter_pipe", NULL, NULL},
 };
 
 const char *symheap_tune_coll_name(int coll) {
@@ -38,7 +39,7 @@ int symheap_tune_coll_id(const char *name) {
 }
 
 const char *symheap_tune_algo_name(int coll, int algo) {
-  if (coll < 0 || coll >= SYMHEAP_TUNE_NCOLL || algo < 1 || algo > 3 ||
+  if (coll < 0 || coll >= SYMHEAP_TUNE_NCOLL || algo < 1 || algo >= NALGO ||
       !algo_names[coll][algo])
     return "?";
   return algo_names[coll][algo];
@@ -47,7 +48,7 @@ const char *symheap_tune_algo_name(int coll, int algo) {
 int symheap_tune_algo_id(int coll, const char *name) {
   if (coll < 0 || coll >= SYMHEAP_TUNE_NCOLL)
     return -1;
-  for (int a = 1; a < 4; a++)
+  for (int a = 1; a < NALGO; a++)
     if (algo_names[coll][a] && strcmp(name, algo_names[coll][a]) == 0)
       return a;
   return -1;
@@ -158,9 +159,11 @@ static int add_row(parser_t *p, char **tok, int n, int coll) {
   if ((r.algo = symheap_tune_algo_id(coll, tok[5])) < 0)
     return fault(p, "'%s' is not an algorithm of %s (%s)", tok[5], tok[0],
                  coll <= SYMHEAP_TUNE_REDUCE_SCATTER
-                     ? (coll ? "one_shot, two_shot" : "one_shot, two_shot, rs_ce")
-                     : coll == SYMHEAP_TUNE_BROADCAST ? "sm, zero_sm, scatter"
-                                                      : "sm, zero_sm");
+                     ? (coll ? "one_shot, two_shot"
+                             : "one_shot, two_shot, rs_ce, rs_ce_pipe")
+                 : coll == SYMHEAP_TUNE_BROADCAST
+                     ? "sm, zero_sm, scatter, scatter_pipe"
+                     : "sm, zero_sm");
   if (number(tok[6], MAX_BLOCKS, 0, &v))
     return fault(p, "blocks '%s' is not a number of 0 to %d", tok[6],
                  MAX_BLOCKS);
@@ -344,7 +347,7 @@ void symheap_tune_choose(int coll, const symheap_tune_query_t *q,
   int fallback = 0;
   if (coll == SYMHEAP_TUNE_ALL_REDUCE)
     fallback = (c->algo == 1 && q->in_place && q->bytes > q->ll_cap) ||
-               (c->algo == 3 && !q->ce_ok);
+               ((c->algo == 3 || c->algo == 6) && !q->ce_ok);
   else if (coll == SYMHEAP_TUNE_REDUCE_SCATTER)
     fallback = c->algo == 1 && q->bytes > q->ll_cap;
   else

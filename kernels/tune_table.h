@@ -32,10 +32,17 @@ typedef enum {
 } symheap_tune_coll_t;
 
 /* Algorithm ids.  All-reduce and reduce-scatter: the symheap_algo_t values
- * (1 one_shot, 2 two_shot, 3 rs_ce: all-reduce only).  All-gather and
- * broadcast: 1 sm, 2 zero_sm, 3 scatter (broadcast only: each rank pushes
- * its part of root's input to every rank). */
-enum { SYMHEAP_TUNE_SM = 1, SYMHEAP_TUNE_ZERO_SM = 2, SYMHEAP_TUNE_SCATTER = 3 };
+ * (1 one_shot, 2 two_shot, 3 rs_ce and 6 rs_ce_pipe: all-reduce only).
+ * All-gather and broadcast: 1 sm, 2 zero_sm, 3 scatter (broadcast only:
+ * each rank pushes its part of root's input to every rank), 4 scatter_pipe
+ * (broadcast only: root pushes each rank its part in steps, and each rank
+ * forwards a step to the others as soon as it has landed). */
+enum {
+  SYMHEAP_TUNE_SM = 1,
+  SYMHEAP_TUNE_ZERO_SM = 2,
+  SYMHEAP_TUNE_SCATTER = 3,
+  SYMHEAP_TUNE_SCATTER_PIPE = 4
+};
 
 #define SYMHEAP_TUNE_TOPO_MAX 16
 #define SYMHEAP_TUNE_GPU_MAX 96

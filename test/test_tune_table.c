@@ -214,6 +214,55 @@ static void case_load(void) {
   th_end();
 }
 
+/* The pipelined algorithms (issue 29): read by name, written back by name,
+ * refused where they are not the collective's, and rs_ce_pipe without the
+ * driver's stream memory operations falls back to two-shot. */
+static symheap_tune_choice_t choose(int coll, const symheap_tune_table_t *t,
+                                    int forced, uint64_t bytes, int ce_ok,
+                                    int in_place);
+static void case_pipelined(void) {
+  th_begin(T, "pipelined_algorithms", 0);
+  symheap_tune_table_t t;
+  char err[512] = "";
+  int rc = symheap_tune_parse("gpu X\n"
+                              "all_reduce 4 nvlink 0 max rs_ce_pipe 64 0\n"
+                              "broadcast 4 nvlink 0 max scatter_pipe 0 0\n",
+                              "pipe.tsv", &t, err, sizeof err);
+  CHECK(rc == 0, "refused: %s", err);
+  if (rc == 0) {
+    CHECK(t.rows[0].algo == 6 && t.rows[0].blocks == 64,
+          "rs_ce_pipe read as %d/%d", t.rows[0].algo, t.rows[0].blocks);
+    CHECK(t.rows[1].algo == SYMHEAP_TUNE_SCATTER_PIPE,
+          "scatter_pipe read as %d", t.rows[1].algo);
+    symheap_tune_free(&t);
+  }
+  CHECK(strcmp(symheap_tune_algo_name(SYMHEAP_TUNE_ALL_REDUCE, 6),
+               "rs_ce_pipe") == 0 &&
+            strcmp(symheap_tune_algo_name(SYMHEAP_TUNE_BROADCAST, 4),
+                   "scatter_pipe") == 0 &&
+            strcmp(symheap_tune_algo_name(SYMHEAP_TUNE_ALL_GATHER, 4), "?") ==
+                0 &&
+            strcmp(symheap_tune_algo_name(SYMHEAP_TUNE_ALL_REDUCE, 7), "?") ==
+                0,
+        "names of ids 4 and 6 (and 7)");
+  CHECK(symheap_tune_algo_id(SYMHEAP_TUNE_REDUCE_SCATTER, "rs_ce_pipe") == -1 &&
+            symheap_tune_algo_id(SYMHEAP_TUNE_ALL_GATHER, "scatter_pipe") == -1,
+        "a pipelined name taken for the wrong collective");
+  rc = symheap_tune_parse("gpu X\nall_gather 4 nvlink 0 max scatter_pipe 0 0\n",
+                          "bad.tsv", &t, err, sizeof err);
+  CHECK(rc == -1 && strstr(err, "bad.tsv line 2"), "all_gather scatter_pipe: %s",
+        rc ? err : "accepted");
+  symheap_tune_choice_t c = choose(SYMHEAP_TUNE_ALL_REDUCE, NULL, 6, 1u << 30, 0, 0);
+  CHECK(c.algo == 2, "forced rs_ce_pipe without memops: %d", c.algo);
+  c = choose(SYMHEAP_TUNE_ALL_REDUCE, NULL, 6, 1u << 30, 1, 1);
+  CHECK(c.algo == 6 && strcmp(c.why, "forced") == 0, "forced rs_ce_pipe: %d",
+        c.algo);
+  c = choose(SYMHEAP_TUNE_BROADCAST, NULL, SYMHEAP_TUNE_SCATTER_PIPE, 1u << 28,
+             0, 0);
+  CHECK(c.algo == SYMHEAP_TUNE_SCATTER_PIPE, "forced scatter_pipe: %d", c.algo);
+  th_end();
+}
+
 static symheap_tune_choice_t choose(int coll, const symheap_tune_table_t *t,
                                     int forced, uint64_t bytes, int ce_ok,
                                     int in_place) {
@@ -331,6 +380,7 @@ int main(void) {
   case_mutations();
   case_load();
   case_choose();
+  case_pipelined();
   case_write_rows();
   return th_total_failures() ? 1 : 0;
 }

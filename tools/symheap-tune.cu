@@ -82,7 +82,10 @@ static std::string vname(const variant &v) {
 static symheap_result_t call(const variant &v, size_t bytes) {
   symheap_coll::set_launch_override(v.blocks, v.threads);
   symheap_coll::set_algo_override(
-      SYMHEAP_TUNE_BROADCAST, v.algo == SYMHEAP_TUNE_SCATTER ? v.algo : 0);
+      SYMHEAP_TUNE_BROADCAST, v.algo == SYMHEAP_TUNE_SCATTER ||
+                                      v.algo == SYMHEAP_TUNE_SCATTER_PIPE
+                                  ? v.algo
+                                  : 0);
   symheap_stream_t s = (symheap_stream_t)st;
   switch (v.coll) {
   case SYMHEAP_TUNE_ALL_REDUCE:
@@ -252,6 +255,11 @@ static std::vector<variant> variants(int coll, size_t bytes, size_t cap,
       add(3, 32, 0);
       add(3, 64, 0);
     }
+    if (ce && bytes >= (4u << 20)) { /* rs_ce_pipe: chunks of 1 MiB up */
+      add(6, 0, 0);
+      add(6, 32, 0);
+      add(6, 64, 0);
+    }
     break;
   case SYMHEAP_TUNE_REDUCE_SCATTER:
     if (bytes <= cap)
@@ -266,8 +274,10 @@ static std::vector<variant> variants(int coll, size_t bytes, size_t cap,
     add(SYMHEAP_TUNE_SM, 0, 0);
     if (ce)
       add(SYMHEAP_TUNE_ZERO_SM, 0, 0);
-    if (coll == SYMHEAP_TUNE_BROADCAST)
+    if (coll == SYMHEAP_TUNE_BROADCAST) {
       add(SYMHEAP_TUNE_SCATTER, 0, 0);
+      add(SYMHEAP_TUNE_SCATTER_PIPE, 0, 0);
+    }
   }
   return out;
 }

@@ -692,11 +692,12 @@ static const symheap_param_t cuda_params[] = {
      "built-in thresholds; a bad or missing named file fails AUTO calls, "
      "naming the line"},
     {sizeof(symheap_param_t), SYMHEAP_PARAM_CHOICE, "SYMHEAP_ALL_REDUCE_ALGO",
-     "auto", 0, 0, "auto|one_shot|two_shot|rs_ce",
+     "auto", 0, 0, "auto|one_shot|two_shot|rs_ce|rs_ce_pipe",
      "read by libsymheap_cuda.so: the algorithm SYMHEAP_ALGO_AUTO all-reduces "
      "take (auto: the tuning table, else the thresholds); where it cannot "
-     "run a call (one_shot in place above the LL capacity, rs_ce without "
-     "stream memory operations), two_shot"},
+     "run a call (one_shot in place above the LL capacity, rs_ce or "
+     "rs_ce_pipe (rs_ce in chunks, the copies of one under the reduction of "
+     "the next) without stream memory operations), two_shot"},
     {sizeof(symheap_param_t), SYMHEAP_PARAM_CHOICE,
      "SYMHEAP_REDUCE_SCATTER_ALGO", "auto", 0, 0, "auto|one_shot|two_shot",
      "read by libsymheap_cuda.so: the algorithm SYMHEAP_ALGO_AUTO "
@@ -707,11 +708,13 @@ static const symheap_param_t cuda_params[] = {
      "all-gathers without the SYMHEAP_CUDA_ZERO_SM flag (auto: the tuning "
      "table, else sm)"},
     {sizeof(symheap_param_t), SYMHEAP_PARAM_CHOICE, "SYMHEAP_BROADCAST_ALGO",
-     "auto", 0, 0, "auto|sm|zero_sm|scatter",
+     "auto", 0, 0, "auto|sm|zero_sm|scatter|scatter_pipe",
      "read by libsymheap_cuda.so: sm (kernel: every rank reads root's "
      "buffer), zero_sm (copy engines) or scatter (kernel: each rank pushes "
-     "its part of root's buffer to every rank) for broadcasts without the SYMHEAP_CUDA_ZERO_SM flag (auto: the tuning "
-     "table, else sm)"},
+     "its part of root's buffer to every rank) or scatter_pipe (kernel: root "
+     "pushes each rank its part in steps, which it forwards to the others "
+     "as they land) for broadcasts without the SYMHEAP_CUDA_ZERO_SM flag "
+     "(auto: the tuning table, else sm)"},
 };
 
 static symheap_result_t cuda_plugin_init(const symheap_host_services_t *svc) {

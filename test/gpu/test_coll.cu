@@ -91,7 +91,8 @@ static void case_all_reduce(th_ctx_t *c) {
                            3u << 20};
   const symheap_algo_t algos[] = {SYMHEAP_ALGO_AUTO, SYMHEAP_ALGO_ONE_SHOT,
                                   SYMHEAP_ALGO_TWO_SHOT,
-                                  SYMHEAP_ALGO_RS_COPY_ENGINE};
+                                  SYMHEAP_ALGO_RS_COPY_ENGINE,
+                                  SYMHEAP_ALGO_RS_CE_PIPELINED};
   const int nalgos = sizeof algos / sizeof algos[0];
   int runs = 0;
   for (int dt = 0; dt < 3; dt++)
@@ -133,6 +134,9 @@ static void case_all_reduce_large(th_ctx_t *c) {
             SYMHEAP_ALGO_TWO_SHOT, s, host);
   check_one(c, w, local, 4, gib + 12, (256u << 20) / 4 + 1, SYMHEAP_FLOAT32,
             SYMHEAP_OP_SUM, SYMHEAP_ALGO_ONE_SHOT, s, host);
+  // pipelined rs+ce, in place: 16 chunks of 16 MiB and one of 3 elements
+  check_one(c, w, local, 0, 0, (128u << 20) + 3, SYMHEAP_BFLOAT16,
+            SYMHEAP_OP_SUM, SYMHEAP_ALGO_RS_CE_PIPELINED, s, host);
   CUDA_OK(cudaStreamDestroy(s));
   CHECK_OK(symheap_free(c->comm, w));
 }

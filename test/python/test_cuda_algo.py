@@ -17,7 +17,7 @@ from pytest_harness import Cases, check  # noqa: E402
 from symheap import cuda  # noqa: E402
 
 NAMES = {"AUTO": "auto", "ONE_SHOT": "one_shot", "TWO_SHOT": "two_shot",
-         "RS_COPY_ENGINE": "rs_ce"}
+         "RS_COPY_ENGINE": "rs_ce", "RS_CE_PIPELINED": "rs_ce_pipe"}
 
 
 def header_algos():
