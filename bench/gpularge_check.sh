@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Issue 29's large-size goals on a 2- or 4-GPU machine (NVLink multicast
 # off), for the pipelined algorithms (rs_ce_pipe all-reduce, scatter_pipe
-# broadcast) beside the old ones, in one command:
+# broadcast) and the copy-engine all-to-all (zero_sm) beside the old ones,
+# in one command:
 #   1. build (make -j16 all gpu-tests);
 #   2. correctness of what they touch at 4 and 2 ranks: test_coll (every
 #      all-reduce algorithm, odd counts and offsets, 256 MiB + 3 elements
 #      pipelined in place) and test_coll_xfer under
-#      SYMHEAP_BROADCAST_ALGO=scatter_pipe (odd sizes, in place, the graph
+#      SYMHEAP_BROADCAST_ALGO=scatter_pipe and SYMHEAP_ALL_TO_ALL_ALGO=zero_sm (odd sizes, in place, the graph
 #      case: rs_ce_pipe and the broadcast captured and replayed 500 times);
 #   3. symheap-tune at 4 and 2 ranks (every variant, each checked, the
 #      table AUTO would get), symheap-bench --collectives (the copy-engine
@@ -67,10 +68,10 @@ if want check; then
   for n in $ranks; do
     step "coll.procs$n" 75 "$D/coll.procs$n.txt" $run -n "$n" build/test/test_coll
     step "xfer.pipe.procs$n" 40 "$D/xfer.pipe.procs$n.txt" \
-      env SYMHEAP_BROADCAST_ALGO=scatter_pipe $run -n "$n" build/test/test_coll_xfer
+      env SYMHEAP_BROADCAST_ALGO=scatter_pipe SYMHEAP_ALL_TO_ALL_ALGO=zero_sm $run -n "$n" build/test/test_coll_xfer
   done
   step "xfer.pipe.threads4" 40 "$D/xfer.pipe.threads4.txt" \
-    env SYMHEAP_BROADCAST_ALGO=scatter_pipe build/test/test_coll_xfer --threads "$gpus"
+    env SYMHEAP_BROADCAST_ALGO=scatter_pipe SYMHEAP_ALL_TO_ALL_ALGO=zero_sm build/test/test_coll_xfer --threads "$gpus"
 fi
 
 if want tune; then

@@ -5,7 +5,8 @@ All-reduce (bf16 sum, symheap-tune's times: slowest rank's median): the best
 variant of each algorithm, its bus bandwidth (2 (n-1)/n bytes / t) and that
 over the copy-engine peer put rate of the same run (symheap-bench: 2 ranks
 every rank to the next, 4 ranks every peer at once); NCCL beside it.
-Broadcast at 4 ranks: each algorithm against NCCL (peers_collectives.py)."""
+Broadcast and all-to-all at 4 ranks: each algorithm against NCCL
+(peers_collectives.py)."""
 import json
 import os
 import re
@@ -77,17 +78,16 @@ def main(d):
                                             "%.1f" % ce if ce else "-",
                                             "  ".join(cells),
                                             "%.1f" % nc if nc else "-"))
-    print("# broadcast at 4 ranks: us (symheap-tune) vs NCCL")
     rows = tune_rows(os.path.join(d, "tune.n4.txt"))
-    for b in (1 << 20, 16 << 20, 64 << 20, 256 << 20):
-        v = rows.get(("broadcast", 4, b)) or {}
-        nc = pcoll.get("nccl_broadcast_us_%d" % b)
-        print("%-8s %s  NCCL %s" % ("%dK" % (b >> 10) if b < (1 << 20) else
-                                    "%dM" % (b >> 20),
-                                    "  ".join("%s %.1f" % (a, us) for a, us in
-                                              sorted(v.items())),
-                                    "%.1f" % nc if nc else "-"))
-
+    for coll, key in (("broadcast", "broadcast"), ("all_to_all", "alltoall")):
+        print("# %s at 4 ranks: us (symheap-tune; all-to-all: bytes per block) "
+              "vs NCCL" % coll)
+        for b in (1 << 20, 16 << 20, 64 << 20, 256 << 20):
+            v = rows.get((coll, 4, b)) or {}
+            nc = pcoll.get("nccl_%s_us_%d" % (key, b))
+            print("%-6s %s  NCCL %s" % ("%dM" % (b >> 20), "  ".join(
+                "%s %.1f" % (a, us) for a, us in sorted(v.items())),
+                "%.1f" % nc if nc else "-"))
 
 if __name__ == "__main__":
     main(sys.argv[1] if len(sys.argv) > 1 else ".")

@@ -15,6 +15,8 @@
  *  all-gather: ready to every peer (my output is free), wait for every
  *    peer's ready, copy my block into every output, done to every peer,
  *    wait for every peer's done.
+ *  all-to-all (uniform): as the all-gather, block p of my input going to
+ *    peer p's output at my index.
  *  broadcast: root sends ready (its input is written); each rank waits,
  *    copies root's input into its own output, sends done to root; root
  *    waits for every done before its input may be reused.
@@ -23,7 +25,8 @@
  *    output; the copy engines copy it into every peer's output, then done to
  *    every peer and wait for every peer's done.  In place is safe: shard r
  *    of any input is read only by rank r, before its copies are queued.
- *  all-reduce, pipelined: the same in chunks (each cut in shards as above).
+ *  all-reduce, pipelined: the same in chunks (each cut in shards as above;
+ *    SYMHEAP_CUDA_PIPE_CHUNK bytes, or an eighth of the buffer, 8-32 MiB).
  *    The reduce-scatter kernels of every chunk go on the caller's stream
  *    (only the first has a barrier: after it every rank is in the call);
  *    after chunk k's kernel an event lets a second stream of this thread
@@ -173,6 +176,28 @@ symheap_result_t all_gather_ce(launch_t &a, const char *fn) {
   return r == CUDA_SUCCESS ? SYMHEAP_SUCCESS : memop_fail(fn, r);
 }
 
+/* As the all-gather: every output free, then block p of my input into
+ * p's output at my index, then done both ways. */
+symheap_result_t all_to_all_ce(launch_t &a, size_t bytes, const char *fn) {
+  symheap_result_t rr = need_memops(fn);
+  if (rr != SYMHEAP_SUCCESS)
+    return rr;
+  const int n = a.in.nranks, me = a.in.rank;
+  const char *src = (const char *)symheap_device_local_ptr(&a.in, a.in_off);
+  CUresult r = ce_exchange(a, kCeReady);
+  for (int k = 0; k < n && r == CUDA_SUCCESS; k++) {
+    const int p = (me + k) % n;
+    void *dst =
+        symheap_device_peer_ptr(&a.out, p, a.out_off + (size_t)me * bytes);
+    if (cudaMemcpyAsync(dst, src + (size_t)p * bytes, bytes,
+                        cudaMemcpyDeviceToDevice, a.stream) != cudaSuccess)
+      return cuda_fail(fn, cudaGetLastError());
+  }
+  if (r == CUDA_SUCCESS)
+    r = ce_exchange(a, kCeDone);
+  return r == CUDA_SUCCESS ? SYMHEAP_SUCCESS : memop_fail(fn, r);
+}
+
 symheap_result_t broadcast_ce(launch_t &a, int root, const char *fn) {
   symheap_result_t rr = need_memops(fn);
   if (rr != SYMHEAP_SUCCESS)
@@ -271,12 +296,24 @@ cudaError_t side_for(side_t **out) {
   return cudaSuccess;
 }
 
-/* Elements per chunk: a sixteenth of the buffer, 1 to 32 MiB, in whole
- * 16-byte units times nranks so every shard is whole units. */
+/* Elements per chunk: SYMHEAP_CUDA_PIPE_CHUNK bytes, or an eighth of the
+ * buffer, 8 to 32 MiB (each chunk costs a kernel and n - 1 copies: at 64
+ * MiB, 16 chunks' copies would be 1 MiB each, where a copy's fixed cost
+ * shows); in whole 16-byte units times nranks so every shard is whole
+ * units. */
 size_t pipe_chunk(size_t count, size_t es, int n) {
+  static const size_t env = [] {
+    long v = 0;
+    (void)symheap_host_services()->param_get_int("SYMHEAP_CUDA_PIPE_CHUNK",
+                                                 &v);
+    return (size_t)(v > 0 ? v : 0);
+  }();
   const size_t per_unit = 16 / es, bytes = count * es;
-  size_t c = bytes / 16;
-  c = c < (1u << 20) ? (1u << 20) : c > (32u << 20) ? (32u << 20) : c;
+  size_t c = bytes / 8;
+  c = env                ? env
+      : c < (8u << 20)  ? (8u << 20)
+      : c > (32u << 20) ? (32u << 20)
+                        : c;
   size_t units = c / 16 / (size_t)n * (size_t)n;
   return (units ? units : (size_t)n) * per_unit;
 }

@@ -17,7 +17,7 @@
 #define MAX_BLOCKS 128  /* kMaxChannels */
 
 static const char *const coll_names[SYMHEAP_TUNE_NCOLL] = {
-    "all_reduce", "reduce_scatter", "all_gather", "broadcast"};
+    "all_reduce", "reduce_scatter", "all_gather", "broadcast", "all_to_all"};
 /* Index = algorithm id; NULL: not an algorithm of that collective. */
 #define NALGO 7 /* ids 1..6; all-reduce's 4 and 5: the push all-reduces */
 static const char *const algo_names[SYMHEAP_TUNE_NCOLL][NALGO] = {
@@ -25,6 +25,7 @@ static const char *const algo_names[SYMHEAP_TUNE_NCOLL][NALGO] = {
     {NULL, "one_shot", "two_shot", NULL, NULL, NULL, NULL},
     {NULL, "sm", "zero_sm", NULL, NULL, NULL, NULL},
     {NULL, "sm", "zero_sm", "scatter", "scatter_pipe", NULL, NULL},
+    {NULL, "sm", "zero_sm", NULL, NULL, NULL, NULL},
 };
 
 const char *symheap_tune_coll_name(int coll) {
@@ -227,7 +228,7 @@ static int parse_line(parser_t *p, char *s, int *seen_gpu) {
   int coll = symheap_tune_coll_id(tok[0]);
   if (coll < 0)
     return fault(p, "'%s' is not 'gpu' or a collective (all_reduce, "
-                    "reduce_scatter, all_gather, broadcast)",
+                    "reduce_scatter, all_gather, broadcast, all_to_all)",
                  tok[0]);
   return add_row(p, tok, nt, coll);
 }

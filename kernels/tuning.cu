@@ -164,13 +164,15 @@ const char *const choices[SYMHEAP_TUNE_NCOLL][kChoices] = {
     {"auto", "one_shot", "two_shot"},
     {"auto", "sm", "zero_sm"},
     {"auto", "sm", "zero_sm", "scatter", "scatter_pipe"},
+    {"auto", "sm", "zero_sm"},
 };
 
 /* The override variable of coll: its algorithm id, 0 for auto or unset. */
 int forced_algo(int coll) {
   static const char *const names[SYMHEAP_TUNE_NCOLL] = {
       "SYMHEAP_ALL_REDUCE_ALGO", "SYMHEAP_REDUCE_SCATTER_ALGO",
-      "SYMHEAP_ALL_GATHER_ALGO", "SYMHEAP_BROADCAST_ALGO"};
+      "SYMHEAP_ALL_GATHER_ALGO", "SYMHEAP_BROADCAST_ALGO",
+      "SYMHEAP_ALL_TO_ALL_ALGO"};
   static int cached[SYMHEAP_TUNE_NCOLL]; /* index + 1; 0: not read yet */
   int v = __atomic_load_n(&cached[coll], __ATOMIC_RELAXED);
   if (!v) {

@@ -216,7 +216,8 @@ static void case_load(void) {
 
 /* The pipelined algorithms (issue 29): read by name, written back by name,
  * refused where they are not the collective's, and rs_ce_pipe without the
- * driver's stream memory operations falls back to two-shot. */
+ * driver's stream memory operations falls back to two-shot.  The uniform
+ * all-to-all's rows (sm, zero_sm), and zero_sm's fallback. */
 static symheap_tune_choice_t choose(int coll, const symheap_tune_table_t *t,
                                     int forced, uint64_t bytes, int ce_ok,
                                     int in_place);
@@ -248,6 +249,24 @@ static void case_pipelined(void) {
   CHECK(symheap_tune_algo_id(SYMHEAP_TUNE_REDUCE_SCATTER, "rs_ce_pipe") == -1 &&
             symheap_tune_algo_id(SYMHEAP_TUNE_ALL_GATHER, "scatter_pipe") == -1,
         "a pipelined name taken for the wrong collective");
+  rc = symheap_tune_parse("gpu X\nall_to_all 4 nvlink 0 1048576 sm 0 0\n"
+                          "all_to_all 4 nvlink 1048577 max zero_sm 0 0\n",
+                          "a2a.tsv", &t, err, sizeof err);
+  CHECK(rc == 0, "all_to_all rows refused: %s", err);
+  if (rc == 0) {
+    symheap_tune_query_t q = {0, &t, "nvlink", 4, 256u << 20, 0, 0, 1, 0};
+    symheap_tune_choice_t a;
+    symheap_tune_choose(SYMHEAP_TUNE_ALL_TO_ALL, &q, &a);
+    CHECK(a.algo == SYMHEAP_TUNE_ZERO_SM, "256 MiB all-to-all: %d", a.algo);
+    q.ce_ok = 0;
+    symheap_tune_choose(SYMHEAP_TUNE_ALL_TO_ALL, &q, &a);
+    CHECK(a.algo == SYMHEAP_TUNE_SM, "zero_sm without memops: %d", a.algo);
+    q.bytes = 4096;
+    q.ce_ok = 1;
+    symheap_tune_choose(SYMHEAP_TUNE_ALL_TO_ALL, &q, &a);
+    CHECK(a.algo == SYMHEAP_TUNE_SM, "4 KiB all-to-all: %d", a.algo);
+    symheap_tune_free(&t);
+  }
   rc = symheap_tune_parse("gpu X\nall_gather 4 nvlink 0 max scatter_pipe 0 0\n",
                           "bad.tsv", &t, err, sizeof err);
   CHECK(rc == -1 && strstr(err, "bad.tsv line 2"), "all_gather scatter_pipe: %s",

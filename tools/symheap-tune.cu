@@ -1,7 +1,8 @@
 // symheap-tune: the tuning run of the CUDA collectives (docs/tuning.md).
-// Times every algorithm of all-reduce (one-shot, two-shot, rs+ce, with
-// launch variants), reduce-scatter, all-gather (SM, zero-SM) and broadcast
-// (SM, zero-SM) at every power of two from 4 KiB to --max-bytes, checks
+// Times every algorithm of all-reduce (one-shot, two-shot, rs+ce, rs+ce
+// pipelined, with launch variants), reduce-scatter, all-gather (SM,
+// zero-SM), broadcast (SM, zero-SM, scatter, scatter_pipe) and the uniform
+// all-to-all (SM, zero-SM) at every power of two from 4 KiB to --max-bytes, checks
 // each result (inputs are small integers, never zeros), and writes the
 // table AUTO chooses from: for each size the fastest correct variant, the
 // slowest rank's median.  One rank count per run:
@@ -99,6 +100,9 @@ static symheap_result_t call(const variant &v, size_t bytes) {
     return symheap_cuda_all_gather_flags(
         w, 0, w, g_half, bytes,
         v.algo == SYMHEAP_TUNE_ZERO_SM ? SYMHEAP_CUDA_ZERO_SM : 0, s);
+  case SYMHEAP_TUNE_ALL_TO_ALL:
+    symheap_coll::set_algo_override(SYMHEAP_TUNE_ALL_TO_ALL, v.algo);
+    return symheap_cuda_all_to_all(w, 0, w, g_half, bytes, s);
   default:
     return symheap_cuda_broadcast(
         w, 0, w, g_half, bytes, 0,
@@ -121,12 +125,16 @@ static uint16_t expect(int coll, size_t bytes, size_t j) {
     return bf16(s);
   case SYMHEAP_TUNE_ALL_GATHER:
     return bf16(val(j % count, (int)(j / count)));
+  case SYMHEAP_TUNE_ALL_TO_ALL: /* block r: rank r's block `rank` */
+    return bf16(val((size_t)rank * count + j % count, (int)(j / count)));
   default:
     return bf16(val(j, 0));
   }
 }
 static size_t out_elems(int coll, size_t bytes) {
-  return (coll == SYMHEAP_TUNE_ALL_GATHER ? bytes * (size_t)nranks : bytes) /
+  return (coll == SYMHEAP_TUNE_ALL_GATHER || coll == SYMHEAP_TUNE_ALL_TO_ALL
+              ? bytes * (size_t)nranks
+              : bytes) /
          2;
 }
 
@@ -410,7 +418,9 @@ int main(int argc, char **argv) {
   std::vector<std::vector<result>> all;
   int wrong = 0;
   for (int c = 0; c < SYMHEAP_TUNE_NCOLL; c++) {
-    size_t top = c == SYMHEAP_TUNE_REDUCE_SCATTER || c == SYMHEAP_TUNE_ALL_GATHER
+    size_t top = c == SYMHEAP_TUNE_REDUCE_SCATTER ||
+                         c == SYMHEAP_TUNE_ALL_GATHER ||
+                         c == SYMHEAP_TUNE_ALL_TO_ALL
                      ? maxb / (size_t)nranks
                      : maxb;
     for (size_t b = 4096; b <= top; b *= 2) {

@@ -684,6 +684,10 @@ static const symheap_param_t cuda_params[] = {
      "read by libsymheap_cuda.so: SYMHEAP_ALGO_AUTO all-reduces of at least "
      "this many bytes as reduce-scatter by SM, then all-gather by the copy "
      "engines (where no tuning table has a row for the size)"},
+    {sizeof(symheap_param_t), SYMHEAP_PARAM_INT, "SYMHEAP_CUDA_PIPE_CHUNK",
+     "0", 0, 1L << 40, NULL,
+     "read by libsymheap_cuda.so: bytes per chunk of the pipelined rs+ce "
+     "all-reduce (rs_ce_pipe); 0: an eighth of the buffer, 8 to 32 MiB"},
     {sizeof(symheap_param_t), SYMHEAP_PARAM_STRING, "SYMHEAP_TUNING_FILE",
      NULL, 0, 0, NULL,
      "read by libsymheap_cuda.so: the tuning table SYMHEAP_ALGO_AUTO "
@@ -715,6 +719,12 @@ static const symheap_param_t cuda_params[] = {
      "pushes each rank its part in steps, which it forwards to the others "
      "as they land) for broadcasts without the SYMHEAP_CUDA_ZERO_SM flag "
      "(auto: the tuning table, else sm)"},
+    {sizeof(symheap_param_t), SYMHEAP_PARAM_CHOICE, "SYMHEAP_ALL_TO_ALL_ALGO",
+     "auto", 0, 0, "auto|sm|zero_sm",
+     "read by libsymheap_cuda.so: sm (kernel: stores into the peers' "
+     "outputs) or zero_sm (a copy-engine copy per peer, ordered by stream "
+     "memory operations) for all-to-alls (not all-to-all-v; auto: the "
+     "tuning table, else sm)"},
 };
 
 static symheap_result_t cuda_plugin_init(const symheap_host_services_t *svc) {

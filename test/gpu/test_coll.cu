@@ -134,7 +134,8 @@ static void case_all_reduce_large(th_ctx_t *c) {
             SYMHEAP_ALGO_TWO_SHOT, s, host);
   check_one(c, w, local, 4, gib + 12, (256u << 20) / 4 + 1, SYMHEAP_FLOAT32,
             SYMHEAP_OP_SUM, SYMHEAP_ALGO_ONE_SHOT, s, host);
-  // pipelined rs+ce, in place: 16 chunks of 16 MiB and one of 3 elements
+  // pipelined rs+ce, in place: 256 chunks of 1 MiB (main sets
+  // SYMHEAP_CUDA_PIPE_CHUNK) and one of 3 elements
   check_one(c, w, local, 0, 0, (128u << 20) + 3, SYMHEAP_BFLOAT16,
             SYMHEAP_OP_SUM, SYMHEAP_ALGO_RS_CE_PIPELINED, s, host);
   CUDA_OK(cudaStreamDestroy(s));
@@ -503,6 +504,9 @@ static void run_cases(th_ctx_t *c, void *arg) {
 }
 
 int main(int argc, char **argv) {
+  // rs_ce_pipe in chunks of 1 MiB (not its 8 MiB and up), so the sizes
+  // here span several chunks and end in a partial one
+  setenv("SYMHEAP_CUDA_PIPE_CHUNK", "1048576", 0);
   int status;
   if (!gpu_start("coll", "the collectives' GPU tests", &status))
     return status;

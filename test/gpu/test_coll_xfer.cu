@@ -655,6 +655,9 @@ static void run_cases(th_ctx_t *c, void *arg) {
 }
 
 int main(int argc, char **argv) {
+  // rs_ce_pipe in chunks of 1 MiB (not its 8 MiB and up), so the sizes
+  // here span several chunks and end in a partial one
+  setenv("SYMHEAP_CUDA_PIPE_CHUNK", "1048576", 0);
   int status;
   if (!gpu_start("coll_xfer", "the collectives' GPU tests", &status))
     return status;
