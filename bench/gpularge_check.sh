@@ -18,8 +18,8 @@
 # budget cannot hold is skipped and said.  Raw files in OUTDIR (default
 # $OUT), and OUTDIR/gpularge.tgz of them all.
 #   bench/gpularge_check.sh [OUTDIR]
-#   STEPS="tune table" bench/gpularge_check.sh   only those (of: build check
-#                                                 tune bench nccl table)
+#   STEPS="tune table" bench/gpularge_check.sh   only those (of: build coll
+#                                   xfer tune chunks bench nccl table)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
   NVSHMEM_DISABLE_NVLS=1 SYMHEAP_DISABLE_MULTICAST=1
 set -u
@@ -28,7 +28,7 @@ OUTDIR=${1:-${OUT:-build/gpularge-out}}
 D="$OUTDIR/gpularge"
 mkdir -p "$D"
 BUDGET=${BUDGET:-320}
-STEPS=" ${STEPS:-build check tune bench nccl table} "
+STEPS=" ${STEPS:-build coll xfer tune chunks bench nccl table} "
 want() { [[ "$STEPS" == *" $1 "* ]]; }
 run=build/bin/symheap-run
 
@@ -64,9 +64,13 @@ if want build; then
     { tail -30 "$D/build.txt"; tar -C "$OUTDIR" -czf "$OUTDIR/gpularge.tgz" gpularge; exit 1; }
 fi
 
-if want check; then
+if want coll; then
   for n in $ranks; do
     step "coll.procs$n" 75 "$D/coll.procs$n.txt" $run -n "$n" build/test/test_coll
+  done
+fi
+if want xfer; then
+  for n in $ranks; do
     step "xfer.pipe.procs$n" 40 "$D/xfer.pipe.procs$n.txt" \
       env SYMHEAP_BROADCAST_ALGO=scatter_pipe SYMHEAP_ALL_TO_ALL_ALGO=zero_sm $run -n "$n" build/test/test_coll_xfer
   done
@@ -78,6 +82,15 @@ if want tune; then
   for n in $ranks; do
     step "tune.n$n" 90 "$D/tune.n$n.txt" $run -n "$n" build/bin/symheap-tune \
       --out "$D/table.n$n.tsv" --all "$D/tune-all.n$n.tsv"
+  done
+fi
+
+# rs_ce_pipe's chunk size (SYMHEAP_CUDA_PIPE_CHUNK; default an eighth of
+# the buffer, 8-32 MiB): the whole tuning sweep again at 4 ranks per value
+if want chunks; then
+  for c in ${CHUNKS:-2097152 134217728}; do
+    step "tune.n4.chunk$c" 60 "$D/tune.n4.chunk$c.txt" env SYMHEAP_CUDA_PIPE_CHUNK=$c \
+      $run -n 4 build/bin/symheap-tune --out "$D/table.n4.chunk$c.tsv"
   done
 fi
 

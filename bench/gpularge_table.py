@@ -78,6 +78,19 @@ def main(d):
                                             "%.1f" % ce if ce else "-",
                                             "  ".join(cells),
                                             "%.1f" % nc if nc else "-"))
+    for f in sorted(os.listdir(d)):
+        m = re.match(r"tune\.n4\.chunk(\d+)\.txt$", f)
+        if not m:
+            continue
+        rows = tune_rows(os.path.join(d, f))
+        cells = []
+        for b in (64 << 20, 256 << 20, 1 << 30):
+            v = rows.get(("all_reduce", 4, b)) or {}
+            x, y = best(v, "rs_ce_pipe"), best(v, "rs_ce")
+            cells.append("%dM %s / rs_ce %s" % (
+                b >> 20, "%.1f" % x[0] if x else "-", "%.1f" % y[0] if y else "-"))
+        print("# 4 ranks, rs_ce_pipe chunk %s bytes: %s" % (m.group(1),
+                                                          "; ".join(cells)))
     rows = tune_rows(os.path.join(d, "tune.n4.txt"))
     for coll, key in (("broadcast", "broadcast"), ("all_to_all", "alltoall")):
         print("# %s at 4 ranks: us (symheap-tune; all-to-all: bytes per block) "

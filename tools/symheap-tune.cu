@@ -382,6 +382,7 @@ int main(int argc, char **argv) {
   setenv("SYMHEAP_TUNING_FILE", "none", 1);
   setenv("SYMHEAP_ALL_GATHER_ALGO", "sm", 1);
   setenv("SYMHEAP_BROADCAST_ALGO", "sm", 1);
+  setenv("SYMHEAP_ALL_TO_ALL_ALGO", "sm", 1);
   setenv("SYMHEAP_CUDA_ZERO_SM", "0", 1);
   setenv("SYMHEAP_DEVICE", "cuda", 0);
   int ndev = 0;
