@@ -7,7 +7,8 @@
 #   2. correctness of what they touch at 4 and 2 ranks: test_coll (every
 #      all-reduce algorithm, odd counts and offsets, 256 MiB + 3 elements
 #      pipelined in place) and test_coll_xfer under
-#      SYMHEAP_BROADCAST_ALGO=scatter_pipe and SYMHEAP_ALL_TO_ALL_ALGO=zero_sm (odd sizes, in place, the graph
+#      SYMHEAP_BROADCAST_ALGO=scatter_pipe and SYMHEAP_ALL_TO_ALL_ALGO=zero_sm, and
+#      again under SYMHEAP_BROADCAST_ALGO=ce_pipe (odd sizes, in place, the graph
 #      case: rs_ce_pipe and the broadcast captured and replayed 500 times);
 #   3. symheap-tune at 4 and 2 ranks (every variant, each checked, the
 #      table AUTO would get), symheap-bench --collectives (the copy-engine
@@ -74,6 +75,12 @@ if want xfer; then
     step "xfer.pipe.procs$n" 40 "$D/xfer.pipe.procs$n.txt" \
       env SYMHEAP_BROADCAST_ALGO=scatter_pipe SYMHEAP_ALL_TO_ALL_ALGO=zero_sm $run -n "$n" build/test/test_coll_xfer
   done
+  for n in $ranks; do
+    step "xfer.cepipe.procs$n" 40 "$D/xfer.cepipe.procs$n.txt" \
+      env SYMHEAP_BROADCAST_ALGO=ce_pipe $run -n "$n" build/test/test_coll_xfer
+  done
+  step "xfer.cepipe.threads4" 40 "$D/xfer.cepipe.threads4.txt" \
+    env SYMHEAP_BROADCAST_ALGO=ce_pipe build/test/test_coll_xfer --threads "$gpus"
   step "xfer.pipe.threads4" 40 "$D/xfer.pipe.threads4.txt" \
     env SYMHEAP_BROADCAST_ALGO=scatter_pipe SYMHEAP_ALL_TO_ALL_ALGO=zero_sm build/test/test_coll_xfer --threads "$gpus"
 fi

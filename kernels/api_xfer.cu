@@ -298,6 +298,8 @@ EXPORT symheap_result_t symheap_cuda_broadcast(symheap_window_t in,
   apply_choice(choice, &a);
   if (zero_sm)
     return broadcast_ce(a, root, fn);
+  if (choice.algo == SYMHEAP_TUNE_CE_PIPE)
+    return broadcast_ce_pipe(a, root, li == lo, fn);
   a.aligned = aligned16(a.in, in_offset) && aligned16(a.out, out_offset) &&
               bytes % 16 == 0;
   cudaError_t e =

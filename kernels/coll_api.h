@@ -57,6 +57,9 @@ symheap_result_t all_gather_ce(launch_t &a, const char *fn);
 /* The uniform all-to-all, `bytes` per block, by the copy engines. */
 symheap_result_t all_to_all_ce(launch_t &a, size_t bytes, const char *fn);
 symheap_result_t broadcast_ce(launch_t &a, int root, const char *fn);
+/* The copy engines' pipelined broadcast (ce_pipe, copy_engine.cu). */
+symheap_result_t broadcast_ce_pipe(launch_t &a, int root, bool skip_root,
+                                   const char *fn);
 
 } // namespace symheap_coll
 

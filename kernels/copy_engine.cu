@@ -20,6 +20,13 @@
  *  broadcast: root sends ready (its input is written); each rank waits,
  *    copies root's input into its own output, sends done to root; root
  *    waits for every done before its input may be reused.
+ *  broadcast, pipelined (ce_pipe): ready both ways (every output free);
+ *    root copies each chunk of part p (the buffer in n - 1 parts) into
+ *    rank p's output and sets p's ce_prog[root] to the chunk's number;
+ *    rank p waits for each number (>=) and copies that chunk of its part
+ *    from its output into every other rank's (root's too unless in place),
+ *    resets the flag after the last, then done both ways.  Forwarding
+ *    chunk c runs under root's copies of chunk c + 1.
  *  all-reduce: the reduce-scatter kernel (one barrier: every rank is in the
  *    call, so every output is free) leaves shard r reduced in rank r's own
  *    output; the copy engines copy it into every peer's output, then done to
@@ -195,6 +202,83 @@ symheap_result_t all_to_all_ce(launch_t &a, size_t bytes, const char *fn) {
   }
   if (r == CUDA_SUCCESS)
     r = ce_exchange(a, kCeDone);
+  return r == CUDA_SUCCESS ? SYMHEAP_SUCCESS : memop_fail(fn, r);
+}
+
+/* Chunks of the pipelined copy-engine broadcast: a part in chunks of about
+ * 4 MiB of the buffer, 1 to 16, 256-byte aligned. */
+static size_t bce_chunks(size_t bytes) {
+  size_t k = bytes / (4u << 20);
+  return k < 1 ? 1 : k > 16 ? 16 : k;
+}
+
+/* One chunk [lo, hi) of the buffer from `src` into `to` (a bit per rank). */
+static symheap_result_t bce_copy(launch_t &a, const char *src, uint32_t to,
+                          size_t lo, size_t hi, const char *fn) {
+  for (int q = 0; q < a.in.nranks && lo < hi; q++)
+    if ((to >> q & 1) &&
+        cudaMemcpyAsync(symheap_device_peer_ptr(&a.out, q, a.out_off + lo),
+                        src + lo, hi - lo, cudaMemcpyDeviceToDevice,
+                        a.stream) != cudaSuccess)
+      return cuda_fail(fn, cudaGetLastError());
+  return SYMHEAP_SUCCESS;
+}
+
+symheap_result_t broadcast_ce_pipe(launch_t &a, int root, bool skip_root,
+                                   const char *fn) {
+  symheap_result_t rr = need_memops(fn);
+  if (rr != SYMHEAP_SUCCESS)
+    return rr;
+  const int n = a.in.nranks, me = a.in.rank;
+  /* One rank: a copy; ranks sharing a GPU wait with kernels (==, not >=) */
+  if (n < 2 || a.sharing > 1)
+    return broadcast_ce(a, root, fn);
+  const size_t bytes = a.count, parts = (size_t)n - 1, k = bce_chunks(bytes);
+  const size_t part = ((bytes + parts - 1) / parts + 255) & ~(size_t)255;
+  const size_t step = ((part + k - 1) / k + 255) & ~(size_t)255;
+  CUresult r = ce_exchange(a, kCeReady); /* every output is free */
+  if (me == root) {
+    const char *src = (const char *)symheap_device_local_ptr(&a.in, a.in_off);
+    for (size_t c = 0; c < k && r == CUDA_SUCCESS; c++) {
+      for (size_t p = 0; p < parts; p++) {
+        const int dest = (root + 1 + (int)p) % n;
+        size_t lo = p * part + c * step, end = (p + 1) * part;
+        lo = lo < bytes ? lo : bytes;
+        size_t hi = lo + step < end ? lo + step : end;
+        hi = hi < bytes ? hi : bytes;
+        if ((rr = bce_copy(a, src, 1u << dest, lo, hi, fn)) != SYMHEAP_SUCCESS)
+          return rr;
+      }
+      for (size_t p = 0; p < parts && r == CUDA_SUCCESS; p++)
+        r = memops().write((CUstream)a.stream,
+                           flag_addr(a, (root + 1 + (int)p) % n, kCeProg, me),
+                           (cuuint32_t)(c + 1), CU_STREAM_WRITE_VALUE_DEFAULT);
+    }
+  } else {
+    const size_t p = (size_t)((me - root - 1 + n) % n);
+    const char *own = (const char *)symheap_device_local_ptr(&a.out, a.out_off);
+    const CUdeviceptr f = flag_addr(a, me, kCeProg, root);
+    uint32_t to = 0;
+    for (int q = 0; q < n; q++)
+      if (q != me && !(skip_root && q == root))
+        to |= 1u << q;
+    for (size_t c = 0; c < k && r == CUDA_SUCCESS; c++) {
+      r = memops().wait((CUstream)a.stream, f, (cuuint32_t)(c + 1),
+                        CU_STREAM_WAIT_VALUE_GEQ);
+      size_t lo = p * part + c * step, end = (p + 1) * part;
+      lo = lo < bytes ? lo : bytes;
+      size_t hi = lo + step < end ? lo + step : end;
+      hi = hi < bytes ? hi : bytes;
+      if (r == CUDA_SUCCESS &&
+          (rr = bce_copy(a, own, to, lo, hi, fn)) != SYMHEAP_SUCCESS)
+        return rr;
+    }
+    if (r == CUDA_SUCCESS) /* root wrote its last value: this call's done */
+      r = memops().write((CUstream)a.stream, f, 0,
+                         CU_STREAM_WRITE_VALUE_DEFAULT);
+  }
+  if (r == CUDA_SUCCESS)
+    r = ce_exchange(a, kCeDone); /* every copy into every output landed */
   return r == CUDA_SUCCESS ? SYMHEAP_SUCCESS : memop_fail(fn, r);
 }
 

@@ -24,7 +24,7 @@ static const char *const algo_names[SYMHEAP_TUNE_NCOLL][NALGO] = {
     {NULL, "one_shot", "two_shot", "rs_ce", NULL, NULL, "rs_ce_pipe"},
     {NULL, "one_shot", "two_shot", NULL, NULL, NULL, NULL},
     {NULL, "sm", "zero_sm", NULL, NULL, NULL, NULL},
-    {NULL, "sm", "zero_sm", "scatter", "scatter_pipe", NULL, NULL},
+    {NULL, "sm", "zero_sm", "scatter", "scatter_pipe", "ce_pipe", NULL},
     {NULL, "sm", "zero_sm", NULL, NULL, NULL, NULL},
 };
 
@@ -163,7 +163,7 @@ static int add_row(parser_t *p, char **tok, int n, int coll) {
                      ? (coll ? "one_shot, two_shot"
                              : "one_shot, two_shot, rs_ce, rs_ce_pipe")
                  : coll == SYMHEAP_TUNE_BROADCAST
-                     ? "sm, zero_sm, scatter, scatter_pipe"
+                     ? "sm, zero_sm, scatter, scatter_pipe, ce_pipe"
                      : "sm, zero_sm");
   if (number(tok[6], MAX_BLOCKS, 0, &v))
     return fault(p, "blocks '%s' is not a number of 0 to %d", tok[6],
@@ -352,7 +352,10 @@ void symheap_tune_choose(int coll, const symheap_tune_query_t *q,
   else if (coll == SYMHEAP_TUNE_REDUCE_SCATTER)
     fallback = c->algo == 1 && q->bytes > q->ll_cap;
   else
-    fallback = c->algo == SYMHEAP_TUNE_ZERO_SM && !q->ce_ok;
+    fallback = (c->algo == SYMHEAP_TUNE_ZERO_SM ||
+                (coll == SYMHEAP_TUNE_BROADCAST &&
+                 c->algo == SYMHEAP_TUNE_CE_PIPE)) &&
+               !q->ce_ok;
   if (fallback) {
     c->algo = coll <= SYMHEAP_TUNE_REDUCE_SCATTER ? 2 : SYMHEAP_TUNE_SM;
     c->blocks = c->threads = 0;

@@ -37,13 +37,15 @@ typedef enum {
  * All-gather and broadcast: 1 sm, 2 zero_sm, 3 scatter (broadcast only:
  * each rank pushes its part of root's input to every rank), 4 scatter_pipe
  * (broadcast only: root pushes each rank its part in steps, and each rank
- * forwards a step to the others as soon as it has landed).  All-to-all:
+ * forwards a step to the others as soon as it has landed), 5 ce_pipe
+ * (broadcast only: the same by the copy engines, no SM).  All-to-all:
  * 1 sm (the kernel's stores), 2 zero_sm (a copy-engine copy per peer). */
 enum {
   SYMHEAP_TUNE_SM = 1,
   SYMHEAP_TUNE_ZERO_SM = 2,
   SYMHEAP_TUNE_SCATTER = 3,
-  SYMHEAP_TUNE_SCATTER_PIPE = 4
+  SYMHEAP_TUNE_SCATTER_PIPE = 4,
+  SYMHEAP_TUNE_CE_PIPE = 5
 };
 
 #define SYMHEAP_TUNE_TOPO_MAX 16

@@ -163,7 +163,7 @@ const char *const choices[SYMHEAP_TUNE_NCOLL][kChoices] = {
     {"auto", "one_shot", "two_shot", "rs_ce", "rs_ce_pipe"},
     {"auto", "one_shot", "two_shot"},
     {"auto", "sm", "zero_sm"},
-    {"auto", "sm", "zero_sm", "scatter", "scatter_pipe"},
+    {"auto", "sm", "zero_sm", "scatter", "scatter_pipe", "ce_pipe"},
     {"auto", "sm", "zero_sm"},
 };
 

@@ -279,6 +279,15 @@ static void case_pipelined(void) {
   c = choose(SYMHEAP_TUNE_BROADCAST, NULL, SYMHEAP_TUNE_SCATTER_PIPE, 1u << 28,
              0, 0);
   CHECK(c.algo == SYMHEAP_TUNE_SCATTER_PIPE, "forced scatter_pipe: %d", c.algo);
+  /* ce_pipe: the copy engines' broadcast, so SM without stream memops */
+  CHECK(symheap_tune_algo_id(SYMHEAP_TUNE_BROADCAST, "ce_pipe") ==
+                SYMHEAP_TUNE_CE_PIPE &&
+            symheap_tune_algo_id(SYMHEAP_TUNE_ALL_GATHER, "ce_pipe") == -1,
+        "ce_pipe's id");
+  c = choose(SYMHEAP_TUNE_BROADCAST, NULL, SYMHEAP_TUNE_CE_PIPE, 1u << 28, 1, 0);
+  CHECK(c.algo == SYMHEAP_TUNE_CE_PIPE, "forced ce_pipe: %d", c.algo);
+  c = choose(SYMHEAP_TUNE_BROADCAST, NULL, SYMHEAP_TUNE_CE_PIPE, 1u << 28, 0, 0);
+  CHECK(c.algo == SYMHEAP_TUNE_SM, "ce_pipe without memops: %d", c.algo);
   th_end();
 }
 

@@ -84,7 +84,8 @@ static symheap_result_t call(const variant &v, size_t bytes) {
   symheap_coll::set_launch_override(v.blocks, v.threads);
   symheap_coll::set_algo_override(
       SYMHEAP_TUNE_BROADCAST, v.algo == SYMHEAP_TUNE_SCATTER ||
-                                      v.algo == SYMHEAP_TUNE_SCATTER_PIPE
+                                      v.algo == SYMHEAP_TUNE_SCATTER_PIPE ||
+                                      v.algo == SYMHEAP_TUNE_CE_PIPE
                                   ? v.algo
                                   : 0);
   symheap_stream_t s = (symheap_stream_t)st;
@@ -285,6 +286,8 @@ static std::vector<variant> variants(int coll, size_t bytes, size_t cap,
     if (coll == SYMHEAP_TUNE_BROADCAST) {
       add(SYMHEAP_TUNE_SCATTER, 0, 0);
       add(SYMHEAP_TUNE_SCATTER_PIPE, 0, 0);
+      if (ce)
+        add(SYMHEAP_TUNE_CE_PIPE, 0, 0);
     }
   }
   return out;

@@ -712,12 +712,13 @@ static const symheap_param_t cuda_params[] = {
      "all-gathers without the SYMHEAP_CUDA_ZERO_SM flag (auto: the tuning "
      "table, else sm)"},
     {sizeof(symheap_param_t), SYMHEAP_PARAM_CHOICE, "SYMHEAP_BROADCAST_ALGO",
-     "auto", 0, 0, "auto|sm|zero_sm|scatter|scatter_pipe",
+     "auto", 0, 0, "auto|sm|zero_sm|scatter|scatter_pipe|ce_pipe",
      "read by libsymheap_cuda.so: sm (kernel: every rank reads root's "
      "buffer), zero_sm (copy engines) or scatter (kernel: each rank pushes "
      "its part of root's buffer to every rank) or scatter_pipe (kernel: root "
      "pushes each rank its part in steps, which it forwards to the others "
-     "as they land) for broadcasts without the SYMHEAP_CUDA_ZERO_SM flag "
+     "as they land) or ce_pipe (the same by the copy engines, no SM) for "
+     "broadcasts without the SYMHEAP_CUDA_ZERO_SM flag "
      "(auto: the tuning table, else sm)"},
     {sizeof(symheap_param_t), SYMHEAP_PARAM_CHOICE, "SYMHEAP_ALL_TO_ALL_ALGO",
      "auto", 0, 0, "auto|sm|zero_sm",
