@@ -152,8 +152,8 @@ cudaError_t launch_broadcast_scatter(const launch_t &a, int root,
 }
 
 __device__ __forceinline__ uint64_t *push_flag(const view_t &w, int rank) {
-  return (uint64_t *)symheap_device_pad_ptr(
-             &w, rank, SYMHEAP_PAD_COLL_OFFSET + kPush) +
+  return (uint64_t *)symheap_device_pad_ptr(&w, rank,
+                                            SYMHEAP_PAD_COLL_OFFSET + kPush) +
          blockIdx.x;
 }
 
@@ -187,9 +187,8 @@ __device__ __forceinline__ void push_words(const W *src, const view_t &out,
  * so a slice takes several steps). */
 template <typename W, int UNR>
 __global__ void __launch_bounds__(1024)
-    broadcast_scatter_pipe(view_t in, size_t in_off, view_t out,
-                           size_t out_off, size_t words, int root,
-                           int skip_root, size_t step) {
+    broadcast_scatter_pipe(view_t in, size_t in_off, view_t out, size_t out_off,
+                           size_t words, int root, int skip_root, size_t step) {
   const int n = in.nranks, rank = in.rank, parts = n - 1;
   const size_t part = (words + parts - 1) / parts;
   const size_t slice = (part + gridDim.x - 1) / gridDim.x;
@@ -224,7 +223,8 @@ __global__ void __launch_bounds__(1024)
       if (p != rank && !(skip_root && p == root))
         to |= 1u << p;
     uint64_t k = 0;
-    for (size_t o = s0; to && o < s1; o += step) { /* to == 0: 2 ranks, in place */
+    for (size_t o = s0; to && o < s1;
+         o += step) { /* to == 0: 2 ranks, in place */
       k++;
       if (threadIdx.x == 0)
         while (symheap_dev_ld_acquire(push_flag(in, rank)) < e + k)

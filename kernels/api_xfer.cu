@@ -302,11 +302,10 @@ EXPORT symheap_result_t symheap_cuda_broadcast(symheap_window_t in,
     return broadcast_ce_pipe(a, root, li == lo, fn);
   a.aligned = aligned16(a.in, in_offset) && aligned16(a.out, out_offset) &&
               bytes % 16 == 0;
-  cudaError_t e =
-      choice.algo == SYMHEAP_TUNE_SCATTER
-          ? launch_broadcast_scatter(a, root, li == lo)
-      : choice.algo == SYMHEAP_TUNE_SCATTER_PIPE
-          ? launch_broadcast_scatter_pipe(a, root, li == lo)
-          : launch_broadcast(a, root);
+  cudaError_t e = choice.algo == SYMHEAP_TUNE_SCATTER
+                      ? launch_broadcast_scatter(a, root, li == lo)
+                  : choice.algo == SYMHEAP_TUNE_SCATTER_PIPE
+                      ? launch_broadcast_scatter_pipe(a, root, li == lo)
+                      : launch_broadcast(a, root);
   return e == cudaSuccess ? SYMHEAP_SUCCESS : cuda_fail(fn, e);
 }

@@ -214,7 +214,7 @@ static size_t bce_chunks(size_t bytes) {
 
 /* One chunk [lo, hi) of the buffer from `src` into `to` (a bit per rank). */
 static symheap_result_t bce_copy(launch_t &a, const char *src, uint32_t to,
-                          size_t lo, size_t hi, const char *fn) {
+                                 size_t lo, size_t hi, const char *fn) {
   for (int q = 0; q < a.in.nranks && lo < hi; q++)
     if ((to >> q & 1) &&
         cudaMemcpyAsync(symheap_device_peer_ptr(&a.out, q, a.out_off + lo),
@@ -388,13 +388,12 @@ cudaError_t side_for(side_t **out) {
 size_t pipe_chunk(size_t count, size_t es, int n) {
   static const size_t env = [] {
     long v = 0;
-    (void)symheap_host_services()->param_get_int("SYMHEAP_CUDA_PIPE_CHUNK",
-                                                 &v);
+    (void)symheap_host_services()->param_get_int("SYMHEAP_CUDA_PIPE_CHUNK", &v);
     return (size_t)(v > 0 ? v : 0);
   }();
   const size_t per_unit = 16 / es, bytes = count * es;
   size_t c = bytes / 8;
-  c = env                ? env
+  c = env               ? env
       : c < (8u << 20)  ? (8u << 20)
       : c > (32u << 20) ? (32u << 20)
                         : c;

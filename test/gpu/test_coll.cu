@@ -89,10 +89,9 @@ static void case_all_reduce(th_ctx_t *c) {
                            9,       31,   33,    255,    1000,
                            1023,    4097, 65535, 131075, (1u << 20) + 5,
                            3u << 20};
-  const symheap_algo_t algos[] = {SYMHEAP_ALGO_AUTO, SYMHEAP_ALGO_ONE_SHOT,
-                                  SYMHEAP_ALGO_TWO_SHOT,
-                                  SYMHEAP_ALGO_RS_COPY_ENGINE,
-                                  SYMHEAP_ALGO_RS_CE_PIPELINED};
+  const symheap_algo_t algos[] = {
+      SYMHEAP_ALGO_AUTO, SYMHEAP_ALGO_ONE_SHOT, SYMHEAP_ALGO_TWO_SHOT,
+      SYMHEAP_ALGO_RS_COPY_ENGINE, SYMHEAP_ALGO_RS_CE_PIPELINED};
   const int nalgos = sizeof algos / sizeof algos[0];
   int runs = 0;
   for (int dt = 0; dt < 3; dt++)
