@@ -269,9 +269,10 @@ static void case_pipelined(void) {
   }
   rc = symheap_tune_parse("gpu X\nall_gather 4 nvlink 0 max scatter_pipe 0 0\n",
                           "bad.tsv", &t, err, sizeof err);
-  CHECK(rc == -1 && strstr(err, "bad.tsv line 2"), "all_gather scatter_pipe: %s",
-        rc ? err : "accepted");
-  symheap_tune_choice_t c = choose(SYMHEAP_TUNE_ALL_REDUCE, NULL, 6, 1u << 30, 0, 0);
+  CHECK(rc == -1 && strstr(err, "bad.tsv line 2"),
+        "all_gather scatter_pipe: %s", rc ? err : "accepted");
+  symheap_tune_choice_t c =
+      choose(SYMHEAP_TUNE_ALL_REDUCE, NULL, 6, 1u << 30, 0, 0);
   CHECK(c.algo == 2, "forced rs_ce_pipe without memops: %d", c.algo);
   c = choose(SYMHEAP_TUNE_ALL_REDUCE, NULL, 6, 1u << 30, 1, 1);
   CHECK(c.algo == 6 && strcmp(c.why, "forced") == 0, "forced rs_ce_pipe: %d",
@@ -284,9 +285,11 @@ static void case_pipelined(void) {
                 SYMHEAP_TUNE_CE_PIPE &&
             symheap_tune_algo_id(SYMHEAP_TUNE_ALL_GATHER, "ce_pipe") == -1,
         "ce_pipe's id");
-  c = choose(SYMHEAP_TUNE_BROADCAST, NULL, SYMHEAP_TUNE_CE_PIPE, 1u << 28, 1, 0);
+  c = choose(SYMHEAP_TUNE_BROADCAST, NULL, SYMHEAP_TUNE_CE_PIPE, 1u << 28, 1,
+             0);
   CHECK(c.algo == SYMHEAP_TUNE_CE_PIPE, "forced ce_pipe: %d", c.algo);
-  c = choose(SYMHEAP_TUNE_BROADCAST, NULL, SYMHEAP_TUNE_CE_PIPE, 1u << 28, 0, 0);
+  c = choose(SYMHEAP_TUNE_BROADCAST, NULL, SYMHEAP_TUNE_CE_PIPE, 1u << 28, 0,
+             0);
   CHECK(c.algo == SYMHEAP_TUNE_SM, "ce_pipe without memops: %d", c.algo);
   th_end();
 }

@@ -1,11 +1,11 @@
 // symheap-tune: the tuning run of the CUDA collectives (docs/tuning.md).
 // Times every algorithm of all-reduce (one-shot, two-shot, rs+ce, rs+ce
 // pipelined, with launch variants), reduce-scatter, all-gather (SM,
-// zero-SM), broadcast (SM, zero-SM, scatter, scatter_pipe) and the uniform
-// all-to-all (SM, zero-SM) at every power of two from 4 KiB to --max-bytes, checks
-// each result (inputs are small integers, never zeros), and writes the
-// table AUTO chooses from: for each size the fastest correct variant, the
-// slowest rank's median.  One rank count per run:
+// zero-SM), broadcast (SM, zero-SM, scatter, scatter_pipe, ce_pipe) and the
+// uniform all-to-all (SM, zero-SM) at every power of two from 4 KiB to
+// --max-bytes, checks each result (inputs are small integers, never zeros),
+// and writes the table AUTO chooses from: for each size the fastest correct
+// variant, the slowest rank's median.  One rank count per run:
 //   symheap-run -n 4 symheap-tune --out n4.tsv [--all all.tsv]
 //     [--max-bytes 1073741824] [--graph]
 // bench/tune_gpu.sh runs it at 2 and 4 ranks and merges the tables.
