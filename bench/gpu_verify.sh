@@ -32,6 +32,9 @@ for n in 2 4; do
   suite xfer.procs$n 180 $run build/test/test_coll_xfer
   suite xfer.threads$n 120 build/test/test_coll_xfer --threads $n
   suite xfer.scatter.procs$n 180 env SYMHEAP_BROADCAST_ALGO=scatter $run build/test/test_coll_xfer
+  suite xfer.pipe.procs$n 180 env SYMHEAP_BROADCAST_ALGO=scatter_pipe \
+    SYMHEAP_ALL_TO_ALL_ALGO=zero_sm $run build/test/test_coll_xfer
+  suite xfer.cepipe.procs$n 180 env SYMHEAP_BROADCAST_ALGO=ce_pipe $run build/test/test_coll_xfer
   suite heap.procs$n 120 $run build/test/test_heap_gpu
   suite heap.threads$n 120 build/test/test_heap_gpu --threads $n
   suite python_torch.procs$n 150 env PYTHONPATH="$PWD/build/lib/python3/site-packages" \

@@ -179,18 +179,14 @@ def measured_md(runs, data):
                  "reduce_scatter", "reducescatter", "nccl_reducescatter"),
                 ("All-gather (bytes per rank)", "all_gather", "allgather",
                  "nccl_allgather"),
-                ("Broadcast", "broadcast", "broadcast", "nccl_broadcast")):
+                ("Broadcast", "broadcast", "broadcast", "nccl_broadcast"),
+                ("All-to-all (bytes: each block)", "all_to_all", "alltoall",
+                 "nccl_alltoall")):
             rows = other_rows(r, coll, key, nk)
             if rows:
                 md.append("\n%s, us per op:\n" % title)
                 md.append(table(["size", "symheap auto", "best own", "NCCL",
                                  "auto / own", "auto / NCCL"], rows))
-        a2a = [(human(b), fmt(num(r.coll, "alltoall_us_%d" % b)),
-                fmt(num(r.pcoll, "nccl_alltoall_us_%d" % b))) for b in SIZES
-               if num(r.coll, "alltoall_us_%d" % b)]
-        if a2a:
-            md.append("\nAll-to-all (one algorithm), us per op:\n")
-            md.append(table(["size", "symheap", "NCCL"], a2a))
         put = num(r.coll, "peer_put_GBps")
         allp = num(r.coll, "allpeers_put_GBps")
         for b in (256 << 20, 1 << 30):
@@ -230,7 +226,8 @@ def summary(runs):
         for coll, key, nk in (("reduce_scatter", "reducescatter",
                                "nccl_reducescatter"),
                               ("all_gather", "allgather", "nccl_allgather"),
-                              ("broadcast", "broadcast", "nccl_broadcast")):
+                              ("broadcast", "broadcast", "nccl_broadcast"),
+                              ("all_to_all", "alltoall", "nccl_alltoall")):
             rows = other_rows(r, coll, key, nk)
             if rows:
                 out.append("  %s (auto / best own / NCCL; auto/own, "

@@ -153,6 +153,8 @@ if want suites; then
       "xfer.procs $run -n $n build/test/test_coll_xfer" \
       "xfer.threads build/test/test_coll_xfer --threads $n" \
       "xfer.scatter.procs env SYMHEAP_BROADCAST_ALGO=scatter $run -n $n build/test/test_coll_xfer" \
+      "xfer.pipe.procs env SYMHEAP_BROADCAST_ALGO=scatter_pipe SYMHEAP_ALL_TO_ALL_ALGO=zero_sm $run -n $n build/test/test_coll_xfer" \
+      "xfer.cepipe.procs env SYMHEAP_BROADCAST_ALGO=ce_pipe $run -n $n build/test/test_coll_xfer" \
       "gpu.procs $run -n $n build/test/test_gpu" \
       "gpu.threads build/test/test_gpu --threads $n" \
       "heap.procs $run -n $n build/test/test_heap_gpu" \

@@ -259,8 +259,8 @@ EXPORT symheap_result_t symheap_cuda_all_reduce(
     symheap_algo_t algo, symheap_stream_t stream) {
   const char *fn = "symheap_cuda_all_reduce";
   symheap_result_t r =
-      reduce_args_ok(fn, dtype, op, algo, SYMHEAP_ALGO_TWO_SHOT_PUSH, count, 1,
-                     in_offset, out_offset);
+      reduce_args_ok(fn, dtype, op, algo, SYMHEAP_ALGO_RS_CE_PIPELINED, count,
+                     1, in_offset, out_offset);
   if (r != SYMHEAP_SUCCESS)
     return r;
   size_t es = elem_size(dtype);
@@ -307,6 +307,8 @@ EXPORT symheap_result_t symheap_cuda_all_reduce(
   apply_choice(choice, &a);
   if (algo == SYMHEAP_ALGO_RS_COPY_ENGINE)
     return all_reduce_rs_ce(a, fn);
+  if (algo == SYMHEAP_ALGO_RS_CE_PIPELINED)
+    return all_reduce_rs_ce_pipelined(a, fn);
   cudaError_t e;
   if (algo == SYMHEAP_ALGO_ONE_SHOT_PUSH || algo == SYMHEAP_ALGO_TWO_SHOT_PUSH) {
     bool two = algo == SYMHEAP_ALGO_TWO_SHOT_PUSH;

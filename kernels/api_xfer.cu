@@ -187,6 +187,20 @@ symheap_result_t a2a(symheap_window_t in, size_t in_off, size_t in_bytes,
     return r;
   if (!x.send_counts && x.uniform == 0)
     return SYMHEAP_SUCCESS;
+  if (!x.send_counts) {
+    /* the uniform one: SYMHEAP_ALL_TO_ALL_ALGO or the table may take the
+     * copy engines (all-to-all-v's counts are on the device: the kernel) */
+    symheap_tune_query_t q = {};
+    symheap_tune_choice_t choice = {};
+    q.nranks = n;
+    q.bytes = x.uniform;
+    q.ce_ok = ce_available();
+    if ((r = tuned_choice(SYMHEAP_TUNE_ALL_TO_ALL, &q, &choice)) !=
+        SYMHEAP_SUCCESS)
+      return r;
+    if (choice.algo == SYMHEAP_TUNE_ZERO_SM)
+      return all_to_all_ce(a, x.uniform, fn);
+  }
   cudaError_t e = launch_all_to_all(a, x);
   return e == cudaSuccess ? SYMHEAP_SUCCESS : cuda_fail(fn, e);
 }
@@ -284,10 +298,14 @@ EXPORT symheap_result_t symheap_cuda_broadcast(symheap_window_t in,
   apply_choice(choice, &a);
   if (zero_sm)
     return broadcast_ce(a, root, fn);
+  if (choice.algo == SYMHEAP_TUNE_CE_PIPE)
+    return broadcast_ce_pipe(a, root, li == lo, fn);
   a.aligned = aligned16(a.in, in_offset) && aligned16(a.out, out_offset) &&
               bytes % 16 == 0;
   cudaError_t e = choice.algo == SYMHEAP_TUNE_SCATTER
                       ? launch_broadcast_scatter(a, root, li == lo)
+                  : choice.algo == SYMHEAP_TUNE_SCATTER_PIPE
+                      ? launch_broadcast_scatter_pipe(a, root, li == lo)
                       : launch_broadcast(a, root);
   return e == cudaSuccess ? SYMHEAP_SUCCESS : cuda_fail(fn, e);
 }

@@ -51,8 +51,15 @@ size_t ce_threshold();
  * order their copies with them). */
 bool ce_available();
 symheap_result_t all_reduce_rs_ce(launch_t &a, const char *fn);
+/* SYMHEAP_ALGO_RS_CE_PIPELINED (copy_engine.cu says how). */
+symheap_result_t all_reduce_rs_ce_pipelined(launch_t &a, const char *fn);
 symheap_result_t all_gather_ce(launch_t &a, const char *fn);
+/* The uniform all-to-all, `bytes` per block, by the copy engines. */
+symheap_result_t all_to_all_ce(launch_t &a, size_t bytes, const char *fn);
 symheap_result_t broadcast_ce(launch_t &a, int root, const char *fn);
+/* The copy engines' pipelined broadcast (ce_pipe, copy_engine.cu). */
+symheap_result_t broadcast_ce_pipe(launch_t &a, int root, bool skip_root,
+                                   const char *fn);
 
 } // namespace symheap_coll
 

@@ -35,7 +35,13 @@ static_assert(kFlagsOffset + kMaxChannels * kMaxRanks * sizeof(uint64_t) <=
  *    is the sender's output capacity;
  *  - ce_ready[sender], ce_done[sender]: 32-bit flags that the copy-engine
  *    paths set to 1 and wait for with stream memory operations (no SM), and
- *    that the waiter resets to 0 (constants only, so graph replays work). */
+ *    that the waiter resets to 0 (constants only, so graph replays work);
+ *  - push[channel]: the pipelined broadcast's progress, set by root's block
+ *    `channel` to (epoch << 32) + the steps it has pushed to this rank
+ *    (only rising: epochs advance on every rank in step);
+ *  - ce_prog[sender]: the copy-engine pipelined broadcast's progress, set
+ *    by root to the chunks it has copied to this rank (1, 2, ...: constants
+ *    of the call) and reset to 0 by this rank after the last. */
 constexpr size_t kXferOffset =
     kFlagsOffset + kMaxChannels * kMaxRanks * sizeof(uint64_t);
 constexpr size_t kXEpoch = kXferOffset;
@@ -46,7 +52,9 @@ constexpr size_t kXMatrix = kXData + kMaxRanks * 8;
 constexpr int kXRow = kMaxRanks + 1; /* counts, then the output capacity */
 constexpr size_t kCeReady = kXMatrix + kMaxRanks * kXRow * 8;
 constexpr size_t kCeDone = kCeReady + kMaxRanks * 4;
-constexpr size_t kXferEnd = kCeDone + kMaxRanks * 4;
+constexpr size_t kPush = kCeDone + kMaxRanks * 4;
+constexpr size_t kCeProg = kPush + kMaxChannels * 8;
+constexpr size_t kXferEnd = kCeProg + kMaxRanks * 4;
 static_assert(kXferEnd <= SYMHEAP_PAD_PROXY_OFFSET - SYMHEAP_PAD_COLL_OFFSET,
               "transfer state overflows into the host proxy's counter");
 /* The push all-reduce (all_reduce_push.cu): the blocks of the running

@@ -30,6 +30,8 @@ struct rs_args_t {
   size_t first, len, out_first;
   size_t grid_len;    /* sizes the grid: the same on every rank */
   bool barrier_after; /* false: the caller orders input reuse otherwise */
+  bool barrier_before = true; /* false: an earlier kernel of the same call
+                                 met every rank (pipelined rs+ce) */
 };
 /* All-to-all(v): see all_to_all.cu. */
 struct a2a_args_t {
@@ -60,6 +62,10 @@ cudaError_t launch_broadcast(const launch_t &a, int root);
  * every output. */
 cudaError_t launch_broadcast_scatter(const launch_t &a, int root,
                                      bool skip_root);
+/* The same parts, root pushing them in steps that their ranks forward as
+ * they land (all_gather.cu). */
+cudaError_t launch_broadcast_scatter_pipe(const launch_t &a, int root,
+                                          bool skip_root);
 /* Launch defaults, chosen with bench/coll_sweep.cu on 2x H200. */
 constexpr int kTwoShotThreads = 1024;
 constexpr int kTwoShotUnroll = 4;

@@ -18,14 +18,16 @@ namespace symheap_coll {
 template <int DT, int OP, int NR, int UNR>
 __global__ void __launch_bounds__(1024)
     reduce_scatter(view_t in, size_t in_off, view_t out, size_t out_off,
-                   size_t len, bool aligned, bool barrier_after) {
+                   size_t len, bool aligned, bool barrier_before,
+                   bool barrier_after) {
   typedef unit<DT, 16> UT;
   const size_t nunits = (len + UT::E - 1) / UT::E;
   const size_t chunk = (nunits + gridDim.x - 1) / gridDim.x;
   const size_t c0 = min(nunits, (size_t)blockIdx.x * chunk);
   const size_t c1 = min(nunits, c0 + chunk);
   char *dst = (char *)symheap_device_local_ptr(&out, out_off);
-  barrier(in);
+  if (barrier_before)
+    barrier(in);
   for (size_t u = c0 + threadIdx.x; u < c1; u += (size_t)UNR * blockDim.x) {
     float acc[UNR][UT::E];
 #pragma unroll
@@ -53,7 +55,8 @@ cudaError_t launch_ll_reduce_scatter(const launch_t &a) {
 
 #define RS_LAUNCH(D, O, NR)                                                    \
   reduce_scatter<D, O, NR, kTwoShotUnroll><<<grid, threads, 0, a.stream>>>(    \
-      a.in, in_off, a.out, out_off, r.len, a.aligned, r.barrier_after)
+      a.in, in_off, a.out, out_off, r.len, a.aligned, r.barrier_before,        \
+      r.barrier_after)
 #define RS_NR(D, O)                                                            \
   switch (a.in.nranks) {                                                       \
   case 2:                                                                      \

@@ -73,6 +73,12 @@ typedef enum {
    * or at other rank counts, SYMHEAP_ALGO_TWO_SHOT runs instead. */
   SYMHEAP_ALGO_ONE_SHOT_PUSH = 4,
   SYMHEAP_ALGO_TWO_SHOT_PUSH = 5,
+  /* All-reduce only: SYMHEAP_ALGO_RS_COPY_ENGINE in chunks, pipelined: the
+   * copy engines all-gather chunk k (on a second stream, ordered by events,
+   * so graph capture works) while the SMs reduce-scatter chunk k + 1.
+   * Ranks that share a GPU take the unpipelined path.  The output must be a
+   * window. */
+  SYMHEAP_ALGO_RS_CE_PIPELINED = 6,
 } symheap_algo_t;
 
 /* Per-call flags (all-gather, broadcast). */

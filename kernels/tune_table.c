@@ -17,14 +17,16 @@
 #define MAX_BLOCKS 128  /* kMaxChannels */
 
 static const char *const coll_names[SYMHEAP_TUNE_NCOLL] = {
-    "all_reduce", "reduce_scatter", "all_gather", "broadcast"};
+    "all_reduce", "reduce_scatter", "all_gather", "broadcast", "all_to_all"};
 /* Index = algorithm id; NULL: not an algorithm of that collective. */
-#define NALGO 6 /* ids 1..5 */
+#define NALGO 7 /* ids 1..6 */
 static const char *const algo_names[SYMHEAP_TUNE_NCOLL][NALGO] = {
-    {NULL, "one_shot", "two_shot", "rs_ce", "one_shot_push", "two_shot_push"},
-    {NULL, "one_shot", "two_shot", NULL, NULL, NULL},
-    {NULL, "sm", "zero_sm", NULL, NULL, NULL},
-    {NULL, "sm", "zero_sm", "scatter", NULL, NULL},
+    {NULL, "one_shot", "two_shot", "rs_ce", "one_shot_push", "two_shot_push",
+     "rs_ce_pipe"},
+    {NULL, "one_shot", "two_shot", NULL, NULL, NULL, NULL},
+    {NULL, "sm", "zero_sm", NULL, NULL, NULL, NULL},
+    {NULL, "sm", "zero_sm", "scatter", "scatter_pipe", "ce_pipe", NULL},
+    {NULL, "sm", "zero_sm", NULL, NULL, NULL, NULL},
 };
 
 const char *symheap_tune_coll_name(int coll) {
@@ -161,9 +163,10 @@ static int add_row(parser_t *p, char **tok, int n, int coll) {
                  coll <= SYMHEAP_TUNE_REDUCE_SCATTER
                      ? (coll ? "one_shot, two_shot"
                              : "one_shot, two_shot, rs_ce, one_shot_push, "
-                               "two_shot_push")
-                     : coll == SYMHEAP_TUNE_BROADCAST ? "sm, zero_sm, scatter"
-                                                      : "sm, zero_sm");
+                               "two_shot_push, rs_ce_pipe")
+                 : coll == SYMHEAP_TUNE_BROADCAST
+                     ? "sm, zero_sm, scatter, scatter_pipe, ce_pipe"
+                     : "sm, zero_sm");
   if (number(tok[6], MAX_BLOCKS, 0, &v))
     return fault(p, "blocks '%s' is not a number of 0 to %d", tok[6],
                  MAX_BLOCKS);
@@ -227,7 +230,7 @@ static int parse_line(parser_t *p, char *s, int *seen_gpu) {
   int coll = symheap_tune_coll_id(tok[0]);
   if (coll < 0)
     return fault(p, "'%s' is not 'gpu' or a collective (all_reduce, "
-                    "reduce_scatter, all_gather, broadcast)",
+                    "reduce_scatter, all_gather, broadcast, all_to_all)",
                  tok[0]);
   return add_row(p, tok, nt, coll);
 }
@@ -347,11 +350,14 @@ void symheap_tune_choose(int coll, const symheap_tune_query_t *q,
   int fallback = 0;
   if (coll == SYMHEAP_TUNE_ALL_REDUCE)
     fallback = (c->algo == 1 && q->in_place && q->bytes > q->ll_cap) ||
-               (c->algo == 3 && !q->ce_ok);
+               ((c->algo == 3 || c->algo == 6) && !q->ce_ok);
   else if (coll == SYMHEAP_TUNE_REDUCE_SCATTER)
     fallback = c->algo == 1 && q->bytes > q->ll_cap;
   else
-    fallback = c->algo == SYMHEAP_TUNE_ZERO_SM && !q->ce_ok;
+    fallback = (c->algo == SYMHEAP_TUNE_ZERO_SM ||
+                (coll == SYMHEAP_TUNE_BROADCAST &&
+                 c->algo == SYMHEAP_TUNE_CE_PIPE)) &&
+               !q->ce_ok;
   if (fallback) {
     c->algo = coll <= SYMHEAP_TUNE_REDUCE_SCATTER ? 2 : SYMHEAP_TUNE_SM;
     c->blocks = c->threads = 0;

@@ -28,14 +28,25 @@ typedef enum {
   SYMHEAP_TUNE_REDUCE_SCATTER = 1,
   SYMHEAP_TUNE_ALL_GATHER = 2,
   SYMHEAP_TUNE_BROADCAST = 3,
-  SYMHEAP_TUNE_NCOLL = 4,
+  SYMHEAP_TUNE_ALL_TO_ALL = 4, /* the uniform one (all-to-all-v: one kernel) */
+  SYMHEAP_TUNE_NCOLL = 5,
 } symheap_tune_coll_t;
 
 /* Algorithm ids.  All-reduce and reduce-scatter: the symheap_algo_t values
- * (1 one_shot, 2 two_shot, 3 rs_ce: all-reduce only).  All-gather and
- * broadcast: 1 sm, 2 zero_sm, 3 scatter (broadcast only: each rank pushes
- * its part of root's input to every rank). */
-enum { SYMHEAP_TUNE_SM = 1, SYMHEAP_TUNE_ZERO_SM = 2, SYMHEAP_TUNE_SCATTER = 3 };
+ * (1 one_shot, 2 two_shot, 3 rs_ce and 6 rs_ce_pipe: all-reduce only).
+ * All-gather and broadcast: 1 sm, 2 zero_sm, 3 scatter (broadcast only:
+ * each rank pushes its part of root's input to every rank), 4 scatter_pipe
+ * (broadcast only: root pushes each rank its part in steps, and each rank
+ * forwards a step to the others as soon as it has landed), 5 ce_pipe
+ * (broadcast only: the same by the copy engines, no SM).  All-to-all:
+ * 1 sm (the kernel's stores), 2 zero_sm (a copy-engine copy per peer). */
+enum {
+  SYMHEAP_TUNE_SM = 1,
+  SYMHEAP_TUNE_ZERO_SM = 2,
+  SYMHEAP_TUNE_SCATTER = 3,
+  SYMHEAP_TUNE_SCATTER_PIPE = 4,
+  SYMHEAP_TUNE_CE_PIPE = 5
+};
 
 #define SYMHEAP_TUNE_TOPO_MAX 16
 #define SYMHEAP_TUNE_GPU_MAX 96
@@ -80,7 +91,7 @@ typedef struct {
   int nranks;
   uint64_t bytes;    /* all-reduce: the buffer; reduce-scatter: each rank's
                         output block; all-gather: each rank's block;
-                        broadcast: the buffer */
+                        broadcast: the buffer; all-to-all: each block */
   uint64_t ll_cap;   /* the LL capacity at nranks (ll_capacity) */
   uint64_t ce_bytes; /* SYMHEAP_CUDA_CE_BYTES */
   int ce_ok;         /* the driver has stream memory operations */

@@ -156,19 +156,35 @@ symheap_result_t device_table(const dev_table_t **out) {
   return SYMHEAP_SUCCESS;
 }
 
+/* The override variables' choices, in the order adaptors/device/cuda.c
+ * declares them (test_coll_tuning forced_pipe checks one end to end). */
+constexpr int kChoices = 8;
+const char *const choices[SYMHEAP_TUNE_NCOLL][kChoices] = {
+    {"auto", "one_shot", "two_shot", "rs_ce", "one_shot_push", "two_shot_push",
+     "rs_ce_pipe"},
+    {"auto", "one_shot", "two_shot"},
+    {"auto", "sm", "zero_sm"},
+    {"auto", "sm", "zero_sm", "scatter", "scatter_pipe", "ce_pipe"},
+    {"auto", "sm", "zero_sm"},
+};
+
 /* The override variable of coll: its algorithm id, 0 for auto or unset. */
 int forced_algo(int coll) {
   static const char *const names[SYMHEAP_TUNE_NCOLL] = {
       "SYMHEAP_ALL_REDUCE_ALGO", "SYMHEAP_REDUCE_SCATTER_ALGO",
-      "SYMHEAP_ALL_GATHER_ALGO", "SYMHEAP_BROADCAST_ALGO"};
+      "SYMHEAP_ALL_GATHER_ALGO", "SYMHEAP_BROADCAST_ALGO",
+      "SYMHEAP_ALL_TO_ALL_ALGO"};
   static int cached[SYMHEAP_TUNE_NCOLL]; /* index + 1; 0: not read yet */
   int v = __atomic_load_n(&cached[coll], __ATOMIC_RELAXED);
   if (!v) {
-    int idx = 0; /* the choices are "auto|<algo 1>|<algo 2>..." */
+    int idx = 0;
     if (symheap_host_services()->param_get_choice(names[coll], &idx) !=
-        SYMHEAP_SUCCESS)
+            SYMHEAP_SUCCESS ||
+        idx < 0 || idx >= kChoices || !choices[coll][idx])
       idx = 0;
-    v = idx + 1;
+    /* the choice's name to its id: ids need not follow the list's order */
+    int id = idx ? symheap_tune_algo_id(coll, choices[coll][idx]) : 0;
+    v = (id > 0 ? id : 0) + 1;
     __atomic_store_n(&cached[coll], v, __ATOMIC_RELAXED);
   }
   return v - 1;

@@ -281,7 +281,7 @@ run " conformance kit on broken adaptors" test/conformance/run_broken.sh build
 # The tuning tables' parser, lookup and choice: plain C, everywhere.
 run " cuda collectives: tuning tables (host)" build/test/test_tune_table
 if [ -x build/test/test_coll_tuning ]; then
-  for m in forced table bad missing none; do
+  for m in forced forced_pipe table bad missing none; do
     run " cuda collectives: tuning $m" build/test/test_coll_tuning $m
   done
 fi

@@ -4,7 +4,10 @@
  * a table (SYMHEAP_TUNING_FILE), and that a bad or missing named file fails
  * AUTO calls with the file and line while explicit algorithms are left
  * alone.  The table is read once per process, so each case is a run:
- *   build/test/test_coll_tuning forced|table|bad|missing|none */
+ * forced_pipe: SYMHEAP_ALL_REDUCE_ALGO=rs_ce_pipe is a value comm init
+ * takes (it refused it before the pipelined rs+ce), and AUTO answers it, or
+ * two-shot where the driver has no stream memory operations (no GPU).
+ *   build/test/test_coll_tuning forced|forced_pipe|table|bad|missing|none */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +33,10 @@ static void body(th_ctx_t *c, void *arg) {
     /* two_shot even where the LL path fits */
     symheap_algo_t a = algo_of(w, 4096);
     CHECK(a == SYMHEAP_ALGO_TWO_SHOT, "forced two_shot: algo %d", (int)a);
+  } else if (strcmp(mode, "forced_pipe") == 0) {
+    symheap_algo_t a = algo_of(w, 256u << 20);
+    CHECK(a == SYMHEAP_ALGO_RS_CE_PIPELINED || a == SYMHEAP_ALGO_TWO_SHOT,
+          "forced rs_ce_pipe: algo %d", (int)a);
   } else if (strcmp(mode, "table") == 0) {
     /* the table has 2-rank rows only: two_shot up to 64 KiB, then one_shot
      * (out of place, not LL); 4 ranks: the thresholds (LL at 4 KiB, two-shot
@@ -93,7 +100,8 @@ static const char *table_text(void) {
 
 int main(int argc, char **argv) {
   if (argc != 2) {
-    fprintf(stderr, "usage: test_coll_tuning forced|table|bad|missing|none\n");
+    fprintf(stderr, "usage: test_coll_tuning "
+                    "forced|forced_pipe|table|bad|missing|none\n");
     return 2;
   }
   snprintf(mode, sizeof mode, "%s", argv[1]);
@@ -101,6 +109,8 @@ int main(int argc, char **argv) {
   snprintf(file, sizeof file, "/tmp/symheap-tuning-XXXXXX");
   if (strcmp(mode, "forced") == 0) {
     setenv("SYMHEAP_ALL_REDUCE_ALGO", "two_shot", 1);
+  } else if (strcmp(mode, "forced_pipe") == 0) {
+    setenv("SYMHEAP_ALL_REDUCE_ALGO", "rs_ce_pipe", 1);
   } else if (strcmp(mode, "missing") == 0) {
     snprintf(file, sizeof file, "/nonexistent/symheap-tuning.tsv");
     setenv("SYMHEAP_TUNING_FILE", file, 1);

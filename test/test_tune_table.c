@@ -218,6 +218,86 @@ static void case_load(void) {
   th_end();
 }
 
+/* The pipelined algorithms (issue 29): read by name, written back by name,
+ * refused where they are not the collective's, and rs_ce_pipe without the
+ * driver's stream memory operations falls back to two-shot.  The uniform
+ * all-to-all's rows (sm, zero_sm), and zero_sm's fallback. */
+static symheap_tune_choice_t choose(int coll, const symheap_tune_table_t *t,
+                                    int forced, uint64_t bytes, int ce_ok,
+                                    int in_place);
+static void case_pipelined(void) {
+  th_begin(T, "pipelined_algorithms", 0);
+  symheap_tune_table_t t;
+  char err[512] = "";
+  int rc = symheap_tune_parse("gpu X\n"
+                              "all_reduce 4 nvlink 0 max rs_ce_pipe 64 0\n"
+                              "broadcast 4 nvlink 0 max scatter_pipe 0 0\n",
+                              "pipe.tsv", &t, err, sizeof err);
+  CHECK(rc == 0, "refused: %s", err);
+  if (rc == 0) {
+    CHECK(t.rows[0].algo == 6 && t.rows[0].blocks == 64,
+          "rs_ce_pipe read as %d/%d", t.rows[0].algo, t.rows[0].blocks);
+    CHECK(t.rows[1].algo == SYMHEAP_TUNE_SCATTER_PIPE,
+          "scatter_pipe read as %d", t.rows[1].algo);
+    symheap_tune_free(&t);
+  }
+  CHECK(strcmp(symheap_tune_algo_name(SYMHEAP_TUNE_ALL_REDUCE, 6),
+               "rs_ce_pipe") == 0 &&
+            strcmp(symheap_tune_algo_name(SYMHEAP_TUNE_BROADCAST, 4),
+                   "scatter_pipe") == 0 &&
+            strcmp(symheap_tune_algo_name(SYMHEAP_TUNE_ALL_GATHER, 4), "?") ==
+                0 &&
+            strcmp(symheap_tune_algo_name(SYMHEAP_TUNE_ALL_REDUCE, 7), "?") ==
+                0,
+        "names of ids 4 and 6 (and 7)");
+  CHECK(symheap_tune_algo_id(SYMHEAP_TUNE_REDUCE_SCATTER, "rs_ce_pipe") == -1 &&
+            symheap_tune_algo_id(SYMHEAP_TUNE_ALL_GATHER, "scatter_pipe") == -1,
+        "a pipelined name taken for the wrong collective");
+  rc = symheap_tune_parse("gpu X\nall_to_all 4 nvlink 0 1048576 sm 0 0\n"
+                          "all_to_all 4 nvlink 1048577 max zero_sm 0 0\n",
+                          "a2a.tsv", &t, err, sizeof err);
+  CHECK(rc == 0, "all_to_all rows refused: %s", err);
+  if (rc == 0) {
+    symheap_tune_query_t q = {0, &t, "nvlink", 4, 256u << 20, 0, 0, 1, 0};
+    symheap_tune_choice_t a;
+    symheap_tune_choose(SYMHEAP_TUNE_ALL_TO_ALL, &q, &a);
+    CHECK(a.algo == SYMHEAP_TUNE_ZERO_SM, "256 MiB all-to-all: %d", a.algo);
+    q.ce_ok = 0;
+    symheap_tune_choose(SYMHEAP_TUNE_ALL_TO_ALL, &q, &a);
+    CHECK(a.algo == SYMHEAP_TUNE_SM, "zero_sm without memops: %d", a.algo);
+    q.bytes = 4096;
+    q.ce_ok = 1;
+    symheap_tune_choose(SYMHEAP_TUNE_ALL_TO_ALL, &q, &a);
+    CHECK(a.algo == SYMHEAP_TUNE_SM, "4 KiB all-to-all: %d", a.algo);
+    symheap_tune_free(&t);
+  }
+  rc = symheap_tune_parse("gpu X\nall_gather 4 nvlink 0 max scatter_pipe 0 0\n",
+                          "bad.tsv", &t, err, sizeof err);
+  CHECK(rc == -1 && strstr(err, "bad.tsv line 2"),
+        "all_gather scatter_pipe: %s", rc ? err : "accepted");
+  symheap_tune_choice_t c =
+      choose(SYMHEAP_TUNE_ALL_REDUCE, NULL, 6, 1u << 30, 0, 0);
+  CHECK(c.algo == 2, "forced rs_ce_pipe without memops: %d", c.algo);
+  c = choose(SYMHEAP_TUNE_ALL_REDUCE, NULL, 6, 1u << 30, 1, 1);
+  CHECK(c.algo == 6 && strcmp(c.why, "forced") == 0, "forced rs_ce_pipe: %d",
+        c.algo);
+  c = choose(SYMHEAP_TUNE_BROADCAST, NULL, SYMHEAP_TUNE_SCATTER_PIPE, 1u << 28,
+             0, 0);
+  CHECK(c.algo == SYMHEAP_TUNE_SCATTER_PIPE, "forced scatter_pipe: %d", c.algo);
+  /* ce_pipe: the copy engines' broadcast, so SM without stream memops */
+  CHECK(symheap_tune_algo_id(SYMHEAP_TUNE_BROADCAST, "ce_pipe") ==
+                SYMHEAP_TUNE_CE_PIPE &&
+            symheap_tune_algo_id(SYMHEAP_TUNE_ALL_GATHER, "ce_pipe") == -1,
+        "ce_pipe's id");
+  c = choose(SYMHEAP_TUNE_BROADCAST, NULL, SYMHEAP_TUNE_CE_PIPE, 1u << 28, 1,
+             0);
+  CHECK(c.algo == SYMHEAP_TUNE_CE_PIPE, "forced ce_pipe: %d", c.algo);
+  c = choose(SYMHEAP_TUNE_BROADCAST, NULL, SYMHEAP_TUNE_CE_PIPE, 1u << 28, 0,
+             0);
+  CHECK(c.algo == SYMHEAP_TUNE_SM, "ce_pipe without memops: %d", c.algo);
+  th_end();
+}
+
 static symheap_tune_choice_t choose(int coll, const symheap_tune_table_t *t,
                                     int forced, uint64_t bytes, int ce_ok,
                                     int in_place) {
@@ -388,6 +468,7 @@ int main(void) {
   case_mutations();
   case_load();
   case_choose();
+  case_pipelined();
   case_write_rows();
   return th_total_failures() ? 1 : 0;
 }

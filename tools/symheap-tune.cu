@@ -1,10 +1,11 @@
 // symheap-tune: the tuning run of the CUDA collectives (docs/tuning.md).
-// Times every algorithm of all-reduce (one-shot, two-shot, rs+ce, with
-// launch variants), reduce-scatter, all-gather (SM, zero-SM) and broadcast
-// (SM, zero-SM) at every power of two from 4 KiB to --max-bytes, checks
-// each result (inputs are small integers, never zeros), and writes the
-// table AUTO chooses from: for each size the fastest correct variant, the
-// slowest rank's median.  One rank count per run:
+// Times every algorithm of all-reduce (one-shot, two-shot, rs+ce, rs+ce
+// pipelined, with launch variants), reduce-scatter, all-gather (SM,
+// zero-SM), broadcast (SM, zero-SM, scatter, scatter_pipe, ce_pipe) and the
+// uniform all-to-all (SM, zero-SM) at every power of two from 4 KiB to
+// --max-bytes, checks each result (inputs are small integers, never zeros),
+// and writes the table AUTO chooses from: for each size the fastest correct
+// variant, the slowest rank's median.  One rank count per run:
 //   symheap-run -n 4 symheap-tune --out n4.tsv [--all all.tsv]
 //     [--max-bytes 1073741824] [--graph] [--coll all_reduce]
 //     [--min-bytes 65536]
@@ -86,7 +87,11 @@ static std::string vname(const variant &v) {
 static symheap_result_t call(const variant &v, size_t bytes) {
   symheap_coll::set_launch_override(v.blocks, v.threads);
   symheap_coll::set_algo_override(
-      SYMHEAP_TUNE_BROADCAST, v.algo == SYMHEAP_TUNE_SCATTER ? v.algo : 0);
+      SYMHEAP_TUNE_BROADCAST, v.algo == SYMHEAP_TUNE_SCATTER ||
+                                      v.algo == SYMHEAP_TUNE_SCATTER_PIPE ||
+                                      v.algo == SYMHEAP_TUNE_CE_PIPE
+                                  ? v.algo
+                                  : 0);
   symheap_stream_t s = (symheap_stream_t)st;
   switch (v.coll) {
   case SYMHEAP_TUNE_ALL_REDUCE:
@@ -100,6 +105,9 @@ static symheap_result_t call(const variant &v, size_t bytes) {
     return symheap_cuda_all_gather_flags(
         w, 0, w, g_half, bytes,
         v.algo == SYMHEAP_TUNE_ZERO_SM ? SYMHEAP_CUDA_ZERO_SM : 0, s);
+  case SYMHEAP_TUNE_ALL_TO_ALL:
+    symheap_coll::set_algo_override(SYMHEAP_TUNE_ALL_TO_ALL, v.algo);
+    return symheap_cuda_all_to_all(w, 0, w, g_half, bytes, s);
   default:
     return symheap_cuda_broadcast(
         w, 0, w, g_half, bytes, 0,
@@ -122,12 +130,16 @@ static uint16_t expect(int coll, size_t bytes, size_t j) {
     return bf16(s);
   case SYMHEAP_TUNE_ALL_GATHER:
     return bf16(val(j % count, (int)(j / count)));
+  case SYMHEAP_TUNE_ALL_TO_ALL: /* block r: rank r's block `rank` */
+    return bf16(val((size_t)rank * count + j % count, (int)(j / count)));
   default:
     return bf16(val(j, 0));
   }
 }
 static size_t out_elems(int coll, size_t bytes) {
-  return (coll == SYMHEAP_TUNE_ALL_GATHER ? bytes * (size_t)nranks : bytes) /
+  return (coll == SYMHEAP_TUNE_ALL_GATHER || coll == SYMHEAP_TUNE_ALL_TO_ALL
+              ? bytes * (size_t)nranks
+              : bytes) /
          2;
 }
 
@@ -270,6 +282,9 @@ static std::vector<variant> variants(int coll, size_t bytes, size_t cap,
       add(3, 32, 0);
       add(3, 64, 0);
     }
+    if (ce && bytes >= (4u << 20)) { /* rs_ce_pipe: chunks of 1 MiB up */
+      add(6, 0, 0); /* one variant: slower than rs_ce wherever measured */
+    }
     break;
   case SYMHEAP_TUNE_REDUCE_SCATTER:
     if (bytes <= cap)
@@ -284,8 +299,12 @@ static std::vector<variant> variants(int coll, size_t bytes, size_t cap,
     add(SYMHEAP_TUNE_SM, 0, 0);
     if (ce)
       add(SYMHEAP_TUNE_ZERO_SM, 0, 0);
-    if (coll == SYMHEAP_TUNE_BROADCAST)
+    if (coll == SYMHEAP_TUNE_BROADCAST) {
       add(SYMHEAP_TUNE_SCATTER, 0, 0);
+      add(SYMHEAP_TUNE_SCATTER_PIPE, 0, 0);
+      if (ce)
+        add(SYMHEAP_TUNE_CE_PIPE, 0, 0);
+    }
   }
   return out;
 }
@@ -388,6 +407,7 @@ int main(int argc, char **argv) {
   setenv("SYMHEAP_TUNING_FILE", "none", 1);
   setenv("SYMHEAP_ALL_GATHER_ALGO", "sm", 1);
   setenv("SYMHEAP_BROADCAST_ALGO", "sm", 1);
+  setenv("SYMHEAP_ALL_TO_ALL_ALGO", "sm", 1);
   setenv("SYMHEAP_CUDA_ZERO_SM", "0", 1);
   setenv("SYMHEAP_DEVICE", "cuda", 0);
   int ndev = 0;
@@ -426,7 +446,9 @@ int main(int argc, char **argv) {
   for (int c = 0; c < SYMHEAP_TUNE_NCOLL; c++) {
     if (only_coll >= 0 && c != only_coll)
       continue;
-    size_t top = c == SYMHEAP_TUNE_REDUCE_SCATTER || c == SYMHEAP_TUNE_ALL_GATHER
+    size_t top = c == SYMHEAP_TUNE_REDUCE_SCATTER ||
+                         c == SYMHEAP_TUNE_ALL_GATHER ||
+                         c == SYMHEAP_TUNE_ALL_TO_ALL
                      ? maxb / (size_t)nranks
                      : maxb;
     for (size_t b = 4096; b <= top; b *= 2) {

@@ -89,9 +89,9 @@ static void case_all_reduce(th_ctx_t *c) {
                            9,       31,   33,    255,    1000,
                            1023,    4097, 65535, 131075, (1u << 20) + 5,
                            3u << 20};
-  const symheap_algo_t algos[] = {SYMHEAP_ALGO_AUTO, SYMHEAP_ALGO_ONE_SHOT,
-                                  SYMHEAP_ALGO_TWO_SHOT,
-                                  SYMHEAP_ALGO_RS_COPY_ENGINE};
+  const symheap_algo_t algos[] = {
+      SYMHEAP_ALGO_AUTO, SYMHEAP_ALGO_ONE_SHOT, SYMHEAP_ALGO_TWO_SHOT,
+      SYMHEAP_ALGO_RS_COPY_ENGINE, SYMHEAP_ALGO_RS_CE_PIPELINED};
   const int nalgos = sizeof algos / sizeof algos[0];
   int runs = 0;
   for (int dt = 0; dt < 3; dt++)
@@ -133,6 +133,10 @@ static void case_all_reduce_large(th_ctx_t *c) {
             SYMHEAP_ALGO_TWO_SHOT, s, host);
   check_one(c, w, local, 4, gib + 12, (256u << 20) / 4 + 1, SYMHEAP_FLOAT32,
             SYMHEAP_OP_SUM, SYMHEAP_ALGO_ONE_SHOT, s, host);
+  // pipelined rs+ce, in place: 256 chunks of 1 MiB (main sets
+  // SYMHEAP_CUDA_PIPE_CHUNK) and one of 3 elements
+  check_one(c, w, local, 0, 0, (128u << 20) + 3, SYMHEAP_BFLOAT16,
+            SYMHEAP_OP_SUM, SYMHEAP_ALGO_RS_CE_PIPELINED, s, host);
   CUDA_OK(cudaStreamDestroy(s));
   CHECK_OK(symheap_free(c->comm, w));
 }
@@ -499,6 +503,9 @@ static void run_cases(th_ctx_t *c, void *arg) {
 }
 
 int main(int argc, char **argv) {
+  // rs_ce_pipe in chunks of 1 MiB (not its 8 MiB and up), so the sizes
+  // here span several chunks and end in a partial one
+  setenv("SYMHEAP_CUDA_PIPE_CHUNK", "1048576", 0);
   int status;
   if (!gpu_start("coll", "the collectives' GPU tests", &status))
     return status;

@@ -471,13 +471,17 @@ static void round_enqueue(th_ctx_t *c, win_t &w, a2av_bufs &b, cudaStream_t s,
   step(c, s, at, true);
   check_bytes<<<64, 256, 0, s>>>((unsigned char *)L + (26u << 20), ag, n - 1, 1,
                                  b.seed, b.bad + 4);
-  fill_dyn<<<64, 256, 0, s>>>(L + (28u << 20), dt, big, b.seed, c->rank);
+  // even rounds (and graphs) the pipelined rs+ce over 4 chunks (1 MiB each,
+  // the last 6 bytes), odd rounds the plain one
+  const size_t arn = round % 2 ? big : (3u << 19) + 3;
+  fill_dyn<<<64, 256, 0, s>>>(L + (28u << 20), dt, arn, b.seed, c->rank);
   step(c, s, ++at, false);
   CHECK_OK(symheap_cuda_all_reduce(
-      w.w, 28u << 20, w.w, 28u << 20, big, SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM,
-      SYMHEAP_ALGO_RS_COPY_ENGINE, (symheap_stream_t)s));
+      w.w, 28u << 20, w.w, 28u << 20, arn, SYMHEAP_BFLOAT16, SYMHEAP_OP_SUM,
+      round % 2 ? SYMHEAP_ALGO_RS_COPY_ENGINE : SYMHEAP_ALGO_RS_CE_PIPELINED,
+      (symheap_stream_t)s));
   step(c, s, at, true);
-  check_dyn_at<<<64, 256, 0, s>>>(L + (28u << 20), dt, big, 0, b.seed, n,
+  check_dyn_at<<<64, 256, 0, s>>>(L + (28u << 20), dt, arn, 0, b.seed, n,
                                   b.bad + 5);
 }
 
@@ -651,6 +655,9 @@ static void run_cases(th_ctx_t *c, void *arg) {
 }
 
 int main(int argc, char **argv) {
+  // rs_ce_pipe in chunks of 1 MiB (not its 8 MiB and up), so the sizes
+  // here span several chunks and end in a partial one
+  setenv("SYMHEAP_CUDA_PIPE_CHUNK", "1048576", 0);
   int status;
   if (!gpu_start("coll_xfer", "the collectives' GPU tests", &status))
     return status;

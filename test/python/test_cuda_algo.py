@@ -18,7 +18,7 @@ from symheap import cuda  # noqa: E402
 
 NAMES = {"AUTO": "auto", "ONE_SHOT": "one_shot", "TWO_SHOT": "two_shot",
          "RS_COPY_ENGINE": "rs_ce", "ONE_SHOT_PUSH": "one_shot_push",
-         "TWO_SHOT_PUSH": "two_shot_push"}
+         "TWO_SHOT_PUSH": "two_shot_push", "RS_CE_PIPELINED": "rs_ce_pipe"}
 
 
 def header_algos():

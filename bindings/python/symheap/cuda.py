@@ -39,9 +39,10 @@ _PROTOS = {
                                c_size_t, c_int, ctypes.c_uint, c_void_p],
 }
 OPS = {"sum": 0, "max": 1}  # symheap_redop_t
-# symheap_algo_t; rs_ce (SYMHEAP_ALGO_RS_COPY_ENGINE) is all-reduce only
+# symheap_algo_t; rs_ce and rs_ce_pipe (SYMHEAP_ALGO_RS_COPY_ENGINE,
+# SYMHEAP_ALGO_RS_CE_PIPELINED) and the push ones are all-reduce only
 ALGOS = {"auto": 0, "one_shot": 1, "two_shot": 2, "rs_ce": 3,
-         "one_shot_push": 4, "two_shot_push": 5}
+         "one_shot_push": 4, "two_shot_push": 5, "rs_ce_pipe": 6}
 
 _cuda = None
 _fast_bound = None  # _bound(): None until the first call
@@ -228,7 +229,8 @@ def all_reduce(tensor, op="sum", algo="auto", stream=None, out=None):
 
 def all_reduce_algo(tensor):
     """What algo="auto" picks for this tensor: "one_shot", "two_shot" or
-    "rs_ce" (reduce-scatter, then all-gather by the copy engines)."""
+    "rs_ce" (reduce-scatter, then all-gather by the copy engines) or
+    "rs_ce_pipe" (the same in chunks, pipelined)."""
     win, _ = _in_window(tensor, "tensor")
     got = c_int()
     _call("symheap_cuda_all_reduce_algo", win, tensor.numel(),
