@@ -217,7 +217,7 @@ static void print_env_markdown(void) {
   printf("| variable | read by | default | accepted values | meaning |\n"
          "|---|---|---|---|---|\n");
   for (int i = 0; var_at(i, v); i++) {
-    char values[64];
+    char values[256];
     values_cell(v, values, sizeof values);
     printf("| `%s` | %s | %s | %s | %s |\n", v->name, v->owner,
            v->def ? v->def : "(unset)", values, v->help);
