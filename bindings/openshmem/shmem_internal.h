@@ -28,6 +28,10 @@ struct shm_ctrl {
   uint64_t team_slots; /* on PE 0: which team slots are taken */
   uint64_t never;      /* stays 0: shm__net_progress waits on it */
   long team_sync[SHM_MAX_TEAMS][SHM_SYNC_WORDS];
+  /* On a group's first PE: the word its members sleep on while they wait
+   * for their release flags (wait.c, shm__wait_raised), and how many do. */
+  _Alignas(64) int wake_gen;
+  int wake_sleepers;
   /* Eager collectives' data from this PE (coll.c): the PEs still to read
    * it, its length (above SHM_EAGER bytes it is read from the caller's
    * source instead of eager_data), and the data. */
@@ -166,6 +170,14 @@ void shm__spin_on(struct shm_spin *s, const void *word, int seen);
 /* After a store to `word` (in this PE's mapping of PE pe's memory): wake
  * its waits if PE pe has any asleep. */
 void shm__wake(int pe, const void *word);
+/* More PEs than this process has CPUs (waits sleep almost at once). */
+int shm__oversubscribed(void);
+/* Until this PE's release flag (sync[1] of a group whose first PE is
+ * root) holds n or more; returns what it held.  One host only. */
+long shm__wait_raised(const long *flag, long n, int root);
+/* After raising members' flags of a group whose first PE is root: wakes
+ * whichever of them sleep, with one system call. */
+void shm__wake_group(int root);
 
 int shm__compare(int cmp, const void *a, const void *b, int is_signed,
                  int is_float, size_t size);
