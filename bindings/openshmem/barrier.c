@@ -15,7 +15,7 @@
 #endif
 #include <sched.h>
 
-#include "shmem_internal.h"
+#include "shmem_peer.h"
 
 /* The same across hosts: the arrival and the releases are symheap_atomic
  * (the words' one atomicity domain, whichever host the PEs are on), the

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shmem_internal.h"
+#include "shmem_peer.h"
 
 /* Collectives are eager, as MPI's eager messages are: a PE copies its
  * data into its control block's eager_data (up to SHM_EAGER bytes; larger

@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shmem_internal.h"
+#include "shmem_peer.h"
 
 /* Spins and yields before a wait sleeps.  With more PEs than CPUs, a few
  * of each (a waiter that spins or yields takes turns the PE it waits for
@@ -255,4 +255,36 @@ void shm__wake(int pe, const void *word) {
    * which refuses atomic_thread_fence, understands it. */
   if (__atomic_fetch_add(&c->sleepers, 0, __ATOMIC_SEQ_CST))
     syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* A wait that never comes true, for no time: symheap_signal_wait_until
+ * progresses the network engine in its loop (and gives up at once), which
+ * is what a wait on a word the engine may owe us needs when no progress
+ * thread runs (SYMHEAP_NET_PROGRESS=none). */
+void shm__net_progress(void) {
+  size_t off = offsetof(struct shm_ctrl, never);
+  (void)symheap_signal_wait_until(shm__s.heap_win, off, SYMHEAP_CMP_NE, 0,
+                                  NULL, 0);
+}
+
+/* Until this PE's 8-byte symmetric word compares true with value: in
+ * slices of symheap_signal_wait_until (which progresses the engine), with
+ * the checks of every wait (a global exit, a PE gone) between them. */
+uint64_t shm__net_wait_word(const void *word, int cmp, uint64_t value) {
+  symheap_window_t w;
+  size_t off;
+  shm__where(word, &w, &off);
+  struct shm_spin spin = SHM_SPIN_INIT;
+  for (;;) {
+    uint64_t seen = 0;
+    symheap_result_t r = symheap_signal_wait_until(w, off, (symheap_cmp_t)cmp,
+                                                   value, &seen, 100);
+    if (r == SYMHEAP_SUCCESS)
+      return seen;
+    if (r != SYMHEAP_ERR_TIMEOUT)
+      shm__fatal("wait on a symmetric word: %s (%s)", symheap_strerror(r),
+                 symheap_last_error());
+    spin.n = 0; /* turn_checks' liveness check is due every 256 turns */
+    shm__turn_checks(&spin);
+  }
 }
