@@ -141,7 +141,8 @@ static const binding_var_t binding_vars[] = {
     {"SYMHEAP_SHMEM_DATA_SEGMENT", "openshmem binding", "1", "0 or 1",
      "0 leaves the data segment alone (statics are then not symmetric)"},
     {"SYMHEAP_SHMEM_SPIN", "openshmem binding", "64", "a count",
-     "pause-spins in a wait before each wait yields the CPU"},
+     "pause-spins in a wait before each wait yields the CPU (unset: 64, "
+     "or 16 with more PEs than CPUs)"},
     {"SYMHEAP_LIBRARY", "python binding", "(unset)", "a path",
      "the libsymheap.so.0 the Python package loads, before its own search"},
     {"SYMHEAP_CUDA_COLL_LIBRARY", "python binding", "(unset)", "a path",

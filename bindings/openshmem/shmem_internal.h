@@ -79,6 +79,7 @@ struct shm_state {
   pthread_mutex_t net_lock;
   pthread_mutex_t lock;       /* the heap allocator and team slots */
   unsigned spin_before_yield; /* SYMHEAP_SHMEM_SPIN: pause-spins, then yield */
+  int spin_explicit;          /* SYMHEAP_SHMEM_SPIN was set */
 };
 extern struct shm_state shm__s;
 

@@ -181,7 +181,8 @@ int shm__oversubscribed(void) {
 static int turn_busy(struct shm_spin *s) {
   shm__turn_checks(s);
   int over = shm__oversubscribed();
-  unsigned spins = over ? SHM_SPINS_OVERSUBSCRIBED : shm__s.spin_before_yield;
+  unsigned spins = over && !shm__s.spin_explicit ? SHM_SPINS_OVERSUBSCRIBED
+                                                 : shm__s.spin_before_yield;
   if (++s->n < spins) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
