@@ -93,16 +93,13 @@ static void eager_wait(const struct shm_group *g, long n) {
   __atomic_sub_fetch(&g->sync[1], n, __ATOMIC_RELAXED);
 }
 
-/* Every member's data is posted: with a CPU for each PE, each posts to
- * every other (the last post frees everyone, no turn between); with more
- * PEs than CPUs, a barrier, whose last arriver frees everyone with one
- * wake where the posts of each PE woke every sleeper again (N-1 wakes, each
- * a context switch of PEs that go back to sleep). */
+/* Every member's data is posted: each posts to every other (the last post
+ * frees everyone, no turn between).  With more PEs than CPUs, posting
+ * through the barrier instead (its last arriver wakes everyone once) was
+ * tried and was slower: 4-PE reductions of 4 B-1 KiB took 86-176 us (median
+ * of 3) against 80-103 us with the posts, in two runs minutes apart on 2
+ * loaded CPUs (docs/perf/openshmem.md). */
 static void eager_all_posted(const struct shm_group *g) {
-  if (shm__oversubscribed()) {
-    shm__barrier(g);
-    return;
-  }
   eager_post(g, -1);
   eager_wait(g, g->size - 1);
 }
