@@ -582,7 +582,7 @@ SHMEM_DIR := bindings/openshmem
 SHMEM_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard $(SHMEM_DIR)/*.c))
 SHMEM_PUB := shmem.h shmem_types.h shmem_generic.h shmem_fast.h shmemx.h \
   mpp/shmem.h mpp/shmemx.h
-SHMEM_HDRS := $(SHMEM_PUB:%=$(SHMEM_DIR)/%) $(SHMEM_DIR)/shmem_internal.h $(SHMEM_DIR)/shmem_env.h \
+SHMEM_HDRS := $(SHMEM_PUB:%=$(SHMEM_DIR)/%) $(SHMEM_DIR)/shmem_internal.h $(SHMEM_DIR)/shmem_peer.h $(SHMEM_DIR)/shmem_env.h \
   include/symheap.h include/symheap_device.h
 SHMEM_INC := $(BUILD)/include/symheap-shmem
 SHMEM_OUT := $(BUILD)/lib/libsymheap-shmem.so $(BUILD)/lib/libsymheap-shmem.a \

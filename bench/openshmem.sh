@@ -26,6 +26,10 @@ cd "$(dirname "$0")/.."
 # implementations interleaved (symheap-run -n N, the
 # same pinned one PE per CPU mod nproc, oshrun), then the median of each
 # cell (bench/osu_median.py); build/bench/osu-coll.txt keeps every run.
+# OSU_BASE=DIR (another checkout's build directory, e.g. an earlier commit's)
+# adds its symheap-shmem as a fourth, "base", interleaved with the others:
+# a before/after in the same minutes.  OSU_COLLS picks the collectives
+# (default "barrier broadcast reduce fcollect collect").
 if [ "${1:-}" = osu-coll ]; then
   OSU=${OSU_OSHM:-../shared/osu-oshm}
   [ -d "$OSU/c/openshmem" ] || { echo "no $OSU (set OSU_OSHM)" >&2; exit 2; }
@@ -41,10 +45,15 @@ if [ "${1:-}" = osu-coll ]; then
   printf '#!/bin/sh\nexec taskset -c $(( ${SYMHEAP_LOCAL_RANK:-0} %% $(nproc --all) )) "$@"\n' \
     >"$w/pin.sh"
   chmod +x "$w/pin.sh"
-  colls="barrier broadcast reduce fcollect collect"
+  colls=${OSU_COLLS:-barrier broadcast reduce fcollect collect}
+  impls="symheap pinned oshmem${OSU_BASE:+ base}"
   for b in $colls; do
     build/bin/symheap-oshcc -O2 -DPACKAGE_VERSION=\"6.0\" -I"$U" -o "$w/sym-$b" \
       "$OSU/c/openshmem/osu_oshm_$b.c" "$U/osu_util.c" "$U/osu_util_pgas.c" -lm
+    if [ -n "${OSU_BASE:-}" ]; then
+      "$OSU_BASE/bin/symheap-oshcc" -O2 -DPACKAGE_VERSION=\"6.0\" -I"$U" -o "$w/base-$b" \
+        "$OSU/c/openshmem/osu_oshm_$b.c" "$U/osu_util.c" "$U/osu_util_pgas.c" -lm
+    fi
     oshcc -O2 -DPACKAGE_VERSION=\"6.0\" -I"$U" -o "$w/omp-$b" \
       "$OSU/c/openshmem/osu_oshm_$b.c" "$U/osu_util.c" "$U/osu_util_pgas.c" -lm
   done
@@ -53,10 +62,11 @@ if [ "${1:-}" = osu-coll ]; then
   for rep in $(seq "$reps"); do
     for n in ${OSU_PES:-2 4}; do
       for b in $colls; do
-        for impl in symheap pinned oshmem; do
+        for impl in $impls; do
           case $impl in
           symheap) cmd="build/bin/symheap-run -n $n $w/sym-$b" ;;
           pinned) cmd="build/bin/symheap-run -n $n $w/pin.sh $w/sym-$b" ;;
+          base) cmd="$OSU_BASE/bin/symheap-run -n $n $w/base-$b" ;;
           *) cmd="oshrun --mca osc ^rdma --oversubscribe -n $n $w/omp-$b" ;;
           esac
           echo "## $rep $impl $b $n load $(cut -d' ' -f1 /proc/loadavg)" >>"$out"

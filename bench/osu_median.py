@@ -5,17 +5,18 @@ Usage: osu_median.py build/bench/osu-coll.txt
 
 The file holds "## REP IMPL BENCH NPES load LOAD" before each run's OSU
 output.  Prints, per (benchmark, PEs), a markdown table: size, then for
-each implementation the median latency (us) over the repetitions and, in
+each implementation present (OSU_BASE's "base" too) the median latency (us) over the repetitions and, in
 brackets, the lowest and highest; then the load averages seen."""
 import collections
 import re
 import statistics
 import sys
 
-IMPLS = ["symheap", "pinned", "oshmem"]
+ORDER = ["symheap", "pinned", "oshmem", "base"]
 NAMES = {"symheap": "symheap-shmem (symheap-run -n N)",
          "pinned": "symheap-shmem pinned",
-         "oshmem": "Open MPI oshmem"}
+         "oshmem": "Open MPI oshmem",
+         "base": "symheap-shmem OSU_BASE (symheap-run -n N)"}
 
 
 def main():
@@ -34,14 +35,16 @@ def main():
             cells[(bench, n, int(t[0]), impl)].append(float(t[1]))
         elif bench == "barrier" and re.fullmatch(r"[0-9.]+", t[0]) and len(t) == 1:
             cells[(bench, n, 0, impl)].append(float(t[0]))
+    present = {i for _, _, _, i in cells}
+    impls = [i for i in ORDER if i in present]
     keys = sorted({(b, n) for b, n, _, _ in cells})
     for b, n in keys:
         print(f"\n#### {b}, {n} PEs (us: median [min-max])\n")
-        print("| size | " + " | ".join(NAMES[i] for i in IMPLS) + " |")
-        print("|---:|" + "---:|" * len(IMPLS))
+        print("| size | " + " | ".join(NAMES[i] for i in impls) + " |")
+        print("|---:|" + "---:|" * len(impls))
         for s in sorted({s for bb, nn, s, _ in cells if (bb, nn) == (b, n)}):
             row = []
-            for i in IMPLS:
+            for i in impls:
                 v = cells.get((b, n, s, i), [])
                 row.append(f"{statistics.median(v):.2f} [{min(v):.2f}-{max(v):.2f}]"
                            if v else "-")

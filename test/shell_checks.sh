@@ -116,6 +116,20 @@ info_lists_binding_vars() {
 }
 check "symheap-info -e lists the OpenSHMEM and Python variables" info_lists_binding_vars
 
+# Every SYMHEAP_ variable the code reads by getenv (symheap-run's, the
+# bindings', not only the core table's) is in symheap-info -e, hence in
+# docs/env.md (SYMHEAP_RUN_BIND and SYMHEAP_RUN_SYSFS were not).
+info_lists_every_getenv() {
+  local out v missing=0
+  out=$(build/bin/symheap-info -e) || return 1
+  for v in $(grep -rhoE 'getenv\("SYMHEAP_[A-Z0-9_]+"\)' core tools adaptors bindings plugins |
+    sed -E 's/getenv\("(.*)"\)/\1/' | sort -u); do
+    grep -q "^$v\$" <<<"$out" || { echo "symheap-info -e does not list $v"; missing=1; }
+  done
+  return $missing
+}
+check "symheap-info -e lists every SYMHEAP_ variable read by getenv" info_lists_every_getenv
+
 info_mpi_missing_names_lib() {
   local dir out
   dir=$(mktemp -d)

@@ -119,33 +119,44 @@ static int var_at(int i, symheap_var_info_t *v) {
 
 static void load_declarations(void) { (void)symheap_plugins_load(); }
 
-/* Variables the bindings read themselves (bindings/openshmem,
- * bindings/python): not the core's, so not validated here, but listed with
- * the rest so that -e and docs/env.md name every variable symheap reads. */
+/* Variables the bindings (bindings/openshmem, bindings/python) and
+ * symheap-run read themselves: not the core's, so not validated here, but
+ * listed with the rest so that -e and docs/env.md name every variable
+ * symheap reads (test/shell_checks.sh looks for every getenv of one). */
 typedef struct {
   const char *name, *owner, *def, *values, *help;
 } binding_var_t;
 static const binding_var_t binding_vars[] = {
-    {"SHMEM_SYMMETRIC_SIZE", "openshmem", "1G",
+    {"SHMEM_SYMMETRIC_SIZE", "openshmem binding", "1G",
      "bytes, with K, M, G or T (decimal fractions allowed)",
      "the most symmetric heap per PE; address space is reserved, memory is "
      "committed as the heap grows (SMA_SYMMETRIC_SIZE: the deprecated name)"},
-    {"SHMEM_DEBUG", "openshmem", "(unset)", "any",
+    {"SHMEM_DEBUG", "openshmem binding", "(unset)", "any",
      "if set, a failed allocation says why (SMA_DEBUG: the deprecated name)"},
-    {"SHMEM_VERSION", "openshmem", "(unset)", "any",
+    {"SHMEM_VERSION", "openshmem binding", "(unset)", "any",
      "if set, PE 0 prints the library's version at shmem_init (SMA_VERSION)"},
-    {"SHMEM_INFO", "openshmem", "(unset)", "any",
+    {"SHMEM_INFO", "openshmem binding", "(unset)", "any",
      "if set, PE 0 prints the OpenSHMEM variables with their help at "
      "shmem_init (SMA_INFO)"},
-    {"SYMHEAP_SHMEM_DATA_SEGMENT", "openshmem", "1", "0 or 1",
+    {"SYMHEAP_SHMEM_DATA_SEGMENT", "openshmem binding", "1", "0 or 1",
      "0 leaves the data segment alone (statics are then not symmetric)"},
-    {"SYMHEAP_SHMEM_SPIN", "openshmem", "64", "a count",
-     "pause-spins in a wait before each wait yields the CPU"},
-    {"SYMHEAP_LIBRARY", "python", "(unset)", "a path",
+    {"SYMHEAP_SHMEM_SPIN", "openshmem binding", "64", "a count",
+     "pause-spins in a wait before each wait yields the CPU (unset: 64, "
+     "or 16 with more PEs than CPUs)"},
+    {"SYMHEAP_LIBRARY", "python binding", "(unset)", "a path",
      "the libsymheap.so.0 the Python package loads, before its own search"},
-    {"SYMHEAP_CUDA_COLL_LIBRARY", "python", "(unset)", "a path",
+    {"SYMHEAP_CUDA_COLL_LIBRARY", "python binding", "(unset)", "a path",
      "the libsymheap_cuda.so.0 symheap.cuda loads (default: beside "
      "libsymheap)"},
+    {"SYMHEAP_TORCH_POOL", "python binding", "8", "a count",
+     "freed blocks the torch allocator keeps for reuse, per rank (0: none)"},
+    {"SYMHEAP_RUN_BIND", "symheap-run", "core", "none, core, numa (0: none)",
+     "where symheap-run puts each rank, as --bind: a CPU of its own (core; "
+     "with more ranks than CPUs, its GPU's NUMA node or nowhere), its GPU's "
+     "NUMA node's CPUs (numa), or anywhere (none); --bind wins"},
+    {"SYMHEAP_RUN_SYSFS", "symheap-run", "/sys", "a directory",
+     "where symheap-run reads the PCI devices and NUMA nodes that --bind "
+     "core or numa places ranks by (tests point it at a made-up tree)"},
 };
 #define NBINDING_VARS (sizeof binding_vars / sizeof binding_vars[0])
 
@@ -154,7 +165,7 @@ static void print_binding_env(void) {
   for (size_t i = 0; i < NBINDING_VARS; i++) {
     const binding_var_t *b = &binding_vars[i];
     if (!last || strcmp(last, b->owner) != 0)
-      printf("\n== binding %s (read by the binding itself)\n\n", b->owner);
+      printf("\n== %s (read by it, not by the core)\n\n", b->owner);
     last = b->owner;
     const char *set = getenv(b->name);
     printf("%s\n  value:   %s\n  default: %s\n  values:  %s\n  %s\n", b->name,
@@ -223,7 +234,7 @@ static void print_env_markdown(void) {
            v->def ? v->def : "(unset)", values, v->help);
   }
   for (size_t i = 0; i < NBINDING_VARS; i++)
-    printf("| `%s` | %s binding | %s | %s | %s |\n", binding_vars[i].name,
+    printf("| `%s` | %s | %s | %s | %s |\n", binding_vars[i].name,
            binding_vars[i].owner, binding_vars[i].def, binding_vars[i].values,
            binding_vars[i].help);
 }

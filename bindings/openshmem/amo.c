@@ -9,7 +9,7 @@
  * operand and the result travel as the type's bytes (4 or 8), which is
  * what the bitwise operations (fetch, set, swap, compare-and-swap) and a
  * two's complement add need, floating point and signed types included. */
-#include "shmem_internal.h"
+#include "shmem_peer.h"
 
 #define D SHMEM_CTX_DEFAULT
 #define SEQ __ATOMIC_SEQ_CST

@@ -1,9 +1,10 @@
 /* Barriers, ordering and locks.
  *
  * A group's barrier counts arrivals on its first PE (an atomic add on that
- * PE's arrival word); the first PE waits for all of them, zeroes the count,
- * and raises every other member's release flag, which each member lowers as
- * it leaves (adds and subtracts: small broadcasts raise the same word).
+ * PE's arrival word); the last to arrive zeroes the count, raises every
+ * other member's release flag, which each member lowers as it leaves (adds
+ * and subtracts: eager collectives raise the same word), and wakes the
+ * sleepers with one futex wake on the first PE's wake word.
  * Every word is back to zero when the barrier ends, so the same words (a
  * team's slot, or the caller's pSync) serve the next one, and pSync is
  * handed back as it was given, as the specification asks. */
@@ -14,7 +15,7 @@
 #endif
 #include <sched.h>
 
-#include "shmem_internal.h"
+#include "shmem_peer.h"
 
 /* The same across hosts: the arrival and the releases are symheap_atomic
  * (the words' one atomicity domain, whichever host the PEs are on), the
@@ -48,26 +49,22 @@ void shm__barrier(const struct shm_group *g) {
     barrier_net(g);
     return;
   }
-  struct shm_spin spin = SHM_SPIN_INIT;
   int root = shm__group_pe(g, 0);
   long *count = (long *)shm__peer(&g->sync[0], root);
-  /* The last to arrive wakes the first PE if it sleeps. */
-  if (__atomic_add_fetch(count, 1, __ATOMIC_SEQ_CST) == g->size && g->me)
-    shm__wake(root, count);
-  if (g->me == 0) {
-    long seen;
-    while ((seen = __atomic_load_n(count, __ATOMIC_ACQUIRE)) != g->size)
-      shm__spin_on(&spin, count, (int)seen);
+  /* The last to arrive releases everyone: no PE has to be scheduled
+   * between the last arrival and the release (with more PEs than CPUs,
+   * each such turn costs a time slice). */
+  if (__atomic_add_fetch(count, 1, __ATOMIC_SEQ_CST) == g->size) {
     __atomic_store_n(count, 0, __ATOMIC_RELAXED);
-    for (int i = 1; i < g->size; i++) {
-      int pe = shm__group_pe(g, i);
-      long *flag = (long *)shm__peer(&g->sync[1], pe);
+    for (int i = 0; i < g->size; i++) {
+      if (i == g->me)
+        continue;
+      long *flag = (long *)shm__peer(&g->sync[1], shm__group_pe(g, i));
       __atomic_add_fetch(flag, 1, __ATOMIC_SEQ_CST); /* a count: coll.c */
-      shm__wake(pe, flag);
     }
+    shm__wake_group(root);
   } else {
-    while (__atomic_load_n(&g->sync[1], __ATOMIC_ACQUIRE) == 0)
-      shm__spin_on(&spin, &g->sync[1], 0);
+    shm__wait_raised(&g->sync[1], 1, root);
     __atomic_sub_fetch(&g->sync[1], 1, __ATOMIC_RELAXED);
   }
   __atomic_thread_fence(__ATOMIC_SEQ_CST);

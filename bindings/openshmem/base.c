@@ -68,7 +68,7 @@ char *shm__peer_or_null(const void *addr, int pe) {
   uintptr_t a = (uintptr_t)addr;
   if (!shm__s.initialized || pe < 0 || pe >= shm__s.npes)
     return NULL;
-  if (pe != shm__s.me && shm__remote(pe))
+  if (pe != shm__s.me && shm__s.net && shm__s.remote[pe])
     return NULL; /* another host: no address here */
   if (a - (uintptr_t)shm__s.heap_base < shm__s.heap_size)
     return pe == shm__s.me

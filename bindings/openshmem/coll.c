@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shmem_internal.h"
+#include "shmem_peer.h"
 
 /* Collectives are eager, as MPI's eager messages are: a PE copies its
  * data into its control block's eager_data (up to SHM_EAGER bytes; larger
@@ -50,12 +50,13 @@ static int eager_ok(void) {
 
 static void eager_claim(long readers, const void *source, size_t bytes) {
   struct shm_spin spin = SHM_SPIN_INIT;
-  long zero = 0;
-  while (!__atomic_compare_exchange_n(&shm__s.ctrl->eager_readers, &zero,
+  long seen = 0;
+  /* The readers of the previous call wake this PE as the last leaves. */
+  while (!__atomic_compare_exchange_n(&shm__s.ctrl->eager_readers, &seen,
                                       readers, 0, __ATOMIC_ACQUIRE,
                                       __ATOMIC_RELAXED)) {
-    zero = 0;
-    shm__spin(&spin);
+    shm__spin_on(&spin, &shm__s.ctrl->eager_readers, (int)seen);
+    seen = 0;
   }
   shm__s.ctrl->eager_len = (long)bytes;
   if (bytes && bytes <= SHM_EAGER)
@@ -74,25 +75,33 @@ static void eager_finish(size_t bytes) {
     shm__spin_on(&spin, &shm__s.ctrl->eager_readers, (int)seen);
 }
 
-/* Raises the flag of every member but this PE (and but skip). */
+/* Raises the flag of every member but this PE (and but skip), then wakes
+ * those asleep (one wake for the group: wait.c). */
 static void eager_post(const struct shm_group *g, int skip) {
   for (int i = 0; i < g->size; i++) {
     if (i == g->me || i == skip)
       continue;
-    int pe = shm__group_pe(g, i);
-    long *flag = (long *)shm__peer(&g->sync[1], pe);
+    long *flag = (long *)shm__peer(&g->sync[1], shm__group_pe(g, i));
     __atomic_add_fetch(flag, 1, __ATOMIC_SEQ_CST);
-    shm__wake(pe, flag);
   }
+  shm__wake_group(shm__group_pe(g, 0));
 }
 
 /* Waits for n raises of this PE's flag, and takes them. */
 static void eager_wait(const struct shm_group *g, long n) {
-  struct shm_spin spin = SHM_SPIN_INIT;
-  long seen;
-  while ((seen = __atomic_load_n(&g->sync[1], __ATOMIC_ACQUIRE)) < n)
-    shm__spin_on(&spin, &g->sync[1], (int)seen);
+  shm__wait_raised(&g->sync[1], n, shm__group_pe(g, 0));
   __atomic_sub_fetch(&g->sync[1], n, __ATOMIC_RELAXED);
+}
+
+/* Every member's data is posted: each posts to every other (the last post
+ * frees everyone, no turn between).  With more PEs than CPUs, posting
+ * through the barrier instead (its last arriver wakes everyone once) was
+ * tried and was slower: 4-PE reductions of 4 B-1 KiB took 86-176 us (median
+ * of 3) against 80-103 us with the posts, in two runs minutes apart on 2
+ * loaded CPUs (docs/perf/openshmem.md). */
+static void eager_all_posted(const struct shm_group *g) {
+  eager_post(g, -1);
+  eager_wait(g, g->size - 1);
 }
 
 /* Member i's data (this PE's own included) and its length: its eager_data,
@@ -105,14 +114,15 @@ static const char *eager_of(const struct shm_group *g, int i,
   return *len <= SHM_EAGER ? c->eager_data : shm__peer(source, pe);
 }
 
-/* Done reading member i's data (len bytes: a large one's writer waits). */
-static void eager_done(const struct shm_group *g, int i, size_t len) {
+/* Done reading member i's data. */
+static void eager_done(const struct shm_group *g, int i) {
   if (i == g->me)
     return;
   int pe = shm__group_pe(g, i);
   struct shm_ctrl *c = (struct shm_ctrl *)shm__peer(shm__s.ctrl, pe);
-  __atomic_sub_fetch(&c->eager_readers, 1, __ATOMIC_SEQ_CST);
-  if (len > SHM_EAGER)
+  /* The writer waits for 0: before its next call, and before it returns
+   * when its data was read from its source. */
+  if (__atomic_sub_fetch(&c->eager_readers, 1, __ATOMIC_SEQ_CST) == 0)
     shm__wake(pe, &c->eager_readers);
 }
 
@@ -129,7 +139,7 @@ static void broadcast_eager(const struct shm_group *g, void *dest,
   const char *d = eager_of(g, root, source, &len);
   if (bytes)
     memcpy(dest, d, bytes);
-  eager_done(g, root, len);
+  eager_done(g, root);
 }
 
 void shm__broadcast(const struct shm_group *g, void *dest, const void *source,
@@ -157,8 +167,7 @@ void shm__broadcast(const struct shm_group *g, void *dest, const void *source,
 static void collect_eager(const struct shm_group *g, void *dest,
                           const void *source, size_t bytes) {
   eager_claim(g->size - 1, source, bytes);
-  eager_post(g, -1);
-  eager_wait(g, g->size - 1);
+  eager_all_posted(g);
   size_t off = 0;
   for (int i = 0; i < g->size; i++) {
     size_t n;
@@ -166,7 +175,7 @@ static void collect_eager(const struct shm_group *g, void *dest,
     if (n)
       memcpy((char *)dest + off, d, n);
     off += n;
-    eager_done(g, i, n);
+    eager_done(g, i);
   }
   eager_finish(bytes);
 }
@@ -254,18 +263,17 @@ static void reduce_eager(const struct shm_group *g, void *acc,
                          const void *source, size_t n, size_t elem,
                          shm_combine_fn combine) {
   eager_claim(g->size - 1, source, n * elem);
-  eager_post(g, -1);
-  eager_wait(g, g->size - 1);
+  eager_all_posted(g);
   size_t len;
   const char *d = eager_of(g, 0, source, &len);
   if (n)
     memcpy(acc, d, n * elem);
-  eager_done(g, 0, len);
+  eager_done(g, 0);
   for (int i = 1; i < g->size; i++) {
     d = eager_of(g, i, source, &len);
     if (n)
       combine(acc, d, n);
-    eager_done(g, i, len);
+    eager_done(g, i);
   }
 }
 

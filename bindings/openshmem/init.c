@@ -147,10 +147,12 @@ int shmem_init_thread(int requested, int *provided) {
   /* Spin this many times (a pause each) before yielding: long enough that a
    * peer that is running answers without a trip through the scheduler, short
    * enough that a peer waiting for this core gets it soon (oversubscribed
-   * machines).  SYMHEAP_SHMEM_SPIN overrides it. */
+   * machines; with more PEs than CPUs, wait.c spins less).
+   * SYMHEAP_SHMEM_SPIN overrides it, then in both cases. */
   shm__s.spin_before_yield = 64;
   const char *spin = getenv("SYMHEAP_SHMEM_SPIN");
-  if (spin && *spin)
+  shm__s.spin_explicit = spin && *spin;
+  if (shm__s.spin_explicit)
     shm__s.spin_before_yield = (unsigned)strtoul(spin, NULL, 10);
   if (do_init() != 0)
     return -1;

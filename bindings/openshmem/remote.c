@@ -14,15 +14,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "shmem_internal.h"
+#include "shmem_peer.h"
 
 /* The one-sided calls are made by one thread at a time (symheap.h); under
  * SHMEM_THREAD_MULTIPLE the threads of this PE take turns. */
-static void lock(void) {
+static void net_enter(void) {
   if (shm__s.thread_level == SHMEM_THREAD_MULTIPLE)
     pthread_mutex_lock(&shm__s.net_lock);
 }
-static void unlock(void) {
+static void net_leave(void) {
   if (shm__s.thread_level == SHMEM_THREAD_MULTIPLE)
     pthread_mutex_unlock(&shm__s.net_lock);
 }
@@ -57,10 +57,10 @@ void shm__net_put(void *dest, const void *src, size_t bytes, int pe, int nbi) {
   symheap_window_t w;
   size_t off;
   shm__where(dest, &w, &off);
-  lock();
+  net_enter();
   symheap_result_t r = nbi ? symheap_put_nbi(w, pe, off, src, bytes)
                            : symheap_put(w, pe, off, src, bytes);
-  unlock();
+  net_leave();
   check(r, "put", pe);
 }
 
@@ -68,10 +68,10 @@ void shm__net_get(void *dest, const void *src, size_t bytes, int pe, int nbi) {
   symheap_window_t w;
   size_t off;
   shm__where(src, &w, &off);
-  lock();
+  net_enter();
   symheap_result_t r = nbi ? symheap_get_nbi(w, pe, off, dest, bytes)
                            : symheap_get(w, pe, off, dest, bytes);
-  unlock();
+  net_leave();
   check(r, "get", pe);
 }
 
@@ -97,10 +97,10 @@ void shm__amo(const void *addr, int pe, symheap_amo_t op, size_t size,
   size_t off;
   pe_check(pe);
   shm__where(addr, &w, &off);
-  lock();
+  net_enter();
   symheap_result_t r =
       symheap_atomic(w, pe, off, op, size, operand, compare, result);
-  unlock();
+  net_leave();
   check(r, "atomic", pe);
 }
 
@@ -116,54 +116,30 @@ void shm__net_put_signal(void *dest, const void *src, size_t bytes,
     return;
   }
   shm__where(dest, &w, &off);
-  lock();
+  net_enter();
   symheap_result_t r =
       symheap_put_signal(w, pe, off, src, bytes, sw, soff, value, op);
-  unlock();
+  net_leave();
   check(r, "put with signal", pe);
 }
 
 void shm__net_quiet(void) {
-  lock();
+  net_enter();
   symheap_result_t r = symheap_quiet(shm__s.comm);
-  unlock();
+  net_leave();
   check(r, "quiet", shm__s.me);
 }
 
 void shm__net_fence(void) {
-  lock();
+  net_enter();
   symheap_result_t r = symheap_fence(shm__s.comm);
-  unlock();
+  net_leave();
   check(r, "fence", shm__s.me);
 }
 
-/* A wait that never comes true, for no time: symheap_signal_wait_until
- * progresses the network engine in its loop (and gives up at once), which
- * is what a wait on a word the engine may owe us needs when no progress
- * thread runs (SYMHEAP_NET_PROGRESS=none). */
-void shm__net_progress(void) {
-  size_t off = offsetof(struct shm_ctrl, never);
-  (void)symheap_signal_wait_until(shm__s.heap_win, off, SYMHEAP_CMP_NE, 0,
-                                  NULL, 0);
-}
-
-/* Until this PE's 8-byte symmetric word compares true with value: in
- * slices of symheap_signal_wait_until (which progresses the engine), with
- * the checks of every wait (a global exit, a PE gone) between them. */
-uint64_t shm__net_wait_word(const void *word, int cmp, uint64_t value) {
-  symheap_window_t w;
-  size_t off;
-  shm__where(word, &w, &off);
-  struct shm_spin spin = SHM_SPIN_INIT;
-  for (;;) {
-    uint64_t seen = 0;
-    symheap_result_t r = symheap_signal_wait_until(w, off, (symheap_cmp_t)cmp,
-                                                   value, &seen, 100);
-    if (r == SYMHEAP_SUCCESS)
-      return seen;
-    if (r != SYMHEAP_ERR_TIMEOUT)
-      check(r, "wait on a symmetric word", shm__s.me);
-    spin.n = 0; /* turn_checks' liveness check is due every 256 turns */
-    shm__turn_checks(&spin);
-  }
+void shm__getmem(void *dest, const void *src, size_t bytes, int pe) {
+  if (shm__remote(pe))
+    shm__net_get(dest, src, bytes, pe, 0);
+  else
+    memcpy(dest, shm__peer(src, pe), bytes);
 }

@@ -7,7 +7,7 @@
  * put-with-signal still updates the signal. */
 #include <string.h>
 
-#include "shmem_internal.h"
+#include "shmem_peer.h"
 
 static inline void shm_put(shmem_ctx_t ctx, void *dest, const void *src,
                            size_t bytes, int pe) {

@@ -28,6 +28,10 @@ struct shm_ctrl {
   uint64_t team_slots; /* on PE 0: which team slots are taken */
   uint64_t never;      /* stays 0: shm__net_progress waits on it */
   long team_sync[SHM_MAX_TEAMS][SHM_SYNC_WORDS];
+  /* On a group's first PE: the word its members sleep on while they wait
+   * for their release flags (wait.c, shm__wait_raised), and how many do. */
+  _Alignas(64) int wake_gen;
+  int wake_sleepers;
   /* Eager collectives' data from this PE (coll.c): the PEs still to read
    * it, its length (above SHM_EAGER bytes it is read from the caller's
    * source instead of eager_data), and the data. */
@@ -75,6 +79,7 @@ struct shm_state {
   pthread_mutex_t net_lock;
   pthread_mutex_t lock;       /* the heap allocator and team slots */
   unsigned spin_before_yield; /* SYMHEAP_SHMEM_SPIN: pause-spins, then yield */
+  int spin_explicit;          /* SYMHEAP_SHMEM_SPIN was set */
 };
 extern struct shm_state shm__s;
 
@@ -97,53 +102,8 @@ void shm__require_init(const char *fn);
  * exits now.  shmem_global_exit is this. */
 void shm__exit_all(int status) __attribute__((noreturn));
 
-/* Whether world PE pe is reached through the network (remote.c); one
- * predictable branch on a job of one host. */
-static inline int shm__remote(int pe) {
-  return __builtin_expect(shm__s.net, 0) &&
-         (unsigned)pe < (unsigned)shm__s.npes && shm__s.remote[pe];
-}
-/* Where `addr` (symmetric, in this PE's view) lives on world PE `pe`. */
-static inline char *shm__peer(const void *addr, int pe) {
-  uintptr_t a = (uintptr_t)addr;
-  if ((unsigned)pe >= (unsigned)shm__s.npes) {
-    if (!shm__s.initialized)
-      shm__fatal("an OpenSHMEM routine was called before shmem_init or "
-                 "after shmem_finalize");
-    shm__fatal("PE %d is out of range (0..%d)", pe, shm__s.npes - 1);
-  }
-  if (pe == shm__s.me)
-    return (char *)addr;
-  char *base = NULL;
-  if (a - (uintptr_t)shm__s.heap_base < shm__s.heap_size)
-    base = shm__s.heap_peer[pe] + (a - (uintptr_t)shm__s.heap_base);
-  else if (a - (uintptr_t)shm__s.data_base < shm__s.data_size)
-    base = shm__s.data_peer[pe] + (a - (uintptr_t)shm__s.data_base);
-  else
-    shm__fatal("address %p is not symmetric (neither in the symmetric heap "
-               "nor in the program's data or bss)",
-               addr);
-  if (__builtin_expect(shm__remote(pe), 0)) /* a path that forgot remote.c */
-    shm__fatal("internal: PE %d is on another host and has no address here",
-               pe);
-  return base;
-}
 /* NULL instead of failing, for shmem_ptr and shmem_addr_accessible. */
 char *shm__peer_or_null(const void *addr, int pe);
-
-/* A context's PE number, in the world. */
-static inline int shm__ctx_pe(shmem_ctx_t ctx, int pe) {
-  if (ctx == SHMEM_CTX_DEFAULT)
-    return pe;
-  if (ctx == SHMEM_CTX_INVALID)
-    shm__fatal("operation on SHMEM_CTX_INVALID");
-  if (ctx->team == SHMEM_TEAM_WORLD)
-    return pe;
-  if ((unsigned)pe >= (unsigned)ctx->team->size)
-    shm__fatal("PE %d is out of range of the context's team (0..%d)", pe,
-               ctx->team->size - 1);
-  return ctx->team->world[pe];
-}
 
 /* One turn of a wait loop (wait.c): spin briefly, then yield, then sleep
  * (the machine may have fewer cores than PEs); ends the job when a PE
@@ -166,6 +126,14 @@ void shm__spin_on(struct shm_spin *s, const void *word, int seen);
 /* After a store to `word` (in this PE's mapping of PE pe's memory): wake
  * its waits if PE pe has any asleep. */
 void shm__wake(int pe, const void *word);
+/* More PEs than this process has CPUs (waits sleep almost at once). */
+int shm__oversubscribed(void);
+/* Until this PE's release flag (sync[1] of a group whose first PE is
+ * root) holds n or more; returns what it held.  One host only. */
+long shm__wait_raised(const long *flag, long n, int root);
+/* After raising members' flags of a group whose first PE is root: wakes
+ * whichever of them sleep, with one system call. */
+void shm__wake_group(int root);
 
 int shm__compare(int cmp, const void *a, const void *b, int is_signed,
                  int is_float, size_t size);
@@ -203,17 +171,13 @@ void shm__net_put_signal(void *dest, const void *src, size_t bytes,
                          int pe);
 void shm__net_quiet(void);
 void shm__net_fence(void);
+/* wait.c, beside the other waits: progress the network engine once;
+ * wait until this PE's 8-byte symmetric word compares true with value. */
 void shm__net_progress(void);
 uint64_t shm__net_wait_word(const void *word, int cmp, uint64_t value);
 /* bytes of PE pe's copy of the symmetric src into dest (private memory):
- * a copy through the mapping, or a get. */
-static inline void shm__getmem(void *dest, const void *src, size_t bytes,
-                               int pe) {
-  if (shm__remote(pe))
-    shm__net_get(dest, src, bytes, pe, 0);
-  else
-    memcpy(dest, shm__peer(src, pe), bytes);
-}
+ * a copy through the mapping, or a get (remote.c). */
+void shm__getmem(void *dest, const void *src, size_t bytes, int pe);
 
 /* Heap (heap.c) and teams (team.c) set-up. */
 int shm__heap_init(void);

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shmem_internal.h"
+#include "shmem_peer.h"
 
 struct symheap_shmem_team symheap_shmem_team_world = {.slot = -1};
 struct symheap_shmem_team symheap_shmem_team_shared = {.slot = -1};

@@ -23,16 +23,22 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shmem_internal.h"
+#include "shmem_peer.h"
 
-/* Yields after the spins, before a wait sleeps: few when PEs outnumber the
- * CPUs (a yielding waiter takes turns the PE it waits for needs), many when
- * each PE can have a CPU (a sleeper on a loaded machine waits for the
- * scheduler to run it again when woken: 2-PE broadcasts of 128 KiB took
- * 400-650 us sleeping against 8-17 us for Open MPI's spinning PEs). */
+/* Spins and yields before a wait sleeps.  With more PEs than CPUs, a few
+ * of each (a waiter that spins or yields takes turns the PE it waits for
+ * needs: the last to arrive then wakes everyone at once, shm__wake_group);
+ * with a CPU for each PE, many yields (a sleeper on a loaded machine waits
+ * for the scheduler to run it again when woken: 2-PE broadcasts of 128 KiB
+ * took 400-650 us sleeping against 8-17 us for Open MPI's spinning PEs).
+ * Across hosts, yields and then 20 us naps (net_turn). */
 #ifndef SHM_YIELDS_BEFORE_SLEEP
-#define SHM_YIELDS_BEFORE_SLEEP 32
+#define SHM_YIELDS_BEFORE_SLEEP 2
 #endif
+#ifndef SHM_SPINS_OVERSUBSCRIBED
+#define SHM_SPINS_OVERSUBSCRIBED 16
+#endif
+#define SHM_NET_YIELDS 32
 #define SHM_YIELDS_UNDERSUBSCRIBED 20000
 #define SHM_SLEEP_NS 1000000L
 
@@ -142,7 +148,7 @@ static void net_turn(struct shm_spin *s) {
     return;
   }
   shm__net_progress();
-  if (s->n < shm__s.spin_before_yield + SHM_YIELDS_BEFORE_SLEEP) {
+  if (s->n < shm__s.spin_before_yield + SHM_NET_YIELDS) {
     sched_yield();
   } else {
     struct timespec ts = {0, 20000};
@@ -152,21 +158,43 @@ static void net_turn(struct shm_spin *s) {
 
 /* More PEs than CPUs: the CPUs this process may use, or, when a launcher
  * bound it to one, the CPUs online (PEs bound one to a CPU each). */
-static unsigned yields_before_sleep(void) {
-  static unsigned yields_cached; /* 0 until known; threads may race to it */
-  unsigned yields = __atomic_load_n(&yields_cached, __ATOMIC_RELAXED);
-  if (!yields) {
+int shm__oversubscribed(void) {
+  static int known; /* 0 until known, then 1 + the answer; threads may race */
+  int v = __atomic_load_n(&known, __ATOMIC_RELAXED);
+  if (!v) {
     cpu_set_t set;
     long cpus = 0;
     if (sched_getaffinity(0, sizeof set, &set) == 0)
       cpus = CPU_COUNT(&set);
     if (cpus <= 1)
       cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    yields = shm__s.npes > cpus ? SHM_YIELDS_BEFORE_SLEEP
-                                : SHM_YIELDS_UNDERSUBSCRIBED;
-    __atomic_store_n(&yields_cached, yields, __ATOMIC_RELAXED);
+    v = 1 + (shm__s.npes > cpus);
+    __atomic_store_n(&known, v, __ATOMIC_RELAXED);
   }
-  return yields;
+  return v - 1;
+}
+
+/* Whether this turn spun or yielded (0: time to sleep).  With more PEs
+ * than CPUs a wait sleeps almost at once: every pause or yield there is a
+ * turn the PE it waits for may need (a yield storm of three waiters kept
+ * a 4-PE barrier on 2 loaded CPUs at 270 us). */
+static int turn_busy(struct shm_spin *s) {
+  shm__turn_checks(s);
+  int over = shm__oversubscribed();
+  unsigned spins = over && !shm__s.spin_explicit ? SHM_SPINS_OVERSUBSCRIBED
+                                                 : shm__s.spin_before_yield;
+  if (++s->n < spins) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    return 1;
+  }
+  if (s->n < spins + (over ? SHM_YIELDS_BEFORE_SLEEP
+                           : SHM_YIELDS_UNDERSUBSCRIBED)) {
+    sched_yield();
+    return 1;
+  }
+  return 0;
 }
 
 void shm__spin_on(struct shm_spin *s, const void *word, int seen) {
@@ -174,22 +202,45 @@ void shm__spin_on(struct shm_spin *s, const void *word, int seen) {
     net_turn(s);
     return;
   }
-  shm__turn_checks(s);
-  if (++s->n < shm__s.spin_before_yield) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
+  if (turn_busy(s))
     return;
-  }
-  if (s->n < shm__s.spin_before_yield + yields_before_sleep()) {
-    sched_yield();
-    return;
-  }
   if (word) {
     sleep_on(word, seen);
   } else {
     struct timespec ts = {0, SHM_SLEEP_NS};
     nanosleep(&ts, NULL);
+  }
+}
+
+/* A group's flags and PE root's wake word (see shm_ctrl): the waiter
+ * counts itself in wake_sleepers, reads the generation, and sleeps only if
+ * its flag is still short; a raiser raises every flag first, then looks at
+ * wake_sleepers (each side's first access is sequentially consistent, so
+ * either the raiser sees a sleeper or the sleeper sees its flag).  One
+ * FUTEX_WAKE then wakes every member, where a wake per member's word let
+ * the first one woken take the CPU from the waker before the next wake. */
+long shm__wait_raised(const long *flag, long n, int root) {
+  struct shm_spin s = SHM_SPIN_INIT;
+  struct shm_ctrl *c = (struct shm_ctrl *)shm__s.heap_peer[root];
+  long v;
+  while ((v = __atomic_load_n(flag, __ATOMIC_ACQUIRE)) < n) {
+    if (turn_busy(&s))
+      continue;
+    struct timespec ts = {0, SHM_SLEEP_NS};
+    __atomic_fetch_add(&c->wake_sleepers, 1, __ATOMIC_SEQ_CST);
+    int gen = __atomic_load_n(&c->wake_gen, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(flag, __ATOMIC_SEQ_CST) < n)
+      syscall(SYS_futex, &c->wake_gen, FUTEX_WAIT, gen, &ts, NULL, 0);
+    __atomic_fetch_sub(&c->wake_sleepers, 1, __ATOMIC_SEQ_CST);
+  }
+  return v;
+}
+
+void shm__wake_group(int root) {
+  struct shm_ctrl *c = (struct shm_ctrl *)shm__s.heap_peer[root];
+  if (__atomic_fetch_add(&c->wake_sleepers, 0, __ATOMIC_SEQ_CST)) {
+    __atomic_add_fetch(&c->wake_gen, 1, __ATOMIC_SEQ_CST);
+    syscall(SYS_futex, &c->wake_gen, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
   }
 }
 
@@ -205,4 +256,36 @@ void shm__wake(int pe, const void *word) {
    * which refuses atomic_thread_fence, understands it. */
   if (__atomic_fetch_add(&c->sleepers, 0, __ATOMIC_SEQ_CST))
     syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* A wait that never comes true, for no time: symheap_signal_wait_until
+ * progresses the network engine in its loop (and gives up at once), which
+ * is what a wait on a word the engine may owe us needs when no progress
+ * thread runs (SYMHEAP_NET_PROGRESS=none). */
+void shm__net_progress(void) {
+  size_t off = offsetof(struct shm_ctrl, never);
+  (void)symheap_signal_wait_until(shm__s.heap_win, off, SYMHEAP_CMP_NE, 0,
+                                  NULL, 0);
+}
+
+/* Until this PE's 8-byte symmetric word compares true with value: in
+ * slices of symheap_signal_wait_until (which progresses the engine), with
+ * the checks of every wait (a global exit, a PE gone) between them. */
+uint64_t shm__net_wait_word(const void *word, int cmp, uint64_t value) {
+  symheap_window_t w;
+  size_t off;
+  shm__where(word, &w, &off);
+  struct shm_spin spin = SHM_SPIN_INIT;
+  for (;;) {
+    uint64_t seen = 0;
+    symheap_result_t r = symheap_signal_wait_until(w, off, (symheap_cmp_t)cmp,
+                                                   value, &seen, 100);
+    if (r == SYMHEAP_SUCCESS)
+      return seen;
+    if (r != SYMHEAP_ERR_TIMEOUT)
+      shm__fatal("wait on a symmetric word: %s (%s)", symheap_strerror(r),
+                 symheap_last_error());
+    spin.n = 0; /* turn_checks' liveness check is due every 256 turns */
+    shm__turn_checks(&spin);
+  }
 }

@@ -74,6 +74,12 @@ check " shmem SHMEM_VERSION prints the version" shmem_env_print SHMEM_VERSION \
   "(OpenSHMEM 1.5)"
 check " shmem SMA_VERSION prints the version" shmem_env_print SMA_VERSION \
   "(OpenSHMEM 1.5)"
+# The last PE to reach a barrier releases everyone, even while the group's
+# first PE is stopped (issue 31: waits with more PEs than CPUs).
+for n in 2 4; do
+  run " shmem barrier released by the last arriver procs x$n" \
+    build/bin/symheap-run -n $n build/test/shmem/test_shmem_wake
+done
 # A PE that exited but is not reaped (another launcher): the others end.
 run " shmem a zombie PE ends the job" build/test/shmem/test_shmem_zombie
 
