@@ -251,7 +251,7 @@ suite() { # suite PREFIX BUILD WRAPPER...
     # Staging over the real adaptor: tcp;ofi_rxm has no FI_HMEM (as on the
     # lent GPU machines), the fake CUDA driver's windows are device memory.
     run "$prefix stage(ofi tcp;ofi_rxm) cuda(fake) two hosts procs x4" env SYMHEAP_NET=ofi \
-      SYMHEAP_NET_PROVIDER="tcp;ofi_rxm" SYMHEAP_NET_DOMAIN=lo \
+      SYMHEAP_NET_PROVIDER="tcp;ofi_rxm" SYMHEAP_NET_DOMAIN=lo SYMHEAP_TIMEOUT_MS=15000 \
       SYMHEAP_CUDA_LIBRARY="$fake" build/bin/symheap-run -n 4 "$@" "$b/test/test_stage"
   fi
 }
