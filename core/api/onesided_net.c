@@ -226,5 +226,5 @@ void symheap__os_net_progress(symheap_comm_t c) {
   symheap__net_lock(n);
   (void)n->ops.progress(n->ctx);
   symheap__net_unlock(n);
-  symheap__stage_drain(n); /* peers' staged puts to this rank, if any */
+  symheap__stage_drain(n, 1); /* peers' staged puts to this rank, if any */
 }

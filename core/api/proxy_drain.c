@@ -190,7 +190,7 @@ void *symheap__proxy_main(void *arg) {
       done = t;
     }
     /* This rank as a target: peers' staged puts land (docs/network.md). */
-    symheap__stage_drain(p->c->netc);
+    symheap__stage_drain(p->c->netc, 1);
     nap(++idle);
   }
   /* Shutdown: what is written but not taken is dropped (counted, kept as

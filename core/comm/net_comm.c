@@ -37,7 +37,7 @@ static int net_idle(void) {
     (void)n->ops.progress(n->ctx);
     if (n->locked)
       pthread_mutex_unlock(&n->lock);
-    symheap__stage_drain(n); /* peers' staged puts, if any */
+    symheap__stage_drain(n, 0); /* peers' staged puts, if any */
   }
   pthread_mutex_unlock(&g_list);
   return 1;
@@ -73,7 +73,7 @@ static void *progress_main(void *arg) {
     }
     /* Peers' staged puts land even while this rank computes (a drain
      * another thread runs is left to it). */
-    symheap__stage_drain(n);
+    symheap__stage_drain(n, 0);
     /* Aside, it naps longer: each wakeup may preempt the very thread that
      * progresses (on a loaded machine that thread then waits its turn
      * behind every runnable task: a wakeup every 50 us made each remote

@@ -55,6 +55,7 @@ static void stage_free(symheap_comm_t c, symheap__stage_t *s) {
   free(s->failed_seen);
   free(s->applied);
   free(s->failed);
+  free(s->ack_sent);
   free(s->regs);
   free(s);
 }
@@ -74,8 +75,9 @@ static symheap_result_t ctl_local(symheap_comm_t c, symheap__stage_t *s,
   s->sent = calloc(np, 8), s->acked = calloc(np, 8);
   s->failed_seen = calloc(np, 8);
   s->applied = calloc(np, 8), s->failed = calloc(np, 8);
+  s->ack_sent = calloc(np, 8);
   if (!s->ctl || !s->ctl_rkeys || !s->sent || !s->acked || !s->failed_seen ||
-      !s->applied || !s->failed)
+      !s->applied || !s->failed || !s->ack_sent)
     return symheap__error(SYMHEAP_ERR_NO_MEMORY, "staging: no memory");
   memset(s->ctl, 0, s->ctl_size);
   size_t klen = sizeof me->key;

@@ -63,7 +63,7 @@ typedef struct symheap__stage {
   /* Target: under drain, descriptors applied and failed per initiator, and
    * the staged regions by id (ids are not reused). */
   pthread_mutex_t drain;
-  uint64_t *applied, *failed;
+  uint64_t *applied, *failed, *ack_sent;
   symheap__stage_reg_t *regs;
   uint32_t nregs, cap;
   int hold; /* atomic: tests */
@@ -98,8 +98,10 @@ symheap_result_t symheap__stage_post(symheap_comm_t c, int peer,
 symheap_result_t symheap__stage_wait(symheap__netc_t *n, int peer,
                                      int timeout_ms, const char *fn);
 /* Target: apply what peers posted and acknowledge it (never blocks for
- * another drainer; a no-op without staging). */
-void symheap__stage_drain(symheap__netc_t *n);
+ * another drainer; a no-op without staging).  wait 0: never wait for the
+ * adaptor's lock either (an acknowledgement then stays owed to the next
+ * drain). */
+void symheap__stage_drain(symheap__netc_t *n, int wait);
 /* Tests: 1 makes this rank apply nothing (a target that never
  * progresses), 0 lets it go. */
 void symheap__stage_hold(symheap_comm_t c, int on);

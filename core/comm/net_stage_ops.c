@@ -34,8 +34,11 @@ static void read_ack(symheap__stage_t *s, int q) {
   uint64_t fn = __atomic_load_n(&a->failed_not, __ATOMIC_ACQUIRE);
   if (vn != ~v || fn != ~f)
     return; /* being written: read again later */
-  if (v > __atomic_load_n(&s->acked[q], __ATOMIC_ACQUIRE))
-    __atomic_store_n(&s->acked[q], v, __ATOMIC_RELEASE);
+  uint64_t was = __atomic_load_n(&s->acked[q], __ATOMIC_ACQUIRE);
+  while (v > was && !__atomic_compare_exchange_n(&s->acked[q], &was, v, 0,
+                                                 __ATOMIC_ACQ_REL,
+                                                 __ATOMIC_ACQUIRE))
+    ; /* another reader may have stored a later count: keep the larger */
 }
 
 /* One turn of this rank's engine and of its drain. */
@@ -43,7 +46,7 @@ static void turn(symheap__netc_t *n) {
   symheap__net_lock(n);
   (void)n->ops.progress(n->ctx);
   symheap__net_unlock(n);
-  symheap__stage_drain(n);
+  symheap__stage_drain(n, 1);
 }
 
 static void nap(unsigned spin) {
@@ -131,10 +134,11 @@ symheap_result_t symheap__stage_post(symheap_comm_t c, int peer,
   symheap__stage_t *s = n->stage;
   symheap_result_t r = SYMHEAP_SUCCESS;
   symheap__net_lock(n);
-  if (op->len)
+  if (op->len) /* the data at the target before the descriptor (a lone
+                 atomic is ordered by the ring alone) */
     r = n->ops.put(n->ctx, peer, src, NULL, op->len, op->g->rkeys[peer],
                    op->off, flags);
-  if (r == SYMHEAP_SUCCESS) /* the data at the target before the descriptor */
+  if (op->len && r == SYMHEAP_SUCCESS)
     r = n->ops.fence(n->ctx);
   symheap__net_unlock(n);
   if (r != SYMHEAP_SUCCESS)
@@ -222,26 +226,33 @@ static symheap_result_t apply(symheap__stage_t *s,
   return s->dev->copy_from_host(s->dev_ctx, at, &cur, 8);
 }
 
-/* Initiator p learns how many of its descriptors this rank applied. */
-static void ack(symheap__netc_t *n, symheap__stage_t *s, int p) {
+/* Initiator p learns how many of its descriptors this rank applied.
+ * Without wait, only if the adaptor's lock is free (the waits' idle hook
+ * and the progress thread never wait for it): else it stays owed. */
+static void ack(symheap__netc_t *n, symheap__stage_t *s, int p, int wait) {
   symheap__stage_ack_t a = {s->applied[p], ~s->applied[p], s->failed[p],
                             ~s->failed[p]};
-  symheap__net_lock(n);
+  if (n->locked && !wait && pthread_mutex_trylock(&n->lock) != 0)
+    return;
+  if (n->locked && wait)
+    pthread_mutex_lock(&n->lock);
+  __atomic_add_fetch(&n->calls, 1, __ATOMIC_RELAXED);
   symheap_result_t r = n->ops.put(n->ctx, p, &a, NULL, sizeof a,
                                   s->ctl_rkeys[p], ack_off(s, s->rank), 0);
   symheap__net_unlock(n);
-  if (r != SYMHEAP_SUCCESS)
+  if (r == SYMHEAP_SUCCESS)
+    s->ack_sent[p] = a.applied;
+  else
     SYMHEAP_WARN("staging: acknowledging rank %d: %s", p,
                  symheap__error_peek());
 }
 
-void symheap__stage_drain(symheap__netc_t *n) {
-  symheap__stage_t *s = n->stage;
+void symheap__stage_drain(symheap__netc_t *n, int wait) {
+  symheap__stage_t *s = n ? n->stage : NULL;
   if (!s || __atomic_load_n(&s->hold, __ATOMIC_ACQUIRE) ||
       pthread_mutex_trylock(&s->drain) != 0)
     return;
   for (int p = 0; p < s->nranks; p++) {
-    uint64_t was = s->applied[p];
     for (;;) {
       uint64_t seq = s->applied[p] + 1;
       symheap__stage_desc_t *e = ring_at(s, p, seq), d;
@@ -257,8 +268,8 @@ void symheap__stage_drain(symheap__netc_t *n) {
       }
       s->applied[p] = seq;
     }
-    if (s->applied[p] != was)
-      ack(n, s, p);
+    if (s->applied[p] != s->ack_sent[p])
+      ack(n, s, p, wait);
   }
   pthread_mutex_unlock(&s->drain);
 }
