@@ -250,6 +250,14 @@ $(BUILD)/test/test_proxy: test/test_proxy.c test/net_loop.c test/net_loop.h \
 	  $(TEST_COMMON) $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
 tests: $(BUILD)/test/test_proxy
 
+# test_stage: staging device windows through host memory, over loop.
+$(BUILD)/test/test_stage: test/test_stage.c test/net_loop.c test/net_loop.h \
+    $(TEST_COMMON) test/harness.h $(BUILD)/lib/libsymheap.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Icore -o $@ test/test_stage.c test/net_loop.c \
+	  $(TEST_COMMON) $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
+tests: $(BUILD)/test/test_stage
+
 # test_exhaust fails the library's allocations on demand.
 $(BUILD)/test/test_exhaust: LDFLAGS += -Wl,--wrap=malloc -Wl,--wrap=calloc \
   -Wl,--wrap=free

@@ -4,8 +4,10 @@
 # ranks split into two hosts (SYMHEAP_HOST_ID), over libfabric on loopback:
 # tcp;ofi_rxm, then shm; each checked on the device and timed (us per
 # put_signal round trip, 8 B - 1 MiB), every CUDA call checked by the test.
-# Also the CPU-as-kernel proxy test over the loop adaptor, as a baseline
-# that needs no GPU.  Logs under OUTDIR; the table last.
+# Then the staged target (a provider without FI_HMEM: GPU windows reached
+# through pinned host shadows) over tcp;ofi_rxm.  Also the CPU-as-kernel
+# proxy and staging tests, as a baseline that needs no GPU.  Logs under
+# OUTDIR; the table last.
 #   bench/gpu_proxy.sh [OUTDIR]
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
   NVSHMEM_DISABLE_NVLS=1 SYMHEAP_DISABLE_MULTICAST=1
@@ -34,8 +36,22 @@ for prov in "tcp;ofi_rxm" shm; do
       SYMHEAP_DEBUG=INFO build/bin/symheap-run -n "$n" build/test/test_proxy_gpu
   done
 done
+# Target-side staging (docs/network.md, "Staging"): tcp;ofi_rxm without
+# FI_HMEM (SYMHEAP_NET_HMEM=0; this machine's libfabric has none anyway),
+# so every rank's GPU window and pad are pinned host shadows that the
+# target's progress copies into GPU memory; the log must say so.
+for n in 2 4; do
+  suite "gpu_proxy.staged_tcp.procs$n" 180 env SYMHEAP_NET_DOMAIN=lo SYMHEAP_NET=ofi \
+    SYMHEAP_NET_PROVIDER="tcp;ofi_rxm" SYMHEAP_NET_HMEM=0 SYMHEAP_DEVICE_PROXY=on \
+    SYMHEAP_DEBUG=INFO build/bin/symheap-run -n "$n" build/test/test_proxy_gpu
+  grep -q "windows are staged" "$OUTDIR/gpu_proxy.staged_tcp.procs$n.txt" ||
+    echo "FAIL gpu_proxy.staged_tcp.procs$n: the log does not say the windows were staged"
+done
+# The same on the CPU with the fake CUDA driver: no GPU needed.
+suite cpu_stage.loop.procs4 120 env SYMHEAP_CUDA_LIBRARY="$PWD/build/fake_cuda/libcuda.so.1" \
+  build/bin/symheap-run -n 4 build/test/test_stage
 echo
-for f in "$OUTDIR"/gpu_proxy.*.txt "$OUTDIR"/cpu_proxy.*.txt; do
+for f in "$OUTDIR"/gpu_proxy.*.txt "$OUTDIR"/cpu_proxy.*.txt "$OUTDIR"/cpu_stage.*.txt; do
   grep -H '^FAIL\|^SKIP' "$f" | head -5
 done
 echo

@@ -318,6 +318,18 @@ typedef struct symheap_device_ops {
   symheap_result_t (*host_free)(void *ctx, void *host);
   symheap_result_t (*copy_to_host)(void *ctx, void *dst, const void *dev_src,
                                    size_t size);
+  /* -- Appended (issue 27, staging): an adaptor whose struct_size does not
+   * cover it has it NULL. -- */
+  /* Optional (needs host_alloc).  size bytes from host memory src into
+   * dev_dst (device memory of this rank's device), returning once they are
+   * there; called from the core's threads (the progress and proxy threads
+   * too: bind the device's context on it), never on a stream a kernel may
+   * be waiting on.  The core uses it to land other hosts' puts that a net
+   * adaptor without SYMHEAP_NET_CAP_HMEM staged in host memory
+   * (docs/network.md, "Staging").  NULL: such device windows cannot be
+   * reached from other hosts. */
+  symheap_result_t (*copy_from_host)(void *ctx, void *dev_dst, const void *src,
+                                     size_t size);
 } symheap_device_ops;
 
 /* The collective runtime a comm rides on.  Every call is collective over the

@@ -173,6 +173,12 @@ suite() { # suite PREFIX BUILD WRAPPER...
   run "$prefix proxy(loop) two hosts procs x2 threads x2" build/bin/symheap-run -n 2 \
     "$@" "$b/test/test_proxy" --mixed 2
   run "$prefix proxy off procs x4" build/bin/symheap-run -n 4 "$@" "$b/test/test_proxy" --off
+  # Target-side staging (issue 27 step 7): device windows of the fake CUDA
+  # driver (no CPU access) behind a net adaptor without HMEM ("loop").
+  run "$prefix stage(loop) cuda(fake) two hosts procs x4" env SYMHEAP_CUDA_LIBRARY="$fake" \
+    build/bin/symheap-run -n 4 "$@" "$b/test/test_stage"
+  run "$prefix stage(loop) cuda(fake) two hosts procs x2" env SYMHEAP_CUDA_LIBRARY="$fake" \
+    SYMHEAP_NET_PROGRESS=thread build/bin/symheap-run -n 2 "$@" "$b/test/test_stage"
   # Plugins: refusals, the example vendor (byte handles) and the trace hooks
   # under the multi-rank suite, and the conformance kit on every adaptor.
   local plug="env SYMHEAP_PLUGIN_PATH=$PWD/$b/lib"
@@ -242,6 +248,11 @@ suite() { # suite PREFIX BUILD WRAPPER...
     run "$prefix net(ofi tcp;ofi_rxm) progress=none procs x4" env SYMHEAP_NET=ofi \
       SYMHEAP_NET_PROVIDER="tcp;ofi_rxm" SYMHEAP_NET_DOMAIN=lo \
       SYMHEAP_NET_PROGRESS=none build/bin/symheap-run -n 4 "$@" "$b/test/test_net"
+    # Staging over the real adaptor: tcp;ofi_rxm has no FI_HMEM (as on the
+    # lent GPU machines), the fake CUDA driver's windows are device memory.
+    run "$prefix stage(ofi tcp;ofi_rxm) cuda(fake) two hosts procs x4" env SYMHEAP_NET=ofi \
+      SYMHEAP_NET_PROVIDER="tcp;ofi_rxm" SYMHEAP_NET_DOMAIN=lo SYMHEAP_TIMEOUT_MS=15000 \
+      SYMHEAP_CUDA_LIBRARY="$fake" build/bin/symheap-run -n 4 "$@" "$b/test/test_stage"
   fi
 }
 

@@ -312,6 +312,9 @@ static void print_nets(void) {
   const char *prov = getenv("SYMHEAP_NET_PROVIDER");
   if (prov && prov[0])
     printf("  SYMHEAP_NET_PROVIDER=%s\n", prov);
+  printf("  device windows of other hosts' ranks: registered where the "
+         "provider has FI_HMEM, else staged through pinned host memory "
+         "(docs/network.md, \"Staging\")\n");
 }
 
 static int plugin_at(int i, symheap_plugin_info_t *p) {

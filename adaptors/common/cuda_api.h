@@ -158,7 +158,9 @@ enum {
     (cu_deviceptr_t * dptr, void *p, unsigned int flags))                      \
   X(cuMemFreeHost, 12000, (void *p))                                           \
   X(cuMemcpyDtoHAsync, 12000,                                                  \
-    (void *dst, cu_deviceptr_t src, size_t n, cu_stream_t s))
+    (void *dst, cu_deviceptr_t src, size_t n, cu_stream_t s))                  \
+  X(cuMemcpyHtoDAsync, 12000,                                                  \
+    (cu_deviceptr_t dst, const void *src, size_t n, cu_stream_t s))
 
 /* Resolved only where the driver and device offer multicast. */
 #define CU_MC_FUNCS(X)                                                         \

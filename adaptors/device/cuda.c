@@ -616,15 +616,45 @@ static symheap_result_t cuda_host_free(void *ctx, void *host) {
   return SYMHEAP_SUCCESS;
 }
 
+/* The copies' stream, made at first use.  The proxy thread and the net
+ * floor's staging (progress thread, waits) may both be first: one stream
+ * wins, the other is destroyed. */
+static symheap_result_t copy_stream(cuda_t *c) {
+  if (__atomic_load_n(&c->copy, __ATOMIC_ACQUIRE))
+    return SYMHEAP_SUCCESS;
+  cu_stream_t s = NULL, none = NULL;
+  CU_TRY(cuStreamCreate(&s, CU_STREAM_FLAG_NON_BLOCKING));
+  if (!__atomic_compare_exchange_n(&c->copy, &none, s, 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE))
+    (void)symheap_cu.cuStreamDestroy(s);
+  return SYMHEAP_SUCCESS;
+}
+
 /* On a non-blocking stream of its own: a copy on the legacy stream would
  * wait for the kernel that is waiting for this very copy's descriptor. */
 static symheap_result_t cuda_copy_to_host(void *ctx, void *dst,
                                           const void *src, size_t size) {
   cuda_t *c = ctx;
   BIND(c);
-  if (!c->copy)
-    CU_TRY(cuStreamCreate(&c->copy, CU_STREAM_FLAG_NON_BLOCKING));
+  symheap_result_t r = copy_stream(c);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
   CU_TRY(cuMemcpyDtoHAsync(dst, (cu_deviceptr_t)(uintptr_t)src, size,
+                           c->copy));
+  CU_TRY(cuStreamSynchronize(c->copy));
+  return SYMHEAP_SUCCESS;
+}
+
+/* Landing staged data (the net floor's staging): the same stream as
+ * copy_to_host, for the same reason. */
+static symheap_result_t cuda_copy_from_host(void *ctx, void *dst,
+                                            const void *src, size_t size) {
+  cuda_t *c = ctx;
+  BIND(c);
+  symheap_result_t r = copy_stream(c);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  CU_TRY(cuMemcpyHtoDAsync((cu_deviceptr_t)(uintptr_t)dst, src, size,
                            c->copy));
   CU_TRY(cuStreamSynchronize(c->copy));
   return SYMHEAP_SUCCESS;
@@ -661,6 +691,7 @@ static const symheap_device_ops cuda_ops = {
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
     .copy_to_host = cuda_copy_to_host,
+    .copy_from_host = cuda_copy_from_host,
 };
 
 static const symheap_param_t cuda_params[] = {

@@ -308,6 +308,13 @@ static symheap_result_t host_copy_to_host(void *ctx, void *dst,
   return SYMHEAP_SUCCESS;
 }
 
+static symheap_result_t host_copy_from_host(void *ctx, void *dst,
+                                            const void *src, size_t size) {
+  (void)ctx;
+  memcpy(dst, src, size);
+  return SYMHEAP_SUCCESS;
+}
+
 static const symheap_device_ops host_ops = {
     .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
     .struct_size = sizeof(symheap_device_ops),
@@ -329,6 +336,7 @@ static const symheap_device_ops host_ops = {
     .host_alloc = host_host_alloc,
     .host_free = host_host_free,
     .copy_to_host = host_copy_to_host,
+    .copy_from_host = host_copy_from_host,
 };
 
 static symheap_result_t host_plugin_init(const symheap_host_services_t *svc) {

@@ -4,6 +4,7 @@
  * core serialises it (net_comm.c). */
 #include <string.h>
 
+#include "comm/net_stage.h"
 #include "onesided.h"
 
 static symheap_result_t failed(symheap__netc_t *n, symheap_result_t r,
@@ -12,33 +13,87 @@ static symheap_result_t failed(symheap__netc_t *n, symheap_result_t r,
                                 n->ops.name, peer);
 }
 
+/* Whether peer's copy of g is staged (comm/net_stage.h). */
+static int staged(const symheap__netreg_t *g, int peer) {
+  return g->peer_stage && g->peer_stage[peer];
+}
+
+/* A get from a staged target is refused before anything is sent. */
+static symheap_result_t get_check(struct symheap_window *w, int peer,
+                                  size_t off, size_t len, const char *fn) {
+  while (len) {
+    symheap__netreg_t *g;
+    uint64_t roff;
+    size_t span;
+    symheap_result_t r =
+        symheap__net_locate_reg(w, peer, off, len, &g, &roff, &span);
+    if (r != SYMHEAP_SUCCESS)
+      return symheap__error_context(r, "%s", fn);
+    if (staged(g, peer))
+      return symheap__stage_refuse(w->comm, peer, "a get", fn);
+    off += span;
+    len -= span;
+  }
+  return SYMHEAP_SUCCESS;
+}
+
 symheap_result_t symheap__os_net_rma(struct symheap_window *w, int peer,
                                      size_t off, void *buf, size_t len,
                                      int is_put, unsigned flags,
                                      const char *fn) {
   symheap__netc_t *n = w->comm->netc;
   size_t max = n->caps.max_msg ? n->caps.max_msg : len;
-  while (len) {
-    void *rkey;
+  symheap_result_t r =
+      !is_put && n->stage ? get_check(w, peer, off, len, fn) : SYMHEAP_SUCCESS;
+  while (len && r == SYMHEAP_SUCCESS) {
+    symheap__netreg_t *g;
     uint64_t roff;
     size_t span;
-    symheap_result_t r =
-        symheap__net_locate(w, peer, off, len, &rkey, &roff, &span);
+    r = symheap__net_locate_reg(w, peer, off, len, &g, &roff, &span);
     if (r != SYMHEAP_SUCCESS)
       return symheap__error_context(r, "%s", fn);
     if (span > max)
       span = max;
-    symheap__net_lock(n);
-    r = is_put ? n->ops.put(n->ctx, peer, buf, NULL, span, rkey, roff, flags)
-               : n->ops.get(n->ctx, peer, buf, NULL, span, rkey, roff, flags);
-    symheap__net_unlock(n);
-    if (r != SYMHEAP_SUCCESS)
-      return failed(n, r, fn, peer);
+    if (is_put && staged(g, peer)) {
+      symheap__stage_op_t op = {g, roff, span, NULL, 0, 0, -1, 0};
+      r = symheap__stage_post(w->comm, peer, buf, flags, &op, fn);
+    } else {
+      symheap__net_lock(n);
+      r = is_put ? n->ops.put(n->ctx, peer, buf, NULL, span, g->rkeys[peer],
+                              roff, flags)
+                 : n->ops.get(n->ctx, peer, buf, NULL, span, g->rkeys[peer],
+                              roff, flags);
+      symheap__net_unlock(n);
+      if (r != SYMHEAP_SUCCESS)
+        return failed(n, r, fn, peer);
+    }
     buf = (char *)buf + span;
     off += span;
     len -= span;
   }
-  return SYMHEAP_SUCCESS;
+  return r;
+}
+
+/* A non-fetching atomic on a staged target: a descriptor the target
+ * applies in order with the puts before it. */
+static symheap_result_t staged_atomic(struct symheap_window *w, int peer,
+                                      const symheap__netreg_t *g,
+                                      uint64_t roff, symheap_net_amo_t op,
+                                      size_t size, const void *operand,
+                                      const void *fetch, const char *fn) {
+  if (fetch || op == SYMHEAP_NET_AMO_FETCH || op == SYMHEAP_NET_AMO_SWAP ||
+      op == SYMHEAP_NET_AMO_CSWAP || op == SYMHEAP_NET_AMO_FETCH_ADD)
+    return symheap__stage_refuse(w->comm, peer, "a fetching atomic", fn);
+  uint64_t v = 0;
+  if (size == 4) {
+    uint32_t v4;
+    memcpy(&v4, operand, 4);
+    v = v4;
+  } else {
+    memcpy(&v, operand, 8);
+  }
+  symheap__stage_op_t s = {NULL, 0, 0, g, roff, v, (int)op, (uint32_t)size};
+  return symheap__stage_post(w->comm, peer, NULL, 0, &s, fn);
 }
 
 symheap_result_t symheap__os_net_atomic(struct symheap_window *w, int peer,
@@ -47,26 +102,61 @@ symheap_result_t symheap__os_net_atomic(struct symheap_window *w, int peer,
                                         const void *compare, void *fetch,
                                         const char *fn) {
   symheap__netc_t *n = w->comm->netc;
+  symheap__netreg_t *g;
+  uint64_t roff;
+  size_t span;
+  symheap_result_t r =
+      symheap__net_locate_reg(w, peer, off, size, &g, &roff, &span);
+  if (r != SYMHEAP_SUCCESS)
+    return symheap__error_context(r, "%s", fn);
+  if (staged(g, peer)) /* applied by the target: no engine atomics needed */
+    return staged_atomic(w, peer, g, roff, op, size, operand, fetch, fn);
   if (!n->has_atomic || !(n->caps.caps & SYMHEAP_NET_CAP_ATOMIC))
     return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
                           "%s: net adaptor '%s' (provider %s) offers no "
                           "atomics",
                           fn, n->ops.name, n->caps.provider);
-  void *rkey;
-  uint64_t roff;
-  size_t span;
-  symheap_result_t r =
-      symheap__net_locate(w, peer, off, size, &rkey, &roff, &span);
-  if (r != SYMHEAP_SUCCESS)
-    return symheap__error_context(r, "%s", fn);
   symheap__net_lock(n);
-  r = n->ops.atomic(n->ctx, peer, op, size, rkey, roff, operand, compare,
-                    fetch);
+  r = n->ops.atomic(n->ctx, peer, op, size, g->rkeys[peer], roff, operand,
+                    compare, fetch);
   symheap__net_unlock(n);
   if (r != SYMHEAP_SUCCESS)
     return failed(n, r, fn, peer);
   /* A fetching atomic returns with its result (valid after quiet). */
   return fetch ? symheap__os_net_quiet(w->comm, fn) : SYMHEAP_SUCCESS;
+}
+
+/* put_signal where the data or the signal is staged: one descriptor
+ * where both are and the data is one piece, else the puts first (staged
+ * ones ordered before what follows in the target's ring).  A signal that
+ * is not staged after staged data waits for the data to be applied. */
+static symheap_result_t staged_put_signal(
+    struct symheap_window *w, int peer, size_t off, const void *src,
+    size_t len, const symheap__netreg_t *g, uint64_t roff, size_t span,
+    const symheap__netreg_t *sg, uint64_t soff, uint64_t value,
+    symheap_net_amo_t op, const char *fn) {
+  symheap__netc_t *n = w->comm->netc;
+  size_t max = n->caps.max_msg ? n->caps.max_msg : len;
+  if (staged(sg, peer) && (!len || (staged(g, peer) && span == len &&
+                                    len <= max))) {
+    symheap__stage_op_t s = {g, roff, len, sg, soff, value, (int)op, 8};
+    return symheap__stage_post(w->comm, peer, src, 0, &s, fn);
+  }
+  symheap_result_t r =
+      symheap__os_net_rma(w, peer, off, (void *)src, len, 1, 0, fn);
+  if (r == SYMHEAP_SUCCESS && staged(sg, peer)) {
+    symheap__stage_op_t s = {NULL, 0, 0, sg, soff, value, (int)op, 8};
+    return symheap__stage_post(w->comm, peer, NULL, 0, &s, fn);
+  }
+  if (r == SYMHEAP_SUCCESS)
+    r = symheap__stage_wait(n, peer, n->timeout_ms, fn);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  symheap__net_lock(n);
+  r = n->ops.atomic(n->ctx, peer, op, 8, sg->rkeys[peer], soff, &value, NULL,
+                    NULL);
+  symheap__net_unlock(n);
+  return r == SYMHEAP_SUCCESS ? r : failed(n, r, fn, peer);
 }
 
 symheap_result_t symheap__os_net_put_signal(struct symheap_window *w, int peer,
@@ -86,6 +176,15 @@ symheap_result_t symheap__os_net_put_signal(struct symheap_window *w, int peer,
     r = symheap__net_locate(w, peer, off, len, &rkey, &roff, &span);
   if (r != SYMHEAP_SUCCESS)
     return symheap__error_context(r, "%s", fn);
+  if (n->stage) {
+    symheap__netreg_t *sg, *g = NULL;
+    (void)symheap__net_locate_reg(sw, peer, sig_off, 8, &sg, &soff, &sspan);
+    if (len)
+      (void)symheap__net_locate_reg(w, peer, off, len, &g, &roff, &span);
+    if (staged(sg, peer) || (g && staged(g, peer)))
+      return staged_put_signal(w, peer, off, src, len, g, roff, span, sg, soff,
+                               value, op, fn);
+  }
   size_t max = n->caps.max_msg ? n->caps.max_msg : len;
   if (n->ops.put_signal && span == len && len <= max) {
     /* One message where the engine can (remote CQ data). */
@@ -127,4 +226,5 @@ void symheap__os_net_progress(symheap_comm_t c) {
   symheap__net_lock(n);
   (void)n->ops.progress(n->ctx);
   symheap__net_unlock(n);
+  symheap__stage_drain(n, 1); /* peers' staged puts to this rank, if any */
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "comm/net_stage.h"
 #include "onesided.h"
 #include "proxy.h"
 
@@ -188,6 +189,8 @@ void *symheap__proxy_main(void *arg) {
       complete(p, t);
       done = t;
     }
+    /* This rank as a target: peers' staged puts land (docs/network.md). */
+    symheap__stage_drain(p->c->netc, 1);
     nap(++idle);
   }
   /* Shutdown: what is written but not taken is dropped (counted, kept as

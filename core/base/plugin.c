@@ -454,6 +454,10 @@ static symheap_result_t l_copy_to_host(void *ctx, void *dst,
                                        const void *dev_src, size_t size) {
   return PASS(copy_to_host, dst, dev_src, size);
 }
+static symheap_result_t l_copy_from_host(void *ctx, void *dev_dst,
+                                         const void *src, size_t size) {
+  return PASS(copy_from_host, dev_dst, src, size);
+}
 static symheap_result_t l_capture_check(void *ctx) {
   return L->below_ops.capture_check(L->below.ctx);
 }
@@ -507,6 +511,8 @@ symheap_result_t symheap__plugins_wrap(symheap__device_table_t *dev,
       o.host_free = l_host_free;
       o.copy_to_host = l_copy_to_host;
     }
+    if (dev->ops.copy_from_host) /* likewise */
+      o.copy_from_host = l_copy_from_host;
     dev->ops = o;
     *ctx = l;
     SYMHEAP_INFO("device adaptor '%s': hooks of plugin '%s' compose over it",

@@ -125,6 +125,8 @@ symheap_result_t symheap__device_normalise(const symheap_device_ops *in,
         out->ops.copy_to_host)) /* a part of the three is none of them */
     out->ops.host_alloc = NULL, out->ops.host_free = NULL,
     out->ops.copy_to_host = NULL;
+  if (!out->ops.host_alloc) /* staging lands through host_alloc's memory */
+    out->ops.copy_from_host = NULL;
   int partial_mc = (out->ops.mc_create || out->ops.mc_add_device ||
                     out->ops.mc_bind || out->ops.mc_unbind) &&
                    !out->has_multicast;

@@ -41,6 +41,9 @@ typedef struct symheap__netc {
    * (not the progress thread): while it moves, the engine is progressed
    * already and the progress thread stands aside. */
   unsigned long calls;
+  /* Target-side staging (net_stage.c): NULL unless some rank's memory is
+   * device memory this adaptor cannot register (no SYMHEAP_NET_CAP_HMEM). */
+  struct symheap__stage *stage;
   /* Heap chunks' registrations (net_window.c), by chunk index. */
   struct symheap__netreg **chunks;
   uint32_t nchunks;
@@ -74,6 +77,13 @@ typedef struct symheap__netreg {
   void *mr;     /* this rank's region */
   void **rkeys; /* nranks imported handles (own included) */
   size_t size;
+  /* Staged (net_stage.h): this rank's range is device memory the adaptor
+   * cannot register, so its region is `shadow`, pinned host memory of the
+   * same size that peers' puts land in, and the core copies into `dev`. */
+  void *shadow;
+  void *dev;
+  uint32_t stage_id;    /* this rank's id of it, for descriptors */
+  uint32_t *peer_stage; /* per rank: 0 not staged, else its stage id + 1 */
 } symheap__netreg_t;
 /* Collective: register [ptr, ptr + size) and exchange keys; *out is set
  * only on success (agreed); undone on failure. */

@@ -13,6 +13,7 @@
 #include "boot/sock.h"
 #include "agree.h"
 #include "net.h"
+#include "net_stage.h"
 
 /* The process's open adaptors, for the waits' progress. */
 static pthread_mutex_t g_list = PTHREAD_MUTEX_INITIALIZER;
@@ -36,6 +37,7 @@ static int net_idle(void) {
     (void)n->ops.progress(n->ctx);
     if (n->locked)
       pthread_mutex_unlock(&n->lock);
+    symheap__stage_drain(n, 0); /* peers' staged puts, if any */
   }
   pthread_mutex_unlock(&g_list);
   return 1;
@@ -69,6 +71,9 @@ static void *progress_main(void *arg) {
       if (n->locked)
         pthread_mutex_unlock(&n->lock);
     }
+    /* Peers' staged puts land even while this rank computes (a drain
+     * another thread runs is left to it). */
+    symheap__stage_drain(n, 0);
     /* Aside, it naps longer: each wakeup may preempt the very thread that
      * progresses (on a loaded machine that thread then waits its turn
      * behind every runnable task: a wakeup every 50 us made each remote
@@ -84,7 +89,9 @@ static symheap_result_t start_progress(symheap__netc_t *n) {
   symheap_result_t r = symheap__cfg_choice("SYMHEAP_NET_PROGRESS", &mode);
   if (r != SYMHEAP_SUCCESS)
     return r;
-  int want = mode == 1 || (mode == 0 && (n->caps.caps & SYMHEAP_NET_CAP_MANUAL));
+  /* Staging too: a target's descriptors are applied only by its progress. */
+  int want = mode == 1 || (mode == 0 && ((n->caps.caps & SYMHEAP_NET_CAP_MANUAL) ||
+                                         n->stage));
   if (!want)
     return SYMHEAP_SUCCESS;
   if (pthread_create(&n->thread, NULL, progress_main, n) != 0)
@@ -95,13 +102,18 @@ static symheap_result_t start_progress(symheap__netc_t *n) {
   return SYMHEAP_SUCCESS;
 }
 
-static void netc_free(symheap__netc_t *n) {
-  if (!n)
-    return;
+static void stop_progress(symheap__netc_t *n) {
   if (n->thread_on) {
     __atomic_store_n(&n->stop, 1, __ATOMIC_RELEASE);
     pthread_join(n->thread, NULL);
+    n->thread_on = 0;
   }
+}
+
+static void netc_free(symheap__netc_t *n) {
+  if (!n)
+    return;
+  stop_progress(n);
   if (n->ctx)
     n->ops.close(n->ctx);
   pthread_mutex_destroy(&n->lock);
@@ -195,14 +207,20 @@ symheap_result_t symheap__net_comm_open(symheap_comm_t c,
   r = symheap__agree(c, r, 0, NULL, 0, NULL);
   if (r == SYMHEAP_SUCCESS)
     r = connect_all(c, n, addr);
+  c->netc = n; /* staging's setup reads it; set for good below */
+  if (r == SYMHEAP_SUCCESS)
+    r = symheap__stage_open(c); /* agreed */
   if (r == SYMHEAP_SUCCESS)
     r = symheap__agree(c, start_progress(n), 0, NULL, 0, NULL);
   if (r != SYMHEAP_SUCCESS) {
+    if (n)
+      stop_progress(n);
+    symheap__stage_close(c);
+    c->netc = NULL;
     netc_free(n);
     return symheap__error_context(r, "net adaptor '%s' (SYMHEAP_NET)",
                                   ops->name);
   }
-  c->netc = n;
   symheap__sock_set_idle_hook(net_idle); /* the same hook each time */
   pthread_mutex_lock(&g_list);
   n->next = g_open;
@@ -230,12 +248,14 @@ void symheap__net_comm_close(symheap_comm_t c) {
   if (n->caps.caps & SYMHEAP_NET_CAP_MANUAL)
     __atomic_sub_fetch(&g_manual, 1, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&g_list);
+  stop_progress(n); /* it drains staged regions about to go */
   /* The heap's chunks left (mem/net_heap.c made them; the heap is gone). */
   for (uint32_t i = 0; i < n->nchunks; i++)
     if (n->chunks[i]) {
       symheap__netreg_free(c, n->chunks[i]);
       n->chunks[i] = NULL;
     }
+  symheap__stage_close(c);
   c->netc = NULL;
   netc_free(n);
 }
@@ -245,8 +265,8 @@ symheap_result_t symheap__net_quiet(symheap_comm_t c, const char *fn) {
   symheap__net_lock(n);
   symheap_result_t r = n->ops.quiet(n->ctx, c->timeout_ms);
   symheap__net_unlock(n);
-  return r == SYMHEAP_SUCCESS
-             ? r
-             : symheap__error_context(r, "%s: net adaptor '%s'", fn,
-                                      n->ops.name);
+  if (r != SYMHEAP_SUCCESS)
+    return symheap__error_context(r, "%s: net adaptor '%s'", fn, n->ops.name);
+  /* Staged puts are complete once their targets applied them. */
+  return symheap__stage_wait(n, -1, c->timeout_ms, fn);
 }

@@ -8,9 +8,11 @@
 
 #include "agree.h"
 #include "net.h"
+#include "net_stage.h"
 
 typedef struct {
   uint32_t len;
+  uint32_t stage; /* 0: the range itself; else staged, its id + 1 */
   unsigned char key[SYMHEAP_NET_KEY_MAX];
 } key_rec_t;
 _Static_assert(sizeof(key_rec_t) <= SYMHEAP__AGREE_MAX,
@@ -31,7 +33,10 @@ void symheap__netreg_free(symheap_comm_t c, symheap__netreg_t *g) {
     symheap__net_unlock(n);
     if (g->mr)
       c->stats.descriptors_held--;
+    if (g->shadow)
+      symheap__stage_region_free(c, g->stage_id, g->shadow);
   }
+  free(g->peer_stage);
   free(g->rkeys);
   free(g);
 }
@@ -41,12 +46,17 @@ static symheap_result_t reg_local(symheap_comm_t c, symheap__netreg_t *g,
                                   void *ptr, size_t size, key_rec_t *me) {
   symheap__netc_t *n = c->netc;
   int is_device = !(c->caps.caps & SYMHEAP_CAP_HOST_ACCESS);
-  if (is_device && !(n->caps.caps & SYMHEAP_NET_CAP_HMEM))
-    return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
-                          "net adaptor '%s' (provider %s) cannot register "
-                          "device memory, and device adaptor '%s' gives no "
-                          "CPU access to it",
-                          n->ops.name, n->caps.provider, c->dev.ops.name);
+  if (is_device && !(n->caps.caps & SYMHEAP_NET_CAP_HMEM)) {
+    /* Staged: peers reach a pinned host shadow, copied in on arrival. */
+    symheap_result_t r =
+        symheap__stage_region(c, ptr, size, &g->shadow, &g->stage_id);
+    if (r != SYMHEAP_SUCCESS)
+      return r;
+    g->dev = ptr;
+    ptr = g->shadow;
+    is_device = 0;
+    me->stage = g->stage_id + 1;
+  }
   size_t klen = sizeof me->key;
   symheap__net_lock(n);
   symheap_result_t r =
@@ -71,6 +81,7 @@ static symheap_result_t import_all(symheap_comm_t c, symheap__netreg_t *g,
   symheap_result_t r = SYMHEAP_SUCCESS;
   symheap__net_lock(n);
   for (int p = 0; p < c->nranks && r == SYMHEAP_SUCCESS; p++) {
+    g->peer_stage[p] = all[p].stage;
     r = n->ops.rkey_import(n->ctx, p, all[p].key, all[p].len, &g->rkeys[p]);
     if (r != SYMHEAP_SUCCESS)
       r = symheap__error_context(r, "net adaptor '%s': rank %d's key",
@@ -86,7 +97,8 @@ symheap_result_t symheap__netreg_make(symheap_comm_t c, void *ptr,
   key_rec_t me, *all = calloc((size_t)c->nranks, sizeof *all);
   memset(&me, 0, sizeof me);
   symheap_result_t r = SYMHEAP_SUCCESS;
-  if (g && !(g->rkeys = calloc((size_t)c->nranks, sizeof(void *))))
+  if (g && (!(g->rkeys = calloc((size_t)c->nranks, sizeof(void *))) ||
+            !(g->peer_stage = calloc((size_t)c->nranks, sizeof(uint32_t)))))
     r = symheap__error(SYMHEAP_ERR_NO_MEMORY, "net registration: no memory");
   if (!g || !all)
     r = symheap__error(SYMHEAP_ERR_NO_MEMORY, "net registration: no memory");

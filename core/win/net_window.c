@@ -22,6 +22,19 @@ symheap_result_t symheap__net_window_register(symheap_comm_t c,
 symheap_result_t symheap__net_locate(struct symheap_window *w, int peer,
                                      size_t off, size_t len, void **rkey,
                                      uint64_t *roff, size_t *span) {
+  symheap__netreg_t *g = NULL;
+  symheap_result_t r =
+      symheap__net_locate_reg(w, peer, off, len, &g, roff, span);
+  if (r == SYMHEAP_SUCCESS)
+    *rkey = g->rkeys[peer];
+  return r;
+}
+
+symheap_result_t symheap__net_locate_reg(struct symheap_window *w, int peer,
+                                         size_t off, size_t len,
+                                         symheap__netreg_t **reg,
+                                         uint64_t *roff, size_t *span) {
+  (void)peer; /* every rank's key is in the registration */
   symheap_comm_t c = w->comm;
   symheap__netc_t *n = c->netc;
   if (w->heap) {
@@ -31,7 +44,7 @@ symheap_result_t symheap__net_locate(struct symheap_window *w, int peer,
     if (!n->chunks || i >= n->nchunks || !n->chunks[i])
       return symheap__error(SYMHEAP_ERR_INTERNAL,
                             "heap chunk %u has no net region", i);
-    *rkey = n->chunks[i]->rkeys[peer];
+    *reg = n->chunks[i];
     *roff = at % ch;
     *span = ch - at % ch < len ? ch - at % ch : len;
     return SYMHEAP_SUCCESS;
@@ -41,7 +54,7 @@ symheap_result_t symheap__net_locate(struct symheap_window *w, int peer,
     return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
                           "the window is not registered with the net adaptor "
                           "(registered before it was open)");
-  *rkey = g->rkeys[peer];
+  *reg = g;
   *roff = off;
   *span = len;
   return SYMHEAP_SUCCESS;

@@ -18,5 +18,11 @@ symheap_result_t symheap__net_window_register(symheap_comm_t c,
 symheap_result_t symheap__net_locate(struct symheap_window *w, int peer,
                                      size_t off, size_t len, void **rkey,
                                      uint64_t *roff, size_t *span);
+/* The same, with the registration the range lies in (its peer_stage says
+ * whether peer's copy is staged, comm/net_stage.h). */
+symheap_result_t symheap__net_locate_reg(struct symheap_window *w, int peer,
+                                         size_t off, size_t len,
+                                         symheap__netreg_t **reg,
+                                         uint64_t *roff, size_t *span);
 
 #endif

@@ -650,6 +650,18 @@ static cu_result_t f_cuMemcpyDtoHAsync(void *dst, cu_deviceptr_t src, size_t n,
   LEAVE(CU_OK);
 }
 
+/* Likewise: the staged landing's copy (host memory into device memory). */
+static cu_result_t f_cuMemcpyHtoDAsync(cu_deviceptr_t dst, const void *src,
+                                       size_t n, cu_stream_t s) {
+  ENTER("cuMemcpyHtoDAsync");
+  char *p = (char *)(uintptr_t)dst;
+  if (!src || !s || !(find_region(p, 1, 0) || find_region(p, 2, 0) ||
+                      find_region(p, 4, 0)))
+    LEAVE(CU_ERR_INVALID_VALUE);
+  memcpy(p, src, n);
+  LEAVE(CU_OK);
+}
+
 /* Legacy memory and IPC. */
 typedef struct {
   int32_t pid;
@@ -920,6 +932,7 @@ static const struct {
                                                         F(cuStreamQuery, 2000)
     F(cuMemHostAlloc, 3020) F(cuMemHostGetDevicePointer, 3020)
     F(cuMemFreeHost, 2000) F(cuMemcpyDtoHAsync, 3020)
+        F(cuMemcpyHtoDAsync, 3020)
 #undef F
 };
 

@@ -50,6 +50,26 @@ static void run(const symheap_device_ops *o, void *ctx) {
   CHECK(strstr(log, "cuMemcpyDtoHAsync") && !strstr(log, "cuMemcpyDtoH@") &&
             strstr(log, "cuStreamSynchronize"),
         "copies not on a stream of their own: %s", log);
+  /* copy_from_host (staging's landing): on the same stream of its own. */
+  CHECK(o->copy_from_host != NULL, "the cuda adaptor has no copy_from_host");
+  memset(host, 0x3c, 256);
+  log_reset();
+  if (o->copy_from_host)
+    CHECK_OK(o->copy_from_host(ctx, (char *)(uintptr_t)d + 8, host, 256));
+  CHECK(((unsigned char *)(uintptr_t)d)[7] == 0x5a &&
+            ((unsigned char *)(uintptr_t)d)[8] == 0x3c &&
+            ((unsigned char *)(uintptr_t)d)[263] == 0x3c &&
+            ((unsigned char *)(uintptr_t)d)[264] == 0x5a,
+        "copy_from_host copied the wrong bytes");
+  log = call_log();
+  CHECK(strstr(log, "cuMemcpyHtoDAsync") && !strstr(log, "cuMemcpyHtoD@") &&
+            strstr(log, "cuStreamSynchronize"),
+        "copy_from_host not on a stream of its own: %s", log);
+  set_fault("cuMemcpyHtoDAsync", 0, 1, CU_ERR_INVALID_VALUE);
+  if (o->copy_from_host)
+    CHECK_ERR(o->copy_from_host(ctx, (void *)(uintptr_t)d, host, 8),
+              SYMHEAP_ERR_DEVICE);
+  set_fault(NULL, 0, 0, 0);
   CHECK(mem_free(d) == CU_OK, "cuMemFree");
   CHECK_OK(o->host_free(ctx, host));
   live(&after);

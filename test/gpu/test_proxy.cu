@@ -8,6 +8,11 @@
 // 8 B - 1 MiB.  Processes only:
 //   symheap-run -n 2 build/test/test_proxy_gpu
 // Without a GPU: a SKIP line, exit 0.  Run with SYMHEAP_DISABLE_MULTICAST=1.
+// A provider without FI_HMEM (tcp;ofi_rxm on the lent machines) makes every
+// rank's window and pad staged (docs/network.md, "Staging"): the partner's
+// data lands in a pinned host shadow and its progress copies it into GPU
+// memory before the signal, so the same checks cover that path
+// (bench/gpu_proxy.sh runs it with SYMHEAP_NET_HMEM=0 and checks the log).
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>

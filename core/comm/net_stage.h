@@ -1,0 +1,113 @@
+/* Target-side staging (docs/network.md, "Staging"): where a rank's window
+ * memory is device memory and the net adaptor cannot register it (no
+ * SYMHEAP_NET_CAP_HMEM: tcp;ofi_rxm), the core registers a pinned host
+ * shadow of the same size instead (net_reg.c), peers put their data into
+ * it, then a descriptor into the target's control area; the target's
+ * progress copies the shadow into device memory, applies the signal, and
+ * acknowledges.  An initiator's quiet waits for every acknowledgement.
+ *
+ * The control area, one per comm and rank, host memory registered once:
+ *   rings: nranks x SYMHEAP__STAGE_RING descriptors, initiator p's at p;
+ *   acks:  nranks records, target q's acknowledgement of this rank's at q. */
+#ifndef SYMHEAP_NET_STAGE_H
+#define SYMHEAP_NET_STAGE_H
+
+#include "net.h"
+
+#define SYMHEAP__STAGE_RING 64u /* descriptors in flight per pair */
+
+/* One staged operation as an initiator posts it: data already put into
+ * the target's shadow of g at off (len bytes, 0: none), then an optional
+ * non-fetching atomic (sig_op >= 0) of sig_size bytes on sg at sig_off. */
+typedef struct {
+  const symheap__netreg_t *g;
+  uint64_t off, len;
+  const symheap__netreg_t *sg;
+  uint64_t sig_off, value;
+  int sig_op; /* symheap_net_amo_t, -1: none */
+  uint32_t sig_size;
+} symheap__stage_op_t;
+
+/* The state (net_stage.c: the control area and regions; net_stage_ops.c:
+ * posting, waiting, draining). */
+typedef struct { /* 64 bytes, as an initiator writes it */
+  uint64_t seq;  /* the pair's count, from 1 */
+  uint32_t sig_size, reg;
+  uint64_t off, len;
+  uint32_t sig_reg;
+  int32_t sig_op;
+  uint64_t sig_off, value;
+  uint64_t check; /* of the words above: a descriptor half-written is not
+                     taken */
+} symheap__stage_desc_t;
+typedef struct { /* as a target writes it: torn or whole, told apart */
+  uint64_t applied, applied_not, failed, failed_not;
+} symheap__stage_ack_t;
+typedef struct {
+  void *dev, *shadow;
+  size_t size;
+} symheap__stage_reg_t;
+typedef struct symheap__stage {
+  symheap__netc_t *n;
+  int rank, nranks;
+  const symheap_device_ops *dev;
+  void *dev_ctx;
+  char *ctl; /* rings, then acks */
+  size_t ctl_size, ring_bytes;
+  void *ctl_mr;
+  void **ctl_rkeys;
+  /* Initiator: per peer, descriptors posted (under post) and the last
+   * acknowledgement read. */
+  pthread_mutex_t post;
+  uint64_t *sent, *acked, *failed_seen;
+  /* Target: under drain, descriptors applied and failed per initiator, and
+   * the staged regions by id (ids are not reused). */
+  pthread_mutex_t drain;
+  uint64_t *applied, *failed, *ack_sent;
+  symheap__stage_reg_t *regs;
+  uint32_t nregs, cap;
+  int hold; /* atomic: tests */
+} symheap__stage_t;
+/* Descriptor check word. */
+uint64_t symheap__stage_check(const symheap__stage_desc_t *d);
+
+/* Collective, at net comm open after connect (agreed): the control area on
+ * every rank when some rank needs staging; nothing (n->stage NULL) when
+ * none does. */
+symheap_result_t symheap__stage_open(symheap_comm_t c);
+/* Local, at net comm close (the progress thread stopped, every staged
+ * region gone). */
+void symheap__stage_close(symheap_comm_t c);
+
+/* Local (net_reg.c): a shadow for [dev, dev + size) and its id, or the
+ * reason this rank's device memory cannot be staged. */
+symheap_result_t symheap__stage_region(symheap_comm_t c, void *dev,
+                                       size_t size, void **shadow,
+                                       uint32_t *id);
+void symheap__stage_region_free(symheap_comm_t c, uint32_t id, void *shadow);
+
+/* Initiator: the data put of a staged range (into the shadow), then the
+ * descriptor, in that order at the target.  src is reusable on return. */
+symheap_result_t symheap__stage_post(symheap_comm_t c, int peer,
+                                     const void *src, unsigned flags,
+                                     const symheap__stage_op_t *op,
+                                     const char *fn);
+/* Initiator: every staged operation to peer (-1: to every peer) applied at
+ * its target, progressing meanwhile; TIMEOUT naming the peer after
+ * timeout_ms, REMOTE when a target could not apply one. */
+symheap_result_t symheap__stage_wait(symheap__netc_t *n, int peer,
+                                     int timeout_ms, const char *fn);
+/* Target: apply what peers posted and acknowledge it (never blocks for
+ * another drainer; a no-op without staging).  wait 0: never wait for the
+ * adaptor's lock either (an acknowledgement then stays owed to the next
+ * drain). */
+void symheap__stage_drain(symheap__netc_t *n, int wait);
+/* Tests: 1 makes this rank apply nothing (a target that never
+ * progresses), 0 lets it go. */
+void symheap__stage_hold(symheap_comm_t c, int on);
+/* The refusal of an operation staging cannot carry (gets, fetching
+ * atomics), before anything is sent. */
+symheap_result_t symheap__stage_refuse(symheap_comm_t c, int peer,
+                                       const char *what, const char *fn);
+
+#endif
