@@ -33,7 +33,7 @@ wait_for() {
 }
 
 if ! "$B/bin/symheap-info" 2>/dev/null | grep -q '^  ofi *available'; then
-  echo "SKIP net_hosts: the ofi net adaptor is not available here (libfabric1 and libfabric-dev, see test/deps.sh)"
+  echo "SKIP net_hosts: the ofi net adaptor is not available here (libfabric1, see test/deps.sh; symheap-info says why)"
   rm -rf "$LOG"
   exit 0
 fi
