@@ -17,12 +17,7 @@ LIBS = -ldl
 # architecture.md), and the built-in adaptors: every adaptor source but the
 # MPI ccl, which is a shared object of its own.
 CORE_SRCS := $(wildcard core/*/*.c)
-# The ofi net adaptor compiles against libfabric's headers (Debian's
-# libfabric-dev; the library itself is opened at run time): built in where
-# they are, left out (symheap-info says so) where they are not.
-HAVE_OFI := $(shell printf '\043include <rdma/fabric.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo 1)
-OFI_DIRS := $(if $(HAVE_OFI),adaptors/net/ofi)
-ADAPTOR_SRCS := $(filter-out adaptors/ccl/mpi/% $(if $(HAVE_OFI),,adaptors/net/ofi/%),\
+ADAPTOR_SRCS := $(filter-out adaptors/ccl/mpi/%,\
   $(wildcard adaptors/*/*.c adaptors/*/*/*.c))
 LIB_SRCS := $(CORE_SRCS) $(ADAPTOR_SRCS)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/builtins.o
@@ -94,14 +89,21 @@ $(BUILD)/lib/libsymheap.a: $(LIB_OBJS)
 # tree and compiled with include/ as its only include path, so a core header
 # reached by any path fails the build.
 BOUNDARY_DIRS := adaptors/device adaptors/common adaptors/ccl/nccl \
-  adaptors/net/ibverbs $(OFI_DIRS) plugins test/plugins test/conformance
+  adaptors/net/ibverbs adaptors/net/ofi plugins test/plugins test/conformance
+# libfabric's headers are shadowed there by ones that fail: the ofi adaptor
+# uses its own declarations (adaptors/net/ofi/ofi_api.h), so it builds where
+# libfabric-dev is not installed.
+BOUNDARY_NO_VENDOR := fabric fi_errno fi_eq fi_domain fi_endpoint fi_cm fi_rma fi_atomic fi_tagged fi_ext
 $(BUILD)/boundary.ok: $(foreach d,$(BOUNDARY_DIRS),$(wildcard $(d)/*.[ch])) $(wildcard include/*.h)
-	@rm -rf $(BUILD)/boundary && mkdir -p $(BUILD)/boundary
+	@rm -rf $(BUILD)/boundary && mkdir -p $(BUILD)/boundary/novendor/rdma
+	@for h in $(BOUNDARY_NO_VENDOR); do \
+	  echo '#error "libfabric headers: adaptors build without libfabric-dev (use adaptors/net/ofi/ofi_api.h)"' \
+	    > $(BUILD)/boundary/novendor/rdma/$$h.h; done
 	@set -e; for d in $(BOUNDARY_DIRS); do \
 	  mkdir -p $(BUILD)/boundary/$$d; cp $$d/*.[ch] $(BUILD)/boundary/$$d/ 2>/dev/null || cp $$d/*.c $(BUILD)/boundary/$$d/; \
 	  for f in $(BUILD)/boundary/$$d/*.c; do \
 	    $(CC) $(filter-out -I%,$(CFLAGS_ALL)) -I$(CURDIR)/include -I$(CURDIR)/adaptors/common \
-	      -DBAD=1 -DBREAK=0 -c $$f -o $$f.o \
+	      -I$(abspath $(BUILD))/boundary/novendor -DBAD=1 -DBREAK=0 -c $$f -o $$f.o \
 	      || { echo "boundary: $$d/$$(basename $$f) does not compile with include/ alone (see above; docs/architecture.md)"; exit 1; }; \
 	  done; done
 	@touch $@
@@ -123,13 +125,10 @@ PLUGIN_LIBS := $(PLUGINS:%=$(BUILD)/lib/libsymheap-plugin-%.so)
 plugins: $(PLUGIN_LIBS)
 # The ofi net adaptor built as a plugin too (it calls itself ofi_plugin),
 # to show that it is written from the public headers alone.
-ifneq ($(HAVE_OFI),)
-$(BUILD)/obj/core/base/net_registry.o: CFLAGS_ALL += -DSYMHEAP_HAVE_OFI
 OFI_SRCS := $(wildcard adaptors/net/ofi/*.c)
 PLUGIN_LIBS += $(BUILD)/lib/libsymheap-plugin-ofi.so
 plugins: $(BUILD)/lib/libsymheap-plugin-ofi.so
-endif
-$(BUILD)/lib/libsymheap-plugin-ofi.so: $(OFI_SRCS) adaptors/net/ofi/ofi.h $(wildcard include/*.h)
+$(BUILD)/lib/libsymheap-plugin-ofi.so: $(OFI_SRCS) $(wildcard adaptors/net/ofi/*.h) $(wildcard include/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -DSYMHEAP_PLUGIN_BUILD -shared -o $@ $(OFI_SRCS) \
 	  -Wl,--no-undefined $(LDFLAGS_ALL) -ldl
@@ -320,6 +319,26 @@ $(BUILD)/test/test_cuda_abi: test/test_cuda_abi.c adaptors/common/cuda_api.h
 tests: $(BUILD)/test/test_cuda_abi
 endif
 
+# ofi_api.h (our declarations of libfabric's ABI) against libfabric's own
+# headers, where libfabric-dev is: one program, generated from what
+# ofi_api.h declares (test/ofi_api_gen.sh), built once after ofi_api.h and
+# once after <rdma/*.h>; test/ofi_api_check.sh compares what they print.
+LIBFABRIC_DEV := $(shell printf '\043include <rdma/fabric.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo 1)
+OFI_REAL_HEADERS := $(foreach h,fabric fi_errno fi_eq fi_domain fi_endpoint fi_cm fi_rma fi_atomic,-include rdma/$(h).h)
+$(BUILD)/gen/ofi_api_facts.c: test/ofi_api_gen.sh adaptors/net/ofi/ofi_api.h
+	@mkdir -p $(dir $@)
+	sh test/ofi_api_gen.sh adaptors/net/ofi/ofi_api.h > $@
+$(BUILD)/test/ofi_api_ours: $(BUILD)/gen/ofi_api_facts.c adaptors/net/ofi/ofi_api.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -include adaptors/net/ofi/ofi_api.h -o $@ $<
+$(BUILD)/test/ofi_api_theirs: $(BUILD)/gen/ofi_api_facts.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(OFI_REAL_HEADERS) -o $@ $<
+tests: $(BUILD)/test/ofi_api_ours
+ifneq ($(LIBFABRIC_DEV),)
+tests: $(BUILD)/test/ofi_api_theirs
+endif
+
 # GPU tests (CUDA C) wherever nvcc is; they skip, saying so, without a GPU.
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls $(CUDA_HOME)/bin/nvcc 2>/dev/null)
 NVCC_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
@@ -439,10 +458,11 @@ gpu-tests: $(BUILD)/test/test_coll_mid
 endif
 
 # The net probe (bench/net_probe.h): the raw libfabric floor (linked with
-# -lfabric) and the same measurement through the ofi adaptor's table; where
+# -lfabric; written directly on libfabric's headers, which is the point of
+# a floor) and the same measurement through the ofi adaptor's table; where
 # libfabric-dev is installed.  `make net-bench`.
 .PHONY: net-bench
-ifneq ($(HAVE_OFI),)
+ifneq ($(LIBFABRIC_DEV),)
 net-bench: $(BUILD)/bin/net-raw $(BUILD)/bin/net-adaptor
 $(BUILD)/bin/net-raw: bench/net_raw.c bench/net_probe.c bench/net_probe.h
 	@mkdir -p $(dir $@)

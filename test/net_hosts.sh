@@ -17,7 +17,7 @@ status=0
 . test/netns.sh # fail, untag, wait_for, netns_job; the namespaces below
 
 if ! "$B/bin/symheap-info" 2>/dev/null | grep -q '^  ofi *available'; then
-  echo "SKIP net_hosts: the ofi net adaptor is not available here (libfabric1 and libfabric-dev, see test/deps.sh)"
+  echo "SKIP net_hosts: the ofi net adaptor is not available here (libfabric1, see test/deps.sh; symheap-info says why)"
   rm -rf "$LOG"
   exit 0
 fi

@@ -221,7 +221,7 @@ suite() { # suite PREFIX BUILD WRAPPER...
   # (rxm) over loopback and shm; the plugin build of it through
   # SYMHEAP_PLUGIN.  A provider that is not here SKIPs, saying why.
   if ! have_tool libfabric; then
-    skip_pass "$prefix conformance net ofi" "libfabric1 and libfabric-dev are not installed (see test/deps.sh)"
+    skip_pass "$prefix conformance net ofi" "libfabric1 is not installed (see test/deps.sh)"
   else
     run "$prefix conformance net ofi tcp;ofi_rxm" env SYMHEAP_NET_DOMAIN=lo \
       "$@" "$b/bin/symheap-conformance" --net ofi --provider "tcp;ofi_rxm" --allow-unavailable
@@ -285,6 +285,9 @@ if [ -x build/test/test_cuda_abi ]; then
 else
   echo " cuda_api.h vs cuda.h: not built (no CUDA toolkit at \$CUDA_HOME)"
 fi
+# The ofi adaptor's declarations of libfabric's ABI (ofi_api.h) against
+# libfabric's own headers; SKIP without libfabric-dev.
+run " ofi_api.h vs libfabric's headers" test/ofi_api_check.sh build
 suite "" build
 # The kit proves itself: it FAILs each deliberately broken adaptor, naming
 # the mistake, and passes the correct ones.

@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.." || exit 1
 B=${1:-build}
 . test/deps.sh
 if ! have_tool libfabric; then
-  echo "SKIP shmem_hosts: libfabric1 and libfabric-dev are not installed (see test/deps.sh)"
+  echo "SKIP shmem_hosts: libfabric1 is not installed (see test/deps.sh)"
   exit 0
 fi
 . test/netns.sh

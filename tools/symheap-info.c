@@ -290,7 +290,7 @@ static void print_devices(char *chosen, size_t len) {
  * Listing providers asks the engine (libfabric's fi_getinfo), which is
  * what fi_info does too. */
 static void print_nets(void) {
-  int n = 0, ofi = 0;
+  int n = 0;
   (void)symheap_net_adaptor_count(&n);
   printf("\nnet adaptors (SYMHEAP_NET=<name>; SYMHEAP_NET_PROVIDER picks the "
          "provider):\n");
@@ -299,16 +299,12 @@ static void print_nets(void) {
     a.struct_size = sizeof a;
     if (symheap_net_adaptor_get(i, &a) != SYMHEAP_SUCCESS)
       continue;
-    ofi |= strcmp(a.name, "ofi") == 0;
     if (!a.available)
       printf("  %-8s unavailable: %s\n", a.name, a.why);
     else
       printf("  %-8s available; providers here (FI_EP_RDM with RMA): %s\n",
              a.name, a.providers[0] ? a.providers : "none");
   }
-  if (!ofi)
-    printf("  ofi      not built: libfabric's headers (Debian package "
-           "libfabric-dev) were missing at build time\n");
   const char *prov = getenv("SYMHEAP_NET_PROVIDER");
   if (prov && prov[0])
     printf("  SYMHEAP_NET_PROVIDER=%s\n", prov);

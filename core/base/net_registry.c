@@ -108,14 +108,6 @@ symheap_result_t symheap__net_add(const symheap_net_ops *ops) {
   return r;
 }
 
-int symheap__net_builtin_ofi(void) {
-#ifdef SYMHEAP_HAVE_OFI
-  return 1;
-#else
-  return 0;
-#endif
-}
-
 int symheap__net_list(symheap__net_table_t *out, int max) {
   pthread_mutex_lock(&net_lock);
   int n = nnets;

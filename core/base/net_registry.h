@@ -30,9 +30,6 @@ symheap_result_t symheap__net_lookup(const char *name,
  * first): copies up to `max` into out (out may be NULL with max 0) and
  * returns how many there are. */
 int symheap__net_list(symheap__net_table_t *out, int max);
-/* Whether the ofi adaptor is built in (libfabric's headers were there at
- * build time), for symheap-info's note when it is not. */
-int symheap__net_builtin_ofi(void);
 /* Register a table without loading the built-ins first: what plugin
  * admission calls (the built-ins are being loaded then). */
 symheap_result_t symheap__net_add(const symheap_net_ops *ops);

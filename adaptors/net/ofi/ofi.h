@@ -1,7 +1,8 @@
 /* The libfabric net adaptor ("ofi"): what its files share.
  *
  * Written as a vendor would write it: the public headers, the host services
- * and libfabric's own headers, whose inline wrappers (fi_write, fi_mr_reg...)
+ * and our declarations of libfabric's ABI (ofi_api.h, so no libfabric-dev is
+ * needed to build), whose inline wrappers (fi_writemsg, fi_mr_regattr...)
  * call through the ops tables of the objects libfabric returns.  The few
  * functions libfabric really exports (fi_getinfo, fi_fabric, fi_freeinfo,
  * fi_dupinfo, fi_strerror) are looked up in the library opened at run time
@@ -17,13 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <rdma/fabric.h>
-#include <rdma/fi_atomic.h>
-#include <rdma/fi_cm.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
-#include <rdma/fi_errno.h>
-#include <rdma/fi_rma.h>
+#include "ofi_api.h"
 
 #include "symheap_adaptor.h"
 
