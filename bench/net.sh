@@ -35,7 +35,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 PROV="tcp;ofi_rxm"
-make -s all net-bench >/dev/null || exit 1
+make -s lib build/bin/symheap-run net-bench >/dev/null || exit 1
 mkdir -p build/bench "$OUT"
 cc -O2 -Wall -Wextra -Werror -Iinclude -o build/bench/net-onesided \
   bench/net_onesided.c -Lbuild/lib -lsymheap -Wl,-rpath,"$PWD/build/lib" || exit 1
@@ -77,11 +77,11 @@ INB=(ip netns exec "$NETNS_B")
 
 probe() { # probe raw|adaptor [--passive]: server in B, client in A
   "${INB[@]}" timeout 300 "build/bin/net-$1" server "$NETNS_IP_B:7001" \
-    --provider "$PROV" $2 >/dev/null 2>&1 &
+    --provider "$PROV" ${2:-} >/dev/null 2>&1 &
   local srv=$!
   # The client opens as the server does (with or without wait objects).
   "${INA[@]}" timeout 300 "build/bin/net-$1" client "$NETNS_IP_B:7001" \
-    --provider "$PROV" $QUICK $2
+    --provider "$PROV" $QUICK ${2:-}
   wait $srv
 }
 run_engine() {
