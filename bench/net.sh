@@ -4,33 +4,38 @@
 # inside them, deleted on exit), and in one run, round after round with the
 # engines' order rotated (the machine is shared: rounds interleave so that
 # load falls on every engine alike):
-#   raw      the raw libfabric floor (bench/net_raw.c, busy-polling server)
-#   adaptor  the same probe through the ofi adaptor's table (net_adaptor.c)
+#   raw      the raw libfabric floor (bench/net_raw.c), its server passive:
+#            asleep on libfabric's wait object (FI_WAIT_FD, fi_trywait,
+#            poll) between progress calls, as symheap's waiting rank is
+#   raw_spin the same with a busy-polling server (shown beside it)
+#   adaptor  the same probe through the ofi adaptor's table (net_adaptor.c),
+#            its server passive (the adaptor's wait_fds)
 #   symheap  the public API (bench/net_onesided.c) under symheap-run
 #            --hosts A:1,B:1 --rsh 'ip netns exec', SYMHEAP_NET=ofi
 #   oshmem   Open MPI's OSHMEM (oshrun, spml ucx, UCX over tcp)
 #   mpi      MPI-3 RMA (mpirun, pml/osc ucx, UCX over tcp)
 # all on provider tcp;ofi_rxm (libfabric) or UCX's tcp transport over the
 # same veth, with the same sizes, iterations and medians (net_probe.c).
-#   bench/net.sh [--rounds N] [--quick] [--out DIR]
+#   bench/net.sh [--rounds N] [--quick] [--out DIR] [--engines a,b,...]
 # Raw output: DIR/round<r>-<engine>.txt, DIR/load.txt (uptime before each
 # run), DIR/env.txt; then the table (bench/net_table.py) to stdout and
 # DIR/table.md, and the plot DIR/net.svg.  Needs root, iproute2,
 # libfabric-dev, Open MPI (oshcc, oshrun, mpicc, mpirun).
 set -u
 cd "$(dirname "$0")/.."
-ROUNDS=3 QUICK= OUT=build/bench/net-$(date -u +%F)
+ROUNDS=3 QUICK= OUT=build/bench/net-$(date -u +%F) ENGINES_ARG=raw,raw_spin,adaptor,symheap,oshmem,mpi
 while [ $# -gt 0 ]; do
   case $1 in
   --rounds) ROUNDS=$2; shift ;;
   --quick) QUICK=--quick ;;
   --out) OUT=$2; shift ;;
-  *) echo "usage: $0 [--rounds N] [--quick] [--out DIR]" >&2; exit 2 ;;
+  --engines) ENGINES_ARG=$2; shift ;; # a subset, for a quick look
+  *) echo "usage: $0 [--rounds N] [--quick] [--out DIR] [--engines a,b]" >&2; exit 2 ;;
   esac
   shift
 done
 PROV="tcp;ofi_rxm"
-make -s all net-bench >/dev/null || exit 1
+make -s lib build/bin/symheap-run net-bench >/dev/null || exit 1
 mkdir -p build/bench "$OUT"
 cc -O2 -Wall -Wextra -Werror -Iinclude -o build/bench/net-onesided \
   bench/net_onesided.c -Lbuild/lib -lsymheap -Wl,-rpath,"$PWD/build/lib" || exit 1
@@ -70,17 +75,19 @@ OMPI=(--mca plm_rsh_agent "$AGENT" -n 2 --host "$NETNS_IP_A:1,$NETNS_IP_B:1"
 INA=(ip netns exec "$NETNS_A")
 INB=(ip netns exec "$NETNS_B")
 
-probe() { # probe raw|adaptor: server in B, client in A
+probe() { # probe raw|adaptor [--passive]: server in B, client in A
   "${INB[@]}" timeout 300 "build/bin/net-$1" server "$NETNS_IP_B:7001" \
-    --provider "$PROV" >/dev/null 2>&1 &
+    --provider "$PROV" ${2:-} >/dev/null 2>&1 &
   local srv=$!
+  # The client opens as the server does (with or without wait objects).
   "${INA[@]}" timeout 300 "build/bin/net-$1" client "$NETNS_IP_B:7001" \
-    --provider "$PROV" $QUICK
+    --provider "$PROV" $QUICK ${2:-}
   wait $srv
 }
 run_engine() {
   case $1 in
-  raw | adaptor) probe "$1" ;;
+  raw | adaptor) probe "$1" --passive ;;
+  raw_spin) probe raw ;;
   symheap)
     SYMHEAP_NET=ofi SYMHEAP_NET_PROVIDER="$PROV" timeout 300 \
       build/bin/symheap-run --hosts "$NETNS_A:1,$NETNS_B:1" \
@@ -94,7 +101,7 @@ run_engine() {
   esac
 }
 
-ENGINES=(raw adaptor symheap oshmem mpi)
+IFS=, read -r -a ENGINES <<<"$ENGINES_ARG"
 {
   echo "date: $(date -u '+%F %T UTC')"
   echo "machine: $(uname -srm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"

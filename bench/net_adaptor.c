@@ -2,6 +2,7 @@
  * measurement as bench/net_raw.c, every operation a call of the built-in
  * adaptor's ops (found by name in the registry, as the core finds it), so
  * the difference between the two is the adaptor's own cost. */
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,19 @@ static int a_fetch_add(size_t off, uint64_t *result) {
 static int a_wait(void) { return said(T.ops.quiet(ctx, 60000), "quiet"); }
 static int a_progress(void) { return said(T.ops.progress(ctx), "progress"); }
 
+/* --passive: sleep on the adaptor's wait fds (wait_fds), as the core's
+ * progress thread does; an adaptor without them spins. */
+static int a_sleep(int fd) {
+  struct pollfd p[5];
+  int fds[4], k = T.ops.wait_fds ? T.ops.wait_fds(ctx, fds, 4) : -1;
+  if (k <= 0)
+    return 0;
+  for (int i = 0; i < k; i++)
+    p[i] = (struct pollfd){fds[i], POLLIN, 0};
+  p[k] = (struct pollfd){fd, POLLIN, 0};
+  return poll(p, (nfds_t)k + 1, 1000) < 0 ? -1 : 0;
+}
+
 static void a_close(void) {
   if (rkey)
     T.ops.rkey_release(ctx, rkey);
@@ -104,6 +118,7 @@ int main(int argc, char **argv) {
                             a_fetch_add,
                             a_wait,
                             a_progress,
-                            a_close};
+                            a_close,
+                            a_sleep};
   return probe_main(argc, argv, &e);
 }

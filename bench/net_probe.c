@@ -172,7 +172,10 @@ static int bandwidth(const probe_engine_t *e, int quick) {
   return 0;
 }
 
-/* The server progresses until the client's byte says it is done. */
+int probe_passive;
+
+/* The server progresses until the client's byte says it is done: spinning,
+ * or (--passive) sleeping on the engine's wait object between turns. */
 static int serve(int fd, const probe_engine_t *e) {
   for (;;) {
     struct pollfd p = {fd, POLLIN, 0};
@@ -181,6 +184,8 @@ static int serve(int fd, const probe_engine_t *e) {
       return recv(fd, &b, 1, 0) == 1 ? 0 : -1;
     }
     if (e->progress())
+      return -1;
+    if (probe_passive && e->sleep(fd))
       return -1;
   }
 }
@@ -191,7 +196,7 @@ int probe_main(int argc, char **argv, const probe_engine_t *e) {
   if (argc < 3 || (strcmp(argv[1], "server") && strcmp(argv[1], "client"))) {
     fprintf(stderr,
             "usage: %s server|client HOST:PORT [--provider P] "
-            "[--domain D] [--quick]\n",
+            "[--domain D] [--quick] [--passive]\n",
             argv[0]);
     return 2;
   }
@@ -202,6 +207,8 @@ int probe_main(int argc, char **argv, const probe_engine_t *e) {
       dom = argv[++i];
     else if (!strcmp(argv[i], "--quick"))
       quick = 1;
+    else if (!strcmp(argv[i], "--passive") && e->sleep)
+      probe_passive = 1;
     else {
       fprintf(stderr, "%s: unknown option %s\n", argv[0], argv[i]);
       return 2;

@@ -3,7 +3,7 @@
  * and the same measurement through symheap's net adaptor table
  * (bench/net_adaptor.c), so the two differ only in the engine below.
  *
- *   PROG server HOST:PORT [--provider P] [--domain D]
+ *   PROG server HOST:PORT [--provider P] [--domain D] [--passive]
  *   PROG client HOST:PORT [--provider P] [--domain D] [--quick]
  *
  * The server listens on HOST:PORT (TCP, for the rendezvous only: endpoint
@@ -15,7 +15,10 @@
  *   fetch_add 8 <usec>          64-bit fetch-add, then wait for the value
  *   put_bw <bytes> <MB/s>       rounds of 64 puts in flight (fewer past
  *                               8 MiB a round), then wait for all
- * Lines starting with '#' are comments (provider, fabric, engine). */
+ * Lines starting with '#' are comments (provider, fabric, engine).
+ * --passive: the server sleeps in the kernel on the engine's wait object
+ * (FI_WAIT_FD, fi_trywait, poll) between progress calls, as symheap's
+ * progress thread does on a rank that waits, instead of spinning. */
 #ifndef SYMHEAP_NET_PROBE_H
 #define SYMHEAP_NET_PROBE_H
 
@@ -44,7 +47,14 @@ typedef struct {
   int (*wait)(void); /* everything issued is complete */
   int (*progress)(void);
   void (*close)(void);
+  /* Optional (NULL: no --passive).  Sleep until the engine has work or fd
+   * (the rendezvous socket) is readable: 0, or nonzero on failure. */
+  int (*sleep)(int fd);
 } probe_engine_t;
+
+/* Set by probe_main before open: --passive was given (the engine opens
+ * its completion objects with a wait object). */
+extern int probe_passive;
 
 /* Parse the command line and run as server or client; the exit status. */
 int probe_main(int argc, char **argv, const probe_engine_t *e);

@@ -3,6 +3,7 @@
  * (FI_EP_RDM, delivery complete, a counter for completion, no completion
  * entries), so that symheap's overhead over it is what net_adaptor shows
  * on top.  Built by `make net-bench` where libfabric-dev is installed. */
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@ static struct fid_mr *mr;
 static fi_addr_t peer;
 static char *local;
 static void *desc;
+static int cq_fd = -1; /* --passive: the CQ's wait object */
 static uint64_t issued, rkey, rbase;
 
 #define TRY(call)                                                              \
@@ -65,9 +67,11 @@ static int r_open(const char *prov, const char *dom, void *addr, size_t *len,
   TRY(fi_domain(fabric, info, &domain, NULL));
   struct fi_av_attr aa = {.type = FI_AV_TABLE};
   TRY(fi_av_open(domain, &aa, &av, NULL));
-  struct fi_cq_attr ca = {.format = FI_CQ_FORMAT_CONTEXT,
-                          .wait_obj = FI_WAIT_NONE};
+  enum fi_wait_obj w = probe_passive ? FI_WAIT_FD : FI_WAIT_NONE;
+  struct fi_cq_attr ca = {.format = FI_CQ_FORMAT_CONTEXT, .wait_obj = w};
   TRY(fi_cq_open(domain, &ca, &cq, NULL));
+  /* The counter without one: tcp;ofi_rxm's has no FI_GETWAIT, and the CQ's
+   * fd is the endpoint's (a peer's request wakes it). */
   struct fi_cntr_attr ct = {.events = FI_CNTR_EVENTS_COMP,
                             .wait_obj = FI_WAIT_NONE};
   TRY(fi_cntr_open(domain, &ct, &cntr, NULL));
@@ -77,6 +81,8 @@ static int r_open(const char *prov, const char *dom, void *addr, size_t *len,
                  FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION));
   TRY(fi_ep_bind(ep, &cntr->fid, FI_READ | FI_WRITE));
   TRY(fi_enable(ep));
+  if (probe_passive)
+    TRY(fi_control(&cq->fid, FI_GETWAIT, &cq_fd));
   TRY(fi_getname(&ep->fid, addr, len));
   snprintf(d, dlen, "provider %s, fabric %s, domain %s, mr_mode 0x%x",
            info->fabric_attr->prov_name, info->fabric_attr->name,
@@ -174,6 +180,21 @@ static int r_progress(void) {
   return n >= 0 || n == -FI_EAGAIN ? 0 : -1;
 }
 
+/* --passive: libfabric's way to block (fi_trywait, then poll on the wait
+ * objects' fds); -FI_EAGAIN from fi_trywait: work is pending, no sleep. */
+static int r_sleep(int fd) {
+  struct fid *fids[1] = {&cq->fid};
+  int ret = fi_trywait(fabric, fids, 1);
+  if (ret == -FI_EAGAIN)
+    return 0;
+  if (ret) {
+    fprintf(stderr, "net_raw: fi_trywait: %s\n", fi_strerror(-ret));
+    return -1;
+  }
+  struct pollfd p[2] = {{cq_fd, POLLIN, 0}, {fd, POLLIN, 0}};
+  return poll(p, 2, 1000) < 0 ? -1 : 0;
+}
+
 static void r_close(void) {
   if (ep)
     fi_close(&ep->fid);
@@ -196,6 +217,7 @@ static void r_close(void) {
 int main(int argc, char **argv) {
   const probe_engine_t raw = {
       "raw libfabric", r_open,      r_connect, r_reg,      r_import, r_put,
-      r_get,           r_fetch_add, r_wait,    r_progress, r_close};
+      r_get,           r_fetch_add, r_wait,    r_progress, r_close,
+      r_sleep};
   return probe_main(argc, argv, &raw);
 }

@@ -589,6 +589,19 @@ typedef struct symheap_net_ops {
   /* Required.  Advance the engine without waiting; cheap when idle. */
   symheap_result_t (*progress)(void *ctx);
   /* v1 ends here */
+  /* -- Appended (read only when struct_size covers it) -- */
+  /* Optional (NULL, or a table too short to hold it: the core progresses a
+   * waiting rank by calling progress() in a loop).  Prepare to sleep on
+   * the engine: write up to max file descriptors that become readable when
+   * the engine has work (a peer's request to serve, a completion) and
+   * return how many (> 0); the caller may then sleep in poll() on them and
+   * calls progress() when one is readable or its sleep ends.  0: work is
+   * pending (progress() and ask again, as fi_trywait's -FI_EAGAIN); < 0:
+   * no such descriptors here (the core polls as without this entry).
+   * Serialised like every entry; never blocks.  With it, a rank that only
+   * waits serves its peers' gets and emulated atomics as soon as they
+   * arrive while using no CPU (the progress thread sleeps on them). */
+  int (*wait_fds)(void *ctx, int *fds, int max);
 } symheap_net_ops;
 
 /* --- Plugins ---------------------------------------------------------------

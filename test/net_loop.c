@@ -320,9 +320,15 @@ static void handle(ctx_t *c, hdr_t *h, const char *data) {
 static _Thread_local long g_progress_calls;
 long net_loop_progress_calls(void) { return g_progress_calls; }
 
+static long g_progress_all; /* every thread's */
+long net_loop_progress_calls_all(void) {
+  return __atomic_load_n(&g_progress_all, __ATOMIC_RELAXED);
+}
+
 static symheap_result_t progress(void *ctx) {
   ctx_t *c = ctx;
   g_progress_calls++;
+  __atomic_add_fetch(&g_progress_all, 1, __ATOMIC_RELAXED);
   flush(c);
   for (int i = 0; i < 256; i++) {
     ssize_t n = recv(c->fd, c->rx, sizeof c->rx, MSG_DONTWAIT);
@@ -533,6 +539,18 @@ static symheap_result_t quiet(void *ctx, int timeout_ms) {
 
 static symheap_result_t fence(void *ctx) { return quiet(ctx, 0); }
 
+/* loop_wait's: the socket, readable when a peer's request or answer
+ * arrives; 0 while messages wait to be sent (progress sends them). */
+static int wait_fds(void *ctx, int *fds, int max) {
+  ctx_t *c = ctx;
+  if (max < 1)
+    return -1;
+  if (c->outq)
+    return 0;
+  fds[0] = c->fd;
+  return 1;
+}
+
 static symheap_result_t query_signal(void *ctx, symheap_net_caps_t *caps) {
   symheap_result_t r = query(ctx, caps);
   caps->caps |= SYMHEAP_NET_CAP_REMOTE_CQ;
@@ -583,4 +601,29 @@ const symheap_net_ops net_loop_ops = {
     .fence = fence,
     .quiet = quiet,
     .progress = progress,
+};
+
+/* "loop" with wait descriptors: the core's progress thread sleeps on them. */
+const symheap_net_ops net_loop_wait_ops = {
+    .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
+    .struct_size = sizeof(symheap_net_ops),
+    .name = "loop_wait",
+    .available = available,
+    .providers = providers,
+    .open = lopen,
+    .close = lclose,
+    .query = query,
+    .connect = lconnect,
+    .mem_register = mem_register,
+    .mem_deregister = mem_deregister,
+    .rkey_import = rkey_import,
+    .rkey_release = rkey_release,
+    .put = put,
+    .get = get,
+    .atomic = atomic,
+    .put_signal = NULL,
+    .fence = fence,
+    .quiet = quiet,
+    .progress = progress,
+    .wait_fds = wait_fds,
 };

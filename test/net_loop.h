@@ -7,6 +7,11 @@
 extern const symheap_net_ops net_loop_ops;
 /* The same as "loop_signal", with its own put_signal (one call). */
 extern const symheap_net_ops net_loop_signal_ops;
+/* "loop_wait": the same as "loop", with wait_fds (the progress thread
+ * sleeps on its socket). */
+extern const symheap_net_ops net_loop_wait_ops;
+/* Progress calls of every thread of this process. */
+long net_loop_progress_calls_all(void);
 /* The calling thread's next mem_register fails (a rank's failure). */
 void net_loop_fail_next_register(void);
 /* The calling thread's next open fails (comm init then fails everywhere). */

@@ -164,6 +164,12 @@ suite() { # suite PREFIX BUILD WRAPPER...
     build/bin/symheap-run -n 2 "$@" "$b/test/test_net"
   run "$prefix net(loop_signal: adaptor put_signal) procs x4" env SYMHEAP_NET=loop_signal \
     build/bin/symheap-run -n 4 "$@" "$b/test/test_net"
+  # The adaptor's wait fds (loop_wait): the progress thread sleeps on them,
+  # a waiting rank sleeps, a sleeping target wakes for a get or atomic.
+  run "$prefix net(loop_wait: progress thread sleeps) procs x4" env SYMHEAP_NET=loop_wait \
+    build/bin/symheap-run -n 4 "$@" "$b/test/test_net"
+  run "$prefix net(loop_wait) procs x2 threads x2" env SYMHEAP_NET=loop_wait \
+    build/bin/symheap-run -n 2 "$@" "$b/test/test_net" --mixed 2
   run "$prefix net(loop) open failure agreed procs x4" build/bin/symheap-run -n 4 \
     "$@" "$b/test/test_net" --open-failure
   run "$prefix net=none two hosts procs x4" env SYMHEAP_NET=none \

@@ -5,7 +5,9 @@
  *   symheap-run -n 4 test_net            ranks 0..n/2-1 on host A, rest B
  *   symheap-run -n 2 test_net --mixed 2  each process a host of 2 threads
  *   SYMHEAP_NET=none symheap-run -n 4 test_net --no-net   refusals
- *   symheap-run -n 4 test_net --open-failure   rank 1 cannot open (loop) */
+ *   symheap-run -n 4 test_net --open-failure   rank 1 cannot open (loop)
+ *   SYMHEAP_NET=loop_wait symheap-run -n 4 test_net   the progress thread
+ *                                        sleeps on the adaptor's wait fds */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,7 @@ static char tag[64] = "net";
 static int g_per_host; /* ranks per host: host of rank r is r / g_per_host */
 static int g_loop;     /* the adaptor is ours: failures can be injected */
 static int g_threads;  /* ranks are threads of this process */
+static int g_sleep;    /* "loop_wait": the progress thread sleeps on fds */
 
 #define HEAP_BYTES (3u << 20)  /* crosses 1 MiB heap chunks */
 #define REG_BYTES (10u << 20)  /* over the heap threshold: a registration */
@@ -307,6 +310,79 @@ static void case_wait_progress(th_ctx_t *c) {
   free(all);
 }
 
+/* With wait descriptors (loop_wait) a waiting rank sleeps: while rank 0
+ * enters a barrier 100 ms late, the processes of the other host make a
+ * handful of progress calls (the progress thread's wakeups: its sleep is
+ * bounded by 200 ms), not the thousands of a spinning wait (> 30 per 10 ms
+ * in waiting_rank_progresses).  The first 1-3 ms a wait still spins (the
+ * thread takes the engine 1 ms after the last call): below 10 per 10 ms. */
+static void case_wait_sleeps(th_ctx_t *c) {
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  long before = net_loop_progress_calls_all();
+  double t0 = (double)now_ms();
+  if (c->rank == 0) {
+    struct timespec late = {0, 100 * 1000 * 1000};
+    nanosleep(&late, NULL);
+  }
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  long mine = (long)((double)(net_loop_progress_calls_all() - before) * 10.0 /
+                     ((double)now_ms() - t0 + 1.0)),
+       most = 0;
+  long *all = calloc((size_t)c->n, sizeof *all);
+  CHECK(all != NULL, "no memory");
+  if (!all)
+    return;
+  CHECK_OK(symheap_comm_allgather(c->comm, &mine, all, sizeof mine));
+  for (int p = 0; p < c->n; p++)
+    if (!same_host(p, 0) && all[p] > most)
+      most = all[p];
+  CHECK(most < 10,
+        "the other host's processes called progress %ld times per 10 ms of "
+        "a 100 ms wait: they spin instead of sleeping on the wait fds",
+        most);
+  free(all);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* A passive target serves a get and a fetch-add as soon as they arrive,
+ * also while it sleeps: rank t sits in a barrier (with wait fds its
+ * progress thread sleeps in poll() and its waits leave the engine to it),
+ * rank 0 leaves it idle 5 ms before each of 20 gets and 20 fetch-adds
+ * (long enough for the thread to fall asleep) and times each.  The
+ * median must be under 20 ms: a thread that slept out its bound (200 ms)
+ * instead of waking for the request would make it about 100 ms. */
+static void case_sleeping_target(th_ctx_t *c, symheap_window_t w) {
+  const int t = c->n - 1, ops = 40;
+  uint64_t one = 1, old = 0;
+  double lat[40];
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  for (int i = 0; c->rank == 0 && i < ops; i++) {
+    struct timespec idle = {0, 5 * 1000 * 1000}, t0, t1;
+    nanosleep(&idle, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (i % 2)
+      CHECK_OK(symheap_get(w, t, 0, &old, 8));
+    else
+      CHECK_OK(symheap_atomic(w, t, 0, SYMHEAP_AMO_FETCH_ADD, 8, &one, NULL,
+                              &old));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    lat[i] = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+             (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+  }
+  if (c->rank == 0) {
+    qsort(lat, ops, sizeof *lat, cmp_double);
+    CHECK(lat[ops / 2] < 20.0,
+          "a get or fetch-add on a waiting target took %.1f ms (median; "
+          "max %.1f ms): its progress did not wake for the request",
+          lat[ops / 2], lat[ops - 1]);
+  }
+  CHECK_OK(symheap_comm_barrier(c->comm));
+}
+
 /* The pieces host collectives across hosts are made of: the comm's barrier
  * and allgather (the ccl's sockets, progressing the adaptor), a broadcast
  * by get from the root's copy, an all-reduce by atomics into one word. */
@@ -587,12 +663,26 @@ static void c_passive(th_ctx_t *c, symheap_window_t h, symheap_window_t g) {
 }
 static void c_wait(th_ctx_t *c, symheap_window_t h, symheap_window_t g) {
   (void)h, (void)g;
-  if (g_loop)
+  if (g_sleep && g_threads) {
+    if (c->rank == 0)
+      printf("SKIP %s/waiting_rank_progresses: thread-ranks share the "
+             "process's progress count\n",
+             tag);
+  } else if (g_sleep && getenv("SYMHEAP_NET_PROGRESS") &&
+             !strcmp(getenv("SYMHEAP_NET_PROGRESS"), "none")) {
+    case_wait_progress(c); /* no thread to sleep: the waits progress */
+  } else if (g_sleep) {
+    case_wait_sleeps(c);
+  } else if (g_loop)
     case_wait_progress(c);
   else if (c->rank == 0)
     printf("SKIP %s/waiting_rank_progresses: SYMHEAP_NET is not the test "
            "adaptor (it counts progress calls)\n",
            tag);
+}
+static void c_sleeping(th_ctx_t *c, symheap_window_t h, symheap_window_t g) {
+  case_sleeping_target(c, h);
+  case_sleeping_target(c, g);
 }
 static void c_coll(th_ctx_t *c, symheap_window_t h, symheap_window_t g) {
   case_collectives(c, h);
@@ -619,6 +709,7 @@ static const case_t cases[] = {
     {"put_signal_order", c_signal}, {"fence_order", c_fence},
     {"passive_target_progress", c_passive},
     {"waiting_rank_progresses", c_wait},
+    {"sleeping_target_wakes", c_sleeping},
     {"host_collectives", c_coll},
     {"refused_before_sending", c_refuse},
     {"hostile_args_change_nothing", c_hostile},
@@ -735,11 +826,13 @@ int main(int argc, char **argv) {
   setenv("SYMHEAP_HEAP_THRESHOLD", "8M", 0);
   setenv("SYMHEAP_NET", "loop", 0);
   if (symheap_register_net_adaptor(&net_loop_ops) != SYMHEAP_SUCCESS ||
-      symheap_register_net_adaptor(&net_loop_signal_ops) != SYMHEAP_SUCCESS) {
+      symheap_register_net_adaptor(&net_loop_signal_ops) != SYMHEAP_SUCCESS ||
+      symheap_register_net_adaptor(&net_loop_wait_ops) != SYMHEAP_SUCCESS) {
     printf("FAIL net/register: %s\n", symheap_last_error());
     return 1;
   }
   g_loop = strncmp(getenv("SYMHEAP_NET"), "loop", 4) == 0;
+  g_sleep = strcmp(getenv("SYMHEAP_NET"), "loop_wait") == 0;
   const char *rk = getenv("SYMHEAP_RANK"), *nr = getenv("SYMHEAP_NRANKS");
   if (!rk || !nr) {
     printf("FAIL net/env: run under symheap-run\n");

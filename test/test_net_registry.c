@@ -97,8 +97,36 @@ static symheap_net_ops fake(const char *name) {
                        NULL,
                        fake_ctx,
                        fake_quiet,
-                       fake_ctx};
+                       fake_ctx,
+                       NULL};
   return o;
+}
+
+static int fake_wait_fds(void *c, int *fds, int max) {
+  (void)c, (void)max;
+  fds[0] = 0;
+  return 1;
+}
+
+/* The appended wait_fds entry: kept when the table's struct_size covers
+ * it, NULL (the core polls progress) for a v1 table, whatever lies past
+ * its end; absent in a full table stays absent. */
+static void test_wait_fds_entry(void) {
+  th_begin(T, "wait_fds_entry", 0);
+  symheap__net_table_t t;
+  symheap_net_ops o = fake("fake");
+  o.wait_fds = fake_wait_fds;
+  CHECK_OK(symheap__net_normalise(&o, &t));
+  CHECK(t.ops.wait_fds == fake_wait_fds, "present entry lost");
+  o.struct_size = offsetof(symheap_net_ops, wait_fds); /* a v1 adaptor */
+  CHECK_OK(symheap__net_normalise(&o, &t));
+  CHECK(t.ops.wait_fds == NULL, "a v1 table's bytes past its end were read");
+  CHECK(t.ops.struct_size == sizeof(symheap_net_ops), "struct_size %u",
+        t.ops.struct_size);
+  o = fake("fake");
+  CHECK_OK(symheap__net_normalise(&o, &t));
+  CHECK(t.ops.wait_fds == NULL, "absent entry became present");
+  th_end();
 }
 
 static void test_normalise(void) {
@@ -206,6 +234,7 @@ static void test_plugin_net_only(void) {
 
 int main(void) {
   test_normalise();
+  test_wait_fds_entry();
   test_register_lookup();
   test_plugin_net_only();
   return th_total_failures() ? 1 : 0;

@@ -37,6 +37,11 @@ typedef struct symheap__netc {
   int thread_on;
   int stop;
   pthread_t thread;
+  /* The thread sleeps in poll() on the engine's descriptors (ops.wait_fds)
+   * while nobody else calls: the waits then leave the engine to it. */
+  int thread_sleeps;
+  int sleeping; /* it is in poll() now: the engine is its */
+  int stop_fd;  /* an eventfd that wakes it at close; -1 when none */
   /* Calls into the adaptor by the comm's threads and the waits' idle hook
    * (not the progress thread): while it moves, the engine is progressed
    * already and the progress thread stands aside. */

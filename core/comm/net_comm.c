@@ -4,10 +4,17 @@
  * progress (tcp;ofi_rxm emulates atomics at the target) advance only inside
  * their calls, so a rank that merely waits must still call progress(): every
  * wait of the core does (net_idle, the boot floor's idle hook), and a
- * progress thread does when SYMHEAP_NET_PROGRESS asks. */
+ * progress thread does when SYMHEAP_NET_PROGRESS asks.  Where the adaptor
+ * hands out wait descriptors (ops.wait_fds: tcp;ofi_rxm's CQ fd), the
+ * thread sleeps on them instead and the waits leave the engine to it: a
+ * rank that only waits uses no CPU and serves a peer's get or atomic as
+ * soon as it arrives (docs/perf/net.md). */
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/config.h"
 #include "boot/sock.h"
@@ -18,7 +25,7 @@
 /* The process's open adaptors, for the waits' progress. */
 static pthread_mutex_t g_list = PTHREAD_MUTEX_INITIALIZER;
 static symheap__netc_t *g_open;
-static int g_manual; /* open adaptors with manual progress */
+static int g_manual; /* open adaptors with manual progress the waits drive */
 
 /* The boot floor's idle hook (boot/sock.h), set at the first open: while
  * an adaptor with manual progress is open, advance every open adaptor that
@@ -28,19 +35,28 @@ static int g_manual; /* open adaptors with manual progress */
 static int net_idle(void) {
   if (__atomic_load_n(&g_manual, __ATOMIC_RELAXED) <= 0)
     return 0;
+  int spin = 0;
   pthread_mutex_lock(&g_list);
   for (symheap__netc_t *n = g_open; n; n = n->next) {
+    /* Its progress thread sleeps on the engine and wakes for its work:
+     * nothing to do here, and this wait may sleep too. */
+    if (__atomic_load_n(&n->sleeping, __ATOMIC_ACQUIRE))
+      continue;
+    spin = 1;
     /* Never wait for a lock here: its holder progresses the engine. */
     if (n->locked && pthread_mutex_trylock(&n->lock) != 0)
       continue;
-    __atomic_add_fetch(&n->calls, 1, __ATOMIC_RELAXED);
+    /* Uncounted where the thread can sleep: the wait spins only until the
+     * thread takes the engine (PROGRESS_ASIDE_SLEEP_NS), spin-then-sleep. */
+    if (!n->thread_sleeps)
+      __atomic_add_fetch(&n->calls, 1, __ATOMIC_RELAXED);
     (void)n->ops.progress(n->ctx);
     if (n->locked)
       pthread_mutex_unlock(&n->lock);
     symheap__stage_drain(n, 0); /* peers' staged puts, if any */
   }
   pthread_mutex_unlock(&g_list);
-  return 1;
+  return spin;
 }
 
 /* The progress thread: a turn every 50 us while no other thread calls the
@@ -50,6 +66,50 @@ static int net_idle(void) {
  * progress costs a wakeup on a loaded machine), so the thread skips it,
  * and never blocks on the lock. */
 #define PROGRESS_ASIDE_NS 10000000ull /* 10 ms */
+/* Where it sleeps on the engine's fds its turns cost no CPU while idle: it
+ * takes the engine 1 ms after the last call (a waiting rank spins that
+ * long, then sleeps; the comm's thread issuing every few us keeps it
+ * aside). */
+#define PROGRESS_ASIDE_SLEEP_NS 1000000ull
+#define SLEEP_FDS 8
+#define SLEEP_MS 200 /* a bound on a sleep, should a wakeup be missed */
+
+/* One turn of the thread when it is its turn: progress, then, where the
+ * engine allows, sleep in poll() until it has work (or close wakes it).
+ * 1: the turn slept or must be taken again at once; 0: nap instead. */
+static int progress_turn(symheap__netc_t *n) {
+  if (n->locked && pthread_mutex_trylock(&n->lock) != 0)
+    return 0;
+  (void)n->ops.progress(n->ctx);
+  if (n->locked)
+    pthread_mutex_unlock(&n->lock);
+  /* Staged puts the progress just took in are applied before any sleep
+   * (the write that carried them is what woke this thread). */
+  symheap__stage_drain(n, 0);
+  if (!n->thread_sleeps)
+    return 0;
+  if (n->locked && pthread_mutex_trylock(&n->lock) != 0)
+    return 0;
+  struct pollfd p[SLEEP_FDS + 1];
+  int fds[SLEEP_FDS];
+  int k = n->ops.wait_fds(n->ctx, fds, SLEEP_FDS);
+  if (n->locked)
+    pthread_mutex_unlock(&n->lock);
+  if (k == 0)
+    return 1; /* work pending: progress again */
+  if (k < 0)
+    return 0;
+  if (k > SLEEP_FDS)
+    k = SLEEP_FDS;
+  for (int i = 0; i < k; i++)
+    p[i] = (struct pollfd){fds[i], POLLIN, 0};
+  p[k] = (struct pollfd){n->stop_fd, POLLIN, 0};
+  __atomic_store_n(&n->sleeping, 1, __ATOMIC_RELEASE);
+  (void)poll(p, (nfds_t)k + 1, SLEEP_MS);
+  __atomic_store_n(&n->sleeping, 0, __ATOMIC_RELEASE);
+  return 1;
+}
+
 static void *progress_main(void *arg) {
   symheap__netc_t *n = arg;
   struct timespec nap = {0, 50 * 1000}; /* idle cost: a wakeup per 50 us */
@@ -65,12 +125,10 @@ static void *progress_main(void *arg) {
     /* Quiet for PROGRESS_ASIDE_NS: nobody else progresses.  (Not one nap:
      * on a loaded machine a waiting thread that yielded may not run again
      * for milliseconds, and the engine is its until it does.) */
-    int mine = t - quiet_since >= PROGRESS_ASIDE_NS;
-    if (mine && (!n->locked || pthread_mutex_trylock(&n->lock) == 0)) {
-      (void)n->ops.progress(n->ctx);
-      if (n->locked)
-        pthread_mutex_unlock(&n->lock);
-    }
+    int mine = t - quiet_since >= (n->thread_sleeps ? PROGRESS_ASIDE_SLEEP_NS
+                                                    : PROGRESS_ASIDE_NS);
+    if (mine && progress_turn(n))
+      continue;
     /* Peers' staged puts land even while this rank computes (a drain
      * another thread runs is left to it). */
     symheap__stage_drain(n, 0);
@@ -94,10 +152,17 @@ static symheap_result_t start_progress(symheap__netc_t *n) {
                                          n->stage));
   if (!want)
     return SYMHEAP_SUCCESS;
-  if (pthread_create(&n->thread, NULL, progress_main, n) != 0)
+  /* Whether the engine has descriptors to sleep on (a probe: 0 or more). */
+  int fds[SLEEP_FDS];
+  if (n->ops.wait_fds && n->ops.wait_fds(n->ctx, fds, SLEEP_FDS) >= 0)
+    n->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  n->thread_sleeps = n->stop_fd >= 0;
+  if (pthread_create(&n->thread, NULL, progress_main, n) != 0) {
+    n->thread_sleeps = 0;
     return symheap__error(SYMHEAP_ERR_SYSTEM,
                           "net adaptor '%s': cannot start the progress thread",
                           n->ops.name);
+  }
   n->thread_on = 1;
   return SYMHEAP_SUCCESS;
 }
@@ -105,8 +170,14 @@ static symheap_result_t start_progress(symheap__netc_t *n) {
 static void stop_progress(symheap__netc_t *n) {
   if (n->thread_on) {
     __atomic_store_n(&n->stop, 1, __ATOMIC_RELEASE);
+    if (n->stop_fd >= 0)
+      (void)!write(n->stop_fd, &(uint64_t){1}, sizeof(uint64_t));
     pthread_join(n->thread, NULL);
     n->thread_on = 0;
+  }
+  if (n->stop_fd >= 0) {
+    close(n->stop_fd);
+    n->stop_fd = -1;
   }
 }
 
@@ -140,6 +211,7 @@ static symheap_result_t open_local(symheap_comm_t c,
   n->has_atomic = tab->has_atomic;
   n->nranks = c->nranks;
   n->timeout_ms = c->timeout_ms;
+  n->stop_fd = -1;
   pthread_mutex_init(&n->lock, NULL);
   /* No provider from the core: an adaptor that has providers declares and
    * reads its own variable (ofi: SYMHEAP_NET_PROVIDER, services' params). */
@@ -231,7 +303,9 @@ symheap_result_t symheap__net_comm_open(symheap_comm_t c,
   SYMHEAP_INFO("net adaptor '%s' open: provider %s, fabric %s, caps 0x%x, "
                "progress %s",
                ops->name, n->caps.provider, n->caps.fabric, n->caps.caps,
-               n->thread_on ? "thread and waits" : "waits");
+               n->thread_sleeps ? "a thread sleeping on the engine's fds"
+               : n->thread_on   ? "thread and waits"
+                                : "waits");
   return SYMHEAP_SUCCESS;
 }
 

@@ -45,6 +45,7 @@ static const symheap_net_ops ofi_ops = {
     .fence = ofi_fence,
     .quiet = ofi_quiet,
     .progress = ofi_progress,
+    .wait_fds = ofi_wait_fds,
 };
 
 static const symheap_param_t ofi_params[] = {

@@ -89,6 +89,7 @@ typedef struct {
   struct fid_domain *domain;
   struct fid_av *av;
   struct fid_cq *cq;
+  int cq_fd; /* the CQ's wait object (FI_WAIT_FD), or -1: none */
   struct fid_cntr *cntr;
   struct fid_ep *ep;
   fi_addr_t *peers;
@@ -138,6 +139,7 @@ symheap_result_t ofi_query(void *ctx, symheap_net_caps_t *caps);
 symheap_result_t ofi_connect(void *ctx, int nranks, const void *addrs,
                              size_t stride);
 symheap_result_t ofi_progress(void *ctx);
+int ofi_wait_fds(void *ctx, int *fds, int max);
 symheap_result_t ofi_quiet(void *ctx, int timeout_ms);
 symheap_result_t ofi_fence(void *ctx);
 /* One step of a loop retrying an operation that returned -FI_EAGAIN:

@@ -85,6 +85,7 @@ typedef void (*ofi_unused_op)(void);
 #define FI_EAVAIL 259
 
 /* fi_control commands. */
+#define FI_GETWAIT 5
 #define FI_ENABLE 6
 
 enum fi_av_type { FI_AV_TABLE = 2 };
@@ -93,7 +94,7 @@ enum fi_threading { FI_THREAD_DOMAIN = 3 };
 enum fi_resource_mgmt { FI_RM_UNSPEC = 0 };
 enum fi_ep_type { FI_EP_RDM = 3 };
 enum fi_hmem_iface { FI_HMEM_SYSTEM = 0, FI_HMEM_CUDA = 1 };
-enum fi_wait_obj { FI_WAIT_NONE = 0 };
+enum fi_wait_obj { FI_WAIT_NONE = 0, FI_WAIT_FD = 3 };
 enum fi_cq_format { FI_CQ_FORMAT_DATA = 3 };
 enum fi_cq_wait_cond { FI_CQ_COND_NONE = 0 };
 enum fi_cntr_events { FI_CNTR_EVENTS_COMP = 0 };
@@ -347,7 +348,7 @@ struct fi_ops_fabric {
   ofi_unused_op passive_ep;
   ofi_unused_op eq_open;
   ofi_unused_op wait_open;
-  ofi_unused_op trywait;
+  int (*trywait)(struct fid_fabric *fabric, struct fid **fids, int count);
   ofi_unused_op domain2;
 };
 
@@ -546,6 +547,16 @@ static inline int fi_endpoint(struct fid_domain *domain, struct fi_info *info,
 static inline int fi_ep_bind(struct fid_ep *ep, struct fid *bfid,
                              uint64_t flags) {
   return ep->fid.ops->bind(&ep->fid, bfid, flags);
+}
+
+static inline int fi_control(struct fid *fid, int command, void *arg) {
+  return fid->ops->control(fid, command, arg);
+}
+
+/* 0: the objects have nothing pending, their wait fds may be slept on. */
+static inline int fi_trywait(struct fid_fabric *fabric, struct fid **fids,
+                             int count) {
+  return fabric->ops->trywait(fabric, fids, count);
 }
 
 static inline int fi_enable(struct fid_ep *ep) {

@@ -81,6 +81,26 @@ static symheap_result_t choose_signal(ofi_ctx_t *c) {
   return SYMHEAP_SUCCESS;
 }
 
+/* The completion queue, with a file descriptor to sleep on where the
+ * provider gives one (FI_WAIT_FD): a rank that only waits then sleeps in
+ * the kernel until a peer's request arrives (ofi_wait_fds).  The counter
+ * keeps none: tcp;ofi_rxm's has no FI_GETWAIT, and the CQ's descriptor is
+ * the endpoint's (it becomes readable for any traffic). */
+static int open_cq(ofi_ctx_t *c) {
+  struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_DATA,
+                          .wait_obj = FI_WAIT_FD};
+  c->cq_fd = -1;
+  if (fi_cq_open(c->domain, &cq, &c->cq, NULL) == 0) {
+    if (fi_control(&c->cq->fid, FI_GETWAIT, &c->cq_fd) == 0)
+      return 0;
+    c->cq_fd = -1;
+    (void)fi_close(&c->cq->fid);
+    c->cq = NULL;
+  }
+  cq.wait_obj = FI_WAIT_NONE; /* no wait object here: the core polls */
+  return fi_cq_open(c->domain, &cq, &c->cq, NULL);
+}
+
 /* The objects behind the endpoint, in the order libfabric wants them. */
 static symheap_result_t open_objects(ofi_ctx_t *c) {
   int ret;
@@ -91,9 +111,7 @@ static symheap_result_t open_objects(ofi_ctx_t *c) {
   struct fi_av_attr av = {.type = FI_AV_TABLE};
   if ((ret = fi_av_open(c->domain, &av, &c->av, NULL)))
     return ofi_fail(SYMHEAP_ERR_DEVICE, ret, "fi_av_open");
-  struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_DATA,
-                          .wait_obj = FI_WAIT_NONE};
-  if ((ret = fi_cq_open(c->domain, &cq, &c->cq, NULL)))
+  if ((ret = open_cq(c)))
     return ofi_fail(SYMHEAP_ERR_DEVICE, ret, "fi_cq_open");
   struct fi_cntr_attr ca = {.events = FI_CNTR_EVENTS_COMP,
                             .wait_obj = FI_WAIT_NONE};
@@ -135,6 +153,7 @@ symheap_result_t ofi_open(const symheap_host_services_t *svc,
   c->nranks = args->nranks;
   c->timeout_ms = (int)tmo;
   c->next_key = 1;
+  c->cq_fd = -1;
   symheap_result_t r = ofi_choose(prov && prov[0] ? prov : NULL, &c->info);
   if (r == SYMHEAP_SUCCESS) {
     read_modes(c);
@@ -158,13 +177,15 @@ symheap_result_t ofi_open(const symheap_host_services_t *svc,
   *ctx = c;
   svc->log(SYMHEAP_LOG_INFO,
            "ofi: provider %s, fabric %s, mr_mode%s%s%s%s, %s progress%s, "
-           "writes ordered up to %zu bytes, put_signal %s",
+           "writes ordered up to %zu bytes, put_signal %s, %s",
            c->provider, c->fabric_name, c->mr_local ? " local" : "",
            c->virt_addr ? " virt_addr" : "", c->prov_key ? " prov_key" : "",
            c->mr_endpoint ? " endpoint" : "", c->manual ? "manual" : "auto",
            c->has_fence ? ", FI_FENCE" : "", c->waw_size,
            c->sig_data ? "in one message (remote CQ data)"
-                       : "as put, fence, atomic");
+                       : "as put, fence, atomic",
+           c->cq_fd >= 0 ? "a waiting rank sleeps on the CQ's fd"
+                         : "no wait object (a waiting rank polls)");
   return SYMHEAP_SUCCESS;
 }
 
@@ -245,6 +266,22 @@ static symheap_result_t drain(ofi_ctx_t *c) {
 }
 
 symheap_result_t ofi_progress(void *ctx) { return drain(ctx); }
+
+/* libfabric's way to block: fi_trywait says whether sleeping on the wait
+ * object is safe now (-FI_EAGAIN: something is ready, progress first). */
+int ofi_wait_fds(void *ctx, int *fds, int max) {
+  ofi_ctx_t *c = ctx;
+  if (c->cq_fd < 0 || max < 1)
+    return -1;
+  struct fid *f = &c->cq->fid;
+  int ret = fi_trywait(c->fabric, &f, 1);
+  if (ret == -FI_EAGAIN)
+    return 0;
+  if (ret)
+    return -1;
+  fds[0] = c->cq_fd;
+  return 1;
+}
 
 uint64_t ofi_deadline(const ofi_ctx_t *c) {
   return ofi_svc->now_ns() + (uint64_t)c->timeout_ms * 1000000u;
