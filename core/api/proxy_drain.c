@@ -189,8 +189,9 @@ void *symheap__proxy_main(void *arg) {
       complete(p, t);
       done = t;
     }
-    /* This rank as a target: peers' staged puts land (docs/network.md). */
-    symheap__stage_drain(p->c->netc, 1);
+    /* This rank as a target: peers' writes are taken in and their staged
+     * puts land (docs/network.md). */
+    symheap__net_poke(p->c->netc);
     nap(++idle);
   }
   /* Shutdown: what is written but not taken is dropped (counted, kept as

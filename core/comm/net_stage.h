@@ -102,6 +102,13 @@ symheap_result_t symheap__stage_wait(symheap__netc_t *n, int peer,
  * adaptor's lock either (an acknowledgement then stays owed to the next
  * drain). */
 void symheap__stage_drain(symheap__netc_t *n, int wait);
+
+/* A polling thread's idle turn (the device proxy's): progress the engine
+ * if no other thread holds it, uncounted (the progress thread may still
+ * take the engine and sleep on it), then apply peers' staged puts.  Without
+ * it, a target whose only busy thread is its proxy took a peer's write in
+ * only when the progress thread's nap (milliseconds) ended. */
+void symheap__net_poke(symheap__netc_t *n);
 /* Tests: 1 makes this rank apply nothing (a target that never
  * progresses), 0 lets it go. */
 void symheap__stage_hold(symheap_comm_t c, int on);

@@ -247,6 +247,17 @@ static void ack(symheap__netc_t *n, symheap__stage_t *s, int p, int wait) {
                  symheap__error_peek());
 }
 
+void symheap__net_poke(symheap__netc_t *n) {
+  if (!n)
+    return;
+  if (!n->locked || pthread_mutex_trylock(&n->lock) == 0) {
+    (void)n->ops.progress(n->ctx);
+    if (n->locked)
+      pthread_mutex_unlock(&n->lock);
+  }
+  symheap__stage_drain(n, 1);
+}
+
 void symheap__stage_drain(symheap__netc_t *n, int wait) {
   symheap__stage_t *s = n ? n->stage : NULL;
   if (!s || __atomic_load_n(&s->hold, __ATOMIC_ACQUIRE) ||
