@@ -47,12 +47,29 @@ trap netns_cleanup EXIT
 export SYMHEAP_NET=ofi SYMHEAP_NET_PROVIDER="tcp;ofi_rxm" \
   SYMHEAP_NET_DOMAIN="${NETNS_IP_A%.*}.0/24" SYMHEAP_NET_HMEM=0 \
   SYMHEAP_DEVICE_PROXY=on SYMHEAP_DEBUG=INFO SYMHEAP_TEST_NET_REAL_HOSTS=1
+# Each "host" its own GPUs: ranks pick a device by their local rank, which
+# restarts at 0 in each namespace, and two processes' kernels on one GPU
+# take turns in time slices (a put_signal round trip then measured the
+# slice, 4.5 ms, not the proxy).
+RSH=/tmp/symheap-gpu-rsh-$$
+printf '%s\n' '#!/bin/sh' 'ns=$1; shift' \
+  "if [ \"\$ns\" = \"$NETNS_A\" ]; then v=\$GPUS_A; else v=\$GPUS_B; fi" \
+  'exec ip netns exec "$ns" env CUDA_VISIBLE_DEVICES="$v" "$@"' >"$RSH"
+chmod +x "$RSH"
+trap 'netns_cleanup; rm -f "$RSH"' EXIT
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 status=0
 for n in 2 4; do
   h=$((n / 2))
   log="$OUTDIR/netns_proxy_n$n.txt"
+  if [ "$ngpu" -ge "$n" ]; then
+    export GPUS_A=$(seq -s, 0 $((h - 1))) GPUS_B=$(seq -s, "$h" $((n - 1)))
+  else
+    echo "NOTE: $ngpu GPUs for $n ranks: the two hosts share GPUs (time slices)"
+    export GPUS_A=$(seq -s, 0 $((ngpu - 1))) GPUS_B=$(seq -s, 0 $((ngpu - 1)))
+  fi
   timeout 240 build/bin/symheap-run -n "$n" \
-    --hosts "$NETNS_A:$h,$NETNS_B:$h" --rsh "ip netns exec" \
+    --hosts "$NETNS_A:$h,$NETNS_B:$h" --rsh "$RSH" \
     build/test/test_proxy_gpu >"$log" 2>&1
   rc=$?
   pass=$(grep -c '^PASS\|\] PASS' "$log")
