@@ -2,6 +2,7 @@
  * and lookup by name (net_registry.h). */
 #include <pthread.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "net_registry.h"
@@ -37,7 +38,9 @@ symheap_result_t symheap__net_normalise(const symheap_net_ops *in,
     return symheap__error(SYMHEAP_ERR_PLUGIN,
                           "net adaptor '%s' declares struct_size %u, smaller "
                           "than the %zu bytes of v1",
-                          name, in->struct_size, sizeof(symheap_net_ops));
+                          name, in->struct_size,
+                          offsetof(symheap_net_ops, progress) +
+                              sizeof(in->progress));
   if (!in->name || !in->name[0] || strlen(in->name) >= 32)
     return symheap__error(SYMHEAP_ERR_PLUGIN,
                           "net adaptor has no name or a name of 32 "

@@ -88,6 +88,11 @@ static int progress_turn(symheap__netc_t *n) {
   symheap__stage_drain(n, 0);
   if (!n->thread_sleeps)
     return 0;
+  /* Staged work the drain could not finish (an acknowledgement whose lock
+   * was taken, a descriptor another thread's progress took in): no fd
+   * would wake the sleep for it, so nap (50 us) and drain again. */
+  if (symheap__stage_pending(n))
+    return 0;
   if (n->locked && pthread_mutex_trylock(&n->lock) != 0)
     return 0;
   struct pollfd p[SLEEP_FDS + 1];
@@ -339,6 +344,9 @@ symheap_result_t symheap__net_quiet(symheap_comm_t c, const char *fn) {
   symheap__net_lock(n);
   symheap_result_t r = n->ops.quiet(n->ctx, c->timeout_ms);
   symheap__net_unlock(n);
+  /* Its progress may have taken in peers' descriptors, which a sleeping
+   * progress thread would not wake for. */
+  symheap__stage_drain(n, 1);
   if (r != SYMHEAP_SUCCESS)
     return symheap__error_context(r, "%s: net adaptor '%s'", fn, n->ops.name);
   /* Staged puts are complete once their targets applied them. */

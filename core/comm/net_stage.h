@@ -67,6 +67,10 @@ typedef struct symheap__stage {
   symheap__stage_reg_t *regs;
   uint32_t nregs, cap;
   int hold; /* atomic: tests */
+  /* atomic: a drain found the drain lock taken; its holder drains again
+   * (else a descriptor that landed after the holder scanned its ring
+   * waited for the next drain, which a sleeping thread may never run). */
+  int again;
 } symheap__stage_t;
 /* Descriptor check word. */
 uint64_t symheap__stage_check(const symheap__stage_desc_t *d);
@@ -102,6 +106,10 @@ symheap_result_t symheap__stage_wait(symheap__netc_t *n, int peer,
  * adaptor's lock either (an acknowledgement then stays owed to the next
  * drain). */
 void symheap__stage_drain(symheap__netc_t *n, int wait);
+/* Whether a drain has work (a descriptor posted and not applied, or an
+ * acknowledgement owed): the progress thread does not sleep while it has,
+ * since nothing on the engine's fds would wake it for that work. */
+int symheap__stage_pending(symheap__netc_t *n);
 
 /* A polling thread's idle turn (the device proxy's): progress the engine
  * if no other thread holds it, uncounted (the progress thread may still

@@ -236,12 +236,15 @@ static void ack(symheap__netc_t *n, symheap__stage_t *s, int p, int wait) {
     return;
   if (n->locked && wait)
     pthread_mutex_lock(&n->lock);
-  __atomic_add_fetch(&n->calls, 1, __ATOMIC_RELAXED);
+  /* Counted only for a caller's drain: the progress thread's own acks
+   * (wait 0) made it stand aside from the engine for a nap (2 ms). */
+  if (wait)
+    __atomic_add_fetch(&n->calls, 1, __ATOMIC_RELAXED);
   symheap_result_t r = n->ops.put(n->ctx, p, &a, NULL, sizeof a,
                                   s->ctl_rkeys[p], ack_off(s, s->rank), 0);
   symheap__net_unlock(n);
   if (r == SYMHEAP_SUCCESS)
-    s->ack_sent[p] = a.applied;
+    __atomic_store_n(&s->ack_sent[p], a.applied, __ATOMIC_RELEASE);
   else
     SYMHEAP_WARN("staging: acknowledging rank %d: %s", p,
                  symheap__error_peek());
@@ -258,11 +261,44 @@ void symheap__net_poke(symheap__netc_t *n) {
   symheap__stage_drain(n, 1);
 }
 
+int symheap__stage_pending(symheap__netc_t *n) {
+  symheap__stage_t *s = n ? n->stage : NULL;
+  if (!s || __atomic_load_n(&s->hold, __ATOMIC_ACQUIRE))
+    return 0;
+  if (__atomic_load_n(&s->again, __ATOMIC_ACQUIRE))
+    return 1;
+  for (int p = 0; p < s->nranks; p++) {
+    uint64_t applied = __atomic_load_n(&s->applied[p], __ATOMIC_ACQUIRE);
+    symheap__stage_desc_t *e = ring_at(s, p, applied + 1);
+    if (__atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) == applied + 1 ||
+        __atomic_load_n(&s->ack_sent[p], __ATOMIC_ACQUIRE) != applied)
+      return 1;
+  }
+  return 0;
+}
+
+static void drain_rings(symheap__netc_t *n, symheap__stage_t *s, int wait);
+
 void symheap__stage_drain(symheap__netc_t *n, int wait) {
   symheap__stage_t *s = n ? n->stage : NULL;
-  if (!s || __atomic_load_n(&s->hold, __ATOMIC_ACQUIRE) ||
-      pthread_mutex_trylock(&s->drain) != 0)
+  if (!s || __atomic_load_n(&s->hold, __ATOMIC_ACQUIRE))
     return;
+  for (;;) {
+    if (pthread_mutex_trylock(&s->drain) != 0) {
+      __atomic_store_n(&s->again, 1, __ATOMIC_RELEASE);
+      /* The holder may have just let go without seeing the flag. */
+      if (pthread_mutex_trylock(&s->drain) != 0)
+        return;
+    }
+    __atomic_store_n(&s->again, 0, __ATOMIC_RELEASE);
+    drain_rings(n, s, wait);
+    pthread_mutex_unlock(&s->drain);
+    if (!__atomic_load_n(&s->again, __ATOMIC_ACQUIRE))
+      return;
+  }
+}
+
+static void drain_rings(symheap__netc_t *n, symheap__stage_t *s, int wait) {
   for (int p = 0; p < s->nranks; p++) {
     for (;;) {
       uint64_t seq = s->applied[p] + 1;
@@ -277,10 +313,9 @@ void symheap__stage_drain(symheap__netc_t *n, int wait) {
         SYMHEAP_WARN("staging: rank %d's operation %llu: %s", p,
                      (unsigned long long)seq, symheap__error_peek());
       }
-      s->applied[p] = seq;
+      __atomic_store_n(&s->applied[p], seq, __ATOMIC_RELEASE);
     }
     if (s->applied[p] != s->ack_sent[p])
       ack(n, s, p, wait);
   }
-  pthread_mutex_unlock(&s->drain);
 }
