@@ -84,7 +84,7 @@ static void body(th_ctx_t *c, void *arg) {
   }
   CHECK_MSG(symheap_cuda_all_reduce(
                 w, 0, w, 0, 16, SYMHEAP_FLOAT32, SYMHEAP_OP_SUM,
-                (symheap_algo_t)(SYMHEAP_ALGO_TWO_SHOT_PUSH + 1), NULL),
+                (symheap_algo_t)(SYMHEAP_ALGO_RS_CE_PIPELINED + 1), NULL),
             SYMHEAP_ERR_INVALID_ARG, "unknown algorithm");
   th_end();
 
