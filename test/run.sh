@@ -27,7 +27,8 @@ run() {
   local ns
   ns=$(grep -c '^SKIP ' "$log")
   skipped=$((skipped + ns))
-  grep '^SKIP ' "$log" | sed "s/^/  $label: /"
+  # awk, not sed: a label may hold a '/' ("core/none/numa")
+  grep '^SKIP ' "$log" | awk -v l="$label" '{ print "  " l ": " $0 }'
   p=$(awk '/^PASS /{print $2}' "$log" | sort -u)
   f=$(awk '/^FAIL /{print $2}' "$log" | sort -u)
   local np=0 nf=0
