@@ -336,10 +336,15 @@ static void case_wait_sleeps(th_ctx_t *c) {
   for (int p = 0; p < c->n; p++)
     if (!same_host(p, 0) && all[p] > most)
       most = all[p];
-  CHECK(most < 10,
+  /* Under a sanitizer every call is slower and the first 1-3 ms of spin
+   * weigh more (19 seen under ASan): there the bound is the spinning
+   * wait's floor (30), still far below its thousands. */
+  long limit = getenv("SYMHEAP_TEST_UNDER_TOOL") ? 30 : 10;
+  CHECK(most < limit,
         "the other host's processes called progress %ld times per 10 ms of "
-        "a 100 ms wait: they spin instead of sleeping on the wait fds",
-        most);
+        "a 100 ms wait (bound %ld): they spin instead of sleeping on the "
+        "wait fds",
+        most, limit);
   free(all);
 }
 

@@ -9,6 +9,7 @@
 #endif
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/config.h"
 #include "comm/agree.h"
@@ -194,8 +195,18 @@ void symheap__proxy_unlock(symheap_comm_t c) {
 }
 
 void symheap__proxy_hold(symheap_comm_t c, int on) {
-  if (c->proxy)
-    __atomic_store_n(&c->proxy->hold, on, __ATOMIC_RELEASE);
+  symheap__proxy_t *p = c->proxy;
+  if (!p)
+    return;
+  __atomic_store_n(&p->hold, on, __ATOMIC_RELEASE);
+  /* Wait (5 s at most) for the thread to see it: one take already begun
+   * would otherwise still free a slot after the caller counted the room. */
+  struct timespec ts = {0, 100 * 1000};
+  for (int i = 0; on && i < 50000 &&
+                  !__atomic_load_n(&p->held, __ATOMIC_ACQUIRE) &&
+                  !__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE);
+       i++)
+    nanosleep(&ts, NULL);
 }
 
 SYMHEAP__EXPORT symheap_result_t symheap_comm_proxy_check(symheap_comm_t c) {

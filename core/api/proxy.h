@@ -30,6 +30,7 @@ typedef struct symheap__proxy {
   pthread_t thread;
   int stop; /* atomic: asks the thread to end */
   int hold; /* atomic: the thread takes nothing (tests: backpressure) */
+  int held; /* atomic: the thread saw hold (it takes nothing from now on) */
   /* The first failure of a proxied operation (atomic code; message under
    * lock). */
   symheap_result_t err;
@@ -59,7 +60,8 @@ void *symheap__proxy_main(void *arg);
 /* Stop the thread (close does; tests too): entries written and not yet
  * taken are dropped and counted, ring->stopped set. */
 void symheap__proxy_stop(symheap_comm_t c);
-/* Tests: 1 holds the thread (it takes no entry), 0 lets it go. */
+/* Tests: 1 holds the thread (it takes no entry; on return it is outside
+ * any take, so the ring's consumed count stays put), 0 lets it go. */
 void symheap__proxy_hold(symheap_comm_t c, int on);
 
 #endif

@@ -180,7 +180,9 @@ void *symheap__proxy_main(void *arg) {
   uint64_t t = 0, done = 0;
   unsigned idle = 0;
   while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
-    if (!__atomic_load_n(&p->hold, __ATOMIC_ACQUIRE) && take(p, t, 0)) {
+    int hold = __atomic_load_n(&p->hold, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&p->held, hold, __ATOMIC_RELEASE);
+    if (!hold && take(p, t, 0)) {
       t++;
       idle = 0;
       continue;
