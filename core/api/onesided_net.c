@@ -220,11 +220,6 @@ symheap_result_t symheap__os_net_quiet(symheap_comm_t c, const char *fn) {
 }
 
 void symheap__os_net_progress(symheap_comm_t c) {
-  symheap__netc_t *n = c->netc;
-  if (!n)
-    return;
-  symheap__net_lock(n);
-  (void)n->ops.progress(n->ctx);
-  symheap__net_unlock(n);
-  symheap__stage_drain(n, 1); /* peers' staged puts to this rank, if any */
+  if (c->netc)
+    symheap__net_turn(c->netc); /* with peers' staged puts to this rank */
 }

@@ -111,6 +111,9 @@ void symheap__stage_drain(symheap__netc_t *n, int wait);
  * since nothing on the engine's fds would wake it for that work. */
 int symheap__stage_pending(symheap__netc_t *n);
 
+/* One turn of this rank's engine (counted as a call, waiting for its
+ * lock) and of its drain: what a caller that waits does each round. */
+void symheap__net_turn(symheap__netc_t *n);
 /* A polling thread's idle turn (the device proxy's): progress the engine
  * if no other thread holds it, uncounted (the progress thread may still
  * take the engine and sleep on it), then apply peers' staged puts.  Without

@@ -41,8 +41,7 @@ static void read_ack(symheap__stage_t *s, int q) {
     ; /* another reader may have stored a later count: keep the larger */
 }
 
-/* One turn of this rank's engine and of its drain. */
-static void turn(symheap__netc_t *n) {
+void symheap__net_turn(symheap__netc_t *n) {
   symheap__net_lock(n);
   (void)n->ops.progress(n->ctx);
   symheap__net_unlock(n);
@@ -82,7 +81,7 @@ symheap_result_t symheap__stage_wait(symheap__netc_t *n, int peer,
             "SYMHEAP_NET_PROGRESS=none, stopped, or gone)",
             fn, q, (unsigned long long)s->acked[q], (unsigned long long)want,
             timeout_ms);
-      turn(n);
+      symheap__net_turn(n);
       nap(spin);
     }
     symheap__stage_ack_t *a =
@@ -114,7 +113,7 @@ static symheap_result_t room(symheap__netc_t *n, int peer, const char *fn) {
                             "%s: rank %d's staging ring stays full after %d "
                             "ms (SYMHEAP_TIMEOUT_MS): it does not progress",
                             fn, peer, n->timeout_ms);
-    turn(n);
+    symheap__net_turn(n);
     nap(spin);
   }
 }
