@@ -21,6 +21,7 @@
 #include "api/proxy.h"
 #include "comm/net_stage.h"
 #include "harness.h"
+#include "proxy_producer.h"
 #include "net_loop.h"
 #include "symheap_device.h"
 #include "win/window.h"
@@ -298,49 +299,7 @@ static void case_timeout(env_t *e) {
   CHECK_OK(symheap_comm_barrier(c->comm));
 }
 
-/* --- The device proxy, the CPU as the kernel (as test_proxy.c) --------- */
-static uint64_t *ticket_ctr(const symheap_device_window_t *v) {
-  return (uint64_t *)symheap_device_pad_ptr(v, v->rank,
-                                            SYMHEAP_PAD_PROXY_OFFSET);
-}
-static symheap_result_t post(const symheap_device_window_t *v, uint32_t op,
-                             int peer, uint64_t off, const void *src,
-                             uint64_t len, uint32_t sig_index,
-                             uint32_t sig_op, uint64_t value) {
-  symheap_proxy_ring_t *ring = v->proxy_ring;
-  uint64_t t = __atomic_fetch_add(ticket_ctr(v), 1, __ATOMIC_RELAXED);
-  uint64_t start = now_ns();
-  while (t - __atomic_load_n(&ring->consumed, __ATOMIC_ACQUIRE) >=
-         ring->entries) {
-    if (now_ns() - start > WAIT_NS)
-      return SYMHEAP_ERR_TIMEOUT;
-    sched_yield();
-  }
-  symheap_proxy_desc_t *d = &ring->desc[t % ring->entries];
-  d->op = op;
-  d->peer = peer;
-  d->window = v->proxy_window;
-  d->offset = off;
-  d->src = (uint64_t)(uintptr_t)src;
-  d->len = len;
-  d->sig_index = sig_index;
-  d->sig_op = sig_op;
-  d->sig_value = value;
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  __atomic_store_n(&d->seq, t + 1, __ATOMIC_RELEASE);
-  return SYMHEAP_SUCCESS;
-}
-static symheap_result_t dquiet(const symheap_device_window_t *v) {
-  symheap_proxy_ring_t *ring = v->proxy_ring;
-  uint64_t upto = __atomic_load_n(ticket_ctr(v), __ATOMIC_ACQUIRE);
-  uint64_t start = now_ns();
-  while (__atomic_load_n(&ring->completed, __ATOMIC_ACQUIRE) < upto) {
-    if (now_ns() - start > ring->timeout_ns)
-      return SYMHEAP_ERR_TIMEOUT;
-    sched_yield();
-  }
-  return (symheap_result_t)__atomic_load_n(&ring->error, __ATOMIC_ACQUIRE);
-}
+/* --- The device proxy, the CPU as the kernel (test/proxy_producer.h) --- */
 
 /* A kernel's put_signal (data from device memory) lands in the partner's
  * staged window, signalled in its staged pad; a lone signal after plain
@@ -360,7 +319,7 @@ static void case_proxy(env_t *e) {
   dev_write(e, src, host, n);
   uint32_t idx = (uint32_t)c->rank, from = (uint32_t)e->peer;
   CHECK_OK(post(&e->v, SYMHEAP_PROXY_OP_PUT_SIGNAL, e->peer, 0, src, n, idx,
-                SYMHEAP_PROXY_SIG_SET, 1));
+                SYMHEAP_PROXY_SIG_SET, 1, WAIT_NS));
   uint64_t *sw = symheap_device_signal_ptr(&e->v, e->v.rank, from);
   CHECK(wait_word(e, sw, 1) == 1, "the proxied signal never landed");
   size_t bad = check(e, &e->v, 0, n, e->peer, 9);
@@ -369,9 +328,9 @@ static void case_proxy(env_t *e) {
   uint32_t idx2 = (uint32_t)(c->n + c->rank), from2 = (uint32_t)(c->n + e->peer);
   for (int r = 0; r < 8; r++)
     CHECK_OK(post(&e->v, SYMHEAP_PROXY_OP_PUT, e->peer, (4u << 20) + r * blk,
-                  src + r * blk, blk, 0, 0, 0));
+                  src + r * blk, blk, 0, 0, 0, WAIT_NS));
   CHECK_OK(post(&e->v, SYMHEAP_PROXY_OP_SIGNAL, e->peer, 0, NULL, 0, idx2,
-                SYMHEAP_PROXY_SIG_ADD, 3));
+                SYMHEAP_PROXY_SIG_ADD, 3, WAIT_NS));
   uint64_t *sw2 = symheap_device_signal_ptr(&e->v, e->v.rank, from2);
   CHECK(wait_word(e, sw2, 3) == 3, "the lone signal never landed");
   for (int r = 0; r < 8; r++) { /* src + r * blk: the pattern's salt 9 */
@@ -383,8 +342,8 @@ static void case_proxy(env_t *e) {
   }
   /* Quiet: a put with no signal is in device memory after it. */
   CHECK_OK(post(&e->v, SYMHEAP_PROXY_OP_PUT, e->peer, 6u << 20, src, n, 0, 0,
-                0));
-  CHECK_OK(dquiet(&e->v));
+                0, WAIT_NS));
+  CHECK_OK(quiet(&e->v));
   CHECK_OK(symheap_comm_proxy_check(c->comm));
   CHECK_OK(symheap_comm_barrier(c->comm));
   bad = check(e, &e->v, 6u << 20, n, e->peer, 9);
