@@ -276,6 +276,33 @@ static void case_passive(th_ctx_t *c, symheap_window_t w) {
   CHECK_OK(symheap_comm_barrier(c->comm));
 }
 
+/* Rank 0 enters a barrier 100 ms late: the most progress calls per 10 ms
+ * of that wait that count() saw on a rank of the other host; -1 without
+ * memory. */
+static long late_barrier_calls(th_ctx_t *c, long (*count)(void)) {
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  long before = count();
+  double t0 = (double)now_ms();
+  if (c->rank == 0) {
+    struct timespec late = {0, 100 * 1000 * 1000};
+    nanosleep(&late, NULL);
+  }
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  long mine = (long)((double)(count() - before) * 10.0 /
+                     ((double)now_ms() - t0 + 1.0)),
+       most = 0;
+  long *all = calloc((size_t)c->n, sizeof *all);
+  CHECK(all != NULL, "no memory");
+  if (!all)
+    return -1;
+  CHECK_OK(symheap_comm_allgather(c->comm, &mine, all, sizeof mine));
+  for (int p = 0; p < c->n; p++)
+    if (!same_host(p, 0) && all[p] > most)
+      most = all[p];
+  free(all);
+  return most;
+}
+
 /* A waiting rank progresses the adaptor continuously, not once per 1 ms
  * poll slice (which cost each peer's operation on its memory up to 1 ms:
  * docs/perf/net.md): while rank 0 enters a barrier 100 ms late, the rank
@@ -283,31 +310,13 @@ static void case_passive(th_ctx_t *c, symheap_window_t w) {
  * times per millisecond of its wait (1 ms slices: at most 1; spinning,
  * even under valgrind, far more). */
 static void case_wait_progress(th_ctx_t *c) {
-  CHECK_OK(symheap_comm_barrier(c->comm));
-  long before = net_loop_progress_calls();
-  double t0 = (double)now_ms();
-  if (c->rank == 0) {
-    struct timespec late = {0, 100 * 1000 * 1000};
-    nanosleep(&late, NULL);
-  }
-  CHECK_OK(symheap_comm_barrier(c->comm));
-  /* Calls per 10 ms of this rank's wait. */
-  long mine = (long)((double)(net_loop_progress_calls() - before) * 10.0 /
-                     ((double)now_ms() - t0 + 1.0)),
-       most = 0;
-  long *all = calloc((size_t)c->n, sizeof *all);
-  CHECK(all != NULL, "no memory");
-  if (!all)
+  long most = late_barrier_calls(c, net_loop_progress_calls);
+  if (most < 0)
     return;
-  CHECK_OK(symheap_comm_allgather(c->comm, &mine, all, sizeof mine));
-  for (int p = 0; p < c->n; p++)
-    if (!same_host(p, 0) && all[p] > most)
-      most = all[p];
   CHECK(most > 30,
         "the other host's waiting ranks called progress at most %ld times "
         "per 10 ms of a 100 ms wait",
         most);
-  free(all);
 }
 
 /* With wait descriptors (loop_wait) a waiting rank sleeps: while rank 0
@@ -317,25 +326,9 @@ static void case_wait_progress(th_ctx_t *c) {
  * in waiting_rank_progresses).  The first 1-3 ms a wait still spins (the
  * thread takes the engine 1 ms after the last call): below 10 per 10 ms. */
 static void case_wait_sleeps(th_ctx_t *c) {
-  CHECK_OK(symheap_comm_barrier(c->comm));
-  long before = net_loop_progress_calls_all();
-  double t0 = (double)now_ms();
-  if (c->rank == 0) {
-    struct timespec late = {0, 100 * 1000 * 1000};
-    nanosleep(&late, NULL);
-  }
-  CHECK_OK(symheap_comm_barrier(c->comm));
-  long mine = (long)((double)(net_loop_progress_calls_all() - before) * 10.0 /
-                     ((double)now_ms() - t0 + 1.0)),
-       most = 0;
-  long *all = calloc((size_t)c->n, sizeof *all);
-  CHECK(all != NULL, "no memory");
-  if (!all)
+  long most = late_barrier_calls(c, net_loop_progress_calls_all);
+  if (most < 0)
     return;
-  CHECK_OK(symheap_comm_allgather(c->comm, &mine, all, sizeof mine));
-  for (int p = 0; p < c->n; p++)
-    if (!same_host(p, 0) && all[p] > most)
-      most = all[p];
   /* Under a sanitizer every call is slower and the first 1-3 ms of spin
    * weigh more (19 seen under ASan): there the bound is the spinning
    * wait's floor (30), still far below its thousands. */
@@ -345,7 +338,6 @@ static void case_wait_sleeps(th_ctx_t *c) {
         "a 100 ms wait (bound %ld): they spin instead of sleeping on the "
         "wait fds",
         most, limit);
-  free(all);
 }
 
 static int cmp_double(const void *a, const void *b) {
