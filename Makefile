@@ -250,10 +250,10 @@ $(BUILD)/test/test_proxy: test/test_proxy.c test/net_loop.c test/net_loop.h \
 tests: $(BUILD)/test/test_proxy
 
 # test_stage: staging device windows through host memory, over loop.
-$(BUILD)/test/test_stage: test/test_stage.c test/net_loop.c test/net_loop.h \
+$(BUILD)/test/test_stage: test/test_stage.c test/test_stage_get.c test/stage_env.h test/net_loop.c test/net_loop.h \
     $(TEST_COMMON) test/harness.h $(BUILD)/lib/libsymheap.a $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -Icore -o $@ test/test_stage.c test/net_loop.c \
+	$(CC) $(CFLAGS_ALL) -Icore -o $@ test/test_stage.c test/test_stage_get.c test/net_loop.c \
 	  $(TEST_COMMON) $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
 tests: $(BUILD)/test/test_stage
 
