@@ -186,6 +186,8 @@ suite() { # suite PREFIX BUILD WRAPPER...
     build/bin/symheap-run -n 4 "$@" "$b/test/test_stage"
   run "$prefix stage(loop) cuda(fake) two hosts procs x2" env SYMHEAP_CUDA_LIBRARY="$fake" \
     SYMHEAP_NET_PROGRESS=thread build/bin/symheap-run -n 2 "$@" "$b/test/test_stage"
+  run "$prefix stage(loop_wait) cuda(fake) two hosts procs x4" env SYMHEAP_NET=loop_wait \
+    SYMHEAP_CUDA_LIBRARY="$fake" build/bin/symheap-run -n 4 "$@" "$b/test/test_stage"
   # Plugins: refusals, the example vendor (byte handles) and the trace hooks
   # under the multi-rank suite, and the conformance kit on every adaptor.
   local plug="env SYMHEAP_PLUGIN_PATH=$PWD/$b/lib"

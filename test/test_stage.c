@@ -6,6 +6,7 @@
  * adaptor's copies (the fake driver's cuMemcpyDtoHAsync).
  *   SYMHEAP_DEVICE=cuda SYMHEAP_CUDA_LIBRARY=.../libcuda.so.1 \
  *     symheap-run -n 4 test_stage       ranks 0..n/2-1 on host A, rest B
+ * SYMHEAP_NET=loop_wait: the progress thread sleeps on the adaptor's fds.
  * SYMHEAP_TIMEOUT_MS (default 4000 here) bounds the "never progresses"
  * case's quiet.
  * Every rank sends to its partner on the other host, (rank + n/2) % n. */
@@ -371,7 +372,8 @@ int main(int argc, char **argv) {
   setenv("SYMHEAP_DISABLE_MULTICAST", "1", 0);
   setenv("SYMHEAP_TIMEOUT_MS", "4000", 0); /* tcp's open may need more */
   TIMEOUT_MS = atoi(getenv("SYMHEAP_TIMEOUT_MS"));
-  if (symheap_register_net_adaptor(&net_loop_ops) != SYMHEAP_SUCCESS) {
+  if (symheap_register_net_adaptor(&net_loop_ops) != SYMHEAP_SUCCESS ||
+      symheap_register_net_adaptor(&net_loop_wait_ops) != SYMHEAP_SUCCESS) {
     printf("FAIL stage/register: %s\n", symheap_last_error());
     return 1;
   }
