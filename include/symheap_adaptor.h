@@ -326,8 +326,9 @@ typedef struct symheap_device_ops {
    * too: bind the device's context on it), never on a stream a kernel may
    * be waiting on.  The core uses it to land other hosts' puts that a net
    * adaptor without SYMHEAP_NET_CAP_HMEM staged in host memory
-   * (docs/network.md, "Staging").  NULL: such device windows cannot be
-   * reached from other hosts. */
+   * (docs/network.md, "Staging"); staging needs copy_to_host too (peers'
+   * gets and the read of their atomics).  NULL: such device windows cannot
+   * be reached from other hosts. */
   symheap_result_t (*copy_from_host)(void *ctx, void *dev_dst, const void *src,
                                      size_t size);
 } symheap_device_ops;
