@@ -72,8 +72,8 @@ void fill(unsigned char *b, size_t n, int from, uint64_t salt) {
   for (size_t i = 0; i < n; i++)
     b[i] = pat(from, salt, i);
 }
-size_t check(env_t *e, const symheap_device_window_t *v, size_t at,
-                    size_t n, int from, uint64_t salt) {
+size_t check(env_t *e, const symheap_device_window_t *v, size_t at, size_t n,
+             int from, uint64_t salt) {
   unsigned char *m = malloc(n ? n : 1);
   dev_read(e, m, symheap_device_local_ptr(v, at), n);
   size_t i = 0;

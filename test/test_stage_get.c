@@ -52,8 +52,8 @@ void case_get(env_t *e) {
     }
   memset(got, 0, 4000);
   for (int j = 0; j < 4; j++)
-    CHECK_OK(symheap_get_nbi(e->w, e->peer, GET_AT + 1000u * j,
-                             got + 1000 * j, 1000));
+    CHECK_OK(symheap_get_nbi(e->w, e->peer, GET_AT + 1000u * j, got + 1000 * j,
+                             1000));
   CHECK_OK(symheap_quiet(c->comm));
   CHECK(pattern_ok(got, 4000, e->peer, 21, 0), "four get_nbi: wrong");
   size_t at = GET_AT + 3 * 4096;
@@ -90,8 +90,8 @@ void case_get_put_race(env_t *e) {
   CHECK_OK(symheap_comm_barrier(c->comm));
   for (int r = 1; all && r <= rounds && on_a; r++) {
     block_of(blk, c->rank, r);
-    CHECK_OK(symheap_put(e->w, target, RACE_AT + 4096u * c->rank, blk,
-                         sizeof blk));
+    CHECK_OK(
+        symheap_put(e->w, target, RACE_AT + 4096u * c->rank, blk, sizeof blk));
     CHECK_OK(symheap_get(e->w, target, RACE_AT, all, span));
     CHECK(memcmp((char *)all + 4096u * c->rank, blk, sizeof blk) == 0,
           "round %d: a get after this rank's put missed it", r);
@@ -105,8 +105,8 @@ void case_get_put_race(env_t *e) {
       uint64_t want[512];
       block_of(want, p, rounds);
       CHECK(memcmp(blk, want, sizeof blk) == 0,
-            "rank %d's block ends at %#llx, not its last round (a put lost)",
-            p, (unsigned long long)blk[0]);
+            "rank %d's block ends at %#llx, not its last round (a put lost)", p,
+            (unsigned long long)blk[0]);
     }
   CHECK_OK(symheap_comm_barrier(c->comm));
   free(all);
@@ -131,12 +131,12 @@ void case_amo_fetch(env_t *e) {
   th_ctx_t *c = e->c;
   size_t w = AMO_AT + 64u * c->rank;
   uint64_t v = 10, got;
-  CHECK_OK(symheap_atomic(e->w, e->peer, w, SYMHEAP_AMO_SET, 8, &v, NULL,
-                          NULL));
+  CHECK_OK(
+      symheap_atomic(e->w, e->peer, w, SYMHEAP_AMO_SET, 8, &v, NULL, NULL));
   CHECK((got = amo8(e, w, SYMHEAP_AMO_FETCH, 0, 0)) == 10, "fetch %llu",
         (unsigned long long)got);
-  CHECK((got = amo8(e, w, SYMHEAP_AMO_FETCH_ADD, 5, 0)) == 10,
-        "fetch_add %llu", (unsigned long long)got);
+  CHECK((got = amo8(e, w, SYMHEAP_AMO_FETCH_ADD, 5, 0)) == 10, "fetch_add %llu",
+        (unsigned long long)got);
   CHECK((got = amo8(e, w, SYMHEAP_AMO_SWAP, 7, 0)) == 15, "swap %llu",
         (unsigned long long)got);
   CHECK((got = amo8(e, w, SYMHEAP_AMO_CSWAP, 9, 7)) == 7, "cswap %llu",
@@ -146,22 +146,21 @@ void case_amo_fetch(env_t *e) {
   CHECK((got = amo8(e, w, SYMHEAP_AMO_AND, 8, 0)) == 9, "and %llu",
         (unsigned long long)got);
   v = 1;
-  CHECK_OK(symheap_atomic(e->w, e->peer, w, SYMHEAP_AMO_XOR, 8, &v, NULL,
-                          NULL));
+  CHECK_OK(
+      symheap_atomic(e->w, e->peer, w, SYMHEAP_AMO_XOR, 8, &v, NULL, NULL));
   CHECK((got = amo8(e, w, SYMHEAP_AMO_FETCH, 0, 0)) == 9, "xor: %llu",
         (unsigned long long)got);
   /* 32-bit: a word and its neighbour, wrapping at 32 bits. */
   uint32_t g4, hi = 0xaabbccdd, lo = 0xfffffff0;
-  CHECK_OK(symheap_atomic(e->w, e->peer, w + 36, SYMHEAP_AMO_SET, 4, &hi,
-                          NULL, NULL));
-  CHECK_OK(symheap_atomic(e->w, e->peer, w + 32, SYMHEAP_AMO_SET, 4, &lo,
-                          NULL, NULL));
+  CHECK_OK(symheap_atomic(e->w, e->peer, w + 36, SYMHEAP_AMO_SET, 4, &hi, NULL,
+                          NULL));
+  CHECK_OK(symheap_atomic(e->w, e->peer, w + 32, SYMHEAP_AMO_SET, 4, &lo, NULL,
+                          NULL));
   CHECK((g4 = amo4(e, w + 32, SYMHEAP_AMO_FETCH_ADD, 0x20, 0)) == lo,
         "fetch_add4 %#x", g4);
   CHECK((g4 = amo4(e, w + 32, SYMHEAP_AMO_SWAP, 3, 0)) == 0x10, "swap4 %#x",
         g4);
-  CHECK((g4 = amo4(e, w + 32, SYMHEAP_AMO_CSWAP, 4, 3)) == 3, "cswap4 %#x",
-        g4);
+  CHECK((g4 = amo4(e, w + 32, SYMHEAP_AMO_CSWAP, 4, 3)) == 3, "cswap4 %#x", g4);
   CHECK((g4 = amo4(e, w + 36, SYMHEAP_AMO_FETCH, 0, 0)) == hi,
         "the neighbour %#x", g4);
   CHECK_OK(symheap_quiet(c->comm));
@@ -185,8 +184,7 @@ void case_amo_contention_all(env_t *e) {
   int target = c->n - 1, k = 30, k2 = 10;
   if (c->rank == target) {
     uint64_t zero[3] = {0, 0, 0};
-    dev_write(e, symheap_device_local_ptr(&e->v, SHARED_AT), zero,
-              sizeof zero);
+    dev_write(e, symheap_device_local_ptr(&e->v, SHARED_AT), zero, sizeof zero);
   }
   CHECK_OK(symheap_comm_barrier(c->comm));
   uint64_t one = 1, last = 0, old = 0, total = (uint64_t)k * c->n;
@@ -197,8 +195,8 @@ void case_amo_contention_all(env_t *e) {
     CHECK(old < total && (i == 0 || old > last), "fetched %llu after %llu",
           (unsigned long long)old, (unsigned long long)last);
     last = old;
-    CHECK_OK(symheap_atomic(e->w, target, SHARED_AT + 16,
-                            SYMHEAP_AMO_FETCH_ADD, 4, &one4, NULL, &old4));
+    CHECK_OK(symheap_atomic(e->w, target, SHARED_AT + 16, SYMHEAP_AMO_FETCH_ADD,
+                            4, &one4, NULL, &old4));
     CHECK(old4 < total && (i == 0 || old4 > last4), "fetched4 %u after %u",
           old4, last4);
     last4 = old4;
@@ -246,21 +244,21 @@ void case_bad_input(env_t *e) {
   CHECK_ERR(symheap_get_nbi(e->w, e->peer, 0, NULL, 8),
             SYMHEAP_ERR_INVALID_ARG);
   CHECK_ERR(symheap_get(e->w, c->n, 0, buf, 8), SYMHEAP_ERR_INVALID_ARG);
-  CHECK_ERR(symheap_atomic(e->w, e->peer, w + 4, SYMHEAP_AMO_FETCH_ADD, 8,
-                           &one, NULL, &old),
+  CHECK_ERR(symheap_atomic(e->w, e->peer, w + 4, SYMHEAP_AMO_FETCH_ADD, 8, &one,
+                           NULL, &old),
             SYMHEAP_ERR_INVALID_ARG);
-  CHECK_ERR(symheap_atomic(e->w, e->peer, w, (symheap_amo_t)99, 8, &one, NULL,
-                           &old),
-            SYMHEAP_ERR_INVALID_ARG);
+  CHECK_ERR(
+      symheap_atomic(e->w, e->peer, w, (symheap_amo_t)99, 8, &one, NULL, &old),
+      SYMHEAP_ERR_INVALID_ARG);
   CHECK_ERR(symheap_atomic(e->w, e->peer, w, SYMHEAP_AMO_FETCH_ADD, 2, &one,
                            NULL, &old),
             SYMHEAP_ERR_INVALID_ARG);
-  CHECK_ERR(symheap_atomic(e->w, e->peer, WIN_BYTES, SYMHEAP_AMO_FETCH, 8,
-                           NULL, NULL, &old),
+  CHECK_ERR(symheap_atomic(e->w, e->peer, WIN_BYTES, SYMHEAP_AMO_FETCH, 8, NULL,
+                           NULL, &old),
             SYMHEAP_ERR_INVALID_ARG);
-  CHECK_ERR(symheap_atomic(e->w, e->peer, w, SYMHEAP_AMO_CSWAP, 8, &one, NULL,
-                           &old),
-            SYMHEAP_ERR_INVALID_ARG);
+  CHECK_ERR(
+      symheap_atomic(e->w, e->peer, w, SYMHEAP_AMO_CSWAP, 8, &one, NULL, &old),
+      SYMHEAP_ERR_INVALID_ARG);
   CHECK_ERR(symheap_put(e->w, e->peer, WIN_BYTES - 8, buf, 64),
             SYMHEAP_ERR_INVALID_ARG);
   CHECK_ERR(symheap_put_signal(e->w, e->peer, 0, buf, 8, e->w, w + 4, 1,

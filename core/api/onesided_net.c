@@ -37,7 +37,8 @@ symheap_result_t symheap__os_net_rma(struct symheap_window *w, int peer,
     if (is_put && staged(g, peer)) {
       symheap__stage_op_t op = {g, roff, span, NULL, 0, 0, -1, 0, 0, 0};
       r = symheap__stage_post(w->comm, peer, buf, flags, &op, NULL, fn);
-    } else if (staged(g, peer)) { /* complete on return, nbi too */
+    } else if (staged(g, peer)) { /* complete on return, nbi too (one
+                                     bounce slot per pair) */
       r = symheap__stage_get(w->comm, peer, buf, g, roff, span, fn);
     } else {
       symheap__net_lock(n);

@@ -104,8 +104,8 @@ static symheap_result_t ctl_local(symheap_comm_t c, symheap__stage_t *s,
   s->ack_sent = calloc(np, 8);
   s->fetch_seq = calloc(np, 8), s->fetched = calloc(np, 8);
   if (!s->ctl || !s->ctl_rkeys || !s->sent || !s->acked || !s->failed_seen ||
-      !s->applied || !s->failed || !s->ack_sent || !s->fetch_seq || !s->failed_ack ||
-      !s->fetched)
+      !s->applied || !s->failed || !s->ack_sent || !s->fetch_seq ||
+      !s->failed_ack || !s->fetched)
     return symheap__error(SYMHEAP_ERR_NO_MEMORY, "staging: no memory");
   memset(s->ctl, 0, s->ctl_size);
   size_t klen = sizeof me->key;

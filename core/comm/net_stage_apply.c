@@ -23,19 +23,32 @@ static int amo_new(int op, uint64_t cur, uint64_t v, uint64_t cmp,
                    uint64_t *out, int *write) {
   *write = 1;
   switch (op) {
-  case SYMHEAP_NET_AMO_FETCH: *write = 0, *out = cur; return 0;
+  case SYMHEAP_NET_AMO_FETCH:
+    *write = 0, *out = cur;
+    return 0;
   case SYMHEAP_NET_AMO_SET:
-  case SYMHEAP_NET_AMO_SWAP: *out = v; return 0;
+  case SYMHEAP_NET_AMO_SWAP:
+    *out = v;
+    return 0;
   case SYMHEAP_NET_AMO_ADD:
-  case SYMHEAP_NET_AMO_FETCH_ADD: *out = cur + v; return 0;
+  case SYMHEAP_NET_AMO_FETCH_ADD:
+    *out = cur + v;
+    return 0;
   case SYMHEAP_NET_AMO_CSWAP:
     *write = cur == cmp;
     *out = *write ? v : cur;
     return 0;
-  case SYMHEAP_NET_AMO_AND: *out = cur & v; return 0;
-  case SYMHEAP_NET_AMO_OR: *out = cur | v; return 0;
-  case SYMHEAP_NET_AMO_XOR: *out = cur ^ v; return 0;
-  default: return -1;
+  case SYMHEAP_NET_AMO_AND:
+    *out = cur & v;
+    return 0;
+  case SYMHEAP_NET_AMO_OR:
+    *out = cur | v;
+    return 0;
+  case SYMHEAP_NET_AMO_XOR:
+    *out = cur ^ v;
+    return 0;
+  default:
+    return -1;
   }
 }
 
@@ -93,14 +106,16 @@ symheap_result_t symheap__stage_apply(symheap__stage_t *s, int p,
   uint64_t old = 0;
   symheap_result_t r;
   switch (d->kind) {
-  case SYMHEAP__STAGE_GET: return get(s, p, d);
+  case SYMHEAP__STAGE_GET:
+    return get(s, p, d);
   case SYMHEAP__STAGE_FETCH:
     r = amo(s, d, &old);
     /* Named even when it failed: the initiator waits for this seq and
      * learns the failure from the count. */
     s->fetch_seq[p] = d->seq, s->fetched[p] = old;
     return r;
-  case SYMHEAP__STAGE_PUT: break;
+  case SYMHEAP__STAGE_PUT:
+    break;
   default:
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "staging: unknown descriptor kind %u", d->kind);

@@ -17,6 +17,7 @@
  * applies it (under its drain lock: one at a time with every other network
  * atomic on its staged windows) and, for a fetching one, returns the old
  * value in its acknowledgement. */
+#include <sched.h>
 #include <string.h>
 
 #include "net_stage.h"
@@ -35,8 +36,9 @@ static symheap_result_t read_slot(symheap__netc_t *n, int peer, void *dst,
   symheap__stage_drain(n, 1); /* what the quiet's progress took in */
   return r == SYMHEAP_SUCCESS
              ? r
-             : symheap__error_context(r, "%s: net adaptor '%s' reading rank "
-                                         "%d's staging slot (staged get)",
+             : symheap__error_context(r,
+                                      "%s: net adaptor '%s' reading rank "
+                                      "%d's staging slot (staged get)",
                                       fn, n->ops.name, peer);
 }
 
@@ -45,14 +47,14 @@ symheap_result_t symheap__stage_get(symheap_comm_t c, int peer, void *dst,
                                     size_t len, const char *fn) {
   symheap__netc_t *n = c->netc;
   symheap__stage_t *s = n->stage;
-  size_t max = n->caps.max_msg && n->caps.max_msg < s->slot ? n->caps.max_msg
-                                                             : s->slot;
+  size_t max =
+      n->caps.max_msg && n->caps.max_msg < s->slot ? n->caps.max_msg : s->slot;
   symheap_result_t r = SYMHEAP_SUCCESS;
   pthread_mutex_lock(&s->fetch);
   while (len && r == SYMHEAP_SUCCESS) {
     size_t piece = len < max ? len : max;
-    symheap__stage_op_t op = {g, off, piece, NULL, 0, 0, -1, 0,
-                              SYMHEAP__STAGE_GET, 0};
+    symheap__stage_op_t op = {
+        g, off, piece, NULL, 0, 0, -1, 0, SYMHEAP__STAGE_GET, 0};
     r = symheap__stage_post(c, peer, NULL, 0, &op, NULL, fn);
     if (r == SYMHEAP_SUCCESS) /* the copy is in the slot once applied */
       r = symheap__stage_wait(n, peer, n->timeout_ms, fn);
@@ -90,10 +92,9 @@ static symheap_result_t fetched(symheap__netc_t *n, int peer, uint64_t seq,
     symheap__stage_read_ack(s, peer, &a);
     if (a.check == symheap__stage_ack_check(&a) && a.fetch_seq >= seq) {
       if (a.fetch_seq != seq) /* one fetch in flight (s->fetch): never */
-        return symheap__error(SYMHEAP_ERR_INTERNAL,
-                              "%s: rank %d answered fetch %llu for %llu", fn,
-                              peer, (unsigned long long)a.fetch_seq,
-                              (unsigned long long)seq);
+        return symheap__error(
+            SYMHEAP_ERR_INTERNAL, "%s: rank %d answered fetch %llu for %llu",
+            fn, peer, (unsigned long long)a.fetch_seq, (unsigned long long)seq);
       *out = a.fetched;
       return SYMHEAP_SUCCESS;
     }
@@ -104,19 +105,26 @@ static symheap_result_t fetched(symheap__netc_t *n, int peer, uint64_t seq,
                             "(SYMHEAP_TIMEOUT_MS)",
                             fn, peer, n->timeout_ms);
     symheap__net_turn(n);
+    sched_yield();
   }
 }
 
 symheap_result_t symheap__stage_atomic(symheap_comm_t c, int peer,
-                                       const symheap__netreg_t *g,
-                                       uint64_t off, symheap_net_amo_t op,
-                                       size_t size, const void *operand,
-                                       const void *compare, void *fetch,
-                                       const char *fn) {
+                                       const symheap__netreg_t *g, uint64_t off,
+                                       symheap_net_amo_t op, size_t size,
+                                       const void *operand, const void *compare,
+                                       void *fetch, const char *fn) {
   symheap__netc_t *n = c->netc;
   symheap__stage_t *s = n->stage;
-  symheap__stage_op_t d = {NULL, 0, 0, g, off, word_of(operand, size),
-                           (int)op, (uint32_t)size, SYMHEAP__STAGE_PUT,
+  symheap__stage_op_t d = {NULL,
+                           0,
+                           0,
+                           g,
+                           off,
+                           word_of(operand, size),
+                           (int)op,
+                           (uint32_t)size,
+                           SYMHEAP__STAGE_PUT,
                            word_of(compare, size)};
   if (!fetch) /* ordered by the ring alone, complete at quiet */
     return symheap__stage_post(c, peer, NULL, 0, &d, NULL, fn);

@@ -2,9 +2,9 @@
  * data into the target's shadow, orders it (fence: quiet where the provider
  * has none), and puts a descriptor into its ring at the target; the
  * target's progress (waits, the progress thread, the proxy thread) applies
- * descriptors in order (shadow to device through the device adaptor, then
- * the atomic by read-modify-write through copies) and puts back how many
- * it applied; an initiator's quiet waits for that count. */
+ * descriptors in order (net_stage_apply.c) and puts back how many it
+ * applied; an initiator's quiet waits for that count.  Gets and fetching
+ * atomics are net_stage_get.c. */
 #include <sched.h>
 #include <string.h>
 #include <time.h>
@@ -146,7 +146,7 @@ static void desc_of(symheap__stage_desc_t *d, int peer,
                     const symheap__stage_op_t *op) {
   memset(d, 0, sizeof *d);
   d->kind = op->kind;
-  d->reg = op->g ? op->g->peer_stage[peer] - 1 : 0;
+  d->reg = op->len && op->g ? op->g->peer_stage[peer] - 1 : 0;
   d->off = op->off, d->len = op->len;
   d->sig_op = op->sig_op, d->sig_size = op->sig_size;
   d->sig_reg = op->sig_op >= 0 ? op->sg->peer_stage[peer] - 1 : 0;
@@ -160,7 +160,10 @@ static void desc_of(symheap__stage_desc_t *d, int peer,
  * between the fence and the descriptor would take the fence, and the
  * descriptor could overtake the data.  No test shows that interleaving:
  * "loop" and tcp;ofi_rxm implement fence as quiet (complete, not just
- * ordered, when it returns), so on them the old two sections were safe. */
+ * ordered, when it returns), so on them the old two sections were safe.
+ * A failure after the data put leaves bytes in the shadow that no
+ * descriptor names: never applied (a later put to those bytes brings its
+ * own before its descriptor), so nothing is half-posted. */
 symheap_result_t symheap__stage_post(symheap_comm_t c, int peer,
                                      const void *src, unsigned flags,
                                      const symheap__stage_op_t *op,
