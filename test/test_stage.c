@@ -235,7 +235,7 @@ static void case_timeout(env_t *e) {
     CHECK(ms + 100 >= (uint64_t)TIMEOUT_MS && ms < (uint64_t)TIMEOUT_MS + 2000,
           "the quiet gave up after %llu ms", (unsigned long long)ms);
   } else {
-    pause_us((2 * TIMEOUT_MS + 1000) * 1000L); /* outside symheap */
+    pause_us((2 * TIMEOUT_MS + 3000) * 1000L); /* outside symheap */
   }
   if (c->rank == victim) {
     size_t bad = check(e, &e->v, at, sizeof src, 0, 77);
