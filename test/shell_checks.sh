@@ -34,6 +34,34 @@ run_reports_signal() {
 }
 check "symheap-run: killed rank is reported" run_reports_signal
 
+# --hosts, followed literally with odd input: a host name that would be an
+# option of the remote-start command is refused before anything runs; a
+# rank 0 that ends (status 0) before joining is no success, since the other
+# ranks never ran (before: exit 0).
+run_hosts_odd_input() {
+  local out rc dir
+  out=$(build/bin/symheap-run --hosts "-oProxyCommand=false:1,b:1" \
+    --rsh true true 2>&1)
+  rc=$?
+  echo "$out"
+  [ $rc -eq 2 ] && grep -q "no host name starts with '-'" <<<"$out" ||
+    { echo "a '-' host: status $rc, expected 2"; return 1; }
+  out=$(timeout 30 build/bin/symheap-run --hosts a:1,b:1 --rsh true true 2>&1)
+  rc=$?
+  echo "$out"
+  [ $rc -eq 1 ] && grep -q "rank 0 ended before it joined" <<<"$out" ||
+    { echo "rank 0 ended at once: status $rc, expected 1"; return 1; }
+  dir=$(mktemp -d)
+  printf '#!/bin/sh\nexit 5\n' >"$dir/rsh5"
+  chmod +x "$dir/rsh5"
+  out=$(timeout 30 build/bin/symheap-run --hosts a:1,b:1 --rsh "$dir/rsh5" true 2>&1)
+  rc=$?
+  rm -rf "$dir"
+  echo "$out"
+  [ $rc -eq 5 ] || { echo "rank 0's start command exited 5: status $rc"; return 1; }
+}
+check "symheap-run --hosts: odd hosts and start commands" run_hosts_odd_input
+
 exports_only_public() {
   local bad
   bad=$(nm -D --defined-only build/lib/libsymheap.so | awk '{print $3}' |

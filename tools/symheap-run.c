@@ -60,6 +60,8 @@ static void usage(FILE *f) {
          "path, as the rank's agent.  The ranks meet over TCP at rank 0\n"
          "(SYMHEAP_BOOTSTRAP=tcp); their output comes back tagged \"[rank] \"\n"
          "(--no-tag: as it is).  Stopping symheap-run stops every rank.\n"
+         "Rank 0 ending before it joins (symheap_comm_init_env) leaves the\n"
+         "others unstarted: its status, or 1 if that was 0.\n"
          "-n may be left out; if given it must match the hosts' sum.\n"
          "SYMHEAP_BOOTSTRAP=tcp without --hosts runs --hosts localhost:N.\n"
          "  --bind core      each rank to a CPU of its own (the default), from\n"
@@ -185,7 +187,7 @@ static int maybe_hosts(char **prog) {
   if (n < 0 || (nranks && n != nranks)) {
     fprintf(stderr,
             n < 0 ? "symheap-run: --hosts wants HOST:COUNT,... (counts from 1, "
-                    "4096 ranks at most)\n"
+                    "4096 ranks at most; no host name starts with '-')\n"
                   : "symheap-run: -n %d but --hosts gives %d ranks\n",
             nranks, n);
     return 2;

@@ -50,8 +50,10 @@ int run_parse_hosts(char *spec, run_job_t *job) {
        tok = strtok_r(NULL, ",", &save)) {
     char *colon = strrchr(tok, ':'), *end;
     long n = colon ? strtol(colon + 1, &end, 10) : 1;
+    /* A name starting with '-' would reach the remote-start command as an
+     * option (ssh -oProxyCommand=..., ip netns exec -all: every namespace). */
     if ((colon && (*end || colon[1] == '\0')) || n < 1 || n > 4096 ||
-        tok == colon)
+        tok == colon || tok[0] == '-')
       return -1;
     if (colon)
       *colon = '\0';
@@ -411,5 +413,7 @@ int run_hosts(run_job_t *job) {
        open_streams() > 0 && time(NULL) <= until;)
     pump(100);
   int rc = supervise(&failed, &kill_at);
-  return result ? result : rc;
+  /* Rank 0 ended well but never joined: the other ranks never ran, which
+   * is no success. */
+  return result ? result : rc ? rc : started > 0 && nranks > 1 ? 1 : 0;
 }
