@@ -258,6 +258,21 @@ info_stats() {
 }
 check "symheap-info --stats" info_stats
 
+# Odd arguments to symheap-info: a usage error (2), never a default taken
+# silently or a size of 2^64 - 5.
+info_odd_args() {
+  local a rc
+  for a in "--stats abc" "--stats 0" "--stats -5" "--stats 1x" \
+    "--stats 99999999999999999999" "--stats 65536 extra" "-e extra" \
+    "-e --markdown x"; do
+    # shellcheck disable=SC2086 # the words are the arguments
+    build/bin/symheap-info $a >/dev/null 2>&1
+    rc=$?
+    [ $rc -eq 2 ] || { echo "symheap-info $a: status $rc, expected 2"; return 1; }
+  done
+}
+check "symheap-info: odd arguments are usage errors" info_odd_args
+
 # Shared-memory names made by the example plugin and the fake HIP runtime
 # are all gone once their owners let go (the suites above used both).
 no_shm_left() {
