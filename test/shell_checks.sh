@@ -102,6 +102,20 @@ bad_env_named() {
 }
 check "malformed SYMHEAP_TIMEOUT_MS is named" bad_env_named
 
+# An adaptor's variable (declared when the adaptors are admitted) malformed:
+# the process's first comm init fails naming it, as symheap-info -e does
+# (before: only the core's table was checked then, and the comm was made).
+bad_adaptor_env_named() {
+  local out kv
+  for kv in SYMHEAP_CUDA_DEVICE=abc SYMHEAP_NET_HMEM=2; do
+    out=$(env "$kv" build/bin/symheap-run -n 2 build/bin/symheap-bench \
+      --max-size 4096 --bw-size 4096 --count 1024 --iters 1 2>&1)
+    [ $? -ne 0 ] && grep -q "${kv%%=*}='${kv#*=}'" <<<"$out" ||
+      { echo "$kv: $out" | tail -n 3; return 1; }
+  done
+}
+check "a malformed adaptor variable fails the first comm init" bad_adaptor_env_named
+
 # docs/env.md carries the variable table exactly as the library declares it.
 env_doc_current() {
   diff <(build/bin/symheap-info -e --markdown) \
