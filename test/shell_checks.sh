@@ -62,6 +62,17 @@ run_hosts_odd_input() {
 }
 check "symheap-run --hosts: odd hosts and start commands" run_hosts_odd_input
 
+# A host listed twice is one host: its ranks get local ranks 0 and 1 (before:
+# 0 and 0, by their entry in --hosts, so both picked the same GPU).
+run_hosts_twice() {
+  local out
+  out=$(timeout 60 build/bin/symheap-run --hosts localhost:1,localhost:1 sh -c \
+    'echo "local=$SYMHEAP_LOCAL_RANK"; exec build/bin/symheap-bench --max-size 4096 --bw-size 4096 --count 1024 --iters 1' 2>&1)
+  echo "$out"
+  grep -q '^\[0\] local=0$' <<<"$out" && grep -q '^\[1\] local=1$' <<<"$out"
+}
+check "symheap-run --hosts: a host listed twice is one host" run_hosts_twice
+
 exports_only_public() {
   local bad
   bad=$(nm -D --defined-only build/lib/libsymheap.so | awk '{print $3}' |

@@ -351,9 +351,12 @@ static int start_all(run_job_t *job, const char *self, const char *idhex) {
   if (nranks > 1 && !root_id[0])
     return 1;
   for (r = 1; r < nranks; r++) {
+    /* By name: a host listed twice (A:1,B:1,A:1) is one host, whose
+     * ranks must not share a local rank (they pick GPUs by it). */
     int local = 0;
     for (int q = 0; q < r; q++)
-      local += ranks[q].host == ranks[r].host;
+      local += strcmp(job->hosts[ranks[q].host].name,
+                      job->hosts[ranks[r].host].name) == 0;
     if (launch(job, r, local, self, root_id) != 0)
       return -1;
   }
