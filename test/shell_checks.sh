@@ -59,6 +59,14 @@ run_hosts_odd_input() {
   rm -rf "$dir"
   echo "$out"
   [ $rc -eq 5 ] || { echo "rank 0's start command exited 5: status $rc"; return 1; }
+  # A variable too long for the agent's line: refused, named (before: cut
+  # short, and the rank ran with another value).
+  out=$(SYMHEAP_TEST_LONG=$(head -c 5000 /dev/zero | tr '\0' a) timeout 30 \
+    build/bin/symheap-run --hosts localhost:1 sh -c 'echo "len=${#SYMHEAP_TEST_LONG}"' 2>&1)
+  rc=$?
+  echo "$out"
+  [ $rc -eq 127 ] && grep -q "SYMHEAP_TEST_LONG is longer than" <<<"$out" ||
+    { echo "a 5000-byte variable: status $rc, expected 127"; return 1; }
 }
 check "symheap-run --hosts: odd hosts and start commands" run_hosts_odd_input
 
