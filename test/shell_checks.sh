@@ -46,6 +46,12 @@ run_hosts_odd_input() {
   echo "$out"
   [ $rc -eq 2 ] && grep -q "no host name starts with '-'" <<<"$out" ||
     { echo "a '-' host: status $rc, expected 2"; return 1; }
+  # An empty --rsh: refused (before: the host name ran as the command).
+  out=$(timeout 30 build/bin/symheap-run --hosts echo:1 --rsh " " true 2>&1)
+  rc=$?
+  echo "$out"
+  [ $rc -eq 2 ] && grep -q "rsh needs a command" <<<"$out" ||
+    { echo "an empty --rsh: status $rc, expected 2"; return 1; }
   out=$(timeout 30 build/bin/symheap-run --hosts a:1,b:1 --rsh true true 2>&1)
   rc=$?
   echo "$out"

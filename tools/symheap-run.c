@@ -131,6 +131,11 @@ static int parse_args(int argc, char **argv, int *rc) {
       hosts_spec = argv[++i];
     } else if (strcmp(argv[i], "--rsh") == 0 && i + 1 < argc) {
       job.rsh = argv[++i];
+      /* No word: the host name itself would be run as the command. */
+      if (strspn(job.rsh, " ") == strlen(job.rsh)) {
+        fprintf(stderr, "symheap-run: --rsh needs a command (e.g. ssh)\n");
+        return -1;
+      }
     } else if (strcmp(argv[i], "--no-tag") == 0) {
       job.tag = 0;
     } else if ((strcmp(argv[i], "--bind") == 0 ||
