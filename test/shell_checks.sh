@@ -46,6 +46,11 @@ run_hosts_odd_input() {
   echo "$out"
   [ $rc -eq 2 ] && grep -q "no host name starts with '-'" <<<"$out" ||
     { echo "a '-' host: status $rc, expected 2"; return 1; }
+  for a in " 2" "+2" "2x" "" 0 4097; do
+    build/bin/symheap-run -n "$a" true >/dev/null 2>&1
+    rc=$?
+    [ $rc -eq 2 ] || { echo "-n '$a': status $rc, expected 2"; return 1; }
+  done
   # An empty --rsh: refused (before: the host name ran as the command).
   out=$(timeout 30 build/bin/symheap-run --hosts echo:1 --rsh " " true 2>&1)
   rc=$?

@@ -121,8 +121,9 @@ static int parse_args(int argc, char **argv, int *rc) {
   for (; i < argc; i++) {
     if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
       char *end;
-      long n = strtol(argv[++i], &end, 10);
-      if (*end || n < 1 || n > 4096) {
+      const char *a = argv[++i];
+      long n = a[0] >= '0' && a[0] <= '9' ? strtol(a, &end, 10) : 0;
+      if ((n && *end) || n < 1 || n > 4096) { /* digits only: not " 2", "+2" */
         fprintf(stderr, "symheap-run: -n needs a rank count from 1 to 4096\n");
         return -1;
       }
