@@ -195,6 +195,21 @@ static void case_invalid_args(th_ctx_t *c) {
             SYMHEAP_ERR_INVALID_ARG);
   free(plain);
   CHECK_ERR(symheap_malloc(c->comm, 0, 0, &w), SYMHEAP_ERR_INVALID_ARG);
+  /* Sizes whose rounding to granules wraps: refused as too large on every
+   * rank, nothing made (before: the size wrapped to 0 in the allocation
+   * and the failure spoke of reserving 0 bytes). */
+  for (size_t huge = SIZE_MAX; huge > SIZE_MAX - 8; huge -= 4) {
+    symheap_comm_stats_t st0 = SYMHEAP_COMM_STATS_INIT;
+    symheap_comm_stats_t st1 = SYMHEAP_COMM_STATS_INIT;
+    CHECK_OK(symheap_comm_get_stats(c->comm, &st0));
+    CHECK_ERR(symheap_malloc(c->comm, huge, 0, &w), SYMHEAP_ERR_INVALID_ARG);
+    CHECK(strstr(symheap_last_error(), "too large") != NULL, "%zu: %s", huge,
+          symheap_last_error());
+    CHECK_OK(symheap_comm_get_stats(c->comm, &st1));
+    CHECK(st0.allocations_live == st1.allocations_live &&
+              st0.va_reserved == st1.va_reserved,
+          "a refused malloc(%zu) left an allocation", huge);
+  }
   /* Multicast on the host backend: unsupported on every rank. */
   CHECK_ERR(symheap_malloc(c->comm, 4096, SYMHEAP_WINDOW_MULTICAST, &w),
             SYMHEAP_ERR_UNSUPPORTED);
