@@ -228,7 +228,7 @@ conformance: $(BUILD)/bin/symheap-conformance plugins
 	$(BUILD)/bin/symheap-conformance --device $(DEVICE)
 
 # Tests link the static library so they can reach core internals.
-TEST_COMMON := test/harness.c test/record_adaptor.c
+TEST_COMMON := test/harness.c test/harness_mixed.c test/record_adaptor.c
 $(BUILD)/test/%: test/%.c $(TEST_COMMON) test/harness.h $(BUILD)/lib/libsymheap.a $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Icore -o $@ $< $(TEST_COMMON) $(BUILD)/lib/libsymheap.a \
@@ -382,7 +382,7 @@ $(BUILD)/share/symheap/tuning/.stamp: $(TUNING_TABLES)
 all: $(BUILD)/share/symheap/tuning/.stamp
 # The tuning run's program (tools/symheap-tune.cu; bench/tune_gpu.sh): it
 # links the library's objects to set launch parameters per call.
-$(BUILD)/bin/symheap-tune: tools/symheap-tune.cu $(KERNEL_OBJS) \
+$(BUILD)/bin/symheap-tune: tools/symheap-tune.cu tools/cuda_check.h $(KERNEL_OBJS) \
     $(BUILD)/lib/libsymheap.so $(KERNEL_DEPS)
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -o $@ $< \
@@ -395,7 +395,7 @@ $(BUILD)/test/test_coll: test/gpu/test_coll.cu $(BUILD)/obj/test/harness.o \
 	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -Itest -o $@ $< \
 	  $(BUILD)/obj/test/harness.o -L$(BUILD)/lib -lsymheap_cuda -lsymheap \
 	  -Xlinker -rpath,'$$ORIGIN/../lib' -ldl -lpthread
-$(BUILD)/bin/symheap-bench-cuda: tools/symheap-bench-cuda.cu $(CUDA_LIB) \
+$(BUILD)/bin/symheap-bench-cuda: tools/symheap-bench-cuda.cu tools/cuda_check.h $(CUDA_LIB) \
     $(KERNEL_DEPS)
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -o $@ $< \
@@ -419,7 +419,8 @@ tests: $(BUILD)/test/test_coll_tuning
 # Tuning probe for the kernels' launch parameters (bench/coll_sweep.cu).
 .PHONY: coll-sweep
 coll-sweep: $(BUILD)/bin/coll-sweep
-$(BUILD)/bin/coll-sweep: bench/coll_sweep.cu $(KERNEL_OBJS) $(BUILD)/lib/libsymheap.so
+$(BUILD)/bin/coll-sweep: bench/coll_sweep.cu tools/cuda_check.h $(KERNEL_OBJS) \
+    $(BUILD)/lib/libsymheap.so
 	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -o $@ $< \
 	  $(KERNEL_OBJS) -L$(BUILD)/lib -lsymheap -Xlinker -rpath,'$$ORIGIN/../lib'
 # Accessor and release cost against the number of live windows.

@@ -686,6 +686,39 @@ typedef struct symheap_plugin {
   const symheap_net_ops *net; /* registered like a built-in net adaptor */
 } symheap_plugin_t;
 
+/* The fields every plugin entry starts with: the ABI the plugin is built
+ * against and the size of the entry it fills, so that the core can tell
+ * which members it may read.  An entry written out in full begins
+ *   { SYMHEAP_PLUGIN_ABI_FIELDS, .name = "acme", .init = ..., ... } */
+#define SYMHEAP_PLUGIN_ABI_FIELDS                                              \
+  .abi_major = SYMHEAP_PLUGIN_ABI_MAJOR,                                       \
+  .abi_minor = SYMHEAP_PLUGIN_ABI_MINOR,                                       \
+  .struct_size = sizeof(symheap_plugin_t)
+
+/* The whole entry of a plugin whose init only keeps the services table and
+ * whose fini has nothing to do, which is what most plugins need:
+ *   static const symheap_host_services_t *svc;
+ *   ...
+ *   SYMHEAP_PLUGIN_DEFINE(acme, svc, .device = &acme_ops);
+ * exports symheap_plugin_v1 named "acme" (the id as a string), whose init
+ * stores the services in svc.  The arguments after svc say what the plugin
+ * provides (.device, .ccl, .hooks, .net; at least one).  A plugin whose init
+ * must check or set up something writes its entry out instead, starting with
+ * SYMHEAP_PLUGIN_ABI_FIELDS. */
+#define SYMHEAP_PLUGIN_DEFINE(id, svc_var, ...)                                \
+  static symheap_result_t symheap__plugin_init_##id(                           \
+      const symheap_host_services_t *symheap__svc) {                           \
+    svc_var = symheap__svc;                                                    \
+    return SYMHEAP_SUCCESS;                                                    \
+  }                                                                            \
+  static void symheap__plugin_fini_##id(void) {}                               \
+  SYMHEAP_PLUGIN_EXPORT const symheap_plugin_t symheap_plugin_v1 = {           \
+      SYMHEAP_PLUGIN_ABI_FIELDS,                                               \
+      .name = #id,                                                             \
+      .init = symheap__plugin_init_##id,                                       \
+      .fini = symheap__plugin_fini_##id,                                       \
+      __VA_ARGS__}
+
 /* The services the core lends adaptors, for code built on symheap outside
  * the core (the CUDA collectives library, plugins): errors recorded through
  * it are what symheap_last_error() returns. */

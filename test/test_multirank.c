@@ -7,7 +7,6 @@
 #include <sys/wait.h>
 
 #include "harness.h"
-#include "boot/uid.h"
 
 static char tag[32];
 static int g_threads;
@@ -1107,12 +1106,7 @@ static void case_fork(th_ctx_t *c) {
   CHECK_OK(symheap_free(c->comm, w));
 }
 
-typedef struct {
-  const char *name;
-  void (*fn)(th_ctx_t *);
-} case_t;
-
-static const case_t cases[] = {
+static const th_case_t cases[] = {
     {"pattern", case_pattern},
     {"peer_writes", case_peer_writes},
     {"mismatch", case_mismatch},
@@ -1134,40 +1128,16 @@ static const case_t cases[] = {
     {"stale_handles_refused", case_stale_handles},
 };
 
+/* th_run_cases keeps the ranks in step between cases (a barrier after
+ * each), even after a failure. */
 static void run_cases(th_ctx_t *c, void *arg) {
   (void)arg;
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    th_begin(tag, cases[i].name, c->rank);
-    cases[i].fn(c);
-    /* Keep the ranks in step between cases even after a failure. */
-    CHECK_OK(symheap_comm_barrier(c->comm));
-    th_end();
-  }
-}
-
-/* Under symheap-run with --mixed T: each process runs T thread-ranks, so the
- * job is processes x threads in one comm. */
-static int run_mixed(int per_proc) {
-  const char *hex = getenv("SYMHEAP_UNIQUE_ID");
-  const char *prank = getenv("SYMHEAP_RANK"), *pn = getenv("SYMHEAP_NRANKS");
-  symheap_unique_id_t id;
-  if (!hex || !prank || !pn ||
-      symheap__uid_from_hex(hex, &id) != SYMHEAP_SUCCESS) {
-    printf("FAIL mixed/env: run under symheap-run (%s)\n",
-           symheap_last_error());
-    return 1;
-  }
-  int nprocs = atoi(pn);
-  g_threads = 1;
-  g_first_rank = atoi(prank) * per_proc;
-  snprintf(tag, sizeof tag, "mixed%dx%d", nprocs, per_proc);
-  int rc = th_run_rank_threads(&id, nprocs * per_proc, g_first_rank, per_proc,
-                               run_cases, NULL);
-  return rc || th_total_failures() ? 1 : 0;
+  th_run_cases(c, tag, cases, sizeof cases / sizeof cases[0]);
 }
 
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "--mixed") == 0)
-    return run_mixed(atoi(argv[2]));
+    return th_run_mixed(atoi(argv[2]), "", tag, sizeof tag, &g_threads,
+                        &g_first_rank, run_cases, NULL);
   return th_main(argc, argv, "", tag, sizeof tag, &g_threads, run_cases, NULL);
 }
