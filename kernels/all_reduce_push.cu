@@ -285,6 +285,173 @@ bool push_layout(const launch_t &L, bool two, push_args_t *a, int *grid,
   return true;
 }
 
+
+/* --- LL128 one-shot: the flags travel with the data ------------------------
+ * one_shot_push pays, after its data, a release fence (it waits until every
+ * store reached the peer: a round trip) and then a flag (one more crossing),
+ * about 6 us in all at 64 KiB where the LL kernel takes 3.3.  Here each
+ * 128-byte line carries 120 bytes of data and, in its last 8 bytes, the
+ * flag (the epoch): a warp stores 4 lines with one 16-byte store per lane,
+ * and a receiver that sees a line's flag loads the line once more and
+ * takes it whole, NCCL's LL128.  That rests on the NVLink fabric
+ * delivering each 128-byte line of one warp store whole: true of the
+ * NVLink GPUs NCCL enables LL128 on (sm_80, sm_90), not promised by PTX; so
+ * the algorithm is only taken where the tuning table names it (measured)
+ * or forced.  Staging, channels, parity and epochs are one_shot_push's; the
+ * flag word is a NaN of a fixed payload with the epoch, never the same in
+ * two epochs of one parity, and not a value arithmetic produces (a push
+ * epoch of the same parity left raw data there).  nunits counts 8-byte
+ * units, shard lines of the buffer, chunk a block's lines. */
+constexpr int kLineWords = 15; /* 8-byte data words in a 128-byte line */
+
+__device__ __forceinline__ void st_line(uint64_t *p, uint64_t x, uint64_t y) {
+  asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(x),
+               "l"(y)
+               : "memory");
+}
+__device__ __forceinline__ void ld_line(const uint64_t *p, uint64_t &x,
+                                        uint64_t &y) {
+  asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
+               : "=l"(x), "=l"(y)
+               : "l"(p)
+               : "memory");
+}
+__device__ __forceinline__ uint64_t as_u64(uint2 v) {
+  return (uint64_t)v.x | ((uint64_t)v.y << 32);
+}
+__device__ __forceinline__ uint2 as_u2(uint64_t v) {
+  return make_uint2((uint32_t)v, (uint32_t)(v >> 32));
+}
+
+/* Lane l of a warp handles line (l / 8) of the warp's 4 and its 16 bytes
+ * at (l % 8) * 16: data words 2p, 2p + 1, or for p = 7 word 14 and the
+ * flag.  Every lane runs every step (the warp's loop is uniform), so each
+ * warp store and load is one instruction over whole lines. */
+template <int DT, int OP, int NR>
+__global__ void __launch_bounds__(1024) one_shot_ll128(push_args_t a) {
+  typedef unit<DT, 8> U;
+  const int rank = a.rank, c = blockIdx.x;
+  const int ch = c % kLLBlocks, sub = c / kLLBlocks;
+  const int lane = threadIdx.x & 31, pos = lane & 7;
+  const size_t warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  const size_t l0 = min(a.shard, (size_t)c * a.chunk);
+  const size_t l1 = min(a.shard, l0 + a.chunk);
+  const uint32_t e = push_epoch(a, ch);
+  const int par = (int)(e & 1);
+  const uint64_t flag = (0x7FA55A5Aull << 32) | e;
+  uint64_t *to[NR];
+#pragma unroll
+  for (int k = 1; k < NR; k++) /* line-sized staging: chunk * 8 "units" */
+    to[k] = (uint64_t *)staging(a, (rank + k) % NR, ch, par, rank, 0) +
+            (size_t)sub * a.chunk * 16;
+  /* 1. this block's lines of the input into every peer's staging */
+  for (size_t b = l0 + warp * 4; b < l1; b += nwarps * 4) {
+    const size_t L = b + (lane >> 3);
+    if (L >= l1)
+      continue; /* whole lines only: the 8 lanes of a line agree */
+    const size_t w = L * kLineWords + 2 * pos;
+    uint64_t x = as_u64(U::load(a.src, w, a.count, a.aligned).w);
+    uint64_t y = pos == 7 ? flag
+                          : as_u64(U::load(a.src, w + 1, a.count, a.aligned).w);
+#pragma unroll
+    for (int k = 1; k < NR; k++)
+      st_line(to[k] + (L - l0) * 16 + 2 * pos, x, y);
+  }
+  /* 2. wait for each line of every peer, reduce in rank order */
+  const uint64_t *from[NR];
+#pragma unroll
+  for (int s = 0; s < NR; s++)
+    from[s] = s == rank ? NULL
+                        : (const uint64_t *)staging(a, rank, ch, par, s, 0) +
+                              (size_t)sub * a.chunk * 16;
+  for (size_t b = l0 + warp * 4; b < l1; b += nwarps * 4) {
+    const size_t L = b + (lane >> 3);
+    const bool on = L < l1;
+    uint64_t x[NR] = {}, y[NR] = {};
+    bool wait;
+    do {
+      wait = false;
+#pragma unroll
+      for (int s = 0; s < NR; s++)
+        if (s != rank && on) {
+          ld_line(from[s] + (L - l0) * 16 + 2 * pos, x[s], y[s]);
+          wait |= pos == 7 && y[s] != flag;
+        }
+    } while (__any_sync(0xffffffffu, wait));
+    /* The load that saw the flag may have read the line torn (the first
+     * half still old: seen on H100, 2 ranks, a few lines in thousands of
+     * calls); a load after it reads the whole line, as NCCL's LL128 does. */
+#pragma unroll
+    for (int s = 0; s < NR; s++)
+      if (s != rank && on)
+        ld_line(from[s] + (L - l0) * 16 + 2 * pos, x[s], y[s]);
+    if (!on)
+      continue;
+    const size_t w = L * kLineWords + 2 * pos;
+    const typename U::bits ox = U::load(a.src, w, a.count, a.aligned);
+    typename U::bits oy = ox;
+    if (pos != 7)
+      oy = U::load(a.src, w + 1, a.count, a.aligned);
+    float acc[U::E], acc2[U::E];
+#pragma unroll
+    for (int s = 0; s < NR; s++) { /* s known at compile time: registers */
+      typename U::bits v;
+      v.w = as_u2(x[s]);
+      U::template accumulate<OP>(acc, s == rank ? ox : v, s == 0);
+      v.w = as_u2(y[s]);
+      U::template accumulate<OP>(acc2, s == rank ? oy : v, s == 0);
+    }
+    U::store(a.dst, w, a.count, a.aligned, U::pack(acc));
+    if (pos != 7)
+      U::store(a.dst, w + 1, a.count, a.aligned, U::pack(acc2));
+  }
+  push_finish(a);
+}
+
+/* LL128's geometry (see push_layout), or false where the staging cannot
+ * hold the size or at other rank counts. */
+bool ll128_layout(const launch_t &L, push_args_t *a, int *grid, int *threads) {
+  const int n = L.in.nranks;
+  if (n != 2 && n != 4 && n != 8)
+    return false;
+  const size_t e8 = 8 / elem_size(L.dtype);
+  const size_t nunits = (L.count + e8 - 1) / e8;
+  const size_t lines = (nunits + kLineWords - 1) / kLineWords;
+  int t = L.threads >= 32 && L.threads <= 1024 && L.threads % 32 == 0
+              ? L.threads
+              : kPushThreads;
+  const size_t per_step = (size_t)t / 8; /* lines a block moves per step */
+  size_t g = (lines + per_step - 1) / per_step;
+  int cap = L.max_blocks < kMaxChannels ? L.max_blocks : kMaxChannels;
+  g = g < 1 ? 1 : g > (size_t)cap ? (size_t)cap : g;
+  const size_t chunk = (lines + g - 1) / g;
+  const size_t subs = (g + kLLBlocks - 1) / kLLBlocks;
+  const size_t region = (size_t)n * ll_area_bytes(n);
+  const size_t slot = subs * chunk * 128;
+  if (chunk == 0 || slot * (size_t)(n - 1) > region)
+    return false;
+  if (a) {
+    a->src = (const char *)symheap_device_local_ptr(&L.in, L.in_off);
+    a->dst = (char *)symheap_device_local_ptr(&L.out, L.out_off);
+    for (int q = 0; q < kPushMaxRanks; q++)
+      a->out[q] = NULL;
+    a->pad_base = (char *)L.in.pad_base;
+    a->pad_stride = L.in.pad_stride;
+    a->count = L.count;
+    a->nunits = nunits;
+    a->shard = lines;
+    a->chunk = chunk;
+    a->region = region;
+    a->slot = slot;
+    a->rank = L.in.rank;
+    /* 8-byte units: the 16-byte alignment the caller checked is enough */
+    a->aligned = L.aligned;
+    *grid = (int)g;
+    *threads = t;
+  }
+  return true;
+}
+
 } // namespace
 
 bool push_fits(const launch_t &a, bool two_shot) {
@@ -303,6 +470,31 @@ cudaError_t launch_push(const launch_t &L, bool two_shot) {
     else                                                                       \
       one_shot_push<D, O, NR><<<grid, threads, 0, L.stream>>>(a);              \
   } while (0)
+#define F(D, O)                                                                \
+  do {                                                                         \
+    if (L.in.nranks == 2)                                                      \
+      K(D, O, 2);                                                              \
+    else if (L.in.nranks == 4)                                                 \
+      K(D, O, 4);                                                              \
+    else                                                                       \
+      K(D, O, 8);                                                              \
+  } while (0)
+  SYMHEAP_DISPATCH_DT_OP(L.dtype, L.op, F)
+#undef F
+#undef K
+  return cudaGetLastError();
+}
+
+bool ll128_fits(const launch_t &a) {
+  return ll128_layout(a, NULL, NULL, NULL);
+}
+
+cudaError_t launch_ll128(const launch_t &L) {
+  push_args_t a;
+  int grid = 0, threads = 0;
+  if (!ll128_layout(L, &a, &grid, &threads))
+    return cudaErrorInvalidValue; /* the caller checked ll128_fits */
+#define K(D, O, NR) one_shot_ll128<D, O, NR><<<grid, threads, 0, L.stream>>>(a)
 #define F(D, O)                                                                \
   do {                                                                         \
     if (L.in.nranks == 2)                                                      \
