@@ -10,6 +10,8 @@
  *   q's staging, one flag; rank r reduces part c of shard r and stores it
  *   into every rank's output; a second flag, so that the output is whole
  *   when the kernel ends.
+ * one_shot_ll128: one_shot_push whose flags travel in the data's 128-byte
+ *   lines (below), so no fence and no flag round follow the data.
  *
  * No exit barrier: peers never read this rank's input or output, so the
  * caller may reuse them as soon as the kernel ends.  The staging is the LL
@@ -125,6 +127,44 @@ __device__ __forceinline__ void push_finish(const push_args_t &a) {
   }
 }
 
+/* Units [lo, hi) of this rank's part: its own input and what each peer
+ * sent (peer s's staging holds unit u at u - lo), reduced in rank order;
+ * the result into this rank's output (ALL false) or every rank's. */
+template <int DT, int OP, int NR, bool ALL>
+__device__ __forceinline__ void reduce_staged(const push_args_t &a, int ch,
+                                              int par, int sub, size_t lo,
+                                              size_t hi) {
+  typedef unit<DT, 16> U;
+  const int rank = a.rank;
+  const uint4 *from[NR];
+#pragma unroll
+  for (int s = 0; s < NR; s++)
+    from[s] = s == rank ? NULL
+                        : (const uint4 *)staging(a, rank, ch, par, s, sub);
+  for (size_t u = lo + threadIdx.x; u < hi; u += blockDim.x) {
+    typename U::bits x[NR];
+#pragma unroll
+    for (int s = 0; s < NR; s++) {
+      if (s == rank)
+        x[s] = U::load(a.src, u, a.count, a.aligned);
+      else
+        x[s].w = from[s][u - lo];
+    }
+    float acc[U::E];
+#pragma unroll
+    for (int s = 0; s < NR; s++)
+      U::template accumulate<OP>(acc, x[s], s == 0);
+    typename U::bits r = U::pack(acc);
+    if (ALL) {
+#pragma unroll
+      for (int q = 0; q < NR; q++) /* q known at compile time: no local copy */
+        U::store(a.out[q], u, a.count, a.aligned, r);
+    } else {
+      U::store(a.dst, u, a.count, a.aligned, r);
+    }
+  }
+}
+
 template <int DT, int OP, int NR>
 __global__ void __launch_bounds__(1024) one_shot_push(push_args_t a) {
   typedef unit<DT, 16> U;
@@ -156,26 +196,7 @@ __global__ void __launch_bounds__(1024) one_shot_push(push_args_t a) {
   }
   push_signal_wait<NR>(a, 2 * e);
   /* 2. reduce, in rank order: own input and what each peer sent */
-  const uint4 *from[NR];
-#pragma unroll
-  for (int s = 0; s < NR; s++)
-    from[s] = s == rank ? NULL
-                        : (const uint4 *)staging(a, rank, ch, par, s, sub);
-  for (size_t u = u0 + threadIdx.x; u < u1; u += T) {
-    typename U::bits x[NR];
-#pragma unroll
-    for (int s = 0; s < NR; s++) {
-      if (s == rank)
-        x[s] = U::load(a.src, u, a.count, a.aligned);
-      else
-        x[s].w = from[s][u - u0];
-    }
-    float acc[U::E];
-#pragma unroll
-    for (int s = 0; s < NR; s++)
-      U::template accumulate<OP>(acc, x[s], s == 0);
-    U::store(a.dst, u, a.count, a.aligned, U::pack(acc));
-  }
+  reduce_staged<DT, OP, NR, false>(a, ch, par, sub, u0, u1);
   push_finish(a);
 }
 
@@ -214,53 +235,41 @@ __global__ void __launch_bounds__(1024) two_shot_push(push_args_t a) {
   }
   push_signal_wait<NR>(a, 2 * e - 1);
   /* 2. reduce part c of shard rank; store it into every rank's output */
-  const uint4 *from[NR];
-#pragma unroll
-  for (int s = 0; s < NR; s++)
-    from[s] = s == rank ? NULL
-                        : (const uint4 *)staging(a, rank, ch, par, s, sub);
-  const size_t l = lo[0], h = hi[0];
-  for (size_t u = l + threadIdx.x; u < h; u += T) {
-    typename U::bits x[NR];
-#pragma unroll
-    for (int s = 0; s < NR; s++) {
-      if (s == rank)
-        x[s] = U::load(a.src, u, a.count, a.aligned);
-      else
-        x[s].w = from[s][u - l];
-    }
-    float acc[U::E];
-#pragma unroll
-    for (int s = 0; s < NR; s++)
-      U::template accumulate<OP>(acc, x[s], s == 0);
-    typename U::bits r = U::pack(acc);
-#pragma unroll
-    for (int q = 0; q < NR; q++) /* q known at compile time: no local copy */
-      U::store(a.out[q], u, a.count, a.aligned, r);
-  }
+  reduce_staged<DT, OP, NR, true>(a, ch, par, sub, lo[0], hi[0]);
   push_signal_wait<NR>(a, 2 * e);
   push_finish(a);
 }
 
+enum push_kind { kPushOne, kPushTwo, kPushLL128 };
+constexpr int kLineWords = 15; /* LL128: 8-byte data words in a line */
+
 /* The launch geometry of a push all-reduce, or false where it cannot run
- * (rank count, or the staging cannot hold it). */
-bool push_layout(const launch_t &L, bool two, push_args_t *a, int *grid,
+ * (rank count, or the staging cannot hold it).  One-/two-shot: 16-byte
+ * units, chunk and shard in units; LL128: 8-byte units, shard the lines of
+ * the buffer, chunk a block's lines (128 bytes each in the staging). */
+bool push_layout(const launch_t &L, push_kind k, push_args_t *a, int *grid,
                  int *threads) {
   const int n = L.in.nranks;
   if (n != 2 && n != 4 && n != 8)
     return false;
-  const size_t nunits = (L.count * elem_size(L.dtype) + 15) / 16;
-  const size_t per = two ? (nunits + n - 1) / n : nunits;
+  const bool ll = k == kPushLL128;
+  const size_t ub = ll ? 8 : 16;
+  const size_t nunits = (L.count * elem_size(L.dtype) + ub - 1) / ub;
+  const size_t per = ll            ? (nunits + kLineWords - 1) / kLineWords
+                     : k == kPushTwo ? (nunits + n - 1) / n
+                                     : nunits;
   int t = L.threads >= 32 && L.threads <= 1024 && L.threads % 32 == 0
               ? L.threads
               : kPushThreads;
-  size_t g = (per + 2 * (size_t)t - 1) / (2 * (size_t)t);
+  /* what a block moves a step: 2 units a thread, or a line per 8 threads */
+  const size_t step = ll ? (size_t)t / 8 : 2 * (size_t)t;
+  size_t g = (per + step - 1) / step;
   int cap = L.max_blocks < kMaxChannels ? L.max_blocks : kMaxChannels;
   g = g < 1 ? 1 : g > (size_t)cap ? (size_t)cap : g;
   const size_t chunk = (per + g - 1) / g;
   const size_t subs = (g + kLLBlocks - 1) / kLLBlocks;
   const size_t region = (size_t)n * ll_area_bytes(n);
-  const size_t slot = subs * chunk * 16;
+  const size_t slot = subs * chunk * (ll ? 128 : 16);
   if (chunk == 0 || slot * (size_t)(n - 1) > region)
     return false;
   if (a) {
@@ -285,7 +294,6 @@ bool push_layout(const launch_t &L, bool two, push_args_t *a, int *grid,
   return true;
 }
 
-
 /* --- LL128 one-shot: the flags travel with the data ------------------------
  * one_shot_push pays, after its data, a release fence (it waits until every
  * store reached the peer: a round trip) and then a flag (one more crossing),
@@ -302,7 +310,6 @@ bool push_layout(const launch_t &L, bool two, push_args_t *a, int *grid,
  * two epochs of one parity, and not a value arithmetic produces (a push
  * epoch of the same parity left raw data there).  nunits counts 8-byte
  * units, shard lines of the buffer, chunk a block's lines. */
-constexpr int kLineWords = 15; /* 8-byte data words in a 128-byte line */
 
 __device__ __forceinline__ void st_line(uint64_t *p, uint64_t x, uint64_t y) {
   asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(x),
@@ -408,64 +415,20 @@ __global__ void __launch_bounds__(1024) one_shot_ll128(push_args_t a) {
   push_finish(a);
 }
 
-/* LL128's geometry (see push_layout), or false where the staging cannot
- * hold the size or at other rank counts. */
-bool ll128_layout(const launch_t &L, push_args_t *a, int *grid, int *threads) {
-  const int n = L.in.nranks;
-  if (n != 2 && n != 4 && n != 8)
-    return false;
-  const size_t e8 = 8 / elem_size(L.dtype);
-  const size_t nunits = (L.count + e8 - 1) / e8;
-  const size_t lines = (nunits + kLineWords - 1) / kLineWords;
-  int t = L.threads >= 32 && L.threads <= 1024 && L.threads % 32 == 0
-              ? L.threads
-              : kPushThreads;
-  const size_t per_step = (size_t)t / 8; /* lines a block moves per step */
-  size_t g = (lines + per_step - 1) / per_step;
-  int cap = L.max_blocks < kMaxChannels ? L.max_blocks : kMaxChannels;
-  g = g < 1 ? 1 : g > (size_t)cap ? (size_t)cap : g;
-  const size_t chunk = (lines + g - 1) / g;
-  const size_t subs = (g + kLLBlocks - 1) / kLLBlocks;
-  const size_t region = (size_t)n * ll_area_bytes(n);
-  const size_t slot = subs * chunk * 128;
-  if (chunk == 0 || slot * (size_t)(n - 1) > region)
-    return false;
-  if (a) {
-    a->src = (const char *)symheap_device_local_ptr(&L.in, L.in_off);
-    a->dst = (char *)symheap_device_local_ptr(&L.out, L.out_off);
-    for (int q = 0; q < kPushMaxRanks; q++)
-      a->out[q] = NULL;
-    a->pad_base = (char *)L.in.pad_base;
-    a->pad_stride = L.in.pad_stride;
-    a->count = L.count;
-    a->nunits = nunits;
-    a->shard = lines;
-    a->chunk = chunk;
-    a->region = region;
-    a->slot = slot;
-    a->rank = L.in.rank;
-    /* 8-byte units: the 16-byte alignment the caller checked is enough */
-    a->aligned = L.aligned;
-    *grid = (int)g;
-    *threads = t;
-  }
-  return true;
-}
-
 } // namespace
 
-bool push_fits(const launch_t &a, bool two_shot) {
-  return push_layout(a, two_shot, NULL, NULL, NULL);
-}
+namespace {
 
-cudaError_t launch_push(const launch_t &L, bool two_shot) {
+cudaError_t launch_kind(const launch_t &L, push_kind k) {
   push_args_t a;
   int grid = 0, threads = 0;
-  if (!push_layout(L, two_shot, &a, &grid, &threads))
+  if (!push_layout(L, k, &a, &grid, &threads))
     return cudaErrorInvalidValue; /* the caller checked push_fits */
 #define K(D, O, NR)                                                            \
   do {                                                                         \
-    if (two_shot)                                                              \
+    if (k == kPushLL128)                                                       \
+      one_shot_ll128<D, O, NR><<<grid, threads, 0, L.stream>>>(a);             \
+    else if (k == kPushTwo)                                                    \
       two_shot_push<D, O, NR><<<grid, threads, 0, L.stream>>>(a);              \
     else                                                                       \
       one_shot_push<D, O, NR><<<grid, threads, 0, L.stream>>>(a);              \
@@ -485,29 +448,22 @@ cudaError_t launch_push(const launch_t &L, bool two_shot) {
   return cudaGetLastError();
 }
 
+} // namespace
+
+bool push_fits(const launch_t &a, bool two_shot) {
+  return push_layout(a, two_shot ? kPushTwo : kPushOne, NULL, NULL, NULL);
+}
+
+cudaError_t launch_push(const launch_t &L, bool two_shot) {
+  return launch_kind(L, two_shot ? kPushTwo : kPushOne);
+}
+
 bool ll128_fits(const launch_t &a) {
-  return ll128_layout(a, NULL, NULL, NULL);
+  return push_layout(a, kPushLL128, NULL, NULL, NULL);
 }
 
 cudaError_t launch_ll128(const launch_t &L) {
-  push_args_t a;
-  int grid = 0, threads = 0;
-  if (!ll128_layout(L, &a, &grid, &threads))
-    return cudaErrorInvalidValue; /* the caller checked ll128_fits */
-#define K(D, O, NR) one_shot_ll128<D, O, NR><<<grid, threads, 0, L.stream>>>(a)
-#define F(D, O)                                                                \
-  do {                                                                         \
-    if (L.in.nranks == 2)                                                      \
-      K(D, O, 2);                                                              \
-    else if (L.in.nranks == 4)                                                 \
-      K(D, O, 4);                                                              \
-    else                                                                       \
-      K(D, O, 8);                                                              \
-  } while (0)
-  SYMHEAP_DISPATCH_DT_OP(L.dtype, L.op, F)
-#undef F
-#undef K
-  return cudaGetLastError();
+  return launch_kind(L, kPushLL128);
 }
 
 const void *anchor_all_reduce_push() {
