@@ -34,7 +34,9 @@ static void body(th_ctx_t *c, void *arg) {
                                     NULL),
             SYMHEAP_ERR_INVALID_ARG, "unknown op");
   CHECK_MSG(symheap_cuda_all_reduce(w, 0, w, 0, 16, SYMHEAP_FLOAT32,
-                                    SYMHEAP_OP_SUM, (symheap_algo_t)7, NULL),
+                                    SYMHEAP_OP_SUM,
+                                    (symheap_algo_t)(SYMHEAP_ALGO_ONE_SHOT_LL128 + 1),
+                                    NULL),
             SYMHEAP_ERR_INVALID_ARG, "unknown algorithm");
   CHECK_MSG(symheap_cuda_all_reduce(w, 2, w, 0, 16, SYMHEAP_FLOAT32,
                                     SYMHEAP_OP_SUM, SYMHEAP_ALGO_AUTO, NULL),
