@@ -444,8 +444,8 @@ static void case_push_algos(void) {
                    "?") == 0 &&
             strcmp(symheap_tune_algo_name(SYMHEAP_TUNE_ALL_REDUCE, 6),
                    "rs_ce_pipe") == 0 &&
-            strcmp(symheap_tune_algo_name(SYMHEAP_TUNE_ALL_REDUCE, 7), "?") ==
-                0,
+            strcmp(symheap_tune_algo_name(SYMHEAP_TUNE_ALL_REDUCE, 7),
+                   "ll128") == 0,
         "push names");
   CHECK(symheap_tune_algo_id(SYMHEAP_TUNE_REDUCE_SCATTER, "two_shot_push") ==
             -1,
