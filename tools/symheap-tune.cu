@@ -253,6 +253,13 @@ static std::vector<variant> variants(int coll, size_t bytes, size_t cap,
         add(a, 0, 256);
         add(a, 0, 1024);
       }
+    if (push_ok && bytes >= (16u << 10) && bytes * n1 <= stage / 128 * 120) {
+      add(7, 0, 0); /* ll128: 512 threads, 64 lines a block a step */
+      add(7, 0, 256);
+      add(7, 0, 1024);
+      add(7, 64, 0);
+      add(7, 32, 0);
+    }
     add(2, 0, 0);
     if (big) {
       add(2, 32, 0);
