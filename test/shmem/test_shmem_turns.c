@@ -27,7 +27,7 @@
 #define WARMUP 100
 #define SLOW_US 15.0
 
-static int cpu;  /* symmetric: on PE 0, the CPU every PE is bound to */
+static int cpu; /* symmetric: on PE 0, the CPU every PE is bound to */
 static long psync[2][SHMEM_BCAST_SYNC_SIZE];
 
 static double now_us(void) {
