@@ -45,8 +45,12 @@ static int idle_one(symheap__netc_t *n, symheap__idle_t *io, uint64_t now) {
     __atomic_store_n(&n->spin_until, now + WAIT_SPIN_NS, __ATOMIC_RELAXED);
   if (n->locked && pthread_mutex_trylock(&n->lock) != 0)
     return 1;
-  /* Counted: the progress thread stands aside while a wait drives. */
-  __atomic_add_fetch(&n->calls, 1, __ATOMIC_RELAXED);
+  /* Uncounted where the thread sleeps on the engine's fds: it stays there
+   * while the wait spins, so a waiting rank the scheduler leaves off the
+   * CPU (a loaded machine: a spinning waiter runs again only after every
+   * other runnable task) is still served at its thread's wakeup. */
+  if (!n->thread_sleeps)
+    __atomic_add_fetch(&n->calls, 1, __ATOMIC_RELAXED);
   (void)n->ops.progress(n->ctx);
   int spin = 1, k = -1;
   if (n->has_wait_fds &&
