@@ -381,6 +381,34 @@ static void case_wait_spins_while_busy(th_ctx_t *c, symheap_window_t w) {
   free(all);
 }
 
+/* The first operation to a peer that has idled since init: tcp;ofi_rxm
+ * connects lazily, on that operation, so its connection setup needs the
+ * target's progress while the target sleeps (its thread on the engine's
+ * fds, its barrier on them and its socket).  A passive libfabric server
+ * that slept on its wait fd after every progress call hung there
+ * (bench/net_probe.c); here each sleep is bounded and a wait spins after
+ * any work, so the first get, issued after 300 ms of idling, completes
+ * within 2 s (a hang would run into SYMHEAP_TIMEOUT_MS). */
+static void case_first_op_late(th_ctx_t *c, symheap_window_t w) {
+  int t = 0;
+  while (t < c->n && same_host(t, 0))
+    t++;
+  uint64_t v = 0;
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  if (c->rank == 0 && t < c->n) {
+    struct timespec idle = {0, 300 * 1000 * 1000};
+    nanosleep(&idle, NULL);
+    int64_t t0 = now_ms();
+    CHECK_OK(symheap_get(w, t, 0, &v, 8));
+    int64_t took = now_ms() - t0;
+    CHECK(took < 2000,
+          "the first get to rank %d, idle in a barrier since init, took %lld "
+          "ms: its sleeping progress missed the connection setup",
+          t, (long long)took);
+  }
+  CHECK_OK(symheap_comm_barrier(c->comm));
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -728,6 +756,11 @@ static void c_wait_busy(th_ctx_t *c, symheap_window_t h, symheap_window_t g) {
   }
   case_wait_spins_while_busy(c, h);
 }
+static void c_first_late(th_ctx_t *c, symheap_window_t h,
+                         symheap_window_t g) {
+  (void)g;
+  case_first_op_late(c, h);
+}
 static void c_sleeping(th_ctx_t *c, symheap_window_t h, symheap_window_t g) {
   case_sleeping_target(c, h);
   case_sleeping_target(c, g);
@@ -752,6 +785,8 @@ static void c_free_flight(th_ctx_t *c, symheap_window_t h, symheap_window_t g) {
 }
 
 static const case_t cases[] = {
+    /* First: no operation between the ranks may come before it. */
+    {"first_op_to_idle_peer", c_first_late},
     {"peer_reach", c_reach},     {"put_get", c_put_get},
     {"put_get_nbi_quiet", c_nbi}, {"atomics_contention", c_atomics},
     {"put_signal_order", c_signal}, {"fence_order", c_fence},
