@@ -380,6 +380,10 @@ $(BUILD)/share/symheap/tuning/.stamp: $(TUNING_TABLES)
 	$(if $(TUNING_TABLES),cp $(TUNING_TABLES) $(dir $@))
 	touch $@
 all: $(BUILD)/share/symheap/tuning/.stamp
+# The kernels' library reads them at its first AUTO call: whoever builds it
+# alone (bench/torch_gpu.sh builds lib, tools, python and this) must get the
+# tables beside it, or AUTO falls back to the built-in thresholds unnoticed.
+$(CUDA_LIB): | $(BUILD)/share/symheap/tuning/.stamp
 # The tuning run's program (tools/symheap-tune.cu; bench/tune_gpu.sh): it
 # links the library's objects to set launch parameters per call.
 $(BUILD)/bin/symheap-tune: tools/symheap-tune.cu tools/cuda_check.h $(KERNEL_OBJS) \
