@@ -507,7 +507,8 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	  $(DESTDIR)$(PREFIX)/bin
 	install -m 644 include/symheap.h include/symheap_device.h \
-	  include/symheap_adaptor.h $(DESTDIR)$(PREFIX)/include/
+	  include/symheap_adaptor.h include/symheap_net_adaptor.h \
+	  $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(BUILD)/lib/libsymheap.so.0 \
 	  $(DESTDIR)$(PREFIX)/lib/libsymheap.so.0
 	ln -sf libsymheap.so.0 $(DESTDIR)$(PREFIX)/lib/libsymheap.so
