@@ -188,6 +188,17 @@ symheap_result_t symheap__cfg_string(const char *name, const char **value) {
   return lookup(name, &var, value);
 }
 
+/* lookup, for a kind that has no meaning unset (an int, a size): its
+ * value or its default, else an error naming it. */
+static symheap_result_t lookup_set(const char *name,
+                                   const symheap__cfg_var_t **var,
+                                   const char **value) {
+  symheap_result_t r = lookup(name, var, value);
+  if (r == SYMHEAP_SUCCESS && !*value)
+    r = symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s is not set", name);
+  return r;
+}
+
 static symheap_result_t parse_int(const symheap__cfg_var_t *var, const char *s,
                                   long *out) {
   char *end;
@@ -210,12 +221,8 @@ static symheap_result_t parse_int(const symheap__cfg_var_t *var, const char *s,
 symheap_result_t symheap__cfg_int(const char *name, long *value) {
   const symheap__cfg_var_t *var;
   const char *s;
-  symheap_result_t r = lookup(name, &var, &s);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
-  if (!s)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s is not set", name);
-  return parse_int(var, s, value);
+  symheap_result_t r = lookup_set(name, &var, &s);
+  return r == SYMHEAP_SUCCESS ? parse_int(var, s, value) : r;
 }
 
 symheap_result_t symheap__cfg_bool(const char *name, int *value) {
@@ -252,12 +259,8 @@ static symheap_result_t parse_size(const symheap__cfg_var_t *var,
 symheap_result_t symheap__cfg_size(const char *name, uint64_t *value) {
   const symheap__cfg_var_t *var;
   const char *s;
-  symheap_result_t r = lookup(name, &var, &s);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
-  if (!s)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s is not set", name);
-  return parse_size(var, s, value);
+  symheap_result_t r = lookup_set(name, &var, &s);
+  return r == SYMHEAP_SUCCESS ? parse_size(var, s, value) : r;
 }
 
 static int choice_index(const char *choices, const char *s) {
