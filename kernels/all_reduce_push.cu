@@ -330,89 +330,176 @@ __device__ __forceinline__ uint2 as_u2(uint64_t v) {
   return make_uint2((uint32_t)v, (uint32_t)(v >> 32));
 }
 
-/* Lane l of a warp handles line (l / 8) of the warp's 4 and its 16 bytes
- * at (l % 8) * 16: data words 2p, 2p + 1, or for p = 7 word 14 and the
- * flag.  Every lane runs every step (the warp's loop is uniform), so each
- * warp store and load is one instruction over whole lines. */
+/* This block's channel epoch + 1, and the block counted in: the last block
+ * to count advances the epochs of the channels used.  Counting at the start
+ * (push_finish counts at the end) takes the counter's round trip off the
+ * kernel's tail; every block has read its epoch before it counts (the
+ * barrier, then the fence), so no block reads an advanced one. */
+__device__ __forceinline__ uint32_t ll128_epoch(const push_args_t &a, int ch) {
+  __shared__ uint32_t e;
+  char *mine = pad_of(a, a.rank) + SYMHEAP_PAD_COLL_OFFSET;
+  if (threadIdx.x == 0)
+    e = (uint32_t)(((const uint64_t *)mine)[ch] + 1);
+  __syncthreads();
+  /* the last warp's first lane: thread 0's warp goes on to its stores */
+  if (threadIdx.x == ((blockDim.x - 1) & ~31u)) {
+    __threadfence();
+    uint32_t *done = (uint32_t *)(mine + kPushDone);
+    if (atomicAdd(done, 1u) == gridDim.x - 1) {
+      *done = 0;
+      uint64_t *ep = (uint64_t *)mine;
+      int nch = gridDim.x < (unsigned)kLLBlocks ? (int)gridDim.x : kLLBlocks;
+      for (int c = 0; c < nch; c++)
+        ep[c] += 1;
+    }
+  }
+  return e;
+}
+
+/* The steps (4 lines a warp each) whose own input a thread keeps in
+ * registers from the send to the reduction; later steps load it again. */
+constexpr int kLLKeep = 4;
+
+/* What one thread does for one line: its 16 bytes (words 2p, 2p + 1, or
+ * for p = 7 word 14 and the flag). */
+template <int DT, int NR> struct ll128_line {
+  typedef unit<DT, 8> U;
+  typename U::bits x, y; /* this rank's input words */
+
+  __device__ __forceinline__ void load(const push_args_t &a, size_t L,
+                                       int pos) {
+    const size_t w = L * kLineWords + 2 * pos;
+    x = U::load(a.src, w, a.count, a.aligned);
+    y = x;
+    if (pos != 7)
+      y = U::load(a.src, w + 1, a.count, a.aligned);
+  }
+  __device__ __forceinline__ void send(uint64_t *const (&to)[NR], size_t off,
+                                       int pos, uint64_t flag) const {
+    const uint64_t hi = pos == 7 ? flag : as_u64(y.w);
+#pragma unroll
+    for (int k = 1; k < NR; k++)
+      st_line(to[k] + off, as_u64(x.w), hi);
+  }
+};
+
+/* Wait for a step's lines from every peer, then reduce them with this
+ * rank's words (in rank order) into the output.  While waiting only each
+ * line's flag lane polls (its last 16 bytes): a line is loaded whole once,
+ * after its flag was seen, because a load that races the line's arrival
+ * can read it torn (its first half old while the flag is new: seen on
+ * H100, 2 ranks, a few lines in thousands of calls), as NCCL's LL128
+ * loads the line again after the flag. */
+template <int DT, int OP, int NR>
+__device__ __forceinline__ void
+ll128_reduce(const push_args_t &a, const uint64_t *const (&from)[NR], size_t L,
+             bool on, size_t off, int pos, uint64_t flag,
+             const ll128_line<DT, NR> &own) {
+  typedef unit<DT, 8> U;
+  const int rank = a.rank;
+  bool wait;
+  do {
+    wait = false;
+    if (pos == 7 && on) {
+#pragma unroll
+      for (int s = 0; s < NR; s++)
+        if (s != rank) {
+          uint64_t fx, fy;
+          ld_line(from[s] + off, fx, fy);
+          wait |= fy != flag;
+        }
+    }
+  } while (__any_sync(0xffffffffu, wait));
+  if (!on)
+    return;
+  uint64_t x[NR], y[NR];
+#pragma unroll
+  for (int s = 0; s < NR; s++) {
+    x[s] = as_u64(own.x.w); /* this rank's words at s == rank */
+    y[s] = as_u64(own.y.w);
+    if (s != rank)
+      ld_line(from[s] + off, x[s], y[s]);
+  }
+  float acc[U::E], acc2[U::E];
+#pragma unroll
+  for (int s = 0; s < NR; s++) { /* s known at compile time: registers */
+    typename U::bits v;
+    v.w = as_u2(x[s]);
+    U::template accumulate<OP>(acc, v, s == 0);
+    v.w = as_u2(y[s]);
+    U::template accumulate<OP>(acc2, v, s == 0);
+  }
+  const size_t w = L * kLineWords + 2 * pos;
+  U::store(a.dst, w, a.count, a.aligned, U::pack(acc));
+  if (pos != 7)
+    U::store(a.dst, w + 1, a.count, a.aligned, U::pack(acc2));
+}
+
+/* Lane l of a warp handles line (l / 8) of the warp's 4 in each step and
+ * its 16 bytes at (l % 8) * 16.  Every lane runs every step (the warp's
+ * loop is uniform), so each warp store and load is one instruction over
+ * whole lines.  The first kLLKeep steps' own input is loaded before the
+ * epoch (the two loads' latencies overlap) and kept for the reduction. */
 template <int DT, int OP, int NR>
 __global__ void __launch_bounds__(1024) one_shot_ll128(push_args_t a) {
-  typedef unit<DT, 8> U;
   const int rank = a.rank, c = blockIdx.x;
   const int ch = c % kLLBlocks, sub = c / kLLBlocks;
   const int lane = threadIdx.x & 31, pos = lane & 7;
-  const size_t warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  const size_t step = (blockDim.x >> 5) * 4; /* lines a block a step */
   const size_t l0 = min(a.shard, (size_t)c * a.chunk);
   const size_t l1 = min(a.shard, l0 + a.chunk);
-  const uint32_t e = push_epoch(a, ch);
+  const size_t b0 = l0 + (threadIdx.x >> 5) * 4; /* this warp's first */
+  const size_t me = lane >> 3;                   /* its line in a step */
+  ll128_line<DT, NR> keep[kLLKeep];
+#pragma unroll
+  for (int i = 0; i < kLLKeep; i++)
+    if (b0 + i * step + me < l1)
+      keep[i].load(a, b0 + i * step + me, pos);
+  const uint32_t e = ll128_epoch(a, ch);
   const int par = (int)(e & 1);
   const uint64_t flag = (0x7FA55A5Aull << 32) | e;
   uint64_t *to[NR];
-#pragma unroll
-  for (int k = 1; k < NR; k++) /* line-sized staging: chunk * 8 "units" */
-    to[k] = (uint64_t *)staging(a, (rank + k) % NR, ch, par, rank, 0) +
-            (size_t)sub * a.chunk * 16;
-  /* 1. this block's lines of the input into every peer's staging */
-  for (size_t b = l0 + warp * 4; b < l1; b += nwarps * 4) {
-    const size_t L = b + (lane >> 3);
-    if (L >= l1)
-      continue; /* whole lines only: the 8 lanes of a line agree */
-    const size_t w = L * kLineWords + 2 * pos;
-    uint64_t x = as_u64(U::load(a.src, w, a.count, a.aligned).w);
-    uint64_t y = pos == 7 ? flag
-                          : as_u64(U::load(a.src, w + 1, a.count, a.aligned).w);
-#pragma unroll
-    for (int k = 1; k < NR; k++)
-      st_line(to[k] + (L - l0) * 16 + 2 * pos, x, y);
-  }
-  /* 2. wait for each line of every peer, reduce in rank order */
   const uint64_t *from[NR];
 #pragma unroll
-  for (int s = 0; s < NR; s++)
-    from[s] = s == rank ? NULL
-                        : (const uint64_t *)staging(a, rank, ch, par, s, 0) +
+  for (int k = 0; k < NR; k++) { /* line-sized staging: chunk * 8 "units" */
+    to[k] = k ? (uint64_t *)staging(a, (rank + k) % NR, ch, par, rank, 0) +
+                    (size_t)sub * a.chunk * 16
+              : NULL;
+    from[k] = k == rank ? NULL
+                        : (const uint64_t *)staging(a, rank, ch, par, k, 0) +
                               (size_t)sub * a.chunk * 16;
-  for (size_t b = l0 + warp * 4; b < l1; b += nwarps * 4) {
-    const size_t L = b + (lane >> 3);
-    const bool on = L < l1;
-    uint64_t x[NR] = {}, y[NR] = {};
-    bool wait;
-    do {
-      wait = false;
-#pragma unroll
-      for (int s = 0; s < NR; s++)
-        if (s != rank && on) {
-          ld_line(from[s] + (L - l0) * 16 + 2 * pos, x[s], y[s]);
-          wait |= pos == 7 && y[s] != flag;
-        }
-    } while (__any_sync(0xffffffffu, wait));
-    /* The load that saw the flag may have read the line torn (the first
-     * half still old: seen on H100, 2 ranks, a few lines in thousands of
-     * calls); a load after it reads the whole line, as NCCL's LL128 does. */
-#pragma unroll
-    for (int s = 0; s < NR; s++)
-      if (s != rank && on)
-        ld_line(from[s] + (L - l0) * 16 + 2 * pos, x[s], y[s]);
-    if (!on)
-      continue;
-    const size_t w = L * kLineWords + 2 * pos;
-    const typename U::bits ox = U::load(a.src, w, a.count, a.aligned);
-    typename U::bits oy = ox;
-    if (pos != 7)
-      oy = U::load(a.src, w + 1, a.count, a.aligned);
-    float acc[U::E], acc2[U::E];
-#pragma unroll
-    for (int s = 0; s < NR; s++) { /* s known at compile time: registers */
-      typename U::bits v;
-      v.w = as_u2(x[s]);
-      U::template accumulate<OP>(acc, s == rank ? ox : v, s == 0);
-      v.w = as_u2(y[s]);
-      U::template accumulate<OP>(acc2, s == rank ? oy : v, s == 0);
-    }
-    U::store(a.dst, w, a.count, a.aligned, U::pack(acc));
-    if (pos != 7)
-      U::store(a.dst, w + 1, a.count, a.aligned, U::pack(acc2));
   }
-  push_finish(a);
+  /* 1. this block's lines of the input into every peer's staging */
+#pragma unroll
+  for (int i = 0; i < kLLKeep; i++) {
+    const size_t L = b0 + i * step + me;
+    if (L < l1)
+      keep[i].send(to, (L - l0) * 16 + 2 * pos, pos, flag);
+  }
+  for (size_t b = b0 + kLLKeep * step; b < l1; b += step) {
+    const size_t L = b + me;
+    if (L >= l1)
+      continue; /* whole lines only: the 8 lanes of a line agree */
+    ll128_line<DT, NR> v;
+    v.load(a, L, pos);
+    v.send(to, (L - l0) * 16 + 2 * pos, pos, flag);
+  }
+  /* 2. wait for each line of every peer, reduce in rank order */
+#pragma unroll
+  for (int i = 0; i < kLLKeep; i++) {
+    const size_t b = b0 + i * step;
+    if (b < l1) /* warp-uniform */
+      ll128_reduce<DT, OP, NR>(a, from, b + me, b + me < l1,
+                               (b + me - l0) * 16 + 2 * pos, pos, flag,
+                               keep[i]);
+  }
+  for (size_t b = b0 + kLLKeep * step; b < l1; b += step) {
+    ll128_line<DT, NR> v;
+    if (b + me < l1)
+      v.load(a, b + me, pos);
+    ll128_reduce<DT, OP, NR>(a, from, b + me, b + me < l1,
+                             (b + me - l0) * 16 + 2 * pos, pos, flag, v);
+  }
 }
 
 } // namespace

@@ -255,6 +255,7 @@ static std::vector<variant> variants(int coll, size_t bytes, size_t cap,
       }
     if (push_ok && bytes >= (16u << 10) && bytes * n1 <= stage / 128 * 120) {
       add(7, 0, 0); /* ll128: 512 threads, 64 lines a block a step */
+      add(7, 0, 128);
       add(7, 0, 256);
       add(7, 0, 1024);
       add(7, 64, 0);

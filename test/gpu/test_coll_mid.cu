@@ -10,8 +10,10 @@
 // (symheap-run) or threads (--threads N).  Without a GPU: a SKIP line.
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <vector>
 
@@ -214,8 +216,75 @@ static void case_graph(th_ctx_t *c) {
   CHECK_OK(symheap_free(c->comm, w));
 }
 
+// The LL128 kernel at launch geometries a tuning table may name (main()
+// points SYMHEAP_TUNING_FILE at kGeomTable, so AUTO takes them): 128
+// threads; 8 blocks of 256 (dozens of steps a block, past the steps whose
+// input a thread keeps in registers); 32 blocks of 512; 1024 threads.
+// Sizes in bytes of bf16 and float32, odd counts, in place and not.
+static const char kGeomTable[] =
+    "# test_coll_mid: ll128 at several launch geometries\n"
+    "gpu\ttest_coll_mid\n";
+static const char *const kGeomRows[] = {
+    "0\t300000\tll128\t0\t128", "300001\t1500000\tll128\t8\t256",
+    "1500001\t2500000\tll128\t32\t0", "2500001\tmax\tll128\t0\t1024"};
+static void case_geometries(th_ctx_t *c) {
+  symheap_window_t w;
+  CHECK_OK(symheap_malloc(c->comm, 16u << 20, 0, &w));
+  char *local = NULL;
+  CHECK_OK(symheap_window_local_ptr(w, (void **)&local));
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  unsigned long long *bad;
+  CUDA_OK(cudaMalloc(&bad, sizeof *bad));
+  const size_t counts[] = {1, 4097, 77777, 149999, 150001, 400003,
+                           750000, 1000001, 1400000};
+  for (int dt = 0; dt < 2; dt++) { /* float32, bfloat16 */
+    const int d = dt ? SYMHEAP_BFLOAT16 : SYMHEAP_FLOAT32;
+    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+      size_t es = esize(d), bytes = counts[k] * es;
+      symheap_algo_t got = SYMHEAP_ALGO_AUTO;
+      CHECK_OK(symheap_cuda_all_reduce_algo(w, counts[k],
+                                            (symheap_dtype_t)d, &got));
+      CHECK(got == SYMHEAP_ALGO_ONE_SHOT_LL128,
+            "AUTO takes algo %d for %zu bytes, not ll128: the test's table "
+            "(SYMHEAP_TUNING_FILE) was not read",
+            (int)got, bytes);
+      bool in_place = k % 2 == 0;
+      size_t in_off = in_place ? 0 : es * 3;
+      size_t out_off = in_place ? 0 : (8u << 20) + es * 5;
+      check_push(c, w, local, in_off, out_off, counts[k], d, SYMHEAP_OP_SUM,
+                 SYMHEAP_ALGO_AUTO, s, bad);
+    }
+  }
+  CUDA_OK(cudaFree(bad));
+  CUDA_OK(cudaStreamDestroy(s));
+  CHECK_OK(symheap_free(c->comm, w));
+}
+
+// kGeomTable and its rows for 2, 4 and 8 ranks, any topology, into a file
+// of this process that SYMHEAP_TUNING_FILE names (the other cases name
+// their algorithms: the table is AUTO's only); path[0] = 0 on failure.
+static void write_geom_table(char *path, size_t len) {
+  snprintf(path, len, "/tmp/test_coll_mid_XXXXXX");
+  int fd = mkstemp(path);
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (!f) {
+    path[0] = 0;
+    return;
+  }
+  fputs(kGeomTable, f);
+  for (int n = 2; n <= 8; n *= 2)
+    for (size_t i = 0; i < sizeof kGeomRows / sizeof kGeomRows[0]; i++)
+      fprintf(f, "all_reduce\t%d\t*\t%s\n", n, kGeomRows[i]);
+  if (fclose(f) != 0)
+    path[0] = 0;
+  else
+    setenv("SYMHEAP_TUNING_FILE", path, 1);
+}
+
 static const gpu_case_t cases[] = {
     {"push_all_reduce_1_to_3M_elements", case_counts},
+    {"ll128_launch_geometries_from_a_table", case_geometries},
     {"push_interleaved_back_to_back_3000", case_interleaved},
     {"push_graph_replay_300", case_graph},
 };
@@ -230,6 +299,11 @@ int main(int argc, char **argv) {
   int status;
   if (!gpu_start("coll_mid", "the push all-reduces' GPU tests", &status))
     return status;
-  return th_main(argc, argv, "coll_mid_", tag, sizeof tag, &gpu_threads,
-                 run_cases, NULL);
+  char table[64];
+  write_geom_table(table, sizeof table);
+  status = th_main(argc, argv, "coll_mid_", tag, sizeof tag, &gpu_threads,
+                   run_cases, NULL);
+  if (table[0])
+    unlink(table);
+  return status;
 }

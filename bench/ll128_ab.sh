@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Round 6 on a 2-GPU machine (NVLink multicast off), one bounded command:
+# the LL128 all-reduce of this tree against BASE's (another tree, e.g. main,
+# built there), issue 30's graph goal from Python, and issue 29's 2-rank
+# large sizes and tuning run.
+#   1. build this tree (all gpu-tests python) and BASE's symheap-tune;
+#   2. correctness: test_coll_mid (processes, threads), test_coll with AUTO
+#      forced to ll128 and with AUTO on the shipped table;
+#   3. symheap-tune --coll all_reduce 16 KiB-4 MiB, graph and eager, this
+#      tree and BASE alternately, twice each (the spread; every variant's
+#      result checked);
+#   4. bench/python_peers.py at 2 ranks (symheap AUTO, PyTorch's one-shot
+#      and two-shot, NCCL; eager and graph), twice;
+#   5. with TUNE=1: the tuning run at 2 ranks (every size; --all) eager and
+#      graph, and symheap-bench --collectives (the copy-engine put rate);
+#   6. the short table (bench/ll128_ab_table.py), last.
+# Raw files under OUTDIR (default $OUT) as ab.tgz; the table as table.txt.
+#   BASE=.. TUNE=1 bash bench/ll128_ab.sh [OUTDIR]
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
+  NVSHMEM_DISABLE_NVLS=1 SYMHEAP_DISABLE_MULTICAST=1
+set -u
+cd "$(dirname "$0")/.."
+OUTDIR=${1:-${OUT:-/tmp/ll128-ab}}
+BUDGET=${BUDGET:-420}
+BASE=${BASE:-}
+W=$(mktemp -d)
+mkdir -p "$OUTDIR"
+finish() {
+  python3 bench/ll128_ab_table.py "$W" >"$W/table.txt" 2>&1
+  tar czf "$OUTDIR/ab.tgz" -C "$W" .
+  cp "$W/table.txt" "$W/summary.txt" "$OUTDIR/" 2>/dev/null
+  echo "== summary"
+  cat "$W/summary.txt"
+  echo "== table"
+  cat "$W/table.txt"
+}
+trap finish EXIT
+step() { # NAME LIMIT LOG COMMAND...
+  local name=$1 lim=$2 log=$W/$3
+  shift 3
+  local left=$((BUDGET - SECONDS))
+  if [ "$left" -lt 15 ]; then
+    echo "skipped (budget): $name" | tee -a "$W/summary.txt"
+    return 99
+  fi
+  [ "$lim" -gt "$left" ] && lim=$left
+  local t0=$SECONDS rc=0
+  timeout -k 5 "$lim" "$@" >"$log" 2>&1 || rc=$?
+  printf '%-40s rc=%-3s %3ss PASS %s FAIL %s %s\n' "$name" "$rc" \
+    $((SECONDS - t0)) "$(grep -c '^PASS' "$log")" "$(grep -c '^FAIL' "$log")" \
+    "$(grep -m2 -E '^FAIL|WRONG' "$log" | tr '\n' ' ' | cut -c1-300)" |
+    tee -a "$W/summary.txt"
+  return $rc
+}
+{ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  nvidia-smi topo -m | head -3
+  python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())'
+} >"$W/machine.txt" 2>&1
+cat "$W/machine.txt"
+if [ -n "$BASE" ]; then
+  (make -C "$BASE" -j6 build/bin/symheap-tune >"$W/build_base.log" 2>&1;
+   echo "base build rc=$?" >>"$W/build_base.log") &
+  bpid=$!
+fi
+step build 200 build.log make -j12 all python ||
+  { tail -n 40 "$W/build.log"; exit 1; }
+step build-tests 120 build_tests.log make -j12 -k gpu-tests ||
+  tail -n 20 "$W/build_tests.log"
+[ -n "$BASE" ] && wait "$bpid"
+# registers and spills of the push kernels, this tree and BASE
+for t in . $BASE; do
+  nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -I$t/include \
+    -I$t/kernels -Xptxas -v -c $t/kernels/all_reduce_push.cu -o /dev/null 2>&1 |
+    grep -E 'Compiling entry|registers|spill' | paste - - - |
+    sed -e 's/.*push_cu_[0-9a-f]*//' >"$W/ptxas_$([ $t = . ] && echo new || echo base).txt" &
+done
+RUN=build/bin/symheap-run
+PP=$PWD/build/lib/python3/site-packages
+HUNG=0
+step "test_coll_mid procs x2" 60 mid_procs2.log $RUN -n 2 build/test/test_coll_mid
+rc=$?; [ $rc = 124 ] || [ $rc = 137 ] && HUNG=1
+[ $HUNG = 0 ] && step "test_coll_mid threads x2" 60 mid_threads2.log \
+  build/test/test_coll_mid --threads 2
+TB=build/bin/symheap-tune
+BT=$BASE/build/bin/symheap-tune
+for k in 1 2; do
+  [ $HUNG = 1 ] && break
+  for m in graph eager; do
+    g=; [ $m = graph ] && g=--graph
+    step "tune $m new #$k" 40 tune_${m}_new$k.log $RUN -n 2 $TB --coll all_reduce \
+      --min-bytes 16384 --max-bytes 4194304 $g --all "$W/tune_${m}_new$k.tsv"
+    [ -x "$BT" ] && step "tune $m base #$k" 40 tune_${m}_base$k.log $RUN -n 2 $BT \
+      --coll all_reduce --min-bytes 16384 --max-bytes 4194304 $g \
+      --all "$W/tune_${m}_base$k.tsv"
+  done
+done
+for k in 1 2; do
+  [ $HUNG = 1 ] && break
+  mkdir -p "$W/peers$k"
+  step "python_peers x2 #$k" 100 peers$k.log env OUT="$W/peers$k" \
+    PYTHONPATH="$PP" python3 bench/python_peers.py --ranks 2 \
+    --sizes 4K,64K,256K,512K,1M,2M,16M --no-symheap-backend
+done
+[ $HUNG = 0 ] && step "test_coll AUTO=ll128 x2" 90 coll_ll128.log env \
+  SYMHEAP_ALL_REDUCE_ALGO=ll128 $RUN -n 2 build/test/test_coll
+if [ "${TUNE:-0}" = 1 ] && [ $HUNG = 0 ]; then
+  step "tune table eager x2" 120 tune_table.log $RUN -n 2 $TB \
+    --out "$W/table_eager.tsv" --all "$W/tune_all_eager.tsv"
+  step "tune table graph x2" 120 tune_table_graph.log $RUN -n 2 $TB --graph \
+    --max-bytes 67108864 --out "$W/table_graph.tsv" --all "$W/tune_all_graph.tsv"
+  step "symheap-bench --collectives x2" 60 bench.log $RUN -n 2 \
+    build/bin/symheap-bench --collectives --json "$W/bench.json"
+fi
+[ $HUNG = 0 ] && step "test_coll AUTO (table) x2" 90 coll_auto.log \
+  $RUN -n 2 build/test/test_coll
+wait
+exit 0

@@ -1,0 +1,125 @@
+"""The short table of bench/ll128_ab.sh, from the files in DIR.
+  python3 bench/ll128_ab_table.py DIR
+1. bf16 all-reduce at 2 ranks, us per call (symheap-tune: C, slowest rank's
+   median): the best ll128 variant of this tree ("new") and of BASE, each
+   run's best of symheap's other algorithms, graph and eager, two runs each.
+2. From Python (python_peers.py, each run): symheap AUTO against PyTorch's
+   one-shot and two-shot, eager / graph, and symheap's graph over the
+   better PyTorch graph (issue 30's goal: <= 0.6).
+3. With the tuning run: its table's rows, and the large all-reduce's bus
+   bandwidth over the copy-engine put rate (issue 29's goal: >= 0.95)."""
+import csv
+import glob
+import json
+import os
+import sys
+
+
+def tune(path):
+    """{bytes: {variant: us}} of a symheap-tune --all file (right results)."""
+    out = {}
+    if not os.path.exists(path):
+        return out
+    with open(path) as f:
+        for r in csv.DictReader(f, delimiter="\t"):
+            if r["collective"] != "all_reduce":
+                continue
+            us = float(r["us"])
+            if us > 0:
+                out.setdefault(int(r["bytes"]), {})[r["variant"]] = us
+    return out
+
+
+def best(vs, pred):
+    c = [(us, v) for v, us in vs.items() if pred(v)]
+    return min(c) if c else None
+
+
+def cell(b):
+    return "%6.2f %-14s" % b if b else "%6s %-14s" % ("-", "")
+
+
+def ab(d):
+    for mode in ("graph", "eager"):
+        print("%s, 2 ranks | bytes | ll128 new #1 | ll128 base #1 | ll128 new #2"
+              " | ll128 base #2 | other best (new #1) | new/base" % mode)
+        runs = {k: tune(os.path.join(d, "tune_%s_%s.tsv" % (mode, k)))
+                for k in ("new1", "base1", "new2", "base2")}
+        for nb in sorted(runs["new1"]):
+            ll = {k: best(T.get(nb, {}), lambda v: v.startswith("ll128"))
+                  for k, T in runs.items()}
+            other = best(runs["new1"].get(nb, {}),
+                         lambda v: not v.startswith("ll128"))
+            n = [x[0] for x in (ll["new1"], ll["new2"]) if x]
+            b = [x[0] for x in (ll["base1"], ll["base2"]) if x]
+            ratio = "%.2f" % (min(n) / min(b)) if n and b else "-"
+            print("%s | %8d | %s | %s | %s | %s | %s | %s" % (
+                mode, nb, cell(ll["new1"]), cell(ll["base1"]), cell(ll["new2"]),
+                cell(ll["base2"]), cell(other), ratio))
+        print()
+
+
+def peers(d):
+    for p in sorted(glob.glob(os.path.join(d, "peers*", "python_peers.json"))):
+        R = json.load(open(p))
+        print("python_peers %s (%s): us eager / graph; goal graph <= 0.6x "
+              "the better PyTorch graph" % (os.path.basename(os.path.dirname(p)),
+                                           R.get("device")))
+        print("   bytes | symheap (algo) | torch 1shot | torch 2shot | NCCL |"
+              " g/1shot | g/2shot | g/best")
+        f = lambda v: "%6.2f" % v if v else "%6s" % "-"
+        for nb in R.get("sizes", []):
+            g = lambda k, m: R.get("%s_%d_%s_us" % (k, nb, m))
+            sg, t1, t2 = g("symheap", "graph"), g("torch_one_shot", "graph"), \
+                g("torch_two_shot", "graph")
+            bt = min([t for t in (t1, t2) if t] or [0])
+            r = lambda a, b: "%.2f" % (a / b) if a and b else "-"
+            print("%8d | %s %s (%s) | %s %s | %s %s | %s %s | %s | %s | %s" % (
+                nb, f(g("symheap", "eager")), f(sg),
+                R.get("symheap_algo_%d" % nb), f(g("torch_one_shot", "eager")),
+                f(t1), f(g("torch_two_shot", "eager")), f(t2),
+                f(g("nccl", "eager")), f(g("nccl", "graph")), r(sg, t1),
+                r(sg, t2), r(sg, bt)))
+        print("symheap correct on every rank:", R.get("symheap_ok_all_ranks"))
+        print()
+
+
+def large(d):
+    bj = {}
+    try:
+        bj = json.load(open(os.path.join(d, "bench.json")))
+    except (OSError, ValueError):
+        pass
+    ce = bj.get("peer_put_GBps")
+    T = tune(os.path.join(d, "tune_all_eager.tsv"))
+    if not T:
+        return
+    print("large all-reduce, 2 ranks, eager (bus GB/s = bytes / t; x the "
+          "copy-engine put rate %s GB/s)" % ce)
+    for nb in (64 << 20, 256 << 20, 1 << 30):
+        vs = T.get(nb, {})
+        cells = []
+        for a in ("two_shot", "rs_ce", "rs_ce_pipe"):
+            b = best(vs, lambda v: v == a or v.startswith(a + "/"))
+            if b:
+                bw = nb / (b[0] * 1e-6) / 1e9
+                cells.append("%s %.1f (%.1f%s)" % (
+                    b[1], b[0], bw, " x%.3f" % (bw / ce) if ce else ""))
+        print("  %5d MiB: %s" % (nb >> 20, "; ".join(cells)))
+    for mode in ("eager", "graph"):
+        p = os.path.join(d, "table_%s.tsv" % mode)
+        if os.path.exists(p):
+            print("tuning table (%s timing), all_reduce rows:" % mode)
+            for line in open(p):
+                if line.startswith("all_reduce"):
+                    print("  " + line.rstrip())
+
+
+def main(d):
+    ab(d)
+    peers(d)
+    large(d)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
