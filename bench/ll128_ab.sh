@@ -15,14 +15,15 @@
 #      graph, and symheap-bench --collectives (the copy-engine put rate);
 #   6. the short table (bench/ll128_ab_table.py), last.
 # Raw files under OUTDIR (default $OUT) as ab.tgz; the table as table.txt.
-#   BASE=.. TUNE=1 bash bench/ll128_ab.sh [OUTDIR]
+#   BASES="main=.. r6a=base" TUNE=1 bash bench/ll128_ab.sh [OUTDIR]
+# (BASES: name=tree pairs, each tree built and timed beside this one)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
   NVSHMEM_DISABLE_NVLS=1 SYMHEAP_DISABLE_MULTICAST=1
 set -u
 cd "$(dirname "$0")/.."
 OUTDIR=${1:-${OUT:-/tmp/ll128-ab}}
 BUDGET=${BUDGET:-420}
-BASE=${BASE:-}
+BASES=${BASES:-${BASE:+base=$BASE}}
 W=$(mktemp -d)
 mkdir -p "$OUTDIR"
 finish() {
@@ -57,22 +58,24 @@ step() { # NAME LIMIT LOG COMMAND...
   python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())'
 } >"$W/machine.txt" 2>&1
 cat "$W/machine.txt"
-if [ -n "$BASE" ]; then
-  (make -C "$BASE" -j6 build/bin/symheap-tune >"$W/build_base.log" 2>&1;
-   echo "base build rc=$?" >>"$W/build_base.log") &
-  bpid=$!
-fi
+bpids=
+for nb in $BASES; do
+  (make -C "${nb#*=}" -j4 build/bin/symheap-tune >"$W/build_${nb%%=*}.log" 2>&1;
+   echo "build rc=$?" >>"$W/build_${nb%%=*}.log") &
+  bpids="$bpids $!"
+done
 step build 200 build.log make -j12 all python ||
   { tail -n 40 "$W/build.log"; exit 1; }
 step build-tests 120 build_tests.log make -j12 -k gpu-tests ||
   tail -n 20 "$W/build_tests.log"
-[ -n "$BASE" ] && wait "$bpid"
-# registers and spills of the push kernels, this tree and BASE
-for t in . $BASE; do
+[ -n "$bpids" ] && wait $bpids
+# registers and spills of the push kernels, this tree and each base
+for nb in new=. $BASES; do
+  t=${nb#*=}
   nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -I$t/include \
     -I$t/kernels -Xptxas -v -c $t/kernels/all_reduce_push.cu -o /dev/null 2>&1 |
     grep -E 'Compiling entry|registers|spill' | paste - - - |
-    sed -e 's/.*push_cu_[0-9a-f]*//' >"$W/ptxas_$([ $t = . ] && echo new || echo base).txt" &
+    sed -e 's/.*push_cu_[0-9a-f]*//' >"$W/ptxas_${nb%%=*}.txt" &
 done
 RUN=build/bin/symheap-run
 PP=$PWD/build/lib/python3/site-packages
@@ -82,16 +85,17 @@ rc=$?; [ $rc = 124 ] || [ $rc = 137 ] && HUNG=1
 [ $HUNG = 0 ] && step "test_coll_mid threads x2" 60 mid_threads2.log \
   build/test/test_coll_mid --threads 2
 TB=build/bin/symheap-tune
-BT=$BASE/build/bin/symheap-tune
 for k in 1 2; do
   [ $HUNG = 1 ] && break
   for m in graph eager; do
     g=; [ $m = graph ] && g=--graph
-    step "tune $m new #$k" 40 tune_${m}_new$k.log $RUN -n 2 $TB --coll all_reduce \
-      --min-bytes 16384 --max-bytes 4194304 $g --all "$W/tune_${m}_new$k.tsv"
-    [ -x "$BT" ] && step "tune $m base #$k" 40 tune_${m}_base$k.log $RUN -n 2 $BT \
-      --coll all_reduce --min-bytes 16384 --max-bytes 4194304 $g \
-      --all "$W/tune_${m}_base$k.tsv"
+    for nb in new=. $BASES; do
+      n=${nb%%=*} t=${nb#*=}
+      [ -x "$t/$TB" ] || continue
+      step "tune $m $n #$k" 40 tune_${m}_$n$k.log $RUN -n 2 $t/$TB \
+        --coll all_reduce --min-bytes 16384 --max-bytes 4194304 $g \
+        --all "$W/tune_${m}_$n$k.tsv"
+    done
   done
 done
 for k in 1 2; do

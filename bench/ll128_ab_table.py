@@ -40,22 +40,25 @@ def cell(b):
 
 
 def ab(d):
+    names = sorted({os.path.basename(f)[len("tune_graph_"):-5]
+                    for f in glob.glob(os.path.join(d, "tune_graph_*[12].tsv"))})
+    trees = ["new"] + sorted({n for n in names if n != "new"})
     for mode in ("graph", "eager"):
-        print("%s, 2 ranks | bytes | ll128 new #1 | ll128 base #1 | ll128 new #2"
-              " | ll128 base #2 | other best (new #1) | new/base" % mode)
-        runs = {k: tune(os.path.join(d, "tune_%s_%s.tsv" % (mode, k)))
-                for k in ("new1", "base1", "new2", "base2")}
-        for nb in sorted(runs["new1"]):
-            ll = {k: best(T.get(nb, {}), lambda v: v.startswith("ll128"))
-                  for k, T in runs.items()}
-            other = best(runs["new1"].get(nb, {}),
+        runs = {(t, k): tune(os.path.join(d, "tune_%s_%s%d.tsv" % (mode, t, k)))
+                for t in trees for k in (1, 2)}
+        print("%s, 2 ranks, best ll128 variant per tree (run 1 | run 2), "
+              "then the best other algorithm (new, run 1)" % mode)
+        print("   bytes | " + " | ".join("%-37s" % t for t in trees) +
+              " | other")
+        for nb in sorted(runs[("new", 1)]):
+            cells = []
+            for t in trees:
+                xs = [best(runs[(t, k)].get(nb, {}),
+                           lambda v: v.startswith("ll128")) for k in (1, 2)]
+                cells.append(" ".join(cell(x) for x in xs))
+            other = best(runs[("new", 1)].get(nb, {}),
                          lambda v: not v.startswith("ll128"))
-            n = [x[0] for x in (ll["new1"], ll["new2"]) if x]
-            b = [x[0] for x in (ll["base1"], ll["base2"]) if x]
-            ratio = "%.2f" % (min(n) / min(b)) if n and b else "-"
-            print("%s | %8d | %s | %s | %s | %s | %s | %s" % (
-                mode, nb, cell(ll["new1"]), cell(ll["base1"]), cell(ll["new2"]),
-                cell(ll["base2"]), cell(other), ratio))
+            print("%8d | %s | %s" % (nb, " | ".join(cells), cell(other)))
         print()
 
 

@@ -26,6 +26,8 @@
  * epoch.  Flags are per block (not per channel) and carry 2e - 1 (two-shot's
  * first phase) and 2e, so they only grow, whatever the algorithms' order.
  * Ranks are reduced in rank order, in float32, as the other kernels do. */
+#include <algorithm>
+
 #include "coll_common.cuh"
 #include "coll_launch.h"
 
@@ -258,15 +260,20 @@ bool push_layout(const launch_t &L, push_kind k, push_args_t *a, int *grid,
   const size_t per = ll            ? (nunits + kLineWords - 1) / kLineWords
                      : k == kPushTwo ? (nunits + n - 1) / n
                                      : nunits;
-  int t = L.threads >= 32 && L.threads <= 1024 && L.threads % 32 == 0
-              ? L.threads
-              : kPushThreads;
+  const bool named = L.threads >= 32 && L.threads <= 1024 && L.threads % 32 == 0;
+  int t = named ? L.threads : kPushThreads;
   /* what a block moves a step: 2 units a thread, or a line per 8 threads */
   const size_t step = ll ? (size_t)t / 8 : 2 * (size_t)t;
   size_t g = (per + step - 1) / step;
   int cap = L.max_blocks < kMaxChannels ? L.max_blocks : kMaxChannels;
   g = g < 1 ? 1 : g > (size_t)cap ? (size_t)cap : g;
   const size_t chunk = (per + g - 1) / g;
+  /* LL128 with the default block size, where the blocks' cap leaves a block
+   * more lines than one step: as many more threads (to 1024) as one step
+   * needs, since a second, short step costs a full wait (1 MiB at 2 ranks:
+   * 128 blocks of 576 threads, not a step of 64 lines and one of 5). */
+  if (ll && !named && chunk > step)
+    t = (int)std::min<size_t>(1024, (chunk + 3) / 4 * 32);
   const size_t subs = (g + kLLBlocks - 1) / kLLBlocks;
   const size_t region = (size_t)n * ll_area_bytes(n);
   const size_t slot = subs * chunk * (ll ? 128 : 16);
@@ -442,6 +449,10 @@ ll128_reduce(const push_args_t &a, const uint64_t *const (&from)[NR], size_t L,
  * epoch (the two loads' latencies overlap) and kept for the reduction. */
 template <int DT, int OP, int NR>
 __global__ void __launch_bounds__(1024) one_shot_ll128(push_args_t a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  /* launched with PDL (launch_pdl): the previous kernel's memory first */
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
   const int rank = a.rank, c = blockIdx.x;
   const int ch = c % kLLBlocks, sub = c / kLLBlocks;
   const int lane = threadIdx.x & 31, pos = lane & 7;
@@ -506,6 +517,31 @@ __global__ void __launch_bounds__(1024) one_shot_ll128(push_args_t a) {
 
 namespace {
 
+/* A launch with programmatic stream serialization (PDL, sm_90): the kernel
+ * may be launched while the stream's previous kernel drains (its blocks
+ * have all exited), and waits for that kernel's completion and memory
+ * (griddepcontrol.wait) before its first access to memory; kernels after
+ * it wait for it as usual.  The launch latency of back-to-back collectives
+ * (a CUDA graph of them) overlaps the previous one's end.  None of this
+ * kernel's blocks triggers its dependents early: a later kernel's blocks
+ * never hold SMs that this one's may still need (ranks sharing a GPU). */
+void launch_pdl(void (*k)(push_args_t), int grid, int threads,
+                cudaStream_t s, const push_args_t &a) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((unsigned)grid);
+  cfg.blockDim = dim3((unsigned)threads);
+  cfg.stream = s;
+  cudaLaunchAttribute at[1];
+  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  at[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = at;
+  cfg.numAttrs = 1;
+  if (cudaLaunchKernelEx(&cfg, k, a) != cudaSuccess) {
+    (void)cudaGetLastError(); /* not supported here: a plain launch */
+    k<<<grid, threads, 0, s>>>(a);
+  }
+}
+
 cudaError_t launch_kind(const launch_t &L, push_kind k) {
   push_args_t a;
   int grid = 0, threads = 0;
@@ -514,7 +550,7 @@ cudaError_t launch_kind(const launch_t &L, push_kind k) {
 #define K(D, O, NR)                                                            \
   do {                                                                         \
     if (k == kPushLL128)                                                       \
-      one_shot_ll128<D, O, NR><<<grid, threads, 0, L.stream>>>(a);             \
+      launch_pdl(one_shot_ll128<D, O, NR>, grid, threads, L.stream, a);        \
     else if (k == kPushTwo)                                                    \
       two_shot_push<D, O, NR><<<grid, threads, 0, L.stream>>>(a);              \
     else                                                                       \
