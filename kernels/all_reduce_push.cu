@@ -260,7 +260,8 @@ bool push_layout(const launch_t &L, push_kind k, push_args_t *a, int *grid,
   const size_t per = ll            ? (nunits + kLineWords - 1) / kLineWords
                      : k == kPushTwo ? (nunits + n - 1) / n
                                      : nunits;
-  const bool named = L.threads >= 32 && L.threads <= 1024 && L.threads % 32 == 0;
+  const bool named =
+      L.threads >= 32 && L.threads <= 1024 && L.threads % 32 == 0;
   int t = named ? L.threads : kPushThreads;
   /* what a block moves a step: 2 units a thread, or a line per 8 threads */
   const size_t step = ll ? (size_t)t / 8 : 2 * (size_t)t;
