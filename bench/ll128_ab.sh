@@ -98,13 +98,6 @@ for k in 1 2; do
     done
   done
 done
-for k in 1 2; do
-  [ $HUNG = 1 ] && break
-  mkdir -p "$W/peers$k"
-  step "python_peers x2 #$k" 100 peers$k.log env OUT="$W/peers$k" \
-    PYTHONPATH="$PP" python3 bench/python_peers.py --ranks 2 \
-    --sizes 4K,64K,256K,512K,1M,2M,16M --no-symheap-backend
-done
 [ $HUNG = 0 ] && step "test_coll AUTO=ll128 x2" 90 coll_ll128.log env \
   SYMHEAP_ALL_REDUCE_ALGO=ll128 $RUN -n 2 build/test/test_coll
 if [ "${TUNE:-0}" = 1 ] && [ $HUNG = 0 ]; then
@@ -114,8 +107,59 @@ if [ "${TUNE:-0}" = 1 ] && [ $HUNG = 0 ]; then
     --max-bytes 67108864 --out "$W/table_graph.tsv" --all "$W/tune_all_graph.tsv"
   step "symheap-bench --collectives x2" 60 bench.log $RUN -n 2 \
     build/bin/symheap-bench --collectives --json "$W/bench.json"
+  # MERGE=1: this run's 2-rank rows into the shipped table, in place where
+  # the library looks (and in $W/tuning/ to bring back)
+  name=$(sed -n 's/^# file name: //p' "$W/table_eager.tsv")
+  if [ "${MERGE:-0}" = 1 ] && [ -n "$name" ] && [ -f "tuning/$name" ]; then
+    mkdir -p "$W/tuning"
+    # all_reduce rows near the best in eager calls and in graphs alike
+    python3 bench/tune_both.py "$W/tune_all_eager.tsv" "$W/tune_all_graph.tsv" \
+      "$W/table_eager.tsv" "$W/table_both.tsv" >"$W/tune_both.txt" 2>&1
+    python3 bench/merge_table.py "tuning/$name" "$W/table_both.tsv" \
+      "$W/tuning/$name" "2-rank rows: symheap-tune at 2 ranks on $(nvidia-smi \
+      --query-gpu=name --format=csv,noheader | head -1), $(date -u '+%F %H:%M') UTC (bench/ll128_ab.sh, round 6)" &&
+      build/bin/symheap-tune --check "$W/tuning/$name" &&
+      cp "$W/tuning/$name" build/share/symheap/tuning/ &&
+      echo "merged table in place: build/share/symheap/tuning/$name" | tee -a "$W/summary.txt"
+    step "symheap-bench --collectives x2 (merged)" 60 bench_merged.log $RUN -n 2 \
+      build/bin/symheap-bench --collectives --json "$W/bench_merged.json"
+  fi
 fi
+for k in 1 2; do
+  [ $HUNG = 1 ] && break
+  mkdir -p "$W/peers$k"
+  step "python_peers x2 #$k" 100 peers$k.log env OUT="$W/peers$k" \
+    PYTHONPATH="$PP" python3 bench/python_peers.py --ranks 2 \
+    --sizes 4K,64K,256K,512K,1M,2M,16M --no-symheap-backend
+done
 [ $HUNG = 0 ] && step "test_coll AUTO (table) x2" 90 coll_auto.log \
   $RUN -n 2 build/test/test_coll
+# EXTRA=1: the other suites the LL kernels' launch touches: reduce-scatter
+# (test_coll_xfer), ranks sharing a GPU (4 ranks on 2 GPUs: no early
+# trigger), threads
+if [ "${EXTRA:-0}" = 1 ] && [ $HUNG = 0 ]; then
+  step "test_coll_xfer x2" 60 xfer2.log $RUN -n 2 build/test/test_coll_xfer
+  step "test_coll threads x2" 90 coll_threads2.log build/test/test_coll --threads 2
+  step "test_coll_mid threads x4 (2 a GPU)" 90 mid_threads4.log \
+    build/test/test_coll_mid --threads 4
+  step "test_coll procs x4 (2 a GPU)" 120 coll_procs4.log $RUN -n 4 build/test/test_coll
+fi
+# PEERS=1: NCCL's and PyTorch's all-reduce at 4 KiB-1 GiB, eager (the scale
+# page's 2-rank column; bench/peers_baseline_n.py)
+if [ "${PEERS:-0}" = 1 ]; then
+  mkdir -p "$W/baseline"
+  step "NCCL / PyTorch all-reduce 4K-1G x2" 120 baseline.log env OUT="$W/baseline" \
+    PEERS_SIZES=4096,16384,65536,262144,1048576,4194304,16777216,67108864,268435456,1073741824 \
+    python3 bench/peers_baseline_n.py 2
+fi
 wait
+# TORCH=1: bench/torch_gpu.sh (issue 30's torch tests and python_peers)
+if [ "${TORCH:-0}" = 1 ] && [ $HUNG = 0 ]; then
+  left=$((BUDGET - SECONDS))
+  echo "torch_gpu.sh with BUDGET_S=$((left - 100))" | tee -a "$W/summary.txt"
+  OUT=$W/torch BUDGET_S=$((left - 100)) timeout -k 5 $((left + 20)) \
+    bash bench/torch_gpu.sh >"$W/torch_gpu.log" 2>&1
+  echo "torch_gpu.sh rc=$?" | tee -a "$W/summary.txt"
+  tail -n 40 "$W/torch_gpu.log" >"$W/torch_gpu_tail.txt"
+fi
 exit 0

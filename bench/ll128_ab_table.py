@@ -118,10 +118,68 @@ def large(d):
                     print("  " + line.rstrip())
 
 
+def table_choice(path, nb):
+    """The variant name the merged table's 2-rank all_reduce row picks."""
+    for line in open(path):
+        f = line.rstrip("\n").split("\t")
+        if len(f) < 8 or f[0] != "all_reduce" or f[1] != "2":
+            continue
+        hi = float("inf") if f[4] == "max" else int(f[4])
+        if int(f[3]) <= nb <= hi:
+            v = f[5]
+            if f[6] != "0":
+                v += "/b" + f[6]
+            if f[7] != "0":
+                v += "/t" + f[7]
+            return v
+    return None
+
+
+def auto(d):
+    """AUTO's choice (the merged table) against the best variant of the
+    tuning run at each size, eager and graph (goal: within 3%)."""
+    tabs = glob.glob(os.path.join(d, "tuning", "*.tsv"))
+    if not tabs:
+        return
+    print("AUTO (merged table) vs the best of symheap's variants, 2 ranks, "
+          "all-reduce (us; ratio)")
+    for mode in ("eager", "graph"):
+        T = tune(os.path.join(d, "tune_all_%s.tsv" % mode))
+        worst = []
+        for nb in sorted(T):
+            v = table_choice(tabs[0], nb)
+            b = best(T[nb], lambda x: True)
+            t = T[nb].get(v)
+            r = t / b[0] if t and b else None
+            worst.append((r or 0, nb))
+            print("  %s %10d  auto %-18s %8s  best %-18s %8.2f  %s" % (
+                mode, nb, v, "%.2f" % t if t else "-", b[1], b[0],
+                "%.3f" % r if r else "-"))
+        print("  %s: worst %.3f at %d bytes" % ((mode,) + max(worst)))
+    # an independent measure: symheap-bench --collectives with the merged
+    # table (its own launch loop and graph) against the tuning run's best
+    try:
+        B = json.load(open(os.path.join(d, "bench_merged.json")))
+    except (OSError, ValueError):
+        return
+    for mode, key in (("eager", "allreduce_auto_us_%d"),
+                      ("graph", "allreduce_graph_us_%d")):
+        T = tune(os.path.join(d, "tune_all_%s.tsv" % mode))
+        cells = []
+        for nb in sorted(T):
+            a = B.get(key % nb)
+            if a:
+                cells.append("%d: %.2f/%.2f=%.3f" % (
+                    nb, a, min(T[nb].values()), a / min(T[nb].values())))
+        print("  symheap-bench auto (%s) / tuning best: %s" % (
+            mode, "; ".join(cells)))
+
+
 def main(d):
     ab(d)
     peers(d)
     large(d)
+    auto(d)
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ struct push_args_t {
   size_t slot;   /* bytes of a sender's slot in a region */
   int rank;
   bool aligned; /* input and every output 16-byte aligned */
+  bool early;   /* LL128: pdl_trigger() (ranks do not share the GPU) */
 };
 
 __device__ __forceinline__ char *pad_of(const push_args_t &a, int q) {
@@ -296,6 +297,7 @@ bool push_layout(const launch_t &L, push_kind k, push_args_t *a, int *grid,
     a->slot = slot;
     a->rank = L.in.rank;
     a->aligned = L.aligned;
+    a->early = L.sharing <= 1;
     *grid = (int)g;
     *threads = t;
   }
@@ -450,10 +452,9 @@ ll128_reduce(const push_args_t &a, const uint64_t *const (&from)[NR], size_t L,
  * epoch (the two loads' latencies overlap) and kept for the reduction. */
 template <int DT, int OP, int NR>
 __global__ void __launch_bounds__(1024) one_shot_ll128(push_args_t a) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  /* launched with PDL (launch_pdl): the previous kernel's memory first */
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
+  pdl_wait(); /* launched with PDL: the previous kernel's memory first */
+  if (a.early)
+    pdl_trigger();
   const int rank = a.rank, c = blockIdx.x;
   const int ch = c % kLLBlocks, sub = c / kLLBlocks;
   const int lane = threadIdx.x & 31, pos = lane & 7;
@@ -518,31 +519,6 @@ __global__ void __launch_bounds__(1024) one_shot_ll128(push_args_t a) {
 
 namespace {
 
-/* A launch with programmatic stream serialization (PDL, sm_90): the kernel
- * may be launched while the stream's previous kernel drains (its blocks
- * have all exited), and waits for that kernel's completion and memory
- * (griddepcontrol.wait) before its first access to memory; kernels after
- * it wait for it as usual.  The launch latency of back-to-back collectives
- * (a CUDA graph of them) overlaps the previous one's end.  None of this
- * kernel's blocks triggers its dependents early: a later kernel's blocks
- * never hold SMs that this one's may still need (ranks sharing a GPU). */
-void launch_pdl(void (*k)(push_args_t), int grid, int threads,
-                cudaStream_t s, const push_args_t &a) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3((unsigned)grid);
-  cfg.blockDim = dim3((unsigned)threads);
-  cfg.stream = s;
-  cudaLaunchAttribute at[1];
-  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  at[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = at;
-  cfg.numAttrs = 1;
-  if (cudaLaunchKernelEx(&cfg, k, a) != cudaSuccess) {
-    (void)cudaGetLastError(); /* not supported here: a plain launch */
-    k<<<grid, threads, 0, s>>>(a);
-  }
-}
-
 cudaError_t launch_kind(const launch_t &L, push_kind k) {
   push_args_t a;
   int grid = 0, threads = 0;
@@ -551,7 +527,7 @@ cudaError_t launch_kind(const launch_t &L, push_kind k) {
 #define K(D, O, NR)                                                            \
   do {                                                                         \
     if (k == kPushLL128)                                                       \
-      launch_pdl(one_shot_ll128<D, O, NR>, grid, threads, L.stream, a);        \
+      launch_pdl(one_shot_ll128<D, O, NR>, grid, threads, L.stream, a);      \
     else if (k == kPushTwo)                                                    \
       two_shot_push<D, O, NR><<<grid, threads, 0, L.stream>>>(a);              \
     else                                                                       \

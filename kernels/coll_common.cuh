@@ -271,6 +271,46 @@ __device__ __forceinline__ uint4 ld_volatile(const uint4 *p) {
   return v;
 }
 
+/* --- programmatic dependent launch (PDL, sm_90) -------------------------
+ * The LL kernels (ll_one_shot, one_shot_ll128) are launched with
+ * programmatic stream serialization: such a kernel may be scheduled before
+ * the stream's previous kernel has completed, and pdl_wait() (its first
+ * statement) holds it until that kernel has completed and its memory is
+ * visible; kernels after it wait for it as usual.  Back-to-back collectives
+ * (a CUDA graph of them) overlap one's launch with the previous one's end.
+ * pdl_trigger() lets the stream's next such kernel be scheduled once every
+ * block of this one has run it (else: once they have all exited); a kernel
+ * calls it only where its ranks do not share a GPU, since the next kernel's
+ * blocks, waiting, may hold SMs that a peer's blocks on the same GPU need
+ * to start (each rank's own blocks are all resident by then). */
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+template <typename A>
+void launch_pdl(void (*k)(A), unsigned grid, unsigned threads,
+                cudaStream_t s, const A &a) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(threads);
+  cfg.stream = s;
+  cudaLaunchAttribute at[1];
+  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  at[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = at;
+  cfg.numAttrs = 1;
+  if (cudaLaunchKernelEx(&cfg, k, a) != cudaSuccess) {
+    (void)cudaGetLastError(); /* not supported here: a plain launch */
+    k<<<grid, threads, 0, s>>>(a);
+  }
+}
+
 } // namespace symheap_coll
 
 #endif
