@@ -120,6 +120,7 @@ if [ "${TUNE:-0}" = 1 ] && [ $HUNG = 0 ]; then
       --query-gpu=name --format=csv,noheader | head -1), $(date -u '+%F %H:%M') UTC (bench/ll128_ab.sh, round 6)" &&
       build/bin/symheap-tune --check "$W/tuning/$name" &&
       cp "$W/tuning/$name" build/share/symheap/tuning/ &&
+      cp "$W/tuning/$name" tuning/ && touch build/share/symheap/tuning/.stamp &&
       echo "merged table in place: build/share/symheap/tuning/$name" | tee -a "$W/summary.txt"
     step "symheap-bench --collectives x2 (merged)" 60 bench_merged.log $RUN -n 2 \
       build/bin/symheap-bench --collectives --json "$W/bench_merged.json"
@@ -142,7 +143,8 @@ if [ "${EXTRA:-0}" = 1 ] && [ $HUNG = 0 ]; then
   step "test_coll threads x2" 90 coll_threads2.log build/test/test_coll --threads 2
   step "test_coll_mid threads x4 (2 a GPU)" 90 mid_threads4.log \
     build/test/test_coll_mid --threads 4
-  step "test_coll procs x4 (2 a GPU)" 120 coll_procs4.log $RUN -n 4 build/test/test_coll
+  [ "${EXTRA}" = 2 ] && step "test_coll procs x4 (2 a GPU)" 120 coll_procs4.log \
+    $RUN -n 4 build/test/test_coll
 fi
 # PEERS=1: NCCL's and PyTorch's all-reduce at 4 KiB-1 GiB, eager (the scale
 # page's 2-rank column; bench/peers_baseline_n.py)

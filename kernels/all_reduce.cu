@@ -30,14 +30,11 @@ struct ll_args_t {
   /* 0: all-reduce (every peer is sent the same input); else reduce-scatter:
    * peer p is sent the count elements at src + p * peer_stride. */
   size_t peer_stride;
-  bool early; /* pdl_trigger() (ranks do not share the GPU) */
 };
 
 template <int DT, int OP>
 __global__ void __launch_bounds__(kLLThreads) ll_one_shot(ll_args_t a) {
   pdl_wait(); /* launched with PDL: the previous kernel's memory first */
-  if (a.early)
-    pdl_trigger();
   typedef unit<DT, 8> U;
   const int rank = a.rank, n = a.nranks, b = blockIdx.x;
   const size_t count = a.count;
@@ -177,7 +174,6 @@ cudaError_t launch_ll_one_shot(const launch_t &a) {
   la.count = a.count;
   la.units_per_block = upb;
   la.peer_stride = a.peer_stride;
-  la.early = a.sharing <= 1;
 #define F(D, O) launch_pdl(ll_one_shot<D, O>, blocks, kLLThreads, a.stream, la)
   SYMHEAP_DISPATCH_DT_OP(a.dtype, a.op, F)
 #undef F

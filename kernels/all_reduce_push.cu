@@ -52,7 +52,6 @@ struct push_args_t {
   size_t slot;   /* bytes of a sender's slot in a region */
   int rank;
   bool aligned; /* input and every output 16-byte aligned */
-  bool early;   /* LL128: pdl_trigger() (ranks do not share the GPU) */
 };
 
 __device__ __forceinline__ char *pad_of(const push_args_t &a, int q) {
@@ -297,7 +296,6 @@ bool push_layout(const launch_t &L, push_kind k, push_args_t *a, int *grid,
     a->slot = slot;
     a->rank = L.in.rank;
     a->aligned = L.aligned;
-    a->early = L.sharing <= 1;
     *grid = (int)g;
     *threads = t;
   }
@@ -453,8 +451,6 @@ ll128_reduce(const push_args_t &a, const uint64_t *const (&from)[NR], size_t L,
 template <int DT, int OP, int NR>
 __global__ void __launch_bounds__(1024) one_shot_ll128(push_args_t a) {
   pdl_wait(); /* launched with PDL: the previous kernel's memory first */
-  if (a.early)
-    pdl_trigger();
   const int rank = a.rank, c = blockIdx.x;
   const int ch = c % kLLBlocks, sub = c / kLLBlocks;
   const int lane = threadIdx.x & 31, pos = lane & 7;
