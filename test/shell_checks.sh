@@ -617,3 +617,38 @@ tune_gpu_dry_run() {
   rm -rf "$dir"
 }
 check "bench/tune_gpu.sh: dry run and its report" tune_gpu_dry_run
+
+# bench/tune_both.py (one all-reduce table for eager and graph) and
+# bench/merge_table.py (one rank count's rows into the shipped table), on
+# made-up timings: at 64 KiB the eager winner (b) loses by 25% in graphs, so
+# the row takes a (5% behind eager, best in graphs); equal neighbours make
+# one row; the graph-less 1 MiB keeps the eager choice; other collectives'
+# rows and the 4-rank rows stay.
+tune_both_and_merge() {
+  local dir
+  dir=$(mktemp -d)
+  { printf 'collective\tranks\ttopology\tbytes\tvariant\tus\n'
+    printf 'all_reduce\t2\tnvlink\t%s\t%s\t%s\n' 4096 one_shot 4.0 4096 ll128 5.0 \
+      65536 one_shot 4.2 65536 ll128/t128 4.0 1048576 ll128 7.0 1048576 two_shot 9.0
+  } >"$dir/e.tsv"
+  { printf 'collective\tranks\ttopology\tbytes\tvariant\tus\n'
+    printf 'all_reduce\t2\tnvlink\t%s\t%s\t%s\n' 4096 one_shot 2.6 4096 ll128 3.0 \
+      65536 one_shot 3.0 65536 ll128/t128 3.75
+  } >"$dir/g.tsv"
+  printf '# t\ngpu\tX\nall_reduce\t2\tnvlink\t0\tmax\tll128\t0\t0\t1\nbroadcast\t2\tnvlink\t0\tmax\tsm\t0\t0\t1\n' \
+    >"$dir/et.tsv"
+  python3 bench/tune_both.py "$dir/e.tsv" "$dir/g.tsv" "$dir/et.tsv" "$dir/both.tsv" >/dev/null ||
+    return 1
+  printf '%s\n' "all_reduce	2	nvlink	0	65536	one_shot	0	0	4.20" \
+    "all_reduce	2	nvlink	65537	max	ll128	0	0	7.00" >"$dir/want"
+  diff <(grep '^all_reduce' "$dir/both.tsv") "$dir/want" || return 1
+  grep -q '^broadcast	2	nvlink	0	max	sm' "$dir/both.tsv" || return 1
+  printf '# s\ngpu\tX\nall_reduce\t2\tnvlink\t0\tmax\ttwo_shot\t0\t0\t1\nall_reduce\t4\tnvlink\t0\tmax\ttwo_shot\t0\t0\t1\n' \
+    >"$dir/shipped.tsv"
+  python3 bench/merge_table.py "$dir/shipped.tsv" "$dir/both.tsv" "$dir/m.tsv" "why" >/dev/null ||
+    return 1
+  [ "$(grep -c '^all_reduce	2' "$dir/m.tsv")" = 2 ] && grep -q '^all_reduce	4	nvlink	0	max	two_shot' "$dir/m.tsv" &&
+    grep -q '^broadcast	2' "$dir/m.tsv" && grep -q '^# why$' "$dir/m.tsv" || { cat "$dir/m.tsv"; return 1; }
+  rm -rf "$dir"
+}
+check "bench/tune_both.py and merge_table.py: eager and graph rows, merged" tune_both_and_merge

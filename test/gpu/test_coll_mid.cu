@@ -236,15 +236,15 @@ static void case_geometries(th_ctx_t *c) {
   CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   unsigned long long *bad;
   CUDA_OK(cudaMalloc(&bad, sizeof *bad));
-  const size_t counts[] = {1, 4097, 77777, 149999, 150001, 400003,
-                           750000, 1000001, 1400000};
+  const size_t counts[] = {1,      4097,   77777,   149999, 150001,
+                           400003, 750000, 1000001, 1400000};
   for (int dt = 0; dt < 2; dt++) { /* float32, bfloat16 */
     const int d = dt ? SYMHEAP_BFLOAT16 : SYMHEAP_FLOAT32;
     for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
       size_t es = esize(d), bytes = counts[k] * es;
       symheap_algo_t got = SYMHEAP_ALGO_AUTO;
-      CHECK_OK(symheap_cuda_all_reduce_algo(w, counts[k],
-                                            (symheap_dtype_t)d, &got));
+      CHECK_OK(
+          symheap_cuda_all_reduce_algo(w, counts[k], (symheap_dtype_t)d, &got));
       CHECK(got == SYMHEAP_ALGO_ONE_SHOT_LL128,
             "AUTO takes algo %d for %zu bytes, not ll128: the test's table "
             "(SYMHEAP_TUNING_FILE) was not read",
