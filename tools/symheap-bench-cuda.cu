@@ -20,6 +20,22 @@
 #define CHECK_PROG "symheap-bench-cuda"
 #include "cuda_check.h"
 
+/* What AUTO chose, for the sweep's last column.  Every algorithm has its own
+ * label: the old three-way label printed "rs+ce" for ll128 and the push
+ * kernels (seen at 4 ranks, round 6). */
+static const char *auto_label(int algo) {
+  switch (algo) {
+  case SYMHEAP_ALGO_ONE_SHOT: return "one";
+  case SYMHEAP_ALGO_TWO_SHOT: return "two";
+  case SYMHEAP_ALGO_RS_COPY_ENGINE: return "rs+ce";
+  case SYMHEAP_ALGO_ONE_SHOT_PUSH: return "push1";
+  case SYMHEAP_ALGO_TWO_SHOT_PUSH: return "push2";
+  case SYMHEAP_ALGO_RS_CE_PIPELINED: return "rs+ce-p";
+  case SYMHEAP_ALGO_ONE_SHOT_LL128: return "ll128";
+  default: return "?";
+  }
+}
+
 static symheap_comm_t comm;
 static int rank, nranks;
 static cudaStream_t stream;
@@ -210,9 +226,7 @@ int main(int argc, char **argv) {
     if (rank == 0)
       printf("%-9s %10.2f %10.2f %10.2f %10.2f %12.1f %8s\n", human(b, hb),
              t[0], t[1], t[2], tg, bus,
-             chosen == SYMHEAP_ALGO_ONE_SHOT   ? "one"
-             : chosen == SYMHEAP_ALGO_TWO_SHOT ? "two"
-                                               : "rs+ce");
+             auto_label(chosen));
     put("allreduce_auto_us_" + std::to_string(b), t[0]);
     if (t[1] > 0)
       put("allreduce_one_us_" + std::to_string(b), t[1]);
