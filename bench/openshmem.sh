@@ -36,7 +36,8 @@ cd "$(dirname "$0")/.."
 # message-rate and atomics benchmarks (OSU_PT, default all nine), each on
 # the heap and on globals: at 2 PEs, and the message-rate and atomics ones
 # (PE i with i + N/2) at 4 PEs too (OSU_PT_PES, default "2 4"); into
-# build/bench/osu-pt.txt.  They take no -m or OSU_ARGS.
+# build/bench/osu-pt.txt.  They take no -m or OSU_ARGS.  OSU_IMPLS
+# (default "symheap pinned oshmem") picks the implementations of either.
 osu_interleaved() { # MODE REPS: osu-coll or osu-pt
   local mode=$1 reps=$2
   OSU=${OSU_OSHM:-../shared/osu-oshm}
@@ -57,7 +58,7 @@ osu_interleaved() { # MODE REPS: osu-coll or osu-pt
   else
     benches=${OSU_PT:-put get put_nb get_nb put_overlap put_mr put_mr_nb get_mr_nb atomics}
   fi
-  impls="symheap pinned oshmem${OSU_BASE:+ base}"
+  impls="${OSU_IMPLS:-symheap pinned oshmem}${OSU_BASE:+ base}"
   for b in $benches; do
     build/bin/symheap-oshcc -O2 -DPACKAGE_VERSION=\"6.0\" -I"$U" -o "$w/sym-$b" \
       "$OSU/c/openshmem/osu_oshm_$b.c" "$U/osu_util.c" "$U/osu_util_pgas.c" -lm
