@@ -178,7 +178,8 @@ static long split_round(long *s, size_t n, int me, int first, int count,
 
 /* Reductions above the eager size are split: each PE combines a slice of
  * the elements from every source and the others copy it from its dest
- * (coll.c, reduce_scattered).  Sizes just over the eager limit and uneven
+ * (coll.c, reduce_scattered; groups of 3 PEs or more: at 2 PEs the
+ * same calls check the unsplit form).  Sizes just over the eager limit and uneven
  * ones, in place, on the world team, on a team of npes - 1 PEs (an odd
  * size at 4 and 8 PEs) and through the active-set form with two pSyncs in
  * turn; then doubles, whose sum depends on the order: every PE must get
