@@ -179,8 +179,8 @@ static long split_round(long *s, size_t n, int me, int first, int count,
 /* Reductions above the eager size are split: each PE combines a slice of
  * the elements from every source and the others copy it from its dest
  * (coll.c, reduce_scattered; groups of 3 PEs or more: at 2 PEs the
- * same calls check the unsplit form).  Sizes just over the eager limit and uneven
- * ones, in place, on the world team, on a team of npes - 1 PEs (an odd
+ * same calls check the unsplit form).  Sizes just over the eager limit and
+ * uneven ones, in place, on the world team, on a team of npes - 1 PEs (an odd
  * size at 4 and 8 PEs) and through the active-set form with two pSyncs in
  * turn; then doubles, whose sum depends on the order: every PE must get
  * the same bits. */
@@ -203,10 +203,10 @@ static void reduce_split(int me, int npes) {
   for (size_t k = 0; s && pwrk && d && k < sizeof sizes / sizeof *sizes; k++) {
     size_t n = sizes[k];
     for (int round = 0; round < 4; round++) {
-      long bad = split_round(s, n, me, 0, npes, round, SHMEM_TEAM_WORLD,
-                             NULL, NULL);
-      SHC_CHECK(bad < 0, "world, %zu elements, round %d: [%ld] wrong", n,
-                round, bad);
+      long bad =
+          split_round(s, n, me, 0, npes, round, SHMEM_TEAM_WORLD, NULL, NULL);
+      SHC_CHECK(bad < 0, "world, %zu elements, round %d: [%ld] wrong", n, round,
+                bad);
       bad = split_round(s, n, me, 0, npes, round, SHMEM_TEAM_INVALID,
                         psync_r[round & 1], pwrk);
       SHC_CHECK(bad < 0, "to_all, %zu elements, round %d: [%ld] wrong", n,
