@@ -31,10 +31,17 @@ cd "$(dirname "$0")/.."
 # a before/after in the same minutes.  OSU_COLLS picks the collectives
 # (default "barrier broadcast reduce fcollect collect"); OSU_ARGS adds
 # arguments to every OSU program (e.g. "-i 300 -x 30": fewer iterations).
-if [ "${1:-}" = osu-coll ]; then
+#
+# bench/openshmem.sh osu-pt [REPS]: the same for OSU's point-to-point,
+# message-rate and atomics benchmarks (OSU_PT, default all nine), each on
+# the heap and on globals: at 2 PEs, and the message-rate and atomics ones
+# (PE i with i + N/2) at 4 PEs too (OSU_PT_PES, default "2 4"); into
+# build/bench/osu-pt.txt.  They take no -m or OSU_ARGS.  OSU_IMPLS
+# (default "symheap pinned oshmem") picks the implementations of either.
+osu_interleaved() { # MODE REPS: osu-coll or osu-pt
+  local mode=$1 reps=$2
   OSU=${OSU_OSHM:-../shared/osu-oshm}
   [ -d "$OSU/c/openshmem" ] || { echo "no $OSU (set OSU_OSHM)" >&2; exit 2; }
-  reps=${2:-3}
   make -s shmem tools
   mkdir -p build/bench
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -46,9 +53,13 @@ if [ "${1:-}" = osu-coll ]; then
   printf '#!/bin/sh\nexec taskset -c $(( ${SYMHEAP_LOCAL_RANK:-0} %% $(nproc --all) )) "$@"\n' \
     >"$w/pin.sh"
   chmod +x "$w/pin.sh"
-  colls=${OSU_COLLS:-barrier broadcast reduce fcollect collect}
-  impls="symheap pinned oshmem${OSU_BASE:+ base}"
-  for b in $colls; do
+  if [ "$mode" = osu-coll ]; then
+    benches=${OSU_COLLS:-barrier broadcast reduce fcollect collect}
+  else
+    benches=${OSU_PT:-put get put_nb get_nb put_overlap put_mr put_mr_nb get_mr_nb atomics}
+  fi
+  impls="${OSU_IMPLS:-symheap pinned oshmem}${OSU_BASE:+ base}"
+  for b in $benches; do
     build/bin/symheap-oshcc -O2 -DPACKAGE_VERSION=\"6.0\" -I"$U" -o "$w/sym-$b" \
       "$OSU/c/openshmem/osu_oshm_$b.c" "$U/osu_util.c" "$U/osu_util_pgas.c" -lm
     if [ -n "${OSU_BASE:-}" ]; then
@@ -58,27 +69,47 @@ if [ "${1:-}" = osu-coll ]; then
     oshcc -O2 -DPACKAGE_VERSION=\"6.0\" -I"$U" -o "$w/omp-$b" \
       "$OSU/c/openshmem/osu_oshm_$b.c" "$U/osu_util.c" "$U/osu_util_pgas.c" -lm
   done
-  out=build/bench/osu-coll.txt
+  out=build/bench/$mode.txt
   : >"$out"
   for rep in $(seq "$reps"); do
     for n in ${OSU_PES:-2 4}; do
-      for b in $colls; do
-        for impl in $impls; do
-          case $impl in
-          symheap) cmd="build/bin/symheap-run -n $n $w/sym-$b" ;;
-          pinned) cmd="build/bin/symheap-run -n $n $w/pin.sh $w/sym-$b" ;;
-          base) cmd="$OSU_BASE/bin/symheap-run -n $n $w/base-$b" ;;
-          *) cmd="oshrun --mca osc ^rdma --oversubscribe -n $n $w/omp-$b" ;;
-          esac
-          echo "## $rep $impl $b $n load $(cut -d' ' -f1 /proc/loadavg)" >>"$out"
-          # shellcheck disable=SC2086 # OSU_ARGS: several arguments
-          timeout -k 5 120 $cmd -m "${OSU_MAX:-1048576}" ${OSU_ARGS:-} </dev/null >>"$out" 2>&1 ||
-            echo "## failed" >>"$out"
+      for b in $benches; do
+        if [ "$mode" = osu-coll ]; then
+          variants=-
+        else
+          case $b in put_mr* | get_mr* | atomics) ;; *) [ "$n" = 2 ] || continue ;; esac
+          variants="heap global"
+        fi
+        for v in $variants; do
+          for impl in $impls; do
+            case $impl in
+            symheap) cmd="build/bin/symheap-run -n $n $w/sym-$b" ;;
+            pinned) cmd="build/bin/symheap-run -n $n $w/pin.sh $w/sym-$b" ;;
+            base) cmd="$OSU_BASE/bin/symheap-run -n $n $w/base-$b" ;;
+            *) cmd="oshrun --mca osc ^rdma --oversubscribe -n $n $w/omp-$b" ;;
+            esac
+            if [ "$v" = - ]; then
+              echo "## $rep $impl $b $n load $(cut -d' ' -f1 /proc/loadavg)" >>"$out"
+              # shellcheck disable=SC2086 # OSU_ARGS: several arguments
+              timeout -k 5 120 $cmd -m "${OSU_MAX:-1048576}" ${OSU_ARGS:-} </dev/null >>"$out" 2>&1 ||
+                echo "## failed" >>"$out"
+            else
+              echo "## $rep $impl $b:$v $n load $(cut -d' ' -f1 /proc/loadavg)" >>"$out"
+              timeout -k 5 300 $cmd "$v" </dev/null >>"$out" 2>&1 || echo "## failed" >>"$out"
+            fi
+          done
         done
       done
     done
   done
   python3 bench/osu_median.py "$out"
+}
+if [ "${1:-}" = osu-coll ]; then
+  osu_interleaved osu-coll "${2:-3}"
+  exit 0
+fi
+if [ "${1:-}" = osu-pt ]; then
+  OSU_PES=${OSU_PT_PES:-2 4} osu_interleaved osu-pt "${2:-3}"
   exit 0
 fi
 if [ "${1:-}" = osu ]; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Medians of bench/openshmem.sh osu-coll's interleaved repetitions.
+"""Medians of bench/openshmem.sh osu-coll's (or osu-pt's) interleaved repetitions.
 
-Usage: osu_median.py build/bench/osu-coll.txt
+Usage: osu_median.py build/bench/osu-coll.txt (or osu-pt.txt)
 
 The file holds "## REP IMPL BENCH NPES load LOAD" before each run's OSU
 output.  Prints, per (benchmark, PEs), a markdown table: size, then for
@@ -13,6 +13,7 @@ import statistics
 import sys
 
 ORDER = ["symheap", "pinned", "oshmem", "base"]
+OPS = []  # the atomics benchmark's operations, in the order seen
 NAMES = {"symheap": "symheap-shmem (symheap-run -n N)",
          "pinned": "symheap-shmem pinned",
          "oshmem": "Open MPI oshmem",
@@ -35,11 +36,17 @@ def main():
             cells[(bench, n, int(t[0]), impl)].append(float(t[1]))
         elif bench == "barrier" and re.fullmatch(r"[0-9.]+", t[0]) and len(t) == 1:
             cells[(bench, n, 0, impl)].append(float(t[0]))
+        elif bench.startswith("atomics") and t[0].startswith("shmem_") and len(t) >= 3:
+            # "operation  Mops/s  latency (us)": the latency
+            if t[0] not in OPS:
+                OPS.append(t[0])
+            cells[(bench, n, OPS.index(t[0]), impl)].append(float(t[2]))
     present = {i for _, _, _, i in cells}
     impls = [i for i in ORDER if i in present]
     keys = sorted({(b, n) for b, n, _, _ in cells})
     for b, n in keys:
-        print(f"\n#### {b}, {n} PEs (us: median [min-max])\n")
+        unit = ("messages/s, higher is better" if "_mr" in b else "us")
+        print(f"\n#### {b}, {n} PEs ({unit}: median [min-max])\n")
         print("| size | " + " | ".join(NAMES[i] for i in impls) + " |")
         print("|---:|" + "---:|" * len(impls))
         for s in sorted({s for bb, nn, s, _ in cells if (bb, nn) == (b, n)}):
@@ -48,7 +55,8 @@ def main():
                 v = cells.get((b, n, s, i), [])
                 row.append(f"{statistics.median(v):.2f} [{min(v):.2f}-{max(v):.2f}]"
                            if v else "-")
-            print(f"| {s if b != 'barrier' else '-'} | " + " | ".join(row) + " |")
+            label = "-" if b == "barrier" else OPS[s] if b.startswith("atomics") else s
+            print(f"| {label} | " + " | ".join(row) + " |")
     if loads:
         print(f"\nload average (1 min) before each run: {min(loads):.1f} to "
               f"{max(loads):.1f}, median {statistics.median(loads):.1f}")

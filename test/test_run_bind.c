@@ -1,7 +1,8 @@
 /* symheap-run's rank placement (issue 31 item 6), as the ranks see it:
  * each rank prints sched_getaffinity's answer and this driver checks it.
  *   --bind core (default): one CPU of its own per rank; with more ranks than
- *     CPUs, none pinned (no GPU) or its GPU's node (fake sysfs);
+ *     CPUs, rank r on the (r mod CPUs)-th CPU (no GPU) or its GPU's node
+ *     (fake sysfs);
  *   --bind none / SYMHEAP_RUN_BIND=none: the launcher's whole set;
  *   --bind numa: the CPUs of the rank's GPU's NUMA node, found under
  *     SYMHEAP_RUN_SYSFS (a fake tree made here: two NVIDIA GPUs on nodes 0
@@ -147,7 +148,22 @@ int main(int argc, char **argv) {
   expect("run_bind_none", nosys, "--bind none", m, every);
   expect("run_bind_none_env", "SYMHEAP_RUN_BIND=none", "", m, every);
   expect("run_bind_to_none_mpirun_spelling", nosys, "--bind-to none", m, every);
-  expect("run_bind_more_ranks_than_cpus_unpinned", nosys, "", m + 1 < 64 ? m + 1 : 63, every);
+  /* More ranks than CPUs: dealt out in turn, rank r on the (r mod n)-th
+   * CPU (they were left unbound, and the scheduler stacked them). */
+  char turn[64][16];
+  const char *dealt[64];
+  for (int r = 0, k = 0; r < 64; r++, k = (k + 1) % n) {
+    int c = -1;
+    for (int i = 0, seen = 0; i < CPU_SETSIZE && c < 0; i++)
+      if (CPU_ISSET(i, &all) && seen++ == k)
+        c = i;
+    snprintf(turn[r], sizeof turn[r], "%d", c);
+    dealt[r] = turn[r];
+  }
+  expect("run_bind_more_ranks_than_cpus_in_turn", nosys, "",
+         m + 1 < 64 ? m + 1 : 63, dealt);
+  expect("run_bind_more_ranks_than_cpus_none", nosys, "--bind none",
+         m + 1 < 64 ? m + 1 : 63, every);
   expect("run_bind_numa_without_gpu_unbound", nosys, "--bind numa", 2, every);
   if (n >= 2) {
     char a[16], b[16];

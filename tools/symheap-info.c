@@ -153,7 +153,8 @@ static const binding_var_t binding_vars[] = {
      "freed blocks the torch allocator keeps for reuse, per rank (0: none)"},
     {"SYMHEAP_RUN_BIND", "symheap-run", "core", "none, core, numa (0: none)",
      "where symheap-run puts each rank, as --bind: a CPU of its own (core; "
-     "with more ranks than CPUs, its GPU's NUMA node or nowhere), its GPU's "
+     "with more ranks than CPUs, its GPU's NUMA node or, in turn, one CPU "
+     "of several ranks), its GPU's "
      "NUMA node's CPUs (numa), or anywhere (none); --bind wins"},
     {"SYMHEAP_RUN_SYSFS", "symheap-run", "/sys", "a directory",
      "where symheap-run reads the PCI devices and NUMA nodes that --bind "

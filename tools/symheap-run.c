@@ -10,9 +10,12 @@
  * other by spinning can be put on one CPU by the scheduler and run 30x
  * slower.  Where the rank's GPU has a NUMA node (run/bind.c says how it is
  * found), its CPU is taken from that node's first.  With more ranks than
- * CPUs no two ranks are pinned to one CPU (a rank pinned beside another
- * could not move to a CPU that frees up; the OpenSHMEM layer's waits sleep
- * instead): each is bound to its GPU's node if it has one, else not at all.
+ * CPUs, each rank is bound to its GPU's node if it has one, else ranks are
+ * dealt out over the CPUs in turn (rank r on the (r mod CPUs)-th), as many
+ * on each as can be: left to the scheduler, ranks that wait for each other
+ * were moved around and stacked three or four on one CPU while the other
+ * had one or none (OSU's 4-PE OpenSHMEM barrier on 2 idle CPUs: 36 us
+ * unbound against 12 us dealt out two a CPU; docs/perf/openshmem.md).
  * --bind numa binds each rank to its GPU node's CPUs only, --bind none (or
  * SYMHEAP_RUN_BIND=none|core|numa; --bind-to as mpirun spells it) changes
  * the mode. */
@@ -66,7 +69,8 @@ static void usage(FILE *f) {
          "SYMHEAP_BOOTSTRAP=tcp without --hosts runs --hosts localhost:N.\n"
          "  --bind core      each rank to a CPU of its own (the default), from\n"
          "                   its GPU's NUMA node first where it has one; with\n"
-         "                   more ranks than CPUs, to its GPU's node or none\n"
+         "                   more ranks than CPUs, to its GPU's node, else\n"
+         "                   rank r to the (r mod CPUs)-th CPU\n"
          "  --bind numa      each rank to its GPU's NUMA node's CPUs (no GPU\n"
          "                   node: not bound)\n"
          "  --bind none      leave placement to the scheduler\n"
@@ -213,6 +217,14 @@ static int take_cpu(const cpu_set_t *want, cpu_set_t *taken) {
   return -1;
 }
 
+/* The k-th CPU of set (k < CPU_COUNT(set)). */
+static int nth_cpu(const cpu_set_t *set, int k) {
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, set) && k-- == 0)
+      return c;
+  return -1;
+}
+
 /* Every rank's CPUs (bind_sets), by the mode: SYMHEAP_RUN_BIND unless
  * --bind said otherwise.  0, or 2 after a bad SYMHEAP_RUN_BIND. */
 static int bind_decide(void) {
@@ -235,6 +247,8 @@ static int bind_decide(void) {
     if (!own_cpu) {
       if (has_node)
         bind_sets[r] = node;
+      else if (bind_mode == BIND_CORE) /* more ranks than CPUs: in turn */
+        CPU_SET(nth_cpu(&allowed, r % CPU_COUNT(&allowed)), &bind_sets[r]);
       continue;
     }
     int c = has_node ? take_cpu(&node, &taken) : -1;

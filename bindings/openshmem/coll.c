@@ -277,10 +277,59 @@ static void reduce_eager(const struct shm_group *g, void *acc,
   }
 }
 
+/* A reduction too large for eager_data, in two halves: each member
+ * combines its share of the elements (its slice, member i's from n * i /
+ * size on) from every source, in PE order, into its own dest; after a
+ * barrier, each copies the other slices from their owners' dests.  Every
+ * PE combined every element before: 4 PEs on 2 CPUs did 4 times the work,
+ * and 1 MiB sums took 850 us against Open MPI's 610 (quiet machine).
+ * Safe with dest == source: a member writes only its own slice of its
+ * dest before the barrier, which no other member reads from its source,
+ * and the others' slices after it, when every source has been read.  Its
+ * owner waits for the readers of its slice (eager_readers) before it
+ * returns, as for a large collect.  Groups of 3 PEs or more. */
+static void reduce_scattered(const struct shm_group *g, void *dest,
+                             const void *source, size_t n, size_t elem,
+                             shm_combine_fn combine) {
+  size_t size = (size_t)g->size, me = (size_t)g->me;
+  size_t lo = n * me / size, hi = n * (me + 1) / size;
+  eager_claim(g->size - 1, source, n * elem);
+  eager_all_posted(g);
+  char *acc = malloc((hi - lo) * elem + 1);
+  if (!acc)
+    shm__fatal("reduction of %zu bytes: out of memory", n * elem);
+  for (int i = 0; i < g->size; i++) {
+    const char *s = shm__peer(source, shm__group_pe(g, i)) + lo * elem;
+    if (i == 0)
+      memcpy(acc, s, (hi - lo) * elem);
+    else
+      combine(acc, s, hi - lo);
+  }
+  memcpy((char *)dest + lo * elem, acc, (hi - lo) * elem);
+  free(acc);
+  shm__barrier(g);
+  for (int i = 0; i < g->size; i++) {
+    if (i == g->me)
+      continue;
+    size_t a = n * (size_t)i / size, b = n * ((size_t)i + 1) / size;
+    memcpy((char *)dest + a * elem,
+           shm__peer(dest, shm__group_pe(g, i)) + a * elem, (b - a) * elem);
+    eager_done(g, i);
+  }
+  eager_finish(n * elem);
+}
+
 void shm__reduce(const struct shm_group *g, void *dest, const void *source,
                  size_t n, size_t elem, shm_combine_fn combine) {
   if (g->me < 0)
     shm__fatal("a collective called by a PE outside its team or active set");
+  /* Not for 2 PEs: each has its own CPU there and halving the work gains
+   * less than the extra barrier costs on a loaded machine (1 MiB at 2 PEs
+   * already 135 us against Open MPI's 480 on the idle machine). */
+  if (g->size > 2 && eager_ok() && n * elem > SHM_EAGER) {
+    reduce_scattered(g, dest, source, n, elem, combine);
+    return;
+  }
   void *acc = malloc(n * elem + 1);
   void *tmp = shm__s.net ? malloc(n * elem + 1) : NULL;
   if (!acc || (shm__s.net && !tmp))

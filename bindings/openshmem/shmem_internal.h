@@ -35,8 +35,10 @@ struct shm_ctrl {
   int wake_sleepers;
   /* Eager collectives' data from this PE (coll.c): the PEs still to read
    * it, its length (above SHM_EAGER bytes it is read from the caller's
-   * source instead of eager_data), and the data. */
-  long eager_readers;
+   * source instead of eager_data), and the data.  A cache line apart
+   * from the wake word: every PE of a group writes the first PE's
+   * wake_sleepers, and each reader its writer's eager_readers. */
+  _Alignas(64) long eager_readers;
   long eager_len;
   _Alignas(64) char eager_data[SHM_EAGER];
 };

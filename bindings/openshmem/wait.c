@@ -38,6 +38,11 @@
 #ifndef SHM_SPINS_OVERSUBSCRIBED
 #define SHM_SPINS_OVERSUBSCRIBED 16
 #endif
+/* 0: a PE alone on its CPU sleeps as early as the others (to measure what
+ * waiting awake there costs: docs/perf/openshmem.md, round 6). */
+#ifndef SHM_ALONE_AWAKE
+#define SHM_ALONE_AWAKE 1
+#endif
 #define SHM_NET_YIELDS 32
 #define SHM_YIELDS_UNDERSUBSCRIBED 20000
 #define SHM_SLEEP_NS 1000000L
@@ -207,7 +212,7 @@ static int turn_busy(struct shm_spin *s) {
   shm__turn_checks(s);
   int over = shm__oversubscribed();
   if (over && s->n == 0)
-    s->shared_cpu = cpu_shared();
+    s->shared_cpu = SHM_ALONE_AWAKE ? cpu_shared() : 1;
   over = over && s->shared_cpu;
   unsigned spins = over && !shm__s.spin_explicit ? SHM_SPINS_OVERSUBSCRIBED
                                                  : shm__s.spin_before_yield;

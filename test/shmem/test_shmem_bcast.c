@@ -154,6 +154,93 @@ static void collect_mixed(int me, int npes) {
   shc_end();
 }
 
+/* n sums of s[i] = 3 * me + i + round over the PEs first..first+count-1,
+ * in place; then s is rewritten at once (a PE that left before the others
+ * had copied its slice would hand them this garbage).  The index of the
+ * first wrong element, or -1. */
+static long split_round(long *s, size_t n, int me, int first, int count,
+                        int round, shmem_team_t team, long *psync_r,
+                        long *pwrk) {
+  for (size_t i = 0; i < n; i++)
+    s[i] = 3L * me + (long)i + round;
+  if (team != SHMEM_TEAM_INVALID)
+    shmem_long_sum_reduce(team, s, s, n);
+  else
+    shmem_long_sum_to_all(s, s, (int)n, first, 0, count, pwrk, psync_r);
+  long pes = 3L * ((long)count * first + (long)count * (count - 1) / 2);
+  long bad = -1;
+  for (size_t i = 0; i < n && bad < 0; i++)
+    if (s[i] != (long)count * ((long)i + round) + pes)
+      bad = (long)i;
+  memset(s, 0xff, n * sizeof *s);
+  return bad;
+}
+
+/* Reductions above the eager size are split: each PE combines a slice of
+ * the elements from every source and the others copy it from its dest
+ * (coll.c, reduce_scattered; groups of 3 PEs or more: at 2 PEs the
+ * same calls check the unsplit form).  Sizes just over the eager limit and
+ * uneven ones, in place, on the world team, on a team of npes - 1 PEs (an odd
+ * size at 4 and 8 PEs) and through the active-set form with two pSyncs in
+ * turn; then doubles, whose sum depends on the order: every PE must get
+ * the same bits. */
+static void reduce_split(int me, int npes) {
+  static long psync_r[2][SHMEM_REDUCE_SYNC_SIZE];
+  static uint64_t sum_bits, lo, hi;
+  shc_begin("reduce_large_split_in_slices");
+  const size_t sizes[] = {2049, 4099, 100003};
+  long *s = shmem_malloc(sizeof(long) * 100003);
+  long *pwrk = shmem_malloc(sizeof(long) * (100003 / 2 + 1));
+  double *d = shmem_malloc(sizeof(double) * 5003);
+  for (int p = 0; p < 2; p++)
+    for (int i = 0; i < SHMEM_REDUCE_SYNC_SIZE; i++)
+      psync_r[p][i] = SHMEM_SYNC_VALUE;
+  shmem_team_t rest = SHMEM_TEAM_INVALID;
+  if (npes > 2)
+    shmem_team_split_strided(SHMEM_TEAM_WORLD, 1, 1, npes - 1, NULL, 0, &rest);
+  shmem_barrier_all();
+  SHC_CHECK(s && pwrk && d, "shmem_malloc failed");
+  for (size_t k = 0; s && pwrk && d && k < sizeof sizes / sizeof *sizes; k++) {
+    size_t n = sizes[k];
+    for (int round = 0; round < 4; round++) {
+      long bad =
+          split_round(s, n, me, 0, npes, round, SHMEM_TEAM_WORLD, NULL, NULL);
+      SHC_CHECK(bad < 0, "world, %zu elements, round %d: [%ld] wrong", n, round,
+                bad);
+      bad = split_round(s, n, me, 0, npes, round, SHMEM_TEAM_INVALID,
+                        psync_r[round & 1], pwrk);
+      SHC_CHECK(bad < 0, "to_all, %zu elements, round %d: [%ld] wrong", n,
+                round, bad);
+      if (me >= 1 && rest != SHMEM_TEAM_INVALID) {
+        bad = split_round(s, n, me, 1, npes - 1, round, rest, NULL, NULL);
+        SHC_CHECK(bad < 0, "team of %d, %zu elements, round %d: [%ld] wrong",
+                  npes - 1, n, round, bad);
+      }
+      shmem_barrier_all();
+    }
+  }
+  for (int i = 0; d && i < 5003; i++)
+    d[i] = (me % 2 ? 1e-9 : 1e9) / (1.0 + me + i);
+  if (d)
+    shmem_double_sum_reduce(SHMEM_TEAM_WORLD, d, d, 5003);
+  sum_bits = 0;
+  for (int i = 0; d && i < 5003; i++) {
+    uint64_t b;
+    memcpy(&b, &d[i], sizeof b);
+    sum_bits = sum_bits * 31 + b;
+  }
+  shmem_uint64_max_reduce(SHMEM_TEAM_WORLD, &hi, &sum_bits, 1);
+  shmem_uint64_min_reduce(SHMEM_TEAM_WORLD, &lo, &sum_bits, 1);
+  SHC_CHECK(lo == hi, "PEs got different bits for a sum of doubles");
+  if (rest != SHMEM_TEAM_INVALID)
+    shmem_team_destroy(rest);
+  shmem_barrier_all();
+  shmem_free(d);
+  shmem_free(pwrk);
+  shmem_free(s);
+  shc_end();
+}
+
 /* --multiple: under SHMEM_THREAD_MULTIPLE, where the barrier forms run. */
 int main(int argc, char **argv) {
   int multiple = argc > 1 && strcmp(argv[1], "--multiple") == 0, got;
@@ -173,6 +260,7 @@ int main(int argc, char **argv) {
   back_to_back(me, npes);
   sizes(me, npes);
   collect_mixed(me, npes);
+  reduce_split(me, npes);
   shmem_finalize();
   return shc_status();
 }
