@@ -48,29 +48,32 @@ static symheap_result_t copy_stream(cuda_t *c) {
 }
 
 /* On a non-blocking stream of its own: a copy on the legacy stream would
- * wait for the kernel that is waiting for this very copy's descriptor. */
-symheap_result_t cuda_copy_to_host(void *ctx, void *dst, const void *src,
-                                   size_t size) {
+ * wait for the kernel that is waiting for this very copy's descriptor
+ * (copy_to_host: the proxy's descriptors; copy_from_host: landing the net
+ * floor's staged data). */
+static symheap_result_t copy(void *ctx, void *dst, const void *src,
+                             size_t size, int to_host) {
   cuda_t *c = ctx;
   BIND(c);
   symheap_result_t r = copy_stream(c);
   if (r != SYMHEAP_SUCCESS)
     return r;
-  CU_TRY(cuMemcpyDtoHAsync(dst, (cu_deviceptr_t)(uintptr_t)src, size, c->copy));
+  if (to_host)
+    CU_TRY(cuMemcpyDtoHAsync(dst, (cu_deviceptr_t)(uintptr_t)src, size,
+                             c->copy));
+  else
+    CU_TRY(cuMemcpyHtoDAsync((cu_deviceptr_t)(uintptr_t)dst, src, size,
+                             c->copy));
   CU_TRY(cuStreamSynchronize(c->copy));
   return SYMHEAP_SUCCESS;
 }
 
-/* Landing staged data (the net floor's staging): the same stream as
- * copy_to_host, for the same reason. */
+symheap_result_t cuda_copy_to_host(void *ctx, void *dst, const void *src,
+                                   size_t size) {
+  return copy(ctx, dst, src, size, 1);
+}
+
 symheap_result_t cuda_copy_from_host(void *ctx, void *dst, const void *src,
                                      size_t size) {
-  cuda_t *c = ctx;
-  BIND(c);
-  symheap_result_t r = copy_stream(c);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
-  CU_TRY(cuMemcpyHtoDAsync((cu_deviceptr_t)(uintptr_t)dst, src, size, c->copy));
-  CU_TRY(cuStreamSynchronize(c->copy));
-  return SYMHEAP_SUCCESS;
+  return copy(ctx, dst, src, size, 0);
 }

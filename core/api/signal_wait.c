@@ -3,7 +3,6 @@
  * wait's (comm/net_wait.c): the engines progressed while it waits, asleep
  * on their wait fds while they are idle, bounded by its timeout. */
 #include "comm/net_stage.h"
-#include "comm/net_wait.h"
 #include "onesided.h"
 
 static int compare_ok(uint64_t v, symheap_cmp_t cmp, uint64_t value) {
@@ -49,10 +48,7 @@ symheap_signal_wait_until(symheap_window_t win, size_t offset,
     }
     /* A wait of 0 ms still progresses the engine once (OpenSHMEM's layer
      * relies on it). */
-    int more = symheap__net_wait_turn(c->netc, &wait);
-    if (wait.own) /* an adaptor the waits' hook does not drive */
-      symheap__net_turn(c->netc);
-    if (!more) {
+    if (!symheap__net_wait_step(c->netc, &wait)) {
       if (observed)
         *observed = v;
       return symheap__error(SYMHEAP_ERR_TIMEOUT,

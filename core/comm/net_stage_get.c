@@ -20,7 +20,6 @@
 #include <string.h>
 
 #include "net_stage.h"
-#include "net_wait.h"
 
 /* The slot's bytes read back into dst, complete on return. */
 static symheap_result_t read_slot(symheap__netc_t *n, int peer, void *dst,
@@ -99,10 +98,7 @@ static symheap_result_t fetched(symheap__netc_t *n, int peer, uint64_t seq,
       *out = a.fetched;
       return SYMHEAP_SUCCESS;
     }
-    int more = symheap__net_wait_turn(n, &wait);
-    if (wait.own)
-      symheap__net_turn(n);
-    if (!more)
+    if (!symheap__net_wait_step(n, &wait))
       return symheap__error(SYMHEAP_ERR_TIMEOUT,
                             "%s: rank %d's answer to a staged fetching atomic "
                             "did not arrive whole within %d ms "

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "net_stage.h"
-#include "net_wait.h"
 
 symheap__stage_desc_t *symheap__stage_ring_at(symheap__stage_t *s, int from,
                                               uint64_t seq) {
@@ -64,6 +63,13 @@ void symheap__net_turn(symheap__netc_t *n) {
   symheap__stage_drain(n, 1);
 }
 
+int symheap__net_wait_step(symheap__netc_t *n, symheap__net_wait_t *w) {
+  int more = symheap__net_wait_turn(n, w);
+  if (w->own)
+    symheap__net_turn(n);
+  return more;
+}
+
 symheap_result_t symheap__stage_wait(symheap__netc_t *n, int peer,
                                      int timeout_ms, const char *fn) {
   symheap__stage_t *s = n->stage;
@@ -78,10 +84,7 @@ symheap_result_t symheap__stage_wait(symheap__netc_t *n, int peer,
       read_ack(s, q);
       if (__atomic_load_n(&s->acked[q], __ATOMIC_ACQUIRE) >= want)
         break;
-      int more = symheap__net_wait_turn(n, &wait);
-      if (wait.own)
-        symheap__net_turn(n);
-      if (!more)
+      if (!symheap__net_wait_step(n, &wait))
         return symheap__error(
             SYMHEAP_ERR_TIMEOUT,
             "%s: rank %d has applied %llu of the %llu staged operations this "
@@ -116,10 +119,7 @@ static symheap_result_t room(symheap__netc_t *n, int peer, const char *fn) {
     if (s->sent[peer] - __atomic_load_n(&s->acked[peer], __ATOMIC_ACQUIRE) <
         SYMHEAP__STAGE_RING)
       return SYMHEAP_SUCCESS;
-    int more = symheap__net_wait_turn(n, &wait);
-    if (wait.own)
-      symheap__net_turn(n);
-    if (!more)
+    if (!symheap__net_wait_step(n, &wait))
       return symheap__error(SYMHEAP_ERR_TIMEOUT,
                             "%s: rank %d's staging ring stays full after %d "
                             "ms (SYMHEAP_TIMEOUT_MS): it does not progress",

@@ -24,7 +24,8 @@ void symheap__net_wait_begin(symheap__net_wait_t *w, int timeout_ms);
  * wait fds).  Where the hook does not drive n (this comm's adaptor, NULL
  * for none: one with automatic progress), the turn sets w->own and the
  * caller progresses n itself, with the staged puts it delivers
- * (symheap__net_turn: the staging's, which this file may not call).
+ * (symheap__net_turn: the staging's, which this file may not call;
+ * symheap__net_wait_step in net_stage.h does both).
  * Plain stores wake no sleep: after a short spin and, unless n's fds can
  * wake the wait, some yields, it naps a sixteenth of the time waited so
  * far (20 us to 20 ms). */
