@@ -241,6 +241,22 @@ $(BUILD)/test/test_net: test/test_net.c test/net_loop.c test/net_loop.h \
 	$(CC) $(CFLAGS_ALL) -Icore -o $@ test/test_net.c test/net_loop.c \
 	  $(TEST_COMMON) $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
 
+# The multi-rank suite: its cases by idea in test/multirank_*.c.
+MULTIRANK_SRCS := test/test_multirank.c $(wildcard test/multirank_*.c)
+$(BUILD)/test/test_multirank: $(MULTIRANK_SRCS) test/multirank.h $(TEST_COMMON) \
+    test/harness.h $(BUILD)/lib/libsymheap.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Icore -o $@ $(MULTIRANK_SRCS) $(TEST_COMMON) \
+	  $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
+
+# test_net_wait: symheap_signal_wait_until as a waiting call, over loop.
+$(BUILD)/test/test_net_wait: test/test_net_wait.c test/net_loop.c test/net_loop.h \
+    $(TEST_COMMON) test/harness.h $(BUILD)/lib/libsymheap.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Icore -o $@ test/test_net_wait.c test/net_loop.c \
+	  $(TEST_COMMON) $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
+tests: $(BUILD)/test/test_net_wait
+
 # test_proxy: the device host proxy with the CPU as the kernel, over loop.
 $(BUILD)/test/test_proxy: test/test_proxy.c test/net_loop.c test/net_loop.h \
     $(TEST_COMMON) test/harness.h $(BUILD)/lib/libsymheap.a $(HEADERS)
@@ -263,13 +279,16 @@ $(BUILD)/test/test_exhaust: LDFLAGS += -Wl,--wrap=malloc -Wl,--wrap=calloc \
 
 # The fake CUDA driver, for the cuda adaptor's tests on machines without a GPU.
 FAKE_CUDA := $(BUILD)/fake_cuda/libcuda.so.1
-$(FAKE_CUDA): test/fake_cuda/fake_cuda.c test/fake_cuda/fake_cuda.h test/fake_memfd.h adaptors/common/cuda_api.h
+FAKE_CUDA_SRCS := $(wildcard test/fake_cuda/fake_cuda*.c)
+$(FAKE_CUDA): $(FAKE_CUDA_SRCS) test/fake_cuda/fake_cuda.h test/fake_cuda/fake_cuda_impl.h \
+    test/fake_memfd.h test/fake_va.h adaptors/common/cuda_api.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -shared -o $@ $< -Wl,-soname,libcuda.so.1 $(LDFLAGS_ALL)
-$(BUILD)/test/test_cuda_fake: test/fake_cuda/test_cuda_fake.c $(TEST_COMMON) \
+	$(CC) $(CFLAGS_ALL) -shared -o $@ $(FAKE_CUDA_SRCS) -Wl,-soname,libcuda.so.1 $(LDFLAGS_ALL)
+CUDA_FAKE_SRCS := test/fake_cuda/test_cuda_fake.c $(wildcard test/fake_cuda/cuda_fake_*.c)
+$(BUILD)/test/test_cuda_fake: $(CUDA_FAKE_SRCS) test/fake_cuda/cuda_fake_test.h $(TEST_COMMON) \
     test/harness.h test/fake_cuda/fake_cuda.h $(BUILD)/lib/libsymheap.a $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -Icore -o $@ $< $(TEST_COMMON) $(BUILD)/lib/libsymheap.a \
+	$(CC) $(CFLAGS_ALL) -Icore -o $@ $(CUDA_FAKE_SRCS) $(TEST_COMMON) $(BUILD)/lib/libsymheap.a \
 	  $(LDFLAGS_ALL) $(LIBS)
 tests: $(FAKE_CUDA) $(BUILD)/test/test_cuda_fake
 $(BUILD)/test/test_cuda_proxy: test/fake_cuda/test_cuda_proxy.c $(TEST_COMMON) \

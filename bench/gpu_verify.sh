@@ -46,11 +46,11 @@ suite kit.cuda 200 build/bin/symheap-conformance --device cuda
 # public headers only.
 P=$(mktemp -d)
 make -s install PREFIX="$P/prefix" >/dev/null 2>&1
-mkdir "$P/src" && cp adaptors/device/cuda.c adaptors/common/cuda_api.h \
+mkdir "$P/src" && cp adaptors/device/cuda.c adaptors/device/cuda_*.[ch] adaptors/common/cuda_api.h \
   adaptors/common/cuda_driver.[ch] adaptors/common/dl.[ch] adaptors/common/vendor_error.[ch] adaptors/device/ipc_table.[ch] "$P/src/"
 sed -i 's/"cuda"/"cudacopy"/g' "$P/src/cuda.c"
 (cd "$P/src" && cc -shared -fPIC -fvisibility=hidden -DSYMHEAP_PLUGIN_BUILD \
-  -I"$P/prefix/include" cuda.c cuda_driver.c dl.c vendor_error.c ipc_table.c -o libcudacopy.so -ldl) \
+  -I"$P/prefix/include" cuda*.c dl.c vendor_error.c ipc_table.c -o libcudacopy.so -ldl) \
   >"$OUTDIR/cudacopy-build.txt" 2>&1
 suite kit.cudacopy 200 env SYMHEAP_PLUGIN="$P/src/libcudacopy.so" \
   build/bin/symheap-conformance --device cudacopy

@@ -410,8 +410,10 @@ typedef enum {
 } symheap_cmp_t;
 /* Wait until this rank's 8-byte word at offset of win compares true with
  * value; *observed (NULL allowed) gets the word's value.  Progresses the
- * net adaptor; SYMHEAP_ERR_TIMEOUT after timeout_ms (< 0:
- * SYMHEAP_TIMEOUT_MS). */
+ * net adaptors while it waits (spinning while they have work, asleep on
+ * their wait descriptors while they are idle: docs/network-onesided.md);
+ * SYMHEAP_ERR_TIMEOUT after timeout_ms (< 0: SYMHEAP_TIMEOUT_MS; 0: one
+ * look and one progress turn). */
 symheap_result_t symheap_signal_wait_until(symheap_window_t win, size_t offset,
                                            symheap_cmp_t cmp, uint64_t value,
                                            uint64_t *observed, int timeout_ms);

@@ -179,6 +179,17 @@ suite() { # suite PREFIX BUILD WRAPPER...
     "$@" "$b/test/test_net" --open-failure
   run "$prefix net=none two hosts procs x4" env SYMHEAP_NET=none \
     build/bin/symheap-run -n 4 "$@" "$b/test/test_net" --no-net
+  # symheap_signal_wait_until as a waiting call: it serves a peer's burst
+  # at spin speed and sleeps on the engine's fds when idle, with its
+  # progress thread and without; an adaptor without fds; one host, naps.
+  run "$prefix net_wait(loop_wait) two hosts procs x4" build/bin/symheap-run -n 4 \
+    "$@" "$b/test/test_net_wait"
+  run "$prefix net_wait(loop_wait) progress=none procs x4" env SYMHEAP_NET_PROGRESS=none \
+    build/bin/symheap-run -n 4 "$@" "$b/test/test_net_wait"
+  run "$prefix net_wait(loop, no wait fds) procs x2" env SYMHEAP_NET=loop \
+    build/bin/symheap-run -n 2 "$@" "$b/test/test_net_wait"
+  run "$prefix net_wait one host procs x2" build/bin/symheap-run -n 2 "$@" \
+    "$b/test/test_net_wait" --one-host
   # The device host proxy with the CPU as the kernel (issue 27 step 7).
   run "$prefix proxy(loop) two hosts procs x4" build/bin/symheap-run -n 4 "$@" "$b/test/test_proxy"
   run "$prefix proxy(loop) two hosts procs x2 threads x2" build/bin/symheap-run -n 2 \
@@ -261,6 +272,9 @@ suite() { # suite PREFIX BUILD WRAPPER...
     run "$prefix net(ofi tcp;ofi_rxm) progress=none procs x4" env SYMHEAP_NET=ofi \
       SYMHEAP_NET_PROVIDER="tcp;ofi_rxm" SYMHEAP_NET_DOMAIN=lo \
       SYMHEAP_NET_PROGRESS=none build/bin/symheap-run -n 4 "$@" "$b/test/test_net"
+    run "$prefix net_wait(ofi tcp;ofi_rxm) two hosts procs x4" env SYMHEAP_NET=ofi \
+      SYMHEAP_NET_PROVIDER="tcp;ofi_rxm" SYMHEAP_NET_DOMAIN=lo \
+      build/bin/symheap-run -n 4 "$@" "$b/test/test_net_wait"
     # Staging over the real adaptor: tcp;ofi_rxm has no FI_HMEM (as on the
     # lent GPU machines), the fake CUDA driver's windows are device memory.
     run "$prefix stage(ofi tcp;ofi_rxm) cuda(fake) two hosts procs x4" env SYMHEAP_NET=ofi \

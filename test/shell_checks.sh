@@ -365,16 +365,16 @@ host_adaptor_out_of_tree() {
 }
 check_needs pkg-config "host.c copied out of the tree: kit + multi-rank pass" host_adaptor_out_of_tree
 
-# cuda.c and hip.c, with the files beside them, compile out of the tree as
-# plugins against the installed headers (no GPU to run them on here).
+# cuda.c and hip.c, with their own cuda_*.[ch] / hip_*.[ch] and the files
+# beside them, compile out of the tree as plugins against the installed
+# headers (no GPU to run them on here).
 gpu_adaptors_out_of_tree() {
   local dir a
   dir=$(mktemp -d)
   make -s install PREFIX="$dir/prefix" >/dev/null || return 1
   for a in cuda hip; do
     mkdir "$dir/$a"
-    cp adaptors/device/$a.c adaptors/device/ipc_table.[ch] adaptors/common/dl.[ch] adaptors/common/vendor_error.[ch] "$dir/$a/"
-    [ $a = hip ] && cp adaptors/device/hip_api.h "$dir/$a/"
+    cp adaptors/device/$a.c adaptors/device/${a}_*.[ch] adaptors/device/ipc_table.[ch] adaptors/common/dl.[ch] adaptors/common/vendor_error.[ch] "$dir/$a/"
     [ $a = cuda ] && cp adaptors/common/cuda_api.h adaptors/common/cuda_driver.[ch] "$dir/$a/"
     (cd "$dir/$a" && cc -std=c11 -Wall -Wextra -Werror -shared -fPIC \
       -fvisibility=hidden -DSYMHEAP_PLUGIN_BUILD \

@@ -38,7 +38,5 @@ symheap_result_t symheap__os_net_put_signal(struct symheap_window *w, int peer,
                                             const char *fn);
 symheap_result_t symheap__os_net_fence(symheap_comm_t c, const char *fn);
 symheap_result_t symheap__os_net_quiet(symheap_comm_t c, const char *fn);
-/* One progress call of the comm's adaptor (a no-op without one). */
-void symheap__os_net_progress(symheap_comm_t c);
 
 #endif

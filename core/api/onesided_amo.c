@@ -1,16 +1,15 @@
-/* Atomics, put-with-signal and waiting on a signal.  One atomicity domain
+/* Atomics and put-with-signal.  One atomicity domain
  * per window: on a comm with a net adaptor (it spans hosts), every atomic
  * goes through the adaptor, this host's ranks and this rank included, since
  * an engine's atomics (rxm emulates them at the target) are not atomic with
- * the CPU's; on a comm of one host, CPU atomics through the flat VA. */
+ * the CPU's; on a comm of one host, CPU atomics through the flat VA.
+ * Waiting on a signal is signal_wait.c. */
 /* ThreadSanitizer does not model fences; gcc refuses them under it unless
  * told to let them be (the layer's tests run under TSan). */
 #if defined(__SANITIZE_THREAD__)
 #pragma GCC diagnostic ignored "-Wtsan"
 #endif
-#include <sched.h>
 #include <string.h>
-#include <time.h>
 
 #include "onesided.h"
 
@@ -156,65 +155,4 @@ SYMHEAP__EXPORT symheap_result_t symheap_put_signal(
     memcpy(symheap__os_local(w, peer, offset), src, len);
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
   return amo(sw, peer, sig_offset, sig_op, 8, &value, NULL, NULL, fn);
-}
-
-static int compare_ok(uint64_t v, symheap_cmp_t cmp, uint64_t value) {
-  switch (cmp) {
-  case SYMHEAP_CMP_EQ: return v == value;
-  case SYMHEAP_CMP_NE: return v != value;
-  case SYMHEAP_CMP_GT: return v > value;
-  case SYMHEAP_CMP_GE: return v >= value;
-  case SYMHEAP_CMP_LT: return v < value;
-  case SYMHEAP_CMP_LE: return v <= value;
-  }
-  return 0;
-}
-
-SYMHEAP__EXPORT symheap_result_t
-symheap_signal_wait_until(symheap_window_t win, size_t offset,
-                          symheap_cmp_t cmp, uint64_t value,
-                          uint64_t *observed, int timeout_ms) {
-  const char *fn = "symheap_signal_wait_until";
-  struct symheap_window *w = symheap__window_get(win, fn);
-  if (!w)
-    return SYMHEAP_ERR_INVALID_ARG;
-  symheap_comm_t c = w->comm;
-  symheap_result_t r = symheap__os_begin(win, c->rank, offset, 8, fn, &w);
-  if (r == SYMHEAP_SUCCESS && (offset % 8 || (unsigned)cmp > SYMHEAP_CMP_LE))
-    r = symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s: %s", fn,
-                       offset % 8 ? "offset is not 8-byte aligned"
-                                  : "cmp is not a symheap_cmp_t");
-  if (r == SYMHEAP_SUCCESS)
-    r = symheap__os_host_access(c, fn);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
-  const uint64_t *word = (const uint64_t *)(void *)(w->user_ptr + offset);
-  int64_t deadline =
-      symheap__now_ms() + (timeout_ms < 0 ? c->timeout_ms : timeout_ms);
-  for (unsigned spin = 0;; spin++) {
-    uint64_t v = __atomic_load_n(word, __ATOMIC_ACQUIRE);
-    if (compare_ok(v, cmp, value)) {
-      if (observed)
-        *observed = v;
-      return SYMHEAP_SUCCESS;
-    }
-    /* The engine may owe this rank the very update it waits for. */
-    symheap__os_net_progress(c);
-    if ((spin & 63) == 63 && symheap__now_ms() >= deadline) {
-      if (observed)
-        *observed = v;
-      return symheap__error(SYMHEAP_ERR_TIMEOUT,
-                            "%s: the word at offset %zu is still %llu after "
-                            "%d ms (waiting for cmp %d against %llu)",
-                            fn, offset, (unsigned long long)v,
-                            timeout_ms < 0 ? c->timeout_ms : timeout_ms,
-                            (int)cmp, (unsigned long long)value);
-    }
-    if (spin > 1024) {
-      struct timespec nap = {0, 20 * 1000};
-      nanosleep(&nap, NULL);
-    } else if (spin > 64) {
-      sched_yield();
-    }
-  }
 }

@@ -180,8 +180,3 @@ symheap_result_t symheap__os_net_fence(symheap_comm_t c, const char *fn) {
 symheap_result_t symheap__os_net_quiet(symheap_comm_t c, const char *fn) {
   return symheap__net_quiet(c, fn);
 }
-
-void symheap__os_net_progress(symheap_comm_t c) {
-  if (c->netc)
-    symheap__net_turn(c->netc); /* with peers' staged puts to this rank */
-}

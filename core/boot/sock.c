@@ -64,11 +64,6 @@ void symheap__sock_unlink(const symheap__sockname_t *n) {
     unlink(n->name);
 }
 
-static void sleep_ms(int ms) {
-  struct timespec ts = {0, (long)ms * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
 symheap_result_t symheap__sock_connect(const symheap__sockname_t *n,
                                        int64_t deadline_ms, int peer, int *fd) {
   struct sockaddr_un a;
@@ -98,22 +93,14 @@ symheap_result_t symheap__sock_connect(const symheap__sockname_t *n,
                             "running with the same unique id?)",
                             peer_str(peer, who, sizeof who),
                             n->abstract ? "@" : "", n->name);
-    sleep_ms(delay);
+    symheap__idle_pause(delay);
     if (delay < 20)
       delay *= 2;
   }
 }
 
-/* Set by a higher floor (comm/net_comm.c) once, read by every wait: no
- * call from this floor up, only through the pointer it was handed. */
-static int (*g_idle_hook)(symheap__idle_t *io);
-
-void symheap__sock_set_idle_hook(int (*hook)(symheap__idle_t *io)) {
-  __atomic_store_n(&g_idle_hook, hook, __ATOMIC_RELEASE);
-}
-
 #define SPIN_YIELD 64u /* about every 100 us */
-static int wait_fd(int fd, short events, int64_t deadline_ms) {
+int symheap__sock_wait(int fd, short events, int64_t deadline_ms) {
   symheap__idle_t io = {0, 0, {0}};
   for (unsigned turns = 0;;) {
     int64_t left = deadline_ms - symheap__now_ms();
@@ -129,12 +116,8 @@ static int wait_fd(int fd, short events, int64_t deadline_ms) {
      * CPU every SPIN_YIELD turns: ranks may outnumber cores), or hands
      * out the engine's wait descriptors to sleep on beside the socket
      * (comm/net_comm.c). */
-    int (*hook)(symheap__idle_t *) =
-        __atomic_load_n(&g_idle_hook, __ATOMIC_ACQUIRE);
-    io.nfds = 0;
-    int spin = hook && hook(&io);
-    int n = io.nfds < 0 ? 0 : io.nfds > SYMHEAP__IDLE_FDS ? SYMHEAP__IDLE_FDS
-                                                          : io.nfds;
+    int spin = symheap__idle_turn(&io);
+    int n = io.nfds;
     for (int i = 0; i < n; i++)
       p[1 + i] = (struct pollfd){io.fds[i], POLLIN, 0};
     int64_t tmo = spin ? 0 : left > 1000000 ? 1000000 : left;
@@ -182,7 +165,7 @@ symheap_result_t symheap__fd_limit_error(const char *call) {
 
 symheap_result_t symheap__sock_accept(int lfd, int64_t deadline_ms, int *fd) {
   for (;;) {
-    int w = wait_fd(lfd, POLLIN, deadline_ms);
+    int w = symheap__sock_wait(lfd, POLLIN, deadline_ms);
     if (w == 0)
       return symheap__error(SYMHEAP_ERR_TIMEOUT,
                             "timed out waiting for ranks to connect");
@@ -243,7 +226,7 @@ symheap_result_t symheap__sock_send(int fd, const void *buf, size_t len,
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      int w = wait_fd(fd, POLLOUT, deadline_ms);
+      int w = symheap__sock_wait(fd, POLLOUT, deadline_ms);
       if (w == 0)
         return symheap__error(SYMHEAP_ERR_TIMEOUT, "timed out sending to %s",
                               peer_str(peer, who, sizeof who));
@@ -314,7 +297,7 @@ symheap_result_t symheap__sock_recv(int fd, void *buf, size_t len, int *recv_fd,
     if (errno == EINTR)
       continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      int w = wait_fd(fd, POLLIN, deadline_ms);
+      int w = symheap__sock_wait(fd, POLLIN, deadline_ms);
       if (w == 0) {
         if (recv_fd && *recv_fd >= 0) {
           close(*recv_fd);

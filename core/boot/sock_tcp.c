@@ -122,10 +122,10 @@ static int connect_once(int s, const struct sockaddr_storage *a, socklen_t alen,
     return 0;
   if (errno != EINPROGRESS)
     return errno;
-  int64_t left = deadline_ms - symheap__now_ms();
   /* A host that does not answer at all: try again within a second. */
-  struct pollfd p = {s, POLLOUT, 0};
-  int w = poll(&p, 1, (int)(left < 0 ? 0 : left > 1000 ? 1000 : left));
+  int64_t soon = symheap__now_ms() + 1000;
+  int w = symheap__sock_wait(s, POLLOUT,
+                             deadline_ms < soon ? deadline_ms : soon);
   if (w <= 0)
     return w == 0 ? ETIMEDOUT : errno;
   int err = 0;
@@ -167,8 +167,7 @@ symheap_result_t symheap__tcp_connect(const char *addr, int64_t deadline_ms,
                             "running with the same unique id, and does a "
                             "route reach it?)",
                             peer, addr, strerror(e));
-    struct timespec ts = {0, (long)delay * 1000000L};
-    nanosleep(&ts, NULL);
+    symheap__idle_pause(delay);
     if (delay < 50)
       delay *= 2;
   }
@@ -180,18 +179,12 @@ symheap_result_t symheap__tcp_connect(const char *addr, int64_t deadline_ms,
 symheap_result_t symheap__tcp_accept(int lfd, int64_t deadline_ms, int *fd,
                                      char *from, size_t len) {
   for (;;) {
-    int64_t left = deadline_ms - symheap__now_ms();
-    struct pollfd p = {lfd, POLLIN, 0};
-    int w = poll(&p, 1, (int)(left < 0 ? 0 : left > 1000000 ? 1000000 : left));
-    if (w < 0 && errno == EINTR)
-      continue;
+    int w = symheap__sock_wait(lfd, POLLIN, deadline_ms);
     if (w < 0)
       return symheap__error(SYMHEAP_ERR_SYSTEM, "poll: %s", strerror(errno));
-    if (w == 0 && left <= 0)
+    if (w == 0)
       return symheap__error(SYMHEAP_ERR_TIMEOUT,
                             "timed out waiting for ranks to connect");
-    if (w == 0)
-      continue;
     struct sockaddr_storage a;
     socklen_t alen = sizeof a;
     int s = accept4(lfd, (struct sockaddr *)&a, &alen, SOCK_CLOEXEC);

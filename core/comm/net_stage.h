@@ -21,6 +21,7 @@
 #define SYMHEAP_NET_STAGE_H
 
 #include "net.h"
+#include "net_wait.h"
 
 #define SYMHEAP__STAGE_RING 64u /* descriptors in flight per pair */
 /* A get bounce slot: 16 MiB / nranks, within [4 KiB, 64 KiB] (the same on
@@ -157,6 +158,9 @@ int symheap__stage_pending(symheap__netc_t *n);
 /* One turn of this rank's engine (counted as a call, waiting for its
  * lock) and of its drain: what a caller that waits does each round. */
 void symheap__net_turn(symheap__netc_t *n);
+/* A turn of a wait on what n delivers (net_wait.h), with n progressed here
+ * when the waits' hook does not drive it: 0 when the wait's time is up. */
+int symheap__net_wait_step(symheap__netc_t *n, symheap__net_wait_t *w);
 /* A polling thread's idle turn (the device proxy's): progress the engine
  * if no other thread holds it, uncounted (the progress thread may still
  * take the engine and sleep on it), then apply peers' staged puts.  Without

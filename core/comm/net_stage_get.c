@@ -17,7 +17,6 @@
  * applies it (under its drain lock: one at a time with every other network
  * atomic on its staged windows) and, for a fetching one, returns the old
  * value in its acknowledgement. */
-#include <sched.h>
 #include <string.h>
 
 #include "net_stage.h"
@@ -86,7 +85,8 @@ static uint64_t word_of(const void *p, size_t size) {
 static symheap_result_t fetched(symheap__netc_t *n, int peer, uint64_t seq,
                                 uint64_t *out, const char *fn) {
   symheap__stage_t *s = n->stage;
-  int64_t deadline = symheap__now_ms() + n->timeout_ms;
+  symheap__net_wait_t wait;
+  symheap__net_wait_begin(&wait, n->timeout_ms);
   for (;;) {
     symheap__stage_ack_t a;
     symheap__stage_read_ack(s, peer, &a);
@@ -98,14 +98,12 @@ static symheap_result_t fetched(symheap__netc_t *n, int peer, uint64_t seq,
       *out = a.fetched;
       return SYMHEAP_SUCCESS;
     }
-    if (symheap__now_ms() >= deadline)
+    if (!symheap__net_wait_step(n, &wait))
       return symheap__error(SYMHEAP_ERR_TIMEOUT,
                             "%s: rank %d's answer to a staged fetching atomic "
                             "did not arrive whole within %d ms "
                             "(SYMHEAP_TIMEOUT_MS)",
                             fn, peer, n->timeout_ms);
-    symheap__net_turn(n);
-    sched_yield();
   }
 }
 

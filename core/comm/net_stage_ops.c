@@ -5,9 +5,7 @@
  * descriptors in order (net_stage_apply.c) and puts back how many it
  * applied; an initiator's quiet waits for that count.  Gets and fetching
  * atomics are net_stage_get.c. */
-#include <sched.h>
 #include <string.h>
-#include <time.h>
 
 #include "net_stage.h"
 
@@ -65,15 +63,11 @@ void symheap__net_turn(symheap__netc_t *n) {
   symheap__stage_drain(n, 1);
 }
 
-static void nap(unsigned spin) {
-  if (spin < 64)
-    return;
-  if (spin < 1024) {
-    sched_yield();
-    return;
-  }
-  struct timespec ts = {0, 20 * 1000};
-  nanosleep(&ts, NULL);
+int symheap__net_wait_step(symheap__netc_t *n, symheap__net_wait_t *w) {
+  int more = symheap__net_wait_turn(n, w);
+  if (w->own)
+    symheap__net_turn(n);
+  return more;
 }
 
 symheap_result_t symheap__stage_wait(symheap__netc_t *n, int peer,
@@ -81,15 +75,16 @@ symheap_result_t symheap__stage_wait(symheap__netc_t *n, int peer,
   symheap__stage_t *s = n->stage;
   if (!s)
     return SYMHEAP_SUCCESS;
-  int64_t deadline = symheap__now_ms() + timeout_ms;
+  symheap__net_wait_t wait; /* one deadline for every peer */
+  symheap__net_wait_begin(&wait, timeout_ms);
   int lo = peer < 0 ? 0 : peer, hi = peer < 0 ? s->nranks : peer + 1;
   for (int q = lo; q < hi; q++) {
     uint64_t want = __atomic_load_n(&s->sent[q], __ATOMIC_ACQUIRE);
-    for (unsigned spin = 0;; spin++) {
+    for (;;) {
       read_ack(s, q);
       if (__atomic_load_n(&s->acked[q], __ATOMIC_ACQUIRE) >= want)
         break;
-      if (symheap__now_ms() >= deadline)
+      if (!symheap__net_wait_step(n, &wait))
         return symheap__error(
             SYMHEAP_ERR_TIMEOUT,
             "%s: rank %d has applied %llu of the %llu staged operations this "
@@ -98,8 +93,6 @@ symheap_result_t symheap__stage_wait(symheap__netc_t *n, int peer,
             "SYMHEAP_NET_PROGRESS=none, stopped, or gone)",
             fn, q, (unsigned long long)s->acked[q], (unsigned long long)want,
             timeout_ms);
-      symheap__net_turn(n);
-      nap(spin);
     }
     uint64_t failed = __atomic_load_n(&s->failed_ack[q], __ATOMIC_ACQUIRE);
     uint64_t seen = __atomic_load_n(&s->failed_seen[q], __ATOMIC_ACQUIRE);
@@ -119,19 +112,18 @@ symheap_result_t symheap__stage_wait(symheap__netc_t *n, int peer,
 /* Under s->post: a free descriptor slot at peer (progressing meanwhile). */
 static symheap_result_t room(symheap__netc_t *n, int peer, const char *fn) {
   symheap__stage_t *s = n->stage;
-  int64_t deadline = symheap__now_ms() + n->timeout_ms;
-  for (unsigned spin = 0;; spin++) {
+  symheap__net_wait_t wait;
+  symheap__net_wait_begin(&wait, n->timeout_ms);
+  for (;;) {
     read_ack(s, peer);
     if (s->sent[peer] - __atomic_load_n(&s->acked[peer], __ATOMIC_ACQUIRE) <
         SYMHEAP__STAGE_RING)
       return SYMHEAP_SUCCESS;
-    if (symheap__now_ms() >= deadline)
+    if (!symheap__net_wait_step(n, &wait))
       return symheap__error(SYMHEAP_ERR_TIMEOUT,
                             "%s: rank %d's staging ring stays full after %d "
                             "ms (SYMHEAP_TIMEOUT_MS): it does not progress",
                             fn, peer, n->timeout_ms);
-    symheap__net_turn(n);
-    nap(spin);
   }
 }
 

@@ -1,0 +1,39 @@
+/* The waits' idle hook: work of a higher floor that must go on while a
+ * rank waits (comm/net_comm.c: net adaptors with manual progress, whose
+ * peers' operations on this rank complete only when it progresses).  The
+ * socket waits (sock.c) take a turn of it before each poll; a wait with no
+ * socket (api/signal_wait.c) takes its turns and sleeps through
+ * symheap__idle_sleep.  No call from this floor up: only through the
+ * pointer a higher floor handed it. */
+#ifndef SYMHEAP_IDLE_H
+#define SYMHEAP_IDLE_H
+
+#include <stdint.h>
+
+/* The wait says whether its last sleep ended on one of the hook's
+ * descriptors (the engine has work); the hook may hand out descriptors
+ * (armed: an engine's wait objects) that the wait's sleep also polls, at
+ * most SYMHEAP__IDLE_SLEEP_MS at a time (a provider may lose a wakeup).
+ * Nonzero from it: poll without sleeping (the CPU yielded now and then)
+ * and call it again. */
+#define SYMHEAP__IDLE_FDS 8
+#define SYMHEAP__IDLE_SLEEP_MS 20
+typedef struct {
+  int woke;                   /* in: its last sleep ended on one of fds */
+  int nfds;                   /* out: how many of fds to poll */
+  int fds[SYMHEAP__IDLE_FDS]; /* out: readable when the hook has work */
+} symheap__idle_t;
+/* Set once per process (later calls replace it). */
+void symheap__sock_set_idle_hook(int (*hook)(symheap__idle_t *io));
+/* One turn of the hook: nonzero to spin (call again soon), 0 to sleep on
+ * the io->nfds descriptors it armed (none, and 0 returned, when no hook is
+ * set or it has nothing to do). */
+int symheap__idle_turn(symheap__idle_t *io);
+/* Sleep at most ns (below SYMHEAP__IDLE_SLEEP_MS where io has
+ * descriptors), woken early by one of io's descriptors: io->woke says
+ * whether one did, for the hook's next turn. */
+void symheap__idle_sleep(symheap__idle_t *io, uint64_t ns);
+/* ms of a retry's pause, the hook's turns taken meanwhile. */
+void symheap__idle_pause(int ms);
+
+#endif

@@ -1,0 +1,96 @@
+/* The multi-rank suite (test_multirank.c): the comm's pad and the windows'
+ * signal slots through the device view, and more windows than slots. */
+#include "multirank.h"
+
+/* The comm pad and the windows' signal slots, through the device view: the
+ * pad starts clear, two live windows get different slots, a store into a
+ * peer's signal lands in the peer's slot, and a slot is clear again for the
+ * next window that gets it.  CPU stores stand in for a kernel's. */
+void case_signals(th_ctx_t *c) {
+  symheap_window_t a, b;
+  CHECK_OK(symheap_malloc(c->comm, 4096, 0, &a));
+  CHECK_OK(symheap_malloc(c->comm, 4096, 0, &b));
+  symheap_device_window_t va, vb;
+  CHECK_OK(symheap_window_device_view(a, &va));
+  CHECK_OK(symheap_window_device_view(b, &vb));
+  unsigned want = SYMHEAP_VIEW_FLAT | SYMHEAP_VIEW_PAD | SYMHEAP_VIEW_SIGNALS;
+  CHECK((va.flags & want) == want && (vb.flags & want) == want,
+        "view flags 0x%x / 0x%x", va.flags, vb.flags);
+  CHECK(va.version == SYMHEAP_DEVICE_WINDOW_VERSION &&
+            va.struct_size == sizeof va,
+        "view version %u size %u", va.version, va.struct_size);
+  CHECK(va.pad_base == vb.pad_base && va.pad_stride == vb.pad_stride &&
+            va.pad_stride >= SYMHEAP_PAD_BYTES,
+        "windows of one comm see different pads");
+  CHECK(va.signal_offset != vb.signal_offset &&
+            va.signal_count == SYMHEAP_SLOT_SIGNALS,
+        "slots: offsets %llu / %llu, %u signals",
+        (unsigned long long)va.signal_offset,
+        (unsigned long long)vb.signal_offset, va.signal_count);
+  if ((va.flags & want) != want || (vb.flags & want) != want)
+    goto out;
+  const unsigned char *pad = symheap_device_pad_ptr(&va, c->rank, 0);
+  size_t nonzero = 0;
+  for (size_t i = 0; i < SYMHEAP_PAD_BYTES; i++)
+    nonzero += pad[i] != 0;
+  CHECK(nonzero == 0, "%zu bytes of a fresh pad are not zero", nonzero);
+  barrier(c);
+  /* Rank r sets signal r of every peer's slot of a, and signal 7 of b. */
+  for (int p = 0; p < c->n; p++) {
+    __atomic_store_n(symheap_device_signal_ptr(&va, p, (unsigned)c->rank),
+                     1000u + (unsigned)c->rank, __ATOMIC_RELEASE);
+    __atomic_fetch_add(symheap_device_signal_ptr(&vb, p, 7), 1,
+                       __ATOMIC_ACQ_REL);
+  }
+  barrier(c);
+  for (int p = 0; p < c->n; p++) {
+    uint64_t got = __atomic_load_n(
+        symheap_device_signal_ptr(&va, c->rank, (unsigned)p), __ATOMIC_ACQUIRE);
+    CHECK(got == 1000u + (unsigned)p, "signal from rank %d: %llu", p,
+          (unsigned long long)got);
+  }
+  uint64_t adds = *symheap_device_signal_ptr(&vb, c->rank, 7);
+  CHECK(adds == (uint64_t)c->n, "signal 7 of b counted %llu adds, not %d",
+        (unsigned long long)adds, c->n);
+  barrier(c);
+out:
+  CHECK_OK(symheap_free(c->comm, a));
+  /* The next window takes a's slot (the lowest free), cleared. */
+  symheap_window_t d;
+  CHECK_OK(symheap_malloc(c->comm, 4096, 0, &d));
+  symheap_device_window_t vd;
+  CHECK_OK(symheap_window_device_view(d, &vd));
+  CHECK(vd.signal_offset == va.signal_offset, "slot not reused: %llu vs %llu",
+        (unsigned long long)vd.signal_offset,
+        (unsigned long long)va.signal_offset);
+  if (vd.flags & SYMHEAP_VIEW_SIGNALS) {
+    const uint64_t *sig = symheap_device_signal_ptr(&vd, c->rank, 0);
+    size_t left = 0;
+    for (size_t i = 0; i < SYMHEAP_PAD_SLOT_BYTES / 8; i++)
+      left += sig[i] != 0;
+    CHECK(left == 0, "%zu words of a reused slot are not clear", left);
+  }
+  barrier(c);
+  CHECK_OK(symheap_free(c->comm, d));
+  CHECK_OK(symheap_free(c->comm, b));
+}
+
+/* More windows than slots: the extra ones work, without signals. */
+void case_slots_exhausted(th_ctx_t *c) {
+  enum { N = SYMHEAP_PAD_SLOTS + 2 };
+  static __thread symheap_window_t w[N];
+  int with = 0, without = 0;
+  for (int i = 0; i < N; i++) {
+    CHECK_OK(symheap_malloc(c->comm, 64, 0, &w[i]));
+    symheap_device_window_t v;
+    CHECK_OK(symheap_window_device_view(w[i], &v));
+    if (v.flags & SYMHEAP_VIEW_SIGNALS)
+      with++;
+    else
+      without++;
+  }
+  CHECK(with == SYMHEAP_PAD_SLOTS && without == 2,
+        "%d windows with slots, %d without", with, without);
+  for (int i = 0; i < N; i++)
+    CHECK_OK(symheap_free(c->comm, w[i]));
+}
