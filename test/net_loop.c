@@ -512,6 +512,11 @@ static symheap_result_t put_signal(void *ctx, int peer, const void *src,
                                    uint64_t sig_off, uint64_t value,
                                    symheap_net_amo_t sig_op, unsigned flags) {
   (void)mr, (void)flags;
+  ctx_t *c = ctx;
+  /* As ofi: data needs its region's key (the core sends a signal of no
+   * data as the atomic alone). */
+  if (!rkey || !sig_rkey)
+    return c->svc->error(SYMHEAP_ERR_INVALID_ARG, "loop put_signal: no key");
   LIVE(g_put_signals, 1);
   symheap_result_t r = rma(ctx, PUT, peer, (char *)src, len, rkey, off);
   return r == SYMHEAP_SUCCESS ? atomic(ctx, peer, sig_op, 8, sig_rkey, sig_off,

@@ -51,6 +51,23 @@ run_hosts_odd_input() {
     rc=$?
     [ $rc -eq 2 ] || { echo "-n '$a': status $rc, expected 2"; return 1; }
   done
+  # Host counts take digits only, as -n does, and an empty entry is a
+  # mistake (before: "+2" and " 2" ran 2 ranks, ",," was skipped).
+  for a in "localhost:+2" "localhost: 2" "a:1,,b:1" "a:1," ",a:1" "a:4096,b:1" \
+    "a:99999999999999999999" "a:0x2"; do
+    out=$(timeout 30 build/bin/symheap-run --hosts "$a" --rsh true true 2>&1)
+    rc=$?
+    [ $rc -eq 2 ] && grep -q "hosts wants HOST:COUNT" <<<"$out" ||
+      { echo "--hosts '$a': status $rc, expected 2: $out"; return 1; }
+  done
+  # An option that wants a value, given last: said so (before: "unknown
+  # option -n").
+  for a in -n --hosts --rsh --bind --bind-to; do
+    out=$(build/bin/symheap-run "$a" 2>&1)
+    rc=$?
+    [ $rc -eq 2 ] && grep -q -- "$a needs a value" <<<"$out" ||
+      { echo "symheap-run $a: status $rc: $out" | head -n 2; return 1; }
+  done
   # An empty --rsh: refused (before: the host name ran as the command).
   out=$(timeout 30 build/bin/symheap-run --hosts echo:1 --rsh " " true 2>&1)
   rc=$?
@@ -91,6 +108,57 @@ run_hosts_twice() {
   grep -q '^\[0\] local=0$' <<<"$out" && grep -q '^\[1\] local=1$' <<<"$out"
 }
 check "symheap-run --hosts: a host listed twice is one host" run_hosts_twice
+
+# Strangers at rank 0's TCP port (loopback) while rank 1 is 5 s late: 40
+# that connect and say nothing, one that sends a byte and stops, a header
+# claiming 4 GiB, garbage.  Each is refused and logged with its address and
+# the job joins within its timeout (10 s).  Before: the connections were
+# heard one after the other, a second for each silent one, and the join
+# timed out.
+boot_strangers_side_by_side() {
+  local dir log pid addr ip port i rc n start
+  local -a knock=()
+  dir=$(mktemp -d)
+  log=$dir/log
+  start=$SECONDS
+  SYMHEAP_DEBUG=INFO SYMHEAP_BOOTSTRAP=tcp SYMHEAP_SOCKET_IFNAME==lo \
+    SYMHEAP_TIMEOUT_MS=10000 SYMHEAP_TEST_JOIN_DELAY_MS=5000 timeout 60 \
+    build/bin/symheap-run -n 2 build/test/test_net_boot join >"$log" 2>&1 &
+  pid=$!
+  for i in $(seq 200); do
+    grep -q 'listening on [0-9.]*:[0-9]' "$log" && break
+    sleep 0.1
+  done
+  addr=$(grep -o 'listening on [0-9.]*:[0-9]*' "$log" | head -n 1)
+  addr=${addr#listening on }
+  ip=${addr%:*} port=${addr##*:}
+  if [ -z "$addr" ]; then
+    wait $pid
+    echo "rank 0 never said where it listens: $(tail -n 3 "$log")"
+    rm -rf "$dir"
+    return 1
+  fi
+  for i in $(seq 40); do
+    bash -c "exec 3<>/dev/tcp/$ip/$port; sleep 15" 2>/dev/null &
+    knock+=($!)
+  done
+  bash -c "exec 3<>/dev/tcp/$ip/$port; printf B >&3; sleep 15" 2>/dev/null &
+  knock+=($!)
+  bash -c "exec 3<>/dev/tcp/$ip/$port; printf 'BMHS\x01\x00\x01\x00\x00\x00\x00\x00\xff\xff\xff\xff' >&3; sleep 15" 2>/dev/null &
+  knock+=($!)
+  bash -c "exec 3<>/dev/tcp/$ip/$port; printf 'GET / HTTP/1.0\r\n\r\n' >&3; sleep 15" 2>/dev/null &
+  knock+=($!)
+  wait $pid
+  rc=$?
+  kill "${knock[@]}" 2>/dev/null
+  wait "${knock[@]}" 2>/dev/null
+  grep -v ' INFO: ' "$log" | tail -n 5
+  n=$(grep -c "WARN: bootstrap: refused a connection from $ip:[0-9]*: it did not prove" "$log")
+  rm -rf "$dir"
+  [ $rc -eq 0 ] || { echo "the job exited $rc after $((SECONDS - start)) s"; return 1; }
+  [ "$n" -ge 43 ] || { echo "$n of 43 strangers refused and logged"; return 1; }
+}
+check "bootstrap: 43 strangers at once do not stall the join" boot_strangers_side_by_side
 
 exports_only_public() {
   local bad

@@ -273,9 +273,51 @@ static void test_bad_env(void) {
   th_end();
 }
 
+/* A crowd at the door: 48 strays that connect and say nothing and 8 that
+ * send one byte and stop, all before rank 1 knocks.  They wait side by side
+ * (core/boot/hellos.c), so the job forms at once and each is let go after
+ * its own HELLO_MS.  Before: heard one after the other, a second each, and
+ * the join ran past SYMHEAP_TIMEOUT_MS (8 s here). */
+static void test_stray_crowd(void) {
+  th_begin("hostile", "stray_crowd_does_not_stall_the_join", 0);
+  setenv("SYMHEAP_DEBUG", "NONE", 1);
+  setenv("SYMHEAP_TIMEOUT_MS", "8000", 1);
+  CHECK_OK(symheap_get_unique_id(&g_id));
+  join_t j[2] = {{0, 2, 0, 0, ""}, {1, 2, 0, 0, ""}};
+  pthread_t t0, t1;
+  pthread_create(&t0, NULL, join, &j[0]);
+  enum { CROWD = 56 };
+  int strays[CROWD], reached = 0;
+  for (int k = 0; k < CROWD; k++) {
+    strays[k] = connect_to_job();
+    reached += strays[k] >= 0;
+    if (k >= 48 && strays[k] >= 0)
+      send_all(strays[k], "S", 1);
+  }
+  CHECK(reached == CROWD, "%d of %d strays reached rank 0's socket", reached,
+        CROWD);
+  pthread_create(&t1, NULL, join, &j[1]);
+  pthread_join(t0, NULL);
+  pthread_join(t1, NULL);
+  for (int k = 0; k < CROWD; k++)
+    if (strays[k] >= 0)
+      close(strays[k]);
+  for (int r = 0; r < 2; r++)
+    CHECK(j[r].r == SYMHEAP_SUCCESS, "rank %d: %s (%s)", r,
+          symheap_strerror(j[r].r), j[r].err);
+  CHECK(j[0].ms < HELLO_MS + 3000, "the job took %lld ms to form",
+        (long long)j[0].ms);
+  printf("# %d strays at the door, job formed in %lld ms\n", CROWD,
+         (long long)j[0].ms);
+  unsetenv("SYMHEAP_TIMEOUT_MS");
+  unsetenv("SYMHEAP_DEBUG");
+  th_end();
+}
+
 int main(void) {
   test_other_user(); /* forks: first, before any thread */
   test_strays();
+  test_stray_crowd();
   test_wrong_rank_claim();
   test_bad_env();
   return th_total_failures() ? 1 : 0;

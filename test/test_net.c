@@ -219,6 +219,16 @@ static void case_put_signal(th_ctx_t *c, symheap_window_t w,
         bad = k;
   }
   CHECK(bad < 0, "slot %d seen before its data", bad);
+  /* No data: the signal alone still arrives, from a NULL src too (before:
+   * the core gave the adaptor's put_signal no key for the data, and ofi
+   * refused it). */
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  CHECK_OK(symheap_put_signal(w, to, 0, NULL, 0, sig, 0, 5, SYMHEAP_AMO_ADD));
+  uint64_t want = (uint64_t)iters + 5, seen = 0;
+  CHECK_OK(symheap_signal_wait_until(sig, 0, SYMHEAP_CMP_GE, want, &seen,
+                                     -1));
+  CHECK(seen == want, "after a signal of no data: %llu, want %llu",
+        (unsigned long long)seen, (unsigned long long)want);
   /* With an adaptor put_signal, the core uses it (one call each). */
   if (!strcmp(getenv("SYMHEAP_NET"), "loop_signal") && !same_host(c->rank, to))
     CHECK(net_loop_put_signals() >= iters, "adaptor put_signal called %d times",
@@ -582,6 +592,22 @@ static void case_hostile(th_ctx_t *c, symheap_window_t w, size_t size) {
   CHECK_ERR(symheap_fence(NULL), E);
   CHECK_ERR(symheap_quiet(NULL), E);
   CHECK(to == (c->rank + 1) % c->n, "a refused call wrote its output");
+  /* To this rank from its own copy, overlapping the range: memmove's
+   * bytes (memcpy's were undefined; ASan: memcpy-param-overlap). */
+  unsigned char *b = (unsigned char *)mine + 256;
+  for (int k = 0; k < 64; k++)
+    b[k] = (unsigned char)(k + 1);
+  CHECK_OK(symheap_put(w, c->rank, 256 + 8, b, 48));
+  int bad = -1;
+  for (int k = 0; k < 48 && bad < 0; k++)
+    if (b[8 + k] != (unsigned char)(k + 1))
+      bad = k;
+  CHECK(bad < 0, "overlapping put to self: byte %d wrong", bad);
+  CHECK_OK(symheap_get(w, c->rank, 256 + 8, b + 4, 40));
+  for (int k = 0; k < 40 && bad < 0; k++)
+    if (b[4 + k] != (unsigned char)(k + 1))
+      bad = k;
+  CHECK(bad < 0, "overlapping get from self: byte %d wrong", bad);
   CHECK_OK(symheap_quiet(c->comm));
   CHECK_OK(symheap_comm_barrier(c->comm));
   for (int k = 0; k < 8; k++)

@@ -141,7 +141,7 @@ static const binding_var_t binding_vars[] = {
      "shmem_init (SMA_INFO)"},
     {"SYMHEAP_SHMEM_DATA_SEGMENT", "openshmem binding", "1", "0 or 1",
      "0 leaves the data segment alone (statics are then not symmetric)"},
-    {"SYMHEAP_SHMEM_SPIN", "openshmem binding", "64", "a count",
+    {"SYMHEAP_SHMEM_SPIN", "openshmem binding", "64", "0 to 1000000",
      "pause-spins in a wait before each wait yields the CPU (unset: 64, "
      "or 16 with more PEs than CPUs)"},
     {"SYMHEAP_LIBRARY", "python binding", "(unset)", "a path",

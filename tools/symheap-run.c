@@ -117,6 +117,16 @@ static int bind_word(const char *w) {
                                                        : -1;
 }
 
+/* An option that takes a value (said "unknown option" when last). */
+static int is_valued(const char *a) {
+  static const char *const valued[] = {"-n", "--hosts", "--rsh", "--bind",
+                                       "--bind-to"};
+  for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
+    if (strcmp(a, valued[k]) == 0)
+      return 1;
+  return 0;
+}
+
 /* The options before the program; the program's index in argv, or -1 with
  * *rc the exit status (0 after --help, 2 for a usage error). */
 static int parse_args(int argc, char **argv, int *rc) {
@@ -166,6 +176,10 @@ static int parse_args(int argc, char **argv, int *rc) {
     } else if (strcmp(argv[i], "--") == 0) {
       i++;
       break;
+    } else if (is_valued(argv[i])) { /* the last word: no value left */
+      fprintf(stderr, "symheap-run: %s needs a value\n", argv[i]);
+      usage(stderr);
+      return -1;
     } else if (argv[i][0] == '-') {
       fprintf(stderr, "symheap-run: unknown option %s\n", argv[i]);
       usage(stderr);

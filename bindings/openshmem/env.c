@@ -64,6 +64,42 @@ int shm__env_heap_size(size_t *size) {
   return -1;
 }
 
+int shm__env_spin(unsigned *spin, int *given) {
+  const char *v = getenv("SYMHEAP_SHMEM_SPIN");
+  *given = v && *v;
+  if (!*given)
+    return 0;
+  unsigned long n = 0;
+  const char *p = v;
+  for (; *p >= '0' && *p <= '9' && n <= SHM_SPIN_MAX; p++)
+    n = n * 10 + (unsigned long)(*p - '0');
+  if (*p || n > SHM_SPIN_MAX) {
+    /* strtoul took "abc" as 0 and "-1" as 4294967295 spins: a wait that
+     * never yields. */
+    fprintf(stderr,
+            "symheap-shmem: shmem_init: SYMHEAP_SHMEM_SPIN=\"%s\" is not a "
+            "count: decimal digits, 0 to %u\n",
+            v, SHM_SPIN_MAX);
+    return -1;
+  }
+  *spin = (unsigned)n;
+  return 0;
+}
+
+int shm__env_data_segment(void) {
+  const char *v = getenv("SYMHEAP_SHMEM_DATA_SEGMENT");
+  if (!v || !*v || strcmp(v, "1") == 0)
+    return 1;
+  if (strcmp(v, "0") == 0)
+    return 0;
+  /* "off", "false", "no" meant 1 before: statics symmetric after all. */
+  fprintf(stderr,
+          "symheap-shmem: shmem_init: SYMHEAP_SHMEM_DATA_SEGMENT=\"%s\" is "
+          "not 0 or 1\n",
+          v);
+  return -1;
+}
+
 void shm__env_print(int me) {
   if (me != 0)
     return;

@@ -150,10 +150,10 @@ int shmem_init_thread(int requested, int *provided) {
    * machines; with more PEs than CPUs, wait.c spins less).
    * SYMHEAP_SHMEM_SPIN overrides it, then in both cases. */
   shm__s.spin_before_yield = 64;
-  const char *spin = getenv("SYMHEAP_SHMEM_SPIN");
-  shm__s.spin_explicit = spin && *spin;
-  if (shm__s.spin_explicit)
-    shm__s.spin_before_yield = (unsigned)strtoul(spin, NULL, 10);
+  /* Malformed variables: every PE refuses alike, before any comm. */
+  if (shm__env_spin(&shm__s.spin_before_yield, &shm__s.spin_explicit) != 0 ||
+      shm__env_data_segment() < 0)
+    return -1;
   if (do_init() != 0)
     return -1;
   if (provided)

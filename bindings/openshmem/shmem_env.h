@@ -18,5 +18,12 @@ int shm__env_heap_size(size_t *size);
 void shm__env_print(int me);
 /* SHMEM_DEBUG set and not 0. */
 int shm__env_debug(void);
+/* SYMHEAP_SHMEM_SPIN into *spin when set (*given 1): digits, at most
+ * SHM_SPIN_MAX; -1, said on stderr, for anything else. */
+#define SHM_SPIN_MAX 1000000u
+int shm__env_spin(unsigned *spin, int *given);
+/* SYMHEAP_SHMEM_DATA_SEGMENT: 0 or 1 (unset or empty: 1); -1, said on
+ * stderr, for anything else. */
+int shm__env_data_segment(void);
 
 #endif /* SYMHEAP_SHMEM_ENV_H */

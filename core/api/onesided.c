@@ -78,7 +78,9 @@ static symheap_result_t rma(symheap_window_t h, int peer, size_t off,
     if ((r = symheap__os_host_access(c, fn)) != SYMHEAP_SUCCESS)
       return r;
     char *at = symheap__os_local(w, peer, off);
-    memcpy(is_put ? at : buf, is_put ? buf : at, len);
+    /* memmove: a buffer in the window itself may overlap the range (a put
+     * to this rank from its own copy), where memcpy is undefined. */
+    memmove(is_put ? at : buf, is_put ? buf : at, len);
     return SYMHEAP_SUCCESS;
   }
   if ((r = symheap__os_need_net(c, peer, fn)) != SYMHEAP_SUCCESS)

@@ -151,8 +151,8 @@ SYMHEAP__EXPORT symheap_result_t symheap_put_signal(
    * (through the window's domain: the adaptor's on a spanning comm). */
   if ((r = symheap__os_host_access(c, fn)) != SYMHEAP_SUCCESS)
     return r;
-  if (len)
-    memcpy(symheap__os_local(w, peer, offset), src, len);
+  if (len) /* src may overlap the range (this rank's own copy) */
+    memmove(symheap__os_local(w, peer, offset), src, len);
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
   return amo(sw, peer, sig_offset, sig_op, 8, &value, NULL, NULL, fn);
 }

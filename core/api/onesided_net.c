@@ -148,7 +148,9 @@ symheap_result_t symheap__os_net_put_signal(struct symheap_window *w, int peer,
                                value, op, fn);
   }
   size_t max = n->caps.max_msg ? n->caps.max_msg : len;
-  if (n->ops.put_signal && span == len && len <= max) {
+  /* No data: the signal alone (the adaptor's put_signal wants a key for
+   * data; ofi refused the NULL one, so a signal of no data never went). */
+  if (n->ops.put_signal && len && span == len && len <= max) {
     /* One message where the engine can (remote CQ data). */
     symheap__net_lock(n);
     r = n->ops.put_signal(n->ctx, peer, src, NULL, len, rkey, roff, skey, soff,

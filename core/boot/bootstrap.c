@@ -13,6 +13,7 @@
 #include "bootstrap.h"
 #include "bootstrap_msg.h"
 #include "bootstrap_tcp.h"
+#include "hellos.h"
 
 /* Non-roots wait this much longer than rank 0, so that rank 0's verdict on a
  * silent rank arrives before their own timeout on rank 0. */
@@ -189,19 +190,11 @@ static void join_accept_failed(local_t *l, symheap_result_t r, int joined) {
   root_abort_all(l, r == SYMHEAP_ERR_TIMEOUT ? first : 0, r);
 }
 
-/* A connection's hello, judged.  One that does not prove the token is a
- * stray process, not one of ours: it gets a short while to say hello, so a
- * silent one cannot hold the join up for long. */
-static int join_hello(local_t *l, int fd, int64_t deadline, hello_t *hello) {
-  int64_t until = symheap__now_ms() + HELLO_MS;
-  unsigned char body[sizeof(hello_t)];
+/* A connection's hello (its body, whole), judged. */
+static int join_hello(local_t *l, const unsigned char *body, hello_t *hello) {
   int claimed = -1;
-  if (until > deadline)
-    until = deadline;
-  if (read_hello(fd, body, until) != SYMHEAP_SUCCESS)
-    return MSG_HELLO_BAD;
-  int verdict = symheap__msg_check_hello(body, sizeof body, l->token, l->nranks,
-                                         hello, &claimed);
+  int verdict = symheap__msg_check_hello(body, sizeof(hello_t), l->token,
+                                         l->nranks, hello, &claimed);
   /* A second claim of a rank that joined is a wrong claim too. */
   if (verdict == MSG_HELLO_OK && l->fds[claimed] >= 0)
     return MSG_HELLO_DUPLICATE;
@@ -241,29 +234,41 @@ static symheap_result_t root_join(local_t *l, const symheap__uid_t *uid,
   if (r != SYMHEAP_SUCCESS)
     return symheap__error_context(r, "rank 0 cannot open the bootstrap socket");
   char from[SYMHEAP__TCP_ADDR_MAX];
+  /* Connections say hello side by side (hellos.h): strangers that say
+   * nothing cannot hold up the ranks that connect behind them. */
+  symheap__hellos_t *hs = malloc(sizeof *hs);
+  if (!hs) {
+    close(lfd);
+    if (!l->where.tcp)
+      symheap__sock_unlink(&name);
+    return symheap__error(SYMHEAP_ERR_NO_MEMORY, "bootstrap: no memory");
+  }
+  symheap__hellos_init(hs, &l->where, lfd);
   for (int joined = 1; joined < l->nranks && r == SYMHEAP_SUCCESS;) {
     int fd;
     hello_t hello;
-    r = symheap__boot_accept(&l->where, lfd, deadline, &fd, from, sizeof from);
+    unsigned char body[sizeof(hello_t)];
+    r = symheap__hellos_next(hs, deadline, &fd, body, from, sizeof from);
     if (r != SYMHEAP_SUCCESS) {
       join_accept_failed(l, r, joined);
       break;
     }
-    int verdict = join_hello(l, fd, deadline, &hello);
+    int verdict = join_hello(l, body, &hello);
     if (verdict == MSG_HELLO_BAD) {
       /* A stranger, or a process of another job: refused, and the join
        * goes on without it. */
-      SYMHEAP_WARN("bootstrap: refused a connection from %s: it did not "
-                   "prove the job's secret",
-                   from);
+      symheap__hellos_refused(from);
       close(fd);
     } else if (verdict != MSG_HELLO_OK) {
+      symheap__hellos_close(hs); /* their ranks hear of it as lost */
       r = join_misclaim(l, fd, lfd, &hello, verdict, joined);
     } else {
       l->fds[hello.rank] = fd;
       joined++;
     }
   }
+  symheap__hellos_close(hs);
+  free(hs);
   for (int i = 1; i < l->nranks && r == SYMHEAP_SUCCESS; i++) {
     r = send_msg(l->fds[i], MSG_WELCOME, 0, NULL, 0, deadline, i);
     if (r != SYMHEAP_SUCCESS)

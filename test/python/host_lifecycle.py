@@ -54,13 +54,22 @@ def case_torchrun_bootstrap(comm):
     # torchrun's variables without its agent's store: init_process_group
     # will host the store there, so symheap refuses to go first.
     saved = {k: os.environ.get(k) for k in
-             list(tr) + ["TORCHELASTIC_USE_AGENT_STORE"]}
+             list(tr) + ["TORCHELASTIC_USE_AGENT_STORE",
+                         "SYMHEAP_TIMEOUT_MS"]}
     try:
         os.environ.update(tr)
         os.environ.pop("TORCHELASTIC_USE_AGENT_STORE", None)
         if _torchrun._dist() is None:  # (no initialised torch.distributed)
             e = raises(symheap.InvalidArgError, _torchrun.job)
             check("init_process_group first" in e.message, e.message)
+            # With the agent's store: a malformed SYMHEAP_TIMEOUT_MS is
+            # named, before torch is imported (before: int()'s "invalid
+            # literal", after the import).
+            os.environ["TORCHELASTIC_USE_AGENT_STORE"] = "True"
+            for bad in ("soon", "0"):
+                os.environ["SYMHEAP_TIMEOUT_MS"] = bad
+                e = raises(ValueError, _torchrun.job)
+                check("SYMHEAP_TIMEOUT_MS" in str(e), "%s: %s" % (bad, e))
     finally:
         for k, v in saved.items():
             if v is None:

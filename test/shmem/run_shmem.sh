@@ -53,6 +53,24 @@ for v in " 1G" 17179869185G 12x; do
     SHMEM_SYMMETRIC_SIZE "$v"
 done
 check " shmem SMA_SYMMETRIC_SIZE is read too" shmem_size_refused SMA_SYMMETRIC_SIZE bad
+# symheap-shmem's own variables, malformed: shmem_init refuses on every PE,
+# naming the variable (before: SYMHEAP_SHMEM_SPIN=abc spun 0 times, -1
+# 4294967295 times, and SYMHEAP_SHMEM_DATA_SEGMENT=off kept the segment).
+shmem_var_refused() {
+  local kv out rc
+  for kv in SYMHEAP_SHMEM_SPIN=abc SYMHEAP_SHMEM_SPIN=-1 SYMHEAP_SHMEM_SPIN=+5 \
+    SYMHEAP_SHMEM_SPIN=99999999999 "SYMHEAP_SHMEM_SPIN= 8" \
+    SYMHEAP_SHMEM_DATA_SEGMENT=off SYMHEAP_SHMEM_DATA_SEGMENT=2; do
+    out=$(env "$kv" build/bin/symheap-run -n 2 build/test/shmem/test_shmem_setup \
+      --expect-refusal 2>&1)
+    rc=$?
+    [ $rc -eq 0 ] && grep -q "${kv%%=*}=\"${kv#*=}\" is not" <<<"$out" ||
+      { echo "$kv: status $rc: $out" | tail -n 4; return 1; }
+  done
+  out=$(env SYMHEAP_SHMEM_SPIN=1000 SYMHEAP_SHMEM_DATA_SEGMENT=1 build/bin/symheap-run \
+    -n 2 build/test/shmem/test_shmem_zero 2>&1) || { echo "$out" | tail -n 4; return 1; }
+}
+check " shmem malformed SYMHEAP_SHMEM_* refused" shmem_var_refused
 run " shmem SHMEM_SYMMETRIC_SIZE=.5m" env SHMEM_SYMMETRIC_SIZE=.5m \
   build/bin/symheap-run -n 2 build/test/shmem/test_shmem_zero
 # SHMEM_INFO names every variable the specification defines; SHMEM_VERSION

@@ -46,20 +46,26 @@ int run_parse_hosts(char *spec, run_job_t *job) {
   job->hosts = calloc((size_t)cap, sizeof *job->hosts);
   if (!job->hosts)
     return -1;
-  for (char *save = NULL, *tok = strtok_r(spec, ",", &save); tok;
-       tok = strtok_r(NULL, ",", &save)) {
-    char *colon = strrchr(tok, ':'), *end;
-    long n = colon ? strtol(colon + 1, &end, 10) : 1;
+  /* strsep, not strtok: an empty entry ("A:1,,B:1", a trailing ',') is a
+   * mistake to refuse, not to skip. */
+  for (char *rest = spec, *tok; (tok = strsep(&rest, ",")) != NULL;) {
+    char *colon = strrchr(tok, ':'), *end = NULL;
+    /* Digits only, as -n: not " 2", "+2" (strtol takes both). */
+    long n = !colon ? 1
+             : colon[1] >= '0' && colon[1] <= '9' ? strtol(colon + 1, &end, 10)
+                                                  : 0;
     /* A name starting with '-' would reach the remote-start command as an
      * option (ssh -oProxyCommand=..., ip netns exec -all: every namespace). */
-    if ((colon && (*end || colon[1] == '\0')) || n < 1 || n > 4096 ||
-        tok == colon || tok[0] == '-')
+    if ((end && *end) || n < 1 || n > 4096 || tok == colon || !tok[0] ||
+        tok[0] == '-')
       return -1;
     if (colon)
       *colon = '\0';
     job->hosts[job->nhosts].name = tok;
     job->hosts[job->nhosts++].ranks = (int)n;
     total += (int)n;
+    if (total > 4096)
+      return -1;
   }
   return total > 0 && total <= 4096 ? total : -1;
 }

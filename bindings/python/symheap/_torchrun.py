@@ -92,9 +92,15 @@ def job():
             "torch.distributed.init_process_group first, and symheap uses "
             "its store")
     import datetime
+    # Named when malformed (int() said only "invalid literal"), and before
+    # torch is imported.
+    ms = _env_int("SYMHEAP_TIMEOUT_MS") if os.environ.get(
+        "SYMHEAP_TIMEOUT_MS") else 60000
+    if ms < 1:
+        raise ValueError("SYMHEAP_TIMEOUT_MS=%r is not a positive number of "
+                         "milliseconds" % os.environ["SYMHEAP_TIMEOUT_MS"])
+    timeout = datetime.timedelta(milliseconds=ms)
     from torch.distributed import TCPStore
-    timeout = datetime.timedelta(
-        milliseconds=int(os.environ.get("SYMHEAP_TIMEOUT_MS", "") or 60000))
     store = TCPStore(os.environ["MASTER_ADDR"], _env_int("MASTER_PORT"),
                      size, is_master=False, timeout=timeout,
                      wait_for_workers=False)
