@@ -8,33 +8,45 @@
 #            asleep on libfabric's wait object (FI_WAIT_FD, fi_trywait,
 #            poll) between progress calls, as symheap's waiting rank is
 #   raw_spin the same with a busy-polling server (shown beside it)
+#   raw_idle the same with a server that never calls libfabric after setup
+#            (blocked on its rendezvous socket): the floor where the
+#            provider progresses by itself (net), as symheap's waiting
+#            rank leaves such a provider alone
 #   adaptor  the same probe through the ofi adaptor's table (net_adaptor.c),
 #            its server passive (the adaptor's wait_fds)
 #   symheap  the public API (bench/net_onesided.c) under symheap-run
 #            --hosts A:1,B:1 --rsh 'ip netns exec', SYMHEAP_NET=ofi
+#   symheap_noprog  the same with SYMHEAP_NET_PROGRESS=none (no progress
+#            thread: the target's waits alone progress)
 #   oshmem   Open MPI's OSHMEM (oshrun, spml ucx, UCX over tcp)
 #   mpi      MPI-3 RMA (mpirun, pml/osc ucx, UCX over tcp)
-# all on provider tcp;ofi_rxm (libfabric) or UCX's tcp transport over the
-# same veth, with the same sizes, iterations and medians (net_probe.c).
-#   bench/net.sh [--rounds N] [--quick] [--out DIR] [--engines a,b,...]
-# Raw output: DIR/round<r>-<engine>.txt, DIR/load.txt (uptime before each
+# the libfabric engines on --provider (default tcp;ofi_rxm), or on the one
+# an engine names after '@' (raw@net, symheap@net: two providers in one
+# run), the others on UCX's tcp transport over the same veth, with the same
+# sizes, iterations and medians (net_probe.c).  The raw engines also check
+# (--check) that write, read and the 32/64-bit atomics work first.
+#   bench/net.sh [--rounds N] [--quick] [--out DIR] [--provider P]
+#                [--engines a,b@P,...]
+# Raw output: DIR/round<r>-<engine>.txt (';' of a provider written '+'),
+# DIR/load.txt (uptime before each
 # run), DIR/env.txt; then the table (bench/net_table.py) to stdout and
 # DIR/table.md, and the plot DIR/net.svg.  Needs root, iproute2,
 # libfabric-dev, Open MPI (oshcc, oshrun, mpicc, mpirun).
 set -u
 cd "$(dirname "$0")/.."
 ROUNDS=3 QUICK= OUT=build/bench/net-$(date -u +%F) ENGINES_ARG=raw,raw_spin,adaptor,symheap,oshmem,mpi
+PROV="tcp;ofi_rxm"
 while [ $# -gt 0 ]; do
   case $1 in
   --rounds) ROUNDS=$2; shift ;;
   --quick) QUICK=--quick ;;
   --out) OUT=$2; shift ;;
   --engines) ENGINES_ARG=$2; shift ;; # a subset, for a quick look
-  *) echo "usage: $0 [--rounds N] [--quick] [--out DIR] [--engines a,b]" >&2; exit 2 ;;
+  --provider) PROV=$2; shift ;;
+  *) echo "usage: $0 [--rounds N] [--quick] [--out DIR] [--provider P] [--engines a,b@P]" >&2; exit 2 ;;
   esac
   shift
 done
-PROV="tcp;ofi_rxm"
 make -s lib build/bin/symheap-run net-bench >/dev/null || exit 1
 mkdir -p build/bench "$OUT"
 cc -O2 -Wall -Wextra -Werror -Iinclude -o build/bench/net-onesided \
@@ -75,21 +87,35 @@ OMPI=(--mca plm_rsh_agent "$AGENT" -n 2 --host "$NETNS_IP_A:1,$NETNS_IP_B:1"
 INA=(ip netns exec "$NETNS_A")
 INB=(ip netns exec "$NETNS_B")
 
-probe() { # probe raw|adaptor [--passive]: server in B, client in A
-  "${INB[@]}" timeout 300 "build/bin/net-$1" server "$NETNS_IP_B:7001" \
-    --provider "$PROV" ${2:-} >/dev/null 2>&1 &
+probe() { # probe PROVIDER raw|adaptor [--passive|--idle]: server in B, client in A
+  local p=$1 what=$2 mode=${3:-} check=
+  [ "$what" = raw ] && check=--check
+  # The domain named: left to libfabric, a namespace's first domain was
+  # sometimes lo (the client's 127.0.0.1 for the server: a hang until the
+  # timeout, seen 2026-11-26 20:00).
+  "${INB[@]}" timeout 300 "build/bin/net-$what" server "$NETNS_IP_B:7001" \
+    --provider "$p" --domain nbveth $mode >/dev/null 2>&1 &
   local srv=$!
   # The client opens as the server does (with or without wait objects).
-  "${INA[@]}" timeout 300 "build/bin/net-$1" client "$NETNS_IP_B:7001" \
-    --provider "$PROV" $QUICK ${2:-}
+  [ "$mode" = --idle ] && mode=
+  "${INA[@]}" timeout 300 "build/bin/net-$what" client "$NETNS_IP_B:7001" \
+    --provider "$p" --domain nbveth $QUICK $mode $check
+  local rc=$?
   wait $srv
+  return $rc
 }
-run_engine() {
-  case $1 in
-  raw | adaptor) probe "$1" --passive ;;
-  raw_spin) probe raw ;;
-  symheap)
-    SYMHEAP_NET=ofi SYMHEAP_NET_PROVIDER="$PROV" timeout 300 \
+run_engine() { # ENGINE[@PROVIDER]
+  local p=$PROV
+  case $1 in *@*) p=${1#*@} ;; esac
+  case ${1%%@*} in
+  raw | adaptor) probe "$p" "${1%%@*}" --passive ;;
+  raw_spin) probe "$p" raw ;;
+  raw_idle) probe "$p" raw --idle ;;
+  symheap | symheap_noprog)
+    local prog=auto
+    [ "${1%%@*}" = symheap_noprog ] && prog=none
+    SYMHEAP_NET=ofi SYMHEAP_NET_PROVIDER="$p" SYMHEAP_NET_DOMAIN=nbveth \
+      SYMHEAP_NET_PROGRESS=$prog timeout 300 \
       build/bin/symheap-run --hosts "$NETNS_A:1,$NETNS_B:1" \
       --rsh "ip netns exec" build/bench/net-onesided $QUICK |
       sed -E 's/^\[0\] //; /^\[1\]/d' ;;
@@ -120,8 +146,9 @@ for r in $(seq 1 "$ROUNDS"); do
   for k in $(seq 0 $((n - 1))); do
     e=${ENGINES[$(((k + r - 1) % n))]}
     echo "round $r $e: $(uptime)" | tee -a "$OUT/load.txt"
-    run_engine "$e" >"$OUT/round$r-$e.txt" 2>"$OUT/round$r-$e.err"
-    echo "  exit $?, $(grep -c '^[a-z_]* [0-9]' "$OUT/round$r-$e.txt") rows"
+    f=$OUT/round$r-${e//;/+}
+    run_engine "$e" >"$f.txt" 2>"$f.err"
+    echo "  exit $?, $(grep -c '^[a-z_]* [0-9]' "$f.txt") rows$(grep -c 'check.*FAILED' "$f.txt" | sed 's/^0$//; s/.\+/, & checks FAILED/')"
     netns_kill_all # whatever a crashed launcher left
   done
 done

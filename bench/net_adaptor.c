@@ -126,6 +126,6 @@ int main(int argc, char **argv) {
                             a_wait,
                             a_progress,
                             a_close,
-                            a_sleep};
+                            a_sleep, NULL};
   return probe_main(argc, argv, &e);
 }

@@ -173,6 +173,7 @@ static int bandwidth(const probe_engine_t *e, int quick) {
 }
 
 int probe_passive;
+static int probe_idle;
 
 /* The server progresses until the client's byte says it is done: spinning,
  * or (--passive) spinning only PROBE_SPIN_US after its engine had work and
@@ -183,6 +184,13 @@ int probe_passive;
  * out its whole sleep per step (the probe hung at 1 s a step). */
 static int serve(int fd, const probe_engine_t *e) {
   double busy_until = 0;
+  if (probe_idle) { /* the provider's own progress alone */
+    char b;
+    ssize_t n;
+    while ((n = recv(fd, &b, 1, 0)) < 0 && errno == EINTR)
+      ;
+    return n == 1 ? 0 : -1;
+  }
   for (;;) {
     struct pollfd p = {fd, POLLIN, 0};
     if (poll(&p, 1, 0) > 0) {
@@ -203,11 +211,11 @@ static int serve(int fd, const probe_engine_t *e) {
 
 int probe_main(int argc, char **argv, const probe_engine_t *e) {
   const char *prov = NULL, *dom = NULL;
-  int quick = 0;
+  int quick = 0, check = 0;
   if (argc < 3 || (strcmp(argv[1], "server") && strcmp(argv[1], "client"))) {
     fprintf(stderr,
             "usage: %s server|client HOST:PORT [--provider P] "
-            "[--domain D] [--quick] [--passive]\n",
+            "[--domain D] [--quick] [--passive] [--idle] [--check]\n",
             argv[0]);
     return 2;
   }
@@ -220,6 +228,10 @@ int probe_main(int argc, char **argv, const probe_engine_t *e) {
       quick = 1;
     else if (!strcmp(argv[i], "--passive") && e->sleep)
       probe_passive = 1;
+    else if (!strcmp(argv[i], "--idle"))
+      probe_idle = 1;
+    else if (!strcmp(argv[i], "--check") && e->check)
+      check = 1;
     else {
       fprintf(stderr, "%s: unknown option %s\n", argv[0], argv[i]);
       return 2;
@@ -236,8 +248,15 @@ int probe_main(int argc, char **argv, const probe_engine_t *e) {
   if (!rc && server) {
     rc = serve(fd, e);
   } else if (!rc) {
-    rc = latency(e, "put_quiet", 0, quick) || latency(e, "get", 1, quick) ||
-         latency(e, "fetch_add", 2, quick) || bandwidth(e, quick);
+    /* A failed check is reported and measured anyway: which operations
+     * work is the point of --check, and the exit status says it. */
+    int bad = check && e->check(PROBE_CHECK_OFF);
+    /* Each series even when one before failed (net has RMA but no
+     * atomics: its bandwidth is still measured). */
+    rc = latency(e, "put_quiet", 0, quick);
+    rc |= latency(e, "get", 1, quick);
+    rc |= latency(e, "fetch_add", 2, quick);
+    rc |= bandwidth(e, quick) | bad;
     /* The server must not go before the client's last operation. */
     if (xfer(fd, &b, 1, 1))
       rc = -1;

@@ -19,7 +19,15 @@
  * --passive: the server sleeps in the kernel on the engine's wait object
  * (FI_WAIT_FD, fi_trywait, poll) once its engine has been idle for
  * PROBE_SPIN_US, as a symheap rank that waits does, instead of spinning
- * all the time. */
+ * all the time.
+ * --idle (server): never calls the engine after setup: it blocks on the
+ * rendezvous socket, so only a provider with automatic progress (its own
+ * thread: libfabric's net) serves the client; as a symheap rank whose
+ * engine has automatic progress waits.
+ * --check (client): before measuring, write, read, fetch-add, add,
+ * compare-swap and atomic read of 32 and 64 bits on the server's region,
+ * each checked, one line each ("check <what>: ok" or "check <what>: FAILED
+ * <why>"); the exit status is nonzero if one failed (engines with `check`). */
 #ifndef SYMHEAP_NET_PROBE_H
 #define SYMHEAP_NET_PROBE_H
 
@@ -58,11 +66,18 @@ typedef struct {
    * the engine had work (woken by it, or work was pending), 0 when not,
    * -1 on failure. */
   int (*sleep)(int fd);
+  /* Optional (NULL: no --check).  The checks above on the peer's region at
+   * [off, off + 8 KiB), which the server filled with 0x01 bytes; the
+   * number of failures. */
+  int (*check)(size_t off);
 } probe_engine_t;
 
 /* Set by probe_main before open: --passive was given (the engine opens
  * its completion objects with a wait object). */
 extern int probe_passive;
+/* Where --check works: the last 16 KiB but 8 B of the region (the
+ * measurement's fetch-add uses the last 8 bytes). */
+#define PROBE_CHECK_OFF (PROBE_REGION - (16u << 10))
 
 /* Parse the command line and run as server or client; the exit status. */
 int probe_main(int argc, char **argv, const probe_engine_t *e);

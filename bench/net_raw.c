@@ -5,6 +5,7 @@
  * on top.  Built by `make net-bench` where libfabric-dev is installed. */
 #include <poll.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,7 +31,7 @@ static fi_addr_t peer;
 static char *local;
 static void *desc;
 static int cq_fd = -1; /* --passive: the CQ's wait object */
-static uint64_t issued, rkey, rbase;
+static uint64_t issued, errs_seen, rkey, rbase;
 
 #define TRY(call)                                                              \
   do {                                                                         \
@@ -84,9 +85,12 @@ static int r_open(const char *prov, const char *dom, void *addr, size_t *len,
   if (probe_passive)
     TRY(fi_control(&cq->fid, FI_GETWAIT, &cq_fd));
   TRY(fi_getname(&ep->fid, addr, len));
-  snprintf(d, dlen, "provider %s, fabric %s, domain %s, mr_mode 0x%x",
+  snprintf(d, dlen,
+           "provider %s, fabric %s, domain %s, mr_mode 0x%x, %s progress",
            info->fabric_attr->prov_name, info->fabric_attr->name,
-           info->domain_attr->name, (unsigned)info->domain_attr->mr_mode);
+           info->domain_attr->name, (unsigned)info->domain_attr->mr_mode,
+           info->domain_attr->data_progress == FI_PROGRESS_AUTO ? "auto"
+                                                                : "manual");
   return 0;
 }
 
@@ -162,16 +166,47 @@ static int r_fetch_add(size_t off, uint64_t *result) {
   return ret ? -1 : 0;
 }
 
-static int r_wait(void) {
+/* Until everything issued is complete (or failed: *why says how, as
+ * libfabric reports it), at most timeout_s seconds (0: no bound). */
+static int wait_why(int timeout_s, char *why, size_t wl) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   while (fi_cntr_read(cntr) + fi_cntr_readerr(cntr) < issued) {
     struct fi_cq_entry e;
     ssize_t n = fi_cq_read(cq, &e, 1);
+    if (n == -FI_EAVAIL)
+      break;
     if (n < 0 && n != -FI_EAGAIN) {
-      fprintf(stderr, "net_raw: an operation failed\n");
+      snprintf(why, wl, "fi_cq_read: %s (%zd)", fi_strerror((int)-n), n);
+      return -1;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if (timeout_s && t.tv_sec - t0.tv_sec > timeout_s) {
+      snprintf(why, wl, "not complete after %d s (no completion, no error)",
+               timeout_s);
       return -1;
     }
   }
-  return fi_cntr_readerr(cntr) ? -1 : 0;
+  uint64_t errs = fi_cntr_readerr(cntr);
+  if (errs == errs_seen)
+    return 0;
+  errs_seen = errs;
+  struct fi_cq_err_entry err;
+  memset(&err, 0, sizeof err);
+  if (fi_cq_readerr(cq, &err, 0) > 0)
+    snprintf(why, wl, "completion error: %s (%d), provider errno %d",
+             fi_strerror(err.err), err.err, err.prov_errno);
+  else
+    snprintf(why, wl, "the counter counted an error (no CQ error entry)");
+  return -1;
+}
+
+static int r_wait(void) {
+  char why[256];
+  if (wait_why(0, why, sizeof why) == 0)
+    return 0;
+  fprintf(stderr, "net_raw: an operation failed: %s\n", why);
+  return -1;
 }
 
 static int r_progress(void) {
@@ -197,6 +232,128 @@ static int r_sleep(int fd) {
   return p[0].revents ? 1 : 0;
 }
 
+/* --check: one atomic of `size` bytes at the peer's `off` (operand, and
+ * compare for FI_CSWAP; *old the value before where it fetches), waited
+ * for; nonzero with *why on failure. */
+static int c_atomic(size_t off, enum fi_op op, int size, int fetch,
+                    uint64_t operand, uint64_t compare, uint64_t *old,
+                    char *why, size_t wl) {
+  char *l = local + PROBE_CHECK_OFF + (12u << 10); /* operand, compare, old */
+  enum fi_datatype dt = size == 4 ? FI_UINT32 : FI_UINT64;
+  uint32_t o32 = (uint32_t)operand, c32 = (uint32_t)compare;
+  memcpy(l, size == 4 ? (void *)&o32 : (void *)&operand, (size_t)size);
+  memcpy(l + 8, size == 4 ? (void *)&c32 : (void *)&compare, (size_t)size);
+  memset(l + 16, 0xee, 8);
+  size_t count = 0;
+  int ret = op == FI_CSWAP ? fi_compare_atomicvalid(ep, dt, op, &count)
+            : fetch        ? fi_fetch_atomicvalid(ep, dt, op, &count)
+                           : fi_atomicvalid(ep, dt, op, &count);
+  /* Said, and tried anyway: a provider may implement what its valid
+   * query does not (or the other way round). */
+  char valid[96] = "";
+  if (ret || count < 1)
+    snprintf(valid, sizeof valid, "fi_*atomicvalid: %s (%d), count %zu; ",
+             fi_strerror(-ret), ret, count);
+  uint64_t addr = rbase + off;
+  ssize_t r;
+  do {
+    if (op == FI_CSWAP)
+      r = fi_compare_atomic(ep, l, 1, desc, l + 8, desc, l + 16, desc, peer,
+                            addr, rkey, dt, op, NULL);
+    else if (fetch)
+      r = fi_fetch_atomic(ep, l, 1, desc, l + 16, desc, peer, addr, rkey, dt,
+                          op, NULL);
+    else
+      r = fi_atomic(ep, l, 1, desc, peer, addr, rkey, dt, op, NULL);
+  } while (again(r));
+  if (r) {
+    snprintf(why, wl, "%sposting: %s (%zd)", valid, fi_strerror((int)-r), r);
+    return -1;
+  }
+  issued++;
+  if (wait_why(5, why, wl)) {
+    char w[256];
+    snprintf(w, sizeof w, "%s%s", valid, why);
+    snprintf(why, wl, "%s", w);
+    return -1;
+  }
+  uint32_t v32 = 0;
+  memcpy(&v32, l + 16, 4);
+  if (old) {
+    if (size == 4)
+      *old = v32;
+    else
+      memcpy(old, l + 16, 8);
+  }
+  return 0;
+}
+
+/* --check: a line per check; the number that failed. */
+static int say(const char *what, int failed, const char *why) {
+  printf("# check %s: %s%s\n", what, failed ? "FAILED " : "ok",
+         failed ? why : "");
+  fflush(stdout);
+  return failed != 0;
+}
+
+/* write, then read it back; 4 KiB. */
+static int c_rma(size_t off) {
+  char why[256] = "";
+  char *pat = local + off, *back = local + off + 4096;
+  for (int i = 0; i < 4096; i++)
+    pat[i] = (char)(i * 7 + 3);
+  memset(back, 0, 4096);
+  ssize_t r;
+  while (again(r = fi_write(ep, pat, 4096, desc, peer, rbase + off, rkey,
+                            NULL)))
+    ;
+  int bad = r != 0;
+  if (bad)
+    snprintf(why, sizeof why, "posting: %s (%zd)", fi_strerror((int)-r), r);
+  else
+    issued++, bad = wait_why(5, why, sizeof why);
+  int fails = say("write 4 KiB", bad, why);
+  while (again(r = fi_read(ep, back, 4096, desc, peer, rbase + off, rkey,
+                           NULL)))
+    ;
+  bad = r != 0;
+  if (bad)
+    snprintf(why, sizeof why, "posting: %s (%zd)", fi_strerror((int)-r), r);
+  else if (!(issued++, bad = wait_why(5, why, sizeof why)) &&
+           memcmp(pat, back, 4096))
+    bad = 1, snprintf(why, sizeof why, "the bytes read back differ");
+  return fails + say("read 4 KiB (the write's bytes)", bad, why);
+}
+
+/* The atomics symheap uses, at `size` bits on a word the server filled
+ * with 0x01 bytes. */
+static int c_amo(size_t off, int size) {
+  const uint64_t v0 = size == 4 ? 0x01010101u : 0x0101010101010101ull;
+  char why[256] = "", what[64];
+  uint64_t old = 0;
+  int fails = 0, bad;
+#define STEP(name, call, expect)                                                 do {                                                                             why[0] = '\0';                                                                 bad = (call);                                                                  if (!bad && old != (expect))                                                     bad = 1, snprintf(why, sizeof why, "got 0x%llx, expected 0x%llx",                               (unsigned long long)old,                                                       (unsigned long long)(expect));                             snprintf(what, sizeof what, "%s %d-bit", name, size * 8);                      fails += say(what, bad, why);                                                } while (0)
+  STEP("fetch-add", c_atomic(off, FI_SUM, size, 1, 5, 0, &old, why, 256), v0);
+  STEP("add", (old = v0 + 5, c_atomic(off, FI_SUM, size, 0, 7, 0, NULL, why,
+                                      256)), v0 + 5);
+  STEP("atomic read", c_atomic(off, FI_ATOMIC_READ, size, 1, 0, 0, &old, why,
+                               256), v0 + 12);
+  STEP("compare-swap", c_atomic(off, FI_CSWAP, size, 1, 42, v0 + 12, &old,
+                                why, 256), v0 + 12);
+  STEP("swap", c_atomic(off, FI_ATOMIC_WRITE, size, 1, 99, 0, &old, why,
+                        256), 42);
+  STEP("set", (old = 99, c_atomic(off, FI_ATOMIC_WRITE, size, 0, 7, 0, NULL,
+                                  why, 256)), 99);
+  STEP("atomic read after set", c_atomic(off, FI_ATOMIC_READ, size, 1, 0, 0,
+                                          &old, why, 256), 7);
+#undef STEP
+  return fails;
+}
+
+static int r_check(size_t off) {
+  return c_rma(off) + c_amo(off + 8192, 8) + c_amo(off + 8192 + 64, 4);
+}
+
 static void r_close(void) {
   if (ep)
     fi_close(&ep->fid);
@@ -220,6 +377,6 @@ int main(int argc, char **argv) {
   const probe_engine_t raw = {
       "raw libfabric", r_open,      r_connect, r_reg,      r_import, r_put,
       r_get,           r_fetch_add, r_wait,    r_progress, r_close,
-      r_sleep};
+      r_sleep,         r_check};
   return probe_main(argc, argv, &raw);
 }

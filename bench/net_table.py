@@ -10,14 +10,23 @@ d = sys.argv[1]
 svg_out = sys.argv[2] if len(sys.argv) > 2 else None
 # raw: the probe's target sleeps on libfabric's wait object (--passive), as
 # symheap's does (the floor the goal is measured against); raw_spin: its
-# target spins, shown beside it.
-ENG = ["raw", "raw_spin", "adaptor", "symheap", "oshmem", "mpi"]
+# target spins, shown beside it; raw_idle: its target never calls
+# libfabric (the floor where the provider progresses by itself, net).
+# An engine may carry a provider after '@' (raw_idle@net): bench/net.sh
+# ran it on that provider instead of the run's own.
+BASE = ["raw", "raw_idle", "raw_spin", "adaptor", "symheap", "symheap_noprog",
+        "oshmem", "mpi"]
 NAME = {"raw": "raw libfabric", "raw_spin": "raw, spinning target",
+        "raw_idle": "raw, idle target",
         "adaptor": "ofi adaptor table",
-        "symheap": "symheap", "oshmem": "OSHMEM (UCX)", "mpi": "MPI RMA (UCX)"}
+        "symheap": "symheap",
+        "symheap_noprog": "symheap, no progress thread", "oshmem": "OSHMEM (UCX)", "mpi": "MPI RMA (UCX)"}
 vals = collections.defaultdict(list)  # (engine, op, size) -> per-round
 for f in sorted(glob.glob(os.path.join(d, "round*-*.txt"))):
-    e = re.match(r"round\d+-(\w+)\.txt", os.path.basename(f)).group(1)
+    m = re.match(r"round\d+-([\w@+.-]+)\.txt", os.path.basename(f))
+    if not m:
+        continue
+    e = m.group(1).replace("+", ";")
     for line in open(f):
         p = line.split()
         if len(p) == 3 and p[1].isdigit():
@@ -27,6 +36,36 @@ for f in sorted(glob.glob(os.path.join(d, "round*-*.txt"))):
                 pass
 med = {k: statistics.median(v) for k, v in vals.items()}
 rounds = {k: len(v) for k, v in vals.items()}
+
+
+def split(e):
+    return (e.split("@", 1) + [""])[:2]
+
+
+ENG = sorted({e for (e, o, s) in med},
+             key=lambda e: (BASE.index(split(e)[0]) if split(e)[0] in BASE
+                            else 99, split(e)[1]))
+PROVS = sorted({split(e)[1] for e in ENG})
+
+
+def label(e):
+    b, p = split(e)
+    n = NAME.get(b, b)
+    return n + (" [%s]" % p if p and len(PROVS) > 1 else "")
+
+
+def floor(prov):
+    """The raw floor symheap on `prov` is held to: an idle target where
+    one was measured (a provider that progresses by itself), else the
+    passive one (symheap's target sleeps on the wait object)."""
+    at = "@" + prov if prov else ""
+    for b in ("raw_idle", "raw"):
+        if any(e == b + at for e in ENG):
+            return b + at
+    return None
+
+
+SYMS = [e for e in ENG if split(e)[0] == "symheap"]
 
 
 def cell(e, op, s):
@@ -49,42 +88,62 @@ for op, title, higher in OPS:
     if not sizes:
         continue
     print("\n**%s**\n" % title)
-    print("| size | " + " | ".join(NAME[e] for e in ENG) +
-          " | symheap / raw | goal | ahead of OSHMEM, MPI |")
-    print("|" + "---|" * (len(ENG) + 4))
+    extra = []
+    for y in SYMS:
+        t = label(y)
+        extra += ["%s / %s" % (t, label(floor(split(y)[1]) or "raw")),
+                  "goal", "ahead of OSHMEM, MPI"]
+    print("| size | " + " | ".join(label(e) for e in ENG) + " | " +
+          " | ".join(extra) + " |")
+    print("|" + "---|" * (len(ENG) + 1 + len(extra)))
     for s in sizes:
-        sym, raw = med.get(("symheap", op, s)), med.get(("raw", op, s))
-        ratio = sym / raw if sym and raw else None
-        goal = "-" if ratio is None else (
-            "met" if (ratio >= 0.9 if higher else ratio <= 1.1) else "missed")
-        ahead = []
-        for e in ("oshmem", "mpi"):
-            o = med.get((e, op, s))
-            if sym is None or o is None:
-                ahead.append("-")
-            else:
-                ahead.append("yes" if (sym > o if higher else sym < o)
-                             else "no")
-        met[(op, goal)] += 1
-        for e, a in zip(("oshmem", "mpi"), ahead):
-            met[(op, e, a)] += 1
-        print("| %s | %s | %s | %s | %s |" % (
-            size(s), " | ".join(cell(e, op, s) for e in ENG),
-            "-" if ratio is None else "%.2f" % ratio, goal, ", ".join(ahead)))
+        row = []
+        for y in SYMS:
+            f = floor(split(y)[1])
+            sym, raw = med.get((y, op, s)), med.get((f, op, s))
+            ratio = sym / raw if sym and raw else None
+            goal = "-" if ratio is None else (
+                "met" if (ratio >= 0.9 if higher else ratio <= 1.1)
+                else "missed")
+            ahead = []
+            for e in ("oshmem", "mpi"):
+                o = med.get((e, op, s))
+                if sym is None or o is None:
+                    ahead.append("-")
+                else:
+                    ahead.append("yes" if (sym > o if higher else sym < o)
+                                 else "no")
+            met[(y, op, goal)] += 1
+            for e, a in zip(("oshmem", "mpi"), ahead):
+                met[(y, op, e, a)] += 1
+            row += ["-" if ratio is None else "%.2f" % ratio, goal,
+                    ", ".join(ahead)]
+        print("| %s | %s | %s |" % (
+            size(s), " | ".join(cell(e, op, s) for e in ENG), " | ".join(row)))
 print("\nSummary (sizes where the goal was met / missed; ahead of OSHMEM, MPI):")
-for op, _, _ in OPS:
-    print("- %s: goal met %d, missed %d; ahead of OSHMEM %d/%d, of MPI %d/%d" % (
-        op, met[(op, "met")], met[(op, "missed")],
-        met[(op, "oshmem", "yes")],
-        met[(op, "oshmem", "yes")] + met[(op, "oshmem", "no")],
-        met[(op, "mpi", "yes")], met[(op, "mpi", "yes")] + met[(op, "mpi", "no")]))
+for y in SYMS:
+    for op, _, _ in OPS:
+        print("- %s%s: goal met %d, missed %d; ahead of OSHMEM %d/%d, of MPI "
+              "%d/%d" % (label(y) + " " if len(SYMS) > 1 else "", op,
+                         met[(y, op, "met")], met[(y, op, "missed")],
+                         met[(y, op, "oshmem", "yes")],
+                         met[(y, op, "oshmem", "yes")] +
+                         met[(y, op, "oshmem", "no")],
+                         met[(y, op, "mpi", "yes")],
+                         met[(y, op, "mpi", "yes")] + met[(y, op, "mpi", "no")]))
 print("\nRounds per cell: %s" % sorted(set(rounds.values())))
 
 # --- the plot ---------------------------------------------------------------
-COL = {"raw": "#000000", "raw_spin": "#9467bd", "adaptor": "#7f7f7f", "symheap": "#d62728",
-       "oshmem": "#1f77b4", "mpi": "#2ca02c"}
-DASH = {"raw": "", "raw_spin": "2,3", "adaptor": "2,3", "symheap": "", "oshmem": "6,3",
-        "mpi": "6,3"}
+COLS = {"raw": "#000000", "raw_idle": "#8c564b", "raw_spin": "#9467bd",
+        "adaptor": "#7f7f7f", "symheap": "#d62728",
+        "symheap_noprog": "#ff7f0e", "oshmem": "#1f77b4",
+        "mpi": "#2ca02c"}
+DASHES = {"raw": "", "raw_idle": "", "raw_spin": "2,3", "adaptor": "2,3",
+          "symheap": "", "symheap_noprog": "2,3", "oshmem": "6,3", "mpi": "6,3"}
+# A second provider's lines: the same colour, lighter and dotted.
+COL = {e: COLS.get(split(e)[0], "#bcbd22") for e in ENG}
+DASH = {e: (DASHES.get(split(e)[0], "") if not split(e)[1] or
+            split(e)[1] == PROVS[0] else "1,2") for e in ENG}
 
 
 def panel(x0, op, title, higher):
@@ -119,7 +178,7 @@ def panel(x0, op, title, higher):
             continue
         o.append('<polyline fill="none" stroke="%s" stroke-width="%s" '
                  'stroke-dasharray="%s" points="%s"/>' % (
-                     COL[e], 2.5 if e == "symheap" else 1.5, DASH[e],
+                     COL[e], 2.5 if split(e)[0] == "symheap" else 1.5, DASH[e],
                      " ".join("%.1f,%.1f" % (X(s), Y(v)) for s, v in pts[e])))
     return "\n".join(o)
 
@@ -130,13 +189,15 @@ if svg_out:
             panel(780, "put_bw", "put bandwidth", 1)]
     leg = []
     for i, e in enumerate(ENG):
-        leg.append('<line x1="%d" x2="%d" y1="318" y2="318" stroke="%s" '
+        x, y = 20 + i % 6 * 190, 318 + i // 6 * 16  # six a line
+        leg.append('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" '
                    'stroke-width="2" stroke-dasharray="%s"/><text x="%d" '
-                   'y="322" font-size="11">%s</text>' % (
-                       20 + i * 190, 50 + i * 190, COL[e], DASH[e],
-                       55 + i * 190, NAME[e]))
+                   'y="%d" font-size="11">%s</text>' % (
+                       x, x + 30, y, y, COL[e], DASH[e], x + 35, y + 4,
+                       label(e)))
     with open(svg_out, "w") as f:
         f.write('<svg xmlns="http://www.w3.org/2000/svg" width="1170" '
-                'height="335" font-family="sans-serif">\n<rect width="100%" '
-                'height="100%" fill="white"/>\n' + "\n".join(body + leg) +
-                "\n</svg>\n")
+                'height="%d" font-family="sans-serif">\n<rect width="100%%" '
+                'height="100%%" fill="white"/>\n' % (335 + (len(ENG) - 1) // 6
+                                                     * 16) +
+                "\n".join(body + leg) + "\n</svg>\n")

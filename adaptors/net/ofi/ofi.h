@@ -102,6 +102,8 @@ typedef struct {
   int timeout_ms;
   /* What the provider asked for (mr_mode) and offers. */
   int mr_local, virt_addr, prov_key, mr_endpoint, has_fence, hmem, manual;
+  /* FI_ATOMIC offered and implemented (ofi_ep.c: check_atomics). */
+  int atomics;
   uint64_t fence_next; /* FI_FENCE for the next operation, after fence() */
   /* Writes up to this size are placed at the target in the order issued
    * (FI_ORDER_WAW and max_order_waw_size); 0: no such promise. */

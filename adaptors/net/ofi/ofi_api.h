@@ -498,7 +498,8 @@ struct fi_ops_atomic {
                           void **result_desc, size_t result_count,
                           uint64_t flags);
   ofi_unused_op writevalid;
-  ofi_unused_op readwritevalid;
+  int (*readwritevalid)(struct fid_ep *ep, enum fi_datatype datatype,
+                        enum fi_op op, size_t *count);
   ofi_unused_op compwritevalid;
 };
 
@@ -640,6 +641,12 @@ static inline ssize_t fi_atomicmsg(struct fid_ep *ep,
                                    const struct fi_msg_atomic *msg,
                                    uint64_t flags) {
   return ep->atomic->writemsg(ep, msg, flags);
+}
+
+static inline int fi_fetch_atomicvalid(struct fid_ep *ep,
+                                       enum fi_datatype datatype,
+                                       enum fi_op op, size_t *count) {
+  return ep->atomic->readwritevalid(ep, datatype, op, count);
 }
 
 static inline ssize_t fi_fetch_atomicmsg(struct fid_ep *ep,

@@ -81,6 +81,31 @@ static symheap_result_t choose_signal(ofi_ctx_t *c) {
   return SYMHEAP_SUCCESS;
 }
 
+/* Whether the atomics the provider offers are there: libfabric 1.17's net
+ * advertises FI_ATOMIC, yet answers every atomic and every
+ * fi_*atomicvalid with -FI_ENOSYS (docs/perf/net.md, 2026-11-26 round 6).
+ * A 64-bit fetch-add (symheap's commonest) asked of the endpoint decides;
+ * without it the adaptor reports no SYMHEAP_NET_CAP_ATOMIC, so a
+ * symheap_atomic is refused before anything is sent, naming the provider,
+ * and put_signal is UNSUPPORTED, instead of each failing at the call. */
+static void check_atomics(ofi_ctx_t *c) {
+  size_t count = 0;
+  c->atomics = (c->info->caps & FI_ATOMIC) && c->ep->atomic &&
+               c->ep->atomic->readwritevalid &&
+               fi_fetch_atomicvalid(c->ep, FI_UINT64, FI_SUM, &count) == 0 &&
+               count > 0;
+  /* put_signal's one message needs no provider atomics: its signal is
+   * applied by the target's CPU, which, where the provider has no atomics
+   * at all, is the only thing that applies atomics to that memory. */
+  const char *how = NULL;
+  if (!c->atomics && !c->prov_key &&
+      c->info->domain_attr->cq_data_size >= 8 &&
+      c->svc->param_get_string("SYMHEAP_OFI_PUT_SIGNAL", &how) ==
+          SYMHEAP_SUCCESS &&
+      !(how && !strcmp(how, "atomic")))
+    c->sig_data = 1;
+}
+
 /* The completion queue, with a file descriptor to sleep on where the
  * provider gives one (FI_WAIT_FD): a rank that only waits then sleeps in
  * the kernel until a peer's request arrives (ofi_wait_fds).  The counter
@@ -159,8 +184,8 @@ symheap_result_t ofi_open(const symheap_host_services_t *svc,
     read_modes(c);
     r = choose_signal(c);
   }
-  if (r == SYMHEAP_SUCCESS)
-    r = open_objects(c);
+  if (r == SYMHEAP_SUCCESS && (r = open_objects(c)) == SYMHEAP_SUCCESS)
+    check_atomics(c);
   if (r == SYMHEAP_SUCCESS)
     r = ofi_bounce_open(c);
   size_t len = SYMHEAP_NET_ADDR_MAX;
@@ -176,12 +201,13 @@ symheap_result_t ofi_open(const symheap_host_services_t *svc,
   *addr_len = len;
   *ctx = c;
   svc->log(SYMHEAP_LOG_INFO,
-           "ofi: provider %s, fabric %s, mr_mode%s%s%s%s, %s progress%s, "
+           "ofi: provider %s, fabric %s, mr_mode%s%s%s%s, %s progress%s%s, "
            "writes ordered up to %zu bytes, put_signal %s, %s",
            c->provider, c->fabric_name, c->mr_local ? " local" : "",
            c->virt_addr ? " virt_addr" : "", c->prov_key ? " prov_key" : "",
            c->mr_endpoint ? " endpoint" : "", c->manual ? "manual" : "auto",
-           c->has_fence ? ", FI_FENCE" : "", c->waw_size,
+           c->has_fence ? ", FI_FENCE" : "",
+           c->atomics ? "" : ", no atomics", c->waw_size,
            c->sig_data ? "in one message (remote CQ data)"
                        : "as put, fence, atomic",
            c->cq_fd >= 0 ? "a waiting rank sleeps on the CQ's fd"
@@ -192,7 +218,7 @@ symheap_result_t ofi_open(const symheap_host_services_t *svc,
 symheap_result_t ofi_query(void *ctx, symheap_net_caps_t *caps) {
   ofi_ctx_t *c = ctx;
   caps->caps = SYMHEAP_NET_CAP_RMA;
-  if (c->info->caps & FI_ATOMIC)
+  if (c->atomics)
     caps->caps |= SYMHEAP_NET_CAP_ATOMIC;
   if (c->has_fence)
     caps->caps |= SYMHEAP_NET_CAP_FENCE;

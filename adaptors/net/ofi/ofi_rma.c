@@ -196,6 +196,12 @@ symheap_result_t ofi_atomic(void *ctx, int peer, symheap_net_amo_t op,
   symheap_result_t r = check_peer(c, peer, rkey, "atomic");
   if (r != SYMHEAP_SUCCESS)
     return r;
+  if (!c->atomics) /* its caps say so too: nothing is sent */
+    return c->svc->error(SYMHEAP_ERR_UNSUPPORTED,
+                         "ofi atomic: provider %s has no atomics (no "
+                         "FI_ATOMIC, or fi_fetch_atomicvalid refuses a "
+                         "64-bit fetch-add)",
+                         c->provider);
   enum fi_op fop;
   int needs_fetch = op == SYMHEAP_NET_AMO_FETCH ||
                     op == SYMHEAP_NET_AMO_FETCH_ADD ||
@@ -280,10 +286,6 @@ symheap_result_t ofi_put_signal(void *ctx, int peer, const void *src, void *mr,
   if (sig_op != SYMHEAP_NET_AMO_SET && sig_op != SYMHEAP_NET_AMO_ADD)
     return c->svc->error(SYMHEAP_ERR_INVALID_ARG,
                          "ofi put_signal: the signal op must be SET or ADD");
-  if (!(c->info->caps & FI_ATOMIC))
-    return c->svc->error(SYMHEAP_ERR_UNSUPPORTED,
-                         "ofi put_signal: provider %s has no atomics",
-                         c->provider);
   uint64_t data;
   symheap_result_t r = check_peer(c, peer, rkey, "put_signal");
   if (r == SYMHEAP_SUCCESS)
@@ -296,6 +298,13 @@ symheap_result_t ofi_put_signal(void *ctx, int peer, const void *src, void *mr,
   if (len && peer != c->rank &&
       ofi_sig_encode(c, sig_rkey, sig_offset, value, sig_op, &data))
     return put_data(c, peer, src, mr, len, rkey, offset, data, flags);
+  if (!c->atomics)
+    return c->svc->error(SYMHEAP_ERR_UNSUPPORTED,
+                         "ofi put_signal: provider %s has no atomics, and "
+                         "this signal does not travel in one message (to "
+                         "the rank itself, a zero-length put, a value of "
+                         "2^20 or more, or SYMHEAP_OFI_PUT_SIGNAL=atomic)",
+                         c->provider);
   /* Else the data, then the signal's atomic, with a fence between them
    * (FI_FENCE, or a quiet where the provider has none) unless the provider
    * places writes of this size in order. */
