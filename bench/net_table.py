@@ -11,10 +11,11 @@ svg_out = sys.argv[2] if len(sys.argv) > 2 else None
 # raw: the probe's target sleeps on libfabric's wait object (--passive), as
 # symheap's does (the floor the goal is measured against); raw_spin: its
 # target spins, shown beside it.
-ENG = ["raw", "raw_spin", "adaptor", "symheap", "oshmem", "mpi"]
+ENG = ["raw", "raw_spin", "adaptor", "symheap", "symheap_ucx", "oshmem", "mpi"]
 NAME = {"raw": "raw libfabric", "raw_spin": "raw, spinning target",
         "adaptor": "ofi adaptor table",
-        "symheap": "symheap", "oshmem": "OSHMEM (UCX)", "mpi": "MPI RMA (UCX)"}
+        "symheap": "symheap", "symheap_ucx": "symheap (ucx adaptor)",
+        "oshmem": "OSHMEM (UCX)", "mpi": "MPI RMA (UCX)"}
 vals = collections.defaultdict(list)  # (engine, op, size) -> per-round
 for f in sorted(glob.glob(os.path.join(d, "round*-*.txt"))):
     e = re.match(r"round\d+-(\w+)\.txt", os.path.basename(f)).group(1)
@@ -82,8 +83,8 @@ print("\nRounds per cell: %s" % sorted(set(rounds.values())))
 
 # --- the plot ---------------------------------------------------------------
 COL = {"raw": "#000000", "raw_spin": "#9467bd", "adaptor": "#7f7f7f", "symheap": "#d62728",
-       "oshmem": "#1f77b4", "mpi": "#2ca02c"}
-DASH = {"raw": "", "raw_spin": "2,3", "adaptor": "2,3", "symheap": "", "oshmem": "6,3",
+       "symheap_ucx": "#ff7f0e", "oshmem": "#1f77b4", "mpi": "#2ca02c"}
+DASH = {"raw": "", "raw_spin": "2,3", "adaptor": "2,3", "symheap": "", "symheap_ucx": "", "oshmem": "6,3",
         "mpi": "6,3"}
 
 
