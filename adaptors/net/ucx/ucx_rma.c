@@ -129,6 +129,63 @@ static uint64_t value_of(const void *p, size_t size) {
   return v;
 }
 
+/* One 8-byte atomic waited for here: *reply in (compare) and out. */
+static symheap_result_t amo64_now(ucx_ctx_t *c, int peer, const ucx_rkey_t *k,
+                                  uint64_t off, ucp_atomic_op_t op,
+                                  uint64_t operand, uint64_t *reply) {
+  ucp_request_param_t prm;
+  memset(&prm, 0, sizeof prm);
+  prm.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+  prm.datatype = ucp_dt_make_contig(8);
+  prm.reply_buffer = reply;
+  ucs_status_ptr_t sp = ucx_api.atomic_op_nbx(c->peers[peer].ep, op, &operand,
+                                              1, k->base + off, k->rkey, &prm);
+  c->touched[peer] = 1;
+  if (UCS_PTR_IS_PTR(sp))
+    return ucx_wait(c, sp, "atomic", peer);
+  ucs_status_t st = UCS_PTR_RAW_STATUS(sp);
+  return st == UCS_OK ? SYMHEAP_SUCCESS
+                      : ucx_fail(ucx_result(st), st, "ucx atomic to rank %d",
+                                 peer);
+}
+
+/* A 4-byte compare-swap as 8-byte ones on the word that holds it (UCX
+ * 1.13's software atomics, over tcp, never match a 4-byte compare): read
+ * the word, and swap it whole where its half matches, again while the
+ * other half changes under us.  Blocking: fetch is set on return. */
+static symheap_result_t cswap32(ucx_ctx_t *c, int peer, const ucx_rkey_t *k,
+                                uint64_t offset, const void *compare,
+                                const void *operand, void *fetch) {
+  uint64_t word = offset & ~(uint64_t)7;
+  int shift = (offset & 4) ? 32 : 0; /* little-endian halves */
+  uint32_t cmp = (uint32_t)value_of(compare, 4),
+           swp = (uint32_t)value_of(operand, 4);
+  uint64_t end = c->svc->now_ns() + (uint64_t)c->timeout_ms * 1000000u;
+  for (;;) {
+    uint64_t cur = 0;
+    symheap_result_t r =
+        amo64_now(c, peer, k, word, UCP_ATOMIC_OP_ADD, 0, &cur);
+    uint32_t mine = (uint32_t)(cur >> shift);
+    if (r == SYMHEAP_SUCCESS && mine == cmp) {
+      uint64_t want = (cur & ~((uint64_t)0xffffffffu << shift)) |
+                      (uint64_t)swp << shift;
+      uint64_t old = cur;
+      r = amo64_now(c, peer, k, word, UCP_ATOMIC_OP_CSWAP, want, &old);
+      if (r == SYMHEAP_SUCCESS && old != cur) {
+        if (c->svc->now_ns() > end)
+          return c->svc->error(SYMHEAP_ERR_TIMEOUT,
+                               "ucx 4-byte compare-swap to rank %d: its word "
+                               "kept changing for %d ms",
+                               peer, c->timeout_ms);
+        continue; /* the other half moved: again */
+      }
+    }
+    if (r == SYMHEAP_SUCCESS)
+      memcpy(fetch, &mine, 4);
+    return r;
+  }
+}
+
 symheap_result_t ucx_atomic(void *ctx, int peer, symheap_net_amo_t op,
                             size_t size, void *rkey, uint64_t offset,
                             const void *operand, const void *compare,
@@ -160,16 +217,10 @@ symheap_result_t ucx_atomic(void *ctx, int peer, symheap_net_amo_t op,
   uint64_t *opnd, *res = NULL;
   if ((r = slot(c, value_of(operand, size), &opnd)) != SYMHEAP_SUCCESS)
     return r;
+  if (op == SYMHEAP_NET_AMO_CSWAP && size == 4)
+    return cswap32(c, peer, rkey, offset, compare, operand, fetch);
   void *reply = fetch;
-  if (op == SYMHEAP_NET_AMO_CSWAP && size == 4) {
-    /* UCP reads the compared value as 8 bytes of the reply buffer: an
-     * arena slot holds it zero-extended, the old value copied back. */
-    if ((r = slot(c, value_of(compare, 4), &res)) != SYMHEAP_SUCCESS)
-      return r;
-    c->copyback[c->ncopyback].from = res;
-    c->copyback[c->ncopyback++].to = fetch;
-    reply = res;
-  } else if (op == SYMHEAP_NET_AMO_CSWAP) {
+  if (op == SYMHEAP_NET_AMO_CSWAP) {
     memcpy(fetch, compare, size);
   } else if (fetches && !fetch) {
     if ((r = slot(c, 0, &res)) != SYMHEAP_SUCCESS)
