@@ -51,11 +51,25 @@ void ucx_close(void *ctx) {
   ucx_ctx_t *c = ctx;
   if (!c)
     return;
+  int failed = 0;
+  for (int r = 0; c->peers && r < c->nranks; r++)
+    failed |= c->peers[r].failed != UCS_OK;
   close_eps(c);
-  if (c->worker)
-    ucx_api.worker_destroy(c->worker);
-  if (c->context)
-    ucx_api.cleanup(c->context);
+  /* UCX 1.13 aborts in ucp_worker_destroy (an assertion on a failed
+   * endpoint's reference count) once an endpoint failed: after a peer is
+   * gone the worker and context are left to the process's exit instead.
+   * Nothing progresses them again, so no callback reaches what is freed
+   * below. */
+  if (failed) {
+    c->svc->log(SYMHEAP_LOG_WARN,
+                "ucx: a peer failed: the UCX worker is not destroyed (UCX "
+                "1.13 aborts destroying one with a failed endpoint)");
+  } else {
+    if (c->worker)
+      ucx_api.worker_destroy(c->worker);
+    if (c->context)
+      ucx_api.cleanup(c->context);
+  }
   free(c->peers);
   free(c->touched);
   free(c->arena);
