@@ -38,9 +38,12 @@ static void close_eps(ucx_ctx_t *c) {
     void *req = ucx_api.ep_close_nbx(c->peers[r].ep, &prm);
     if (UCS_PTR_IS_PTR(req)) {
       uint64_t end = c->svc->now_ns() + 1000000000ull;
-      while (ucx_api.request_check_status(req) == UCS_INPROGRESS &&
+      ucs_status_t st;
+      while ((st = ucx_api.request_check_status(req)) == UCS_INPROGRESS &&
              c->svc->now_ns() < end)
         ucx_api.worker_progress(c->worker);
+      if (st != UCS_OK && c->peers[r].failed == UCS_OK)
+        c->peers[r].failed = st == UCS_INPROGRESS ? UCS_ERR_TIMED_OUT : st;
       ucx_api.request_free(req);
     }
     c->peers[r].ep = NULL;
@@ -51,10 +54,11 @@ void ucx_close(void *ctx) {
   ucx_ctx_t *c = ctx;
   if (!c)
     return;
+  /* After the closes: closing is where UCX may report a peer failed. */
+  close_eps(c);
   int failed = 0;
   for (int r = 0; c->peers && r < c->nranks; r++)
     failed |= c->peers[r].failed != UCS_OK;
-  close_eps(c);
   /* UCX 1.13 aborts in ucp_worker_destroy (an assertion on a failed
    * endpoint's reference count) once an endpoint failed: after a peer is
    * gone the worker and context are left to the process's exit instead.
