@@ -232,7 +232,7 @@ conformance: $(BUILD)/bin/symheap-conformance plugins
 	$(BUILD)/bin/symheap-conformance --device $(DEVICE)
 
 # Tests link the static library so they can reach core internals.
-TEST_COMMON := test/harness.c test/record_adaptor.c
+TEST_COMMON := test/harness.c test/harness_mixed.c test/record_adaptor.c
 $(BUILD)/test/%: test/%.c $(TEST_COMMON) test/harness.h $(BUILD)/lib/libsymheap.a $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Icore -o $@ $< $(TEST_COMMON) $(BUILD)/lib/libsymheap.a \
@@ -254,10 +254,10 @@ $(BUILD)/test/test_proxy: test/test_proxy.c test/net_loop.c test/net_loop.h \
 tests: $(BUILD)/test/test_proxy
 
 # test_stage: staging device windows through host memory, over loop.
-$(BUILD)/test/test_stage: test/test_stage.c test/net_loop.c test/net_loop.h \
+$(BUILD)/test/test_stage: test/test_stage.c test/test_stage_get.c test/stage_env.h test/net_loop.c test/net_loop.h \
     $(TEST_COMMON) test/harness.h $(BUILD)/lib/libsymheap.a $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -Icore -o $@ test/test_stage.c test/net_loop.c \
+	$(CC) $(CFLAGS_ALL) -Icore -o $@ test/test_stage.c test/test_stage_get.c test/net_loop.c \
 	  $(TEST_COMMON) $(BUILD)/lib/libsymheap.a $(LDFLAGS_ALL) $(LIBS)
 tests: $(BUILD)/test/test_stage
 
@@ -405,9 +405,13 @@ $(BUILD)/share/symheap/tuning/.stamp: $(TUNING_TABLES)
 	$(if $(TUNING_TABLES),cp $(TUNING_TABLES) $(dir $@))
 	touch $@
 all: $(BUILD)/share/symheap/tuning/.stamp
+# The kernels' library reads them at its first AUTO call: whoever builds it
+# alone (bench/torch_gpu.sh builds lib, tools, python and this) must get the
+# tables beside it, or AUTO falls back to the built-in thresholds unnoticed.
+$(CUDA_LIB): | $(BUILD)/share/symheap/tuning/.stamp
 # The tuning run's program (tools/symheap-tune.cu; bench/tune_gpu.sh): it
 # links the library's objects to set launch parameters per call.
-$(BUILD)/bin/symheap-tune: tools/symheap-tune.cu $(KERNEL_OBJS) \
+$(BUILD)/bin/symheap-tune: tools/symheap-tune.cu tools/cuda_check.h $(KERNEL_OBJS) \
     $(BUILD)/lib/libsymheap.so $(KERNEL_DEPS)
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -o $@ $< \
@@ -420,7 +424,7 @@ $(BUILD)/test/test_coll: test/gpu/test_coll.cu $(BUILD)/obj/test/harness.o \
 	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -Itest -o $@ $< \
 	  $(BUILD)/obj/test/harness.o -L$(BUILD)/lib -lsymheap_cuda -lsymheap \
 	  -Xlinker -rpath,'$$ORIGIN/../lib' -ldl -lpthread
-$(BUILD)/bin/symheap-bench-cuda: tools/symheap-bench-cuda.cu $(CUDA_LIB) \
+$(BUILD)/bin/symheap-bench-cuda: tools/symheap-bench-cuda.cu tools/cuda_check.h $(CUDA_LIB) \
     $(KERNEL_DEPS)
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -o $@ $< \
@@ -444,7 +448,8 @@ tests: $(BUILD)/test/test_coll_tuning
 # Tuning probe for the kernels' launch parameters (bench/coll_sweep.cu).
 .PHONY: coll-sweep
 coll-sweep: $(BUILD)/bin/coll-sweep
-$(BUILD)/bin/coll-sweep: bench/coll_sweep.cu $(KERNEL_OBJS) $(BUILD)/lib/libsymheap.so
+$(BUILD)/bin/coll-sweep: bench/coll_sweep.cu tools/cuda_check.h $(KERNEL_OBJS) \
+    $(BUILD)/lib/libsymheap.so
 	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -o $@ $< \
 	  $(KERNEL_OBJS) -L$(BUILD)/lib -lsymheap -Xlinker -rpath,'$$ORIGIN/../lib'
 # Accessor and release cost against the number of live windows.
@@ -527,7 +532,8 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	  $(DESTDIR)$(PREFIX)/bin
 	install -m 644 include/symheap.h include/symheap_device.h \
-	  include/symheap_adaptor.h $(DESTDIR)$(PREFIX)/include/
+	  include/symheap_adaptor.h include/symheap_net_adaptor.h \
+	  $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(BUILD)/lib/libsymheap.so.0 \
 	  $(DESTDIR)$(PREFIX)/lib/libsymheap.so.0
 	ln -sf libsymheap.so.0 $(DESTDIR)$(PREFIX)/lib/libsymheap.so

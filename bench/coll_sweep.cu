@@ -14,22 +14,8 @@
 #include "coll_launch.h"
 #include "symheap.h"
 
-#define SH(call)                                                               \
-  do {                                                                         \
-    symheap_result_t r_ = (call);                                              \
-    if (r_ != SYMHEAP_SUCCESS) {                                               \
-      fprintf(stderr, "%s: %s\n", #call, symheap_last_error());                \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
-#define CU(call)                                                               \
-  do {                                                                         \
-    cudaError_t e_ = (call);                                                   \
-    if (e_ != cudaSuccess) {                                                   \
-      fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_));              \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
+#define CHECK_PROG "coll-sweep"
+#include "../tools/cuda_check.h"
 
 static symheap_comm_t comm;
 static int nranks;

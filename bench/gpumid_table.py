@@ -26,8 +26,13 @@ def tune(path):
     return out
 
 
-def best(vs, push):
-    c = [(us, v) for v, us in vs.items() if ("push" in v) == push]
+def kind(v):
+    return "ll128" if v.startswith("ll128") else \
+        "push" if "push" in v else "old"
+
+
+def best(vs, k):
+    c = [(us, v) for v, us in vs.items() if kind(v) == k]
     return min(c) if c else None
 
 
@@ -40,8 +45,8 @@ def main(d):
           "python_peers.py, Python)")
     for mode in ("eager", "graph"):
         print("\n%s | ranks bytes | old best (variant) | push best (variant)"
-              " | torch 1shot | torch 2shot | push/old | push/min(torch)" %
-              mode)
+              " | ll128 best (variant) | torch 1shot | torch 2shot | best/old"
+              " | best/min(torch) | best/torch 1shot" % mode)
         for n in (2, 4):
             T = tune(os.path.join(d, "tune_%s_n%d.tsv" % (mode, n)))
             J = {}
@@ -49,16 +54,18 @@ def main(d):
             if os.path.exists(p):
                 J = json.load(open(p))
             for nb in sorted(T):
-                o, q = best(T[nb], False), best(T[nb], True)
+                o, q, l = (best(T[nb], k) for k in ("old", "push", "ll128"))
                 t1 = J.get("torch_one_shot_%d_%s_us" % (nb, mode))
                 t2 = J.get("torch_two_shot_%d_%s_us" % (nb, mode))
                 ts = [t for t in (t1, t2) if t]
-                r1 = "%.2f" % (q[0] / o[0]) if o and q else "-"
-                r2 = "%.2f" % (q[0] / min(ts)) if q and ts else "-"
-                print("%s | %d %8d | %s | %s | %6s | %6s | %s | %s" % (
-                    mode, n, nb, fmt(o), fmt(q),
+                b = min(x for x in (o, q, l) if x) if (o or q or l) else None
+                r1 = "%.2f" % (b[0] / o[0]) if o and b else "-"
+                r2 = "%.2f" % (b[0] / min(ts)) if b and ts else "-"
+                r3 = "%.2f" % (b[0] / t1) if b and t1 else "-"
+                print("%s | %d %8d | %s | %s | %s | %6s | %6s | %s | %s | %s" % (
+                    mode, n, nb, fmt(o), fmt(q), fmt(l),
                     "%.2f" % t1 if t1 else "-", "%.2f" % t2 if t2 else "-",
-                    r1, r2))
+                    r1, r2, r3))
 
 
 if __name__ == "__main__":

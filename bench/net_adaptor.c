@@ -86,16 +86,23 @@ static int a_wait(void) { return said(T.ops.quiet(ctx, 60000), "quiet"); }
 static int a_progress(void) { return said(T.ops.progress(ctx), "progress"); }
 
 /* --passive: sleep on the adaptor's wait fds (wait_fds), as the core's
- * progress thread does; an adaptor without them spins. */
+ * waits and progress thread do; an adaptor without them spins. */
 static int a_sleep(int fd) {
   struct pollfd p[5];
   int fds[4], k = T.ops.wait_fds ? T.ops.wait_fds(ctx, fds, 4) : -1;
-  if (k <= 0)
+  if (k < 0)
     return 0;
+  if (k == 0)
+    return 1; /* work pending */
   for (int i = 0; i < k; i++)
     p[i] = (struct pollfd){fds[i], POLLIN, 0};
   p[k] = (struct pollfd){fd, POLLIN, 0};
-  return poll(p, (nfds_t)k + 1, 1000) < 0 ? -1 : 0;
+  if (poll(p, (nfds_t)k + 1, PROBE_SLEEP_MS) < 0)
+    return -1;
+  for (int i = 0; i < k; i++)
+    if (p[i].revents)
+      return 1;
+  return 0;
 }
 
 static void a_close(void) {

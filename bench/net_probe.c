@@ -175,8 +175,14 @@ static int bandwidth(const probe_engine_t *e, int quick) {
 int probe_passive;
 
 /* The server progresses until the client's byte says it is done: spinning,
- * or (--passive) sleeping on the engine's wait object between turns. */
+ * or (--passive) spinning only PROBE_SPIN_US after its engine had work and
+ * else sleeping on the engine's wait object.  Spinning a while after work
+ * is what lets one request that needs several progress calls complete:
+ * tcp;ofi_rxm (libfabric 1.17) does not wake a sleeper for every step of
+ * one (docs/perf/net.md), and a server that slept after each call waited
+ * out its whole sleep per step (the probe hung at 1 s a step). */
 static int serve(int fd, const probe_engine_t *e) {
+  double busy_until = 0;
   for (;;) {
     struct pollfd p = {fd, POLLIN, 0};
     if (poll(&p, 1, 0) > 0) {
@@ -185,8 +191,13 @@ static int serve(int fd, const probe_engine_t *e) {
     }
     if (e->progress())
       return -1;
-    if (probe_passive && e->sleep(fd))
+    if (!probe_passive || now_us() < busy_until)
+      continue;
+    int w = e->sleep(fd);
+    if (w < 0)
       return -1;
+    if (w > 0)
+      busy_until = now_us() + PROBE_SPIN_US;
   }
 }
 

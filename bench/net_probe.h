@@ -17,8 +17,9 @@
  *                               8 MiB a round), then wait for all
  * Lines starting with '#' are comments (provider, fabric, engine).
  * --passive: the server sleeps in the kernel on the engine's wait object
- * (FI_WAIT_FD, fi_trywait, poll) between progress calls, as symheap's
- * progress thread does on a rank that waits, instead of spinning. */
+ * (FI_WAIT_FD, fi_trywait, poll) once its engine has been idle for
+ * PROBE_SPIN_US, as a symheap rank that waits does, instead of spinning
+ * all the time. */
 #ifndef SYMHEAP_NET_PROBE_H
 #define SYMHEAP_NET_PROBE_H
 
@@ -27,6 +28,11 @@
 
 #define PROBE_REGION (8u << 20) /* registered on each side */
 #define PROBE_BLOB_MAX 512
+/* --passive, as symheap's waits (core/comm/net_comm.c): the server spins
+ * PROBE_SPIN_US after its engine had work, then sleeps on the wait object
+ * at most PROBE_SLEEP_MS at a time. */
+#define PROBE_SPIN_US 5000.0
+#define PROBE_SLEEP_MS 20
 
 /* What an engine provides the probe.  Every call returns 0 on success;
  * on failure it prints why to stderr and returns nonzero. */
@@ -48,7 +54,9 @@ typedef struct {
   int (*progress)(void);
   void (*close)(void);
   /* Optional (NULL: no --passive).  Sleep until the engine has work or fd
-   * (the rendezvous socket) is readable: 0, or nonzero on failure. */
+   * (the rendezvous socket) is readable, at most PROBE_SLEEP_MS: 1 when
+   * the engine had work (woken by it, or work was pending), 0 when not,
+   * -1 on failure. */
   int (*sleep)(int fd);
 } probe_engine_t;
 

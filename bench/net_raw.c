@@ -186,13 +186,15 @@ static int r_sleep(int fd) {
   struct fid *fids[1] = {&cq->fid};
   int ret = fi_trywait(fabric, fids, 1);
   if (ret == -FI_EAGAIN)
-    return 0;
+    return 1;
   if (ret) {
     fprintf(stderr, "net_raw: fi_trywait: %s\n", fi_strerror(-ret));
     return -1;
   }
   struct pollfd p[2] = {{cq_fd, POLLIN, 0}, {fd, POLLIN, 0}};
-  return poll(p, 2, 1000) < 0 ? -1 : 0;
+  if (poll(p, 2, PROBE_SLEEP_MS) < 0)
+    return -1;
+  return p[0].revents ? 1 : 0;
 }
 
 static void r_close(void) {

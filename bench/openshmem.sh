@@ -29,7 +29,8 @@ cd "$(dirname "$0")/.."
 # OSU_BASE=DIR (another checkout's build directory, e.g. an earlier commit's)
 # adds its symheap-shmem as a fourth, "base", interleaved with the others:
 # a before/after in the same minutes.  OSU_COLLS picks the collectives
-# (default "barrier broadcast reduce fcollect collect").
+# (default "barrier broadcast reduce fcollect collect"); OSU_ARGS adds
+# arguments to every OSU program (e.g. "-i 300 -x 30": fewer iterations).
 if [ "${1:-}" = osu-coll ]; then
   OSU=${OSU_OSHM:-../shared/osu-oshm}
   [ -d "$OSU/c/openshmem" ] || { echo "no $OSU (set OSU_OSHM)" >&2; exit 2; }
@@ -70,7 +71,8 @@ if [ "${1:-}" = osu-coll ]; then
           *) cmd="oshrun --mca osc ^rdma --oversubscribe -n $n $w/omp-$b" ;;
           esac
           echo "## $rep $impl $b $n load $(cut -d' ' -f1 /proc/loadavg)" >>"$out"
-          timeout -k 5 120 $cmd -m "${OSU_MAX:-1048576}" </dev/null >>"$out" 2>&1 ||
+          # shellcheck disable=SC2086 # OSU_ARGS: several arguments
+          timeout -k 5 120 $cmd -m "${OSU_MAX:-1048576}" ${OSU_ARGS:-} </dev/null >>"$out" 2>&1 ||
             echo "## failed" >>"$out"
         done
       done

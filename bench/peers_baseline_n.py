@@ -1,11 +1,14 @@
-# bench/peers_baseline.py extended to N ranks for bench/scale.sh: the same measures, the same
-# method, on `python3 peers_baseline_n.py N` GPUs (one process each). The peer-bandwidth figures
-# copy to and from the next rank; the copy-engine figure is rank 0 to rank 1.
-# Peer baselines on a 2-GPU host, for side-by-side comparison with symheap in the same run:
+# The project's shared/bench/peers_baseline.py extended to N ranks (bench/scale.sh): the same
+# measures, the same method, on `python3 peers_baseline_n.py N` GPUs (one process each). The
+# peer-bandwidth figures copy to and from the next rank; the copy-engine figure is rank 0 to
+# rank 1. With 2 ranks it is exactly shared/bench/peers_baseline.py (the next rank is the other
+# one), which is what bench/peers_baseline.py runs.
+# Peer baselines, for side-by-side comparison with symheap in the same run:
 # NCCL all-reduce and PyTorch symmetric-memory one-shot/two-shot all-reduce (bf16, per-op time in a
 # launch loop, median of 5 repeats), SM copy through mapped peer memory, copy-engine peer copy, and
 # PyTorch symmetric-memory setup time (empty + rendezvous). NVLink multicast stays off.
-# Usage (on the GPU machine): python3 peers_baseline.py   -> prints JSON; also writes $OUT/baseline.json
+# Usage (on the GPU machine): python3 peers_baseline_n.py N -> prints JSON; also writes
+# $OUT/baseline.json
 import os, sys, time, statistics, json
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
@@ -98,9 +101,11 @@ def worker(rank, world, res_path):
     dist.barrier()
     dist.destroy_process_group()
 
-if __name__ == "__main__":
+def main(world):
     out = os.environ.get("OUT", "/tmp")
     print("torch", torch.__version__, "nccl", torch.cuda.nccl.version(), "gpus", torch.cuda.device_count(), flush=True)
-    world = int(sys.argv[1]) if len(sys.argv) > 1 else 2
     mp.spawn(worker, args=(world, f"{out}/baseline.json"), nprocs=world)
     print(open(f"{out}/baseline.json").read())
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 2)

@@ -10,6 +10,8 @@
  *   q's staging, one flag; rank r reduces part c of shard r and stores it
  *   into every rank's output; a second flag, so that the output is whole
  *   when the kernel ends.
+ * one_shot_ll128: one_shot_push whose flags travel in the data's 128-byte
+ *   lines (below), so no fence and no flag round follow the data.
  *
  * No exit barrier: peers never read this rank's input or output, so the
  * caller may reuse them as soon as the kernel ends.  The staging is the LL
@@ -125,6 +127,44 @@ __device__ __forceinline__ void push_finish(const push_args_t &a) {
   }
 }
 
+/* Units [lo, hi) of this rank's part: its own input and what each peer
+ * sent (peer s's staging holds unit u at u - lo), reduced in rank order;
+ * the result into this rank's output (ALL false) or every rank's. */
+template <int DT, int OP, int NR, bool ALL>
+__device__ __forceinline__ void reduce_staged(const push_args_t &a, int ch,
+                                              int par, int sub, size_t lo,
+                                              size_t hi) {
+  typedef unit<DT, 16> U;
+  const int rank = a.rank;
+  const uint4 *from[NR];
+#pragma unroll
+  for (int s = 0; s < NR; s++)
+    from[s] = s == rank ? NULL
+                        : (const uint4 *)staging(a, rank, ch, par, s, sub);
+  for (size_t u = lo + threadIdx.x; u < hi; u += blockDim.x) {
+    typename U::bits x[NR];
+#pragma unroll
+    for (int s = 0; s < NR; s++) {
+      if (s == rank)
+        x[s] = U::load(a.src, u, a.count, a.aligned);
+      else
+        x[s].w = from[s][u - lo];
+    }
+    float acc[U::E];
+#pragma unroll
+    for (int s = 0; s < NR; s++)
+      U::template accumulate<OP>(acc, x[s], s == 0);
+    typename U::bits r = U::pack(acc);
+    if (ALL) {
+#pragma unroll
+      for (int q = 0; q < NR; q++) /* q known at compile time: no local copy */
+        U::store(a.out[q], u, a.count, a.aligned, r);
+    } else {
+      U::store(a.dst, u, a.count, a.aligned, r);
+    }
+  }
+}
+
 template <int DT, int OP, int NR>
 __global__ void __launch_bounds__(1024) one_shot_push(push_args_t a) {
   typedef unit<DT, 16> U;
@@ -156,26 +196,7 @@ __global__ void __launch_bounds__(1024) one_shot_push(push_args_t a) {
   }
   push_signal_wait<NR>(a, 2 * e);
   /* 2. reduce, in rank order: own input and what each peer sent */
-  const uint4 *from[NR];
-#pragma unroll
-  for (int s = 0; s < NR; s++)
-    from[s] = s == rank ? NULL
-                        : (const uint4 *)staging(a, rank, ch, par, s, sub);
-  for (size_t u = u0 + threadIdx.x; u < u1; u += T) {
-    typename U::bits x[NR];
-#pragma unroll
-    for (int s = 0; s < NR; s++) {
-      if (s == rank)
-        x[s] = U::load(a.src, u, a.count, a.aligned);
-      else
-        x[s].w = from[s][u - u0];
-    }
-    float acc[U::E];
-#pragma unroll
-    for (int s = 0; s < NR; s++)
-      U::template accumulate<OP>(acc, x[s], s == 0);
-    U::store(a.dst, u, a.count, a.aligned, U::pack(acc));
-  }
+  reduce_staged<DT, OP, NR, false>(a, ch, par, sub, u0, u1);
   push_finish(a);
 }
 
@@ -214,53 +235,41 @@ __global__ void __launch_bounds__(1024) two_shot_push(push_args_t a) {
   }
   push_signal_wait<NR>(a, 2 * e - 1);
   /* 2. reduce part c of shard rank; store it into every rank's output */
-  const uint4 *from[NR];
-#pragma unroll
-  for (int s = 0; s < NR; s++)
-    from[s] = s == rank ? NULL
-                        : (const uint4 *)staging(a, rank, ch, par, s, sub);
-  const size_t l = lo[0], h = hi[0];
-  for (size_t u = l + threadIdx.x; u < h; u += T) {
-    typename U::bits x[NR];
-#pragma unroll
-    for (int s = 0; s < NR; s++) {
-      if (s == rank)
-        x[s] = U::load(a.src, u, a.count, a.aligned);
-      else
-        x[s].w = from[s][u - l];
-    }
-    float acc[U::E];
-#pragma unroll
-    for (int s = 0; s < NR; s++)
-      U::template accumulate<OP>(acc, x[s], s == 0);
-    typename U::bits r = U::pack(acc);
-#pragma unroll
-    for (int q = 0; q < NR; q++) /* q known at compile time: no local copy */
-      U::store(a.out[q], u, a.count, a.aligned, r);
-  }
+  reduce_staged<DT, OP, NR, true>(a, ch, par, sub, lo[0], hi[0]);
   push_signal_wait<NR>(a, 2 * e);
   push_finish(a);
 }
 
+enum push_kind { kPushOne, kPushTwo, kPushLL128 };
+constexpr int kLineWords = 15; /* LL128: 8-byte data words in a line */
+
 /* The launch geometry of a push all-reduce, or false where it cannot run
- * (rank count, or the staging cannot hold it). */
-bool push_layout(const launch_t &L, bool two, push_args_t *a, int *grid,
+ * (rank count, or the staging cannot hold it).  One-/two-shot: 16-byte
+ * units, chunk and shard in units; LL128: 8-byte units, shard the lines of
+ * the buffer, chunk a block's lines (128 bytes each in the staging). */
+bool push_layout(const launch_t &L, push_kind k, push_args_t *a, int *grid,
                  int *threads) {
   const int n = L.in.nranks;
   if (n != 2 && n != 4 && n != 8)
     return false;
-  const size_t nunits = (L.count * elem_size(L.dtype) + 15) / 16;
-  const size_t per = two ? (nunits + n - 1) / n : nunits;
+  const bool ll = k == kPushLL128;
+  const size_t ub = ll ? 8 : 16;
+  const size_t nunits = (L.count * elem_size(L.dtype) + ub - 1) / ub;
+  const size_t per = ll            ? (nunits + kLineWords - 1) / kLineWords
+                     : k == kPushTwo ? (nunits + n - 1) / n
+                                     : nunits;
   int t = L.threads >= 32 && L.threads <= 1024 && L.threads % 32 == 0
               ? L.threads
               : kPushThreads;
-  size_t g = (per + 2 * (size_t)t - 1) / (2 * (size_t)t);
+  /* what a block moves a step: 2 units a thread, or a line per 8 threads */
+  const size_t step = ll ? (size_t)t / 8 : 2 * (size_t)t;
+  size_t g = (per + step - 1) / step;
   int cap = L.max_blocks < kMaxChannels ? L.max_blocks : kMaxChannels;
   g = g < 1 ? 1 : g > (size_t)cap ? (size_t)cap : g;
   const size_t chunk = (per + g - 1) / g;
   const size_t subs = (g + kLLBlocks - 1) / kLLBlocks;
   const size_t region = (size_t)n * ll_area_bytes(n);
-  const size_t slot = subs * chunk * 16;
+  const size_t slot = subs * chunk * (ll ? 128 : 16);
   if (chunk == 0 || slot * (size_t)(n - 1) > region)
     return false;
   if (a) {
@@ -285,20 +294,141 @@ bool push_layout(const launch_t &L, bool two, push_args_t *a, int *grid,
   return true;
 }
 
-} // namespace
+/* --- LL128 one-shot: the flags travel with the data ------------------------
+ * one_shot_push pays, after its data, a release fence (it waits until every
+ * store reached the peer: a round trip) and then a flag (one more crossing),
+ * about 6 us in all at 64 KiB where the LL kernel takes 3.3.  Here each
+ * 128-byte line carries 120 bytes of data and, in its last 8 bytes, the
+ * flag (the epoch): a warp stores 4 lines with one 16-byte store per lane,
+ * and a receiver that sees a line's flag loads the line once more and
+ * takes it whole, NCCL's LL128.  That rests on the NVLink fabric
+ * delivering each 128-byte line of one warp store whole: true of the
+ * NVLink GPUs NCCL enables LL128 on (sm_80, sm_90), not promised by PTX; so
+ * the algorithm is only taken where the tuning table names it (measured)
+ * or forced.  Staging, channels, parity and epochs are one_shot_push's; the
+ * flag word is a NaN of a fixed payload with the epoch, never the same in
+ * two epochs of one parity, and not a value arithmetic produces (a push
+ * epoch of the same parity left raw data there).  nunits counts 8-byte
+ * units, shard lines of the buffer, chunk a block's lines. */
 
-bool push_fits(const launch_t &a, bool two_shot) {
-  return push_layout(a, two_shot, NULL, NULL, NULL);
+__device__ __forceinline__ void st_line(uint64_t *p, uint64_t x, uint64_t y) {
+  asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(x),
+               "l"(y)
+               : "memory");
+}
+__device__ __forceinline__ void ld_line(const uint64_t *p, uint64_t &x,
+                                        uint64_t &y) {
+  asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
+               : "=l"(x), "=l"(y)
+               : "l"(p)
+               : "memory");
+}
+__device__ __forceinline__ uint64_t as_u64(uint2 v) {
+  return (uint64_t)v.x | ((uint64_t)v.y << 32);
+}
+__device__ __forceinline__ uint2 as_u2(uint64_t v) {
+  return make_uint2((uint32_t)v, (uint32_t)(v >> 32));
 }
 
-cudaError_t launch_push(const launch_t &L, bool two_shot) {
+/* Lane l of a warp handles line (l / 8) of the warp's 4 and its 16 bytes
+ * at (l % 8) * 16: data words 2p, 2p + 1, or for p = 7 word 14 and the
+ * flag.  Every lane runs every step (the warp's loop is uniform), so each
+ * warp store and load is one instruction over whole lines. */
+template <int DT, int OP, int NR>
+__global__ void __launch_bounds__(1024) one_shot_ll128(push_args_t a) {
+  typedef unit<DT, 8> U;
+  const int rank = a.rank, c = blockIdx.x;
+  const int ch = c % kLLBlocks, sub = c / kLLBlocks;
+  const int lane = threadIdx.x & 31, pos = lane & 7;
+  const size_t warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  const size_t l0 = min(a.shard, (size_t)c * a.chunk);
+  const size_t l1 = min(a.shard, l0 + a.chunk);
+  const uint32_t e = push_epoch(a, ch);
+  const int par = (int)(e & 1);
+  const uint64_t flag = (0x7FA55A5Aull << 32) | e;
+  uint64_t *to[NR];
+#pragma unroll
+  for (int k = 1; k < NR; k++) /* line-sized staging: chunk * 8 "units" */
+    to[k] = (uint64_t *)staging(a, (rank + k) % NR, ch, par, rank, 0) +
+            (size_t)sub * a.chunk * 16;
+  /* 1. this block's lines of the input into every peer's staging */
+  for (size_t b = l0 + warp * 4; b < l1; b += nwarps * 4) {
+    const size_t L = b + (lane >> 3);
+    if (L >= l1)
+      continue; /* whole lines only: the 8 lanes of a line agree */
+    const size_t w = L * kLineWords + 2 * pos;
+    uint64_t x = as_u64(U::load(a.src, w, a.count, a.aligned).w);
+    uint64_t y = pos == 7 ? flag
+                          : as_u64(U::load(a.src, w + 1, a.count, a.aligned).w);
+#pragma unroll
+    for (int k = 1; k < NR; k++)
+      st_line(to[k] + (L - l0) * 16 + 2 * pos, x, y);
+  }
+  /* 2. wait for each line of every peer, reduce in rank order */
+  const uint64_t *from[NR];
+#pragma unroll
+  for (int s = 0; s < NR; s++)
+    from[s] = s == rank ? NULL
+                        : (const uint64_t *)staging(a, rank, ch, par, s, 0) +
+                              (size_t)sub * a.chunk * 16;
+  for (size_t b = l0 + warp * 4; b < l1; b += nwarps * 4) {
+    const size_t L = b + (lane >> 3);
+    const bool on = L < l1;
+    uint64_t x[NR] = {}, y[NR] = {};
+    bool wait;
+    do {
+      wait = false;
+#pragma unroll
+      for (int s = 0; s < NR; s++)
+        if (s != rank && on) {
+          ld_line(from[s] + (L - l0) * 16 + 2 * pos, x[s], y[s]);
+          wait |= pos == 7 && y[s] != flag;
+        }
+    } while (__any_sync(0xffffffffu, wait));
+    /* The load that saw the flag may have read the line torn (the first
+     * half still old: seen on H100, 2 ranks, a few lines in thousands of
+     * calls); a load after it reads the whole line, as NCCL's LL128 does. */
+#pragma unroll
+    for (int s = 0; s < NR; s++)
+      if (s != rank && on)
+        ld_line(from[s] + (L - l0) * 16 + 2 * pos, x[s], y[s]);
+    if (!on)
+      continue;
+    const size_t w = L * kLineWords + 2 * pos;
+    const typename U::bits ox = U::load(a.src, w, a.count, a.aligned);
+    typename U::bits oy = ox;
+    if (pos != 7)
+      oy = U::load(a.src, w + 1, a.count, a.aligned);
+    float acc[U::E], acc2[U::E];
+#pragma unroll
+    for (int s = 0; s < NR; s++) { /* s known at compile time: registers */
+      typename U::bits v;
+      v.w = as_u2(x[s]);
+      U::template accumulate<OP>(acc, s == rank ? ox : v, s == 0);
+      v.w = as_u2(y[s]);
+      U::template accumulate<OP>(acc2, s == rank ? oy : v, s == 0);
+    }
+    U::store(a.dst, w, a.count, a.aligned, U::pack(acc));
+    if (pos != 7)
+      U::store(a.dst, w + 1, a.count, a.aligned, U::pack(acc2));
+  }
+  push_finish(a);
+}
+
+} // namespace
+
+namespace {
+
+cudaError_t launch_kind(const launch_t &L, push_kind k) {
   push_args_t a;
   int grid = 0, threads = 0;
-  if (!push_layout(L, two_shot, &a, &grid, &threads))
+  if (!push_layout(L, k, &a, &grid, &threads))
     return cudaErrorInvalidValue; /* the caller checked push_fits */
 #define K(D, O, NR)                                                            \
   do {                                                                         \
-    if (two_shot)                                                              \
+    if (k == kPushLL128)                                                       \
+      one_shot_ll128<D, O, NR><<<grid, threads, 0, L.stream>>>(a);             \
+    else if (k == kPushTwo)                                                    \
       two_shot_push<D, O, NR><<<grid, threads, 0, L.stream>>>(a);              \
     else                                                                       \
       one_shot_push<D, O, NR><<<grid, threads, 0, L.stream>>>(a);              \
@@ -316,6 +446,24 @@ cudaError_t launch_push(const launch_t &L, bool two_shot) {
 #undef F
 #undef K
   return cudaGetLastError();
+}
+
+} // namespace
+
+bool push_fits(const launch_t &a, bool two_shot) {
+  return push_layout(a, two_shot ? kPushTwo : kPushOne, NULL, NULL, NULL);
+}
+
+cudaError_t launch_push(const launch_t &L, bool two_shot) {
+  return launch_kind(L, two_shot ? kPushTwo : kPushOne);
+}
+
+bool ll128_fits(const launch_t &a) {
+  return push_layout(a, kPushLL128, NULL, NULL, NULL);
+}
+
+cudaError_t launch_ll128(const launch_t &L) {
+  return launch_kind(L, kPushLL128);
 }
 
 const void *anchor_all_reduce_push() {

@@ -259,7 +259,7 @@ EXPORT symheap_result_t symheap_cuda_all_reduce(
     symheap_algo_t algo, symheap_stream_t stream) {
   const char *fn = "symheap_cuda_all_reduce";
   symheap_result_t r =
-      reduce_args_ok(fn, dtype, op, algo, SYMHEAP_ALGO_RS_CE_PIPELINED, count,
+      reduce_args_ok(fn, dtype, op, algo, SYMHEAP_ALGO_ONE_SHOT_LL128, count,
                      1, in_offset, out_offset);
   if (r != SYMHEAP_SUCCESS)
     return r;
@@ -310,7 +310,13 @@ EXPORT symheap_result_t symheap_cuda_all_reduce(
   if (algo == SYMHEAP_ALGO_RS_CE_PIPELINED)
     return all_reduce_rs_ce_pipelined(a, fn);
   cudaError_t e;
-  if (algo == SYMHEAP_ALGO_ONE_SHOT_PUSH || algo == SYMHEAP_ALGO_TWO_SHOT_PUSH) {
+  if (algo == SYMHEAP_ALGO_ONE_SHOT_LL128) {
+    if (ll128_fits(a))
+      e = launch_ll128(a);
+    else
+      e = launch_two_shot(a); /* too big for the staging, or odd ranks */
+  } else if (algo == SYMHEAP_ALGO_ONE_SHOT_PUSH ||
+             algo == SYMHEAP_ALGO_TWO_SHOT_PUSH) {
     bool two = algo == SYMHEAP_ALGO_TWO_SHOT_PUSH;
     if (push_fits(a, two))
       e = launch_push(a, two);

@@ -52,6 +52,10 @@ cudaError_t launch_two_shot(const launch_t &a);
  * area's staging); the same answer on every rank given the same call. */
 bool push_fits(const launch_t &a, bool two_shot);
 cudaError_t launch_push(const launch_t &a, bool two_shot);
+/* The LL128 one-shot (all_reduce_push.cu): the same staging, the flags in
+ * the data's lines; ll128_fits as push_fits. */
+bool ll128_fits(const launch_t &a);
+cudaError_t launch_ll128(const launch_t &a);
 cudaError_t launch_all_gather(const launch_t &a);
 /* LL reduce-scatter: rank p's block of each input goes to p's LL buffer. */
 cudaError_t launch_ll_reduce_scatter(const launch_t &a);

@@ -79,6 +79,15 @@ typedef enum {
    * Ranks that share a GPU take the unpipelined path.  The output must be a
    * window. */
   SYMHEAP_ALGO_RS_CE_PIPELINED = 6,
+  /* All-reduce only, 2, 4 or 8 ranks: one-shot push whose flags travel in
+   * the data (NCCL's LL128: 120 bytes of data and the flag in each 128-byte
+   * line), so no fence and no flag round follow the data.  It relies on
+   * NVLink GPUs (sm_80, sm_90) delivering each 128-byte line of a warp's
+   * store whole, as NCCL's LL128 does; AUTO takes it only where the tuning
+   * table names it.  Where the staging cannot hold the size (about
+   * 3.75 MiB / (nranks - 1)) or at other rank counts, SYMHEAP_ALGO_TWO_SHOT
+   * runs instead. */
+  SYMHEAP_ALGO_ONE_SHOT_LL128 = 7,
 } symheap_algo_t;
 
 /* Per-call flags (all-gather, broadcast). */

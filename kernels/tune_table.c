@@ -19,14 +19,14 @@
 static const char *const coll_names[SYMHEAP_TUNE_NCOLL] = {
     "all_reduce", "reduce_scatter", "all_gather", "broadcast", "all_to_all"};
 /* Index = algorithm id; NULL: not an algorithm of that collective. */
-#define NALGO 7 /* ids 1..6 */
+#define NALGO 8 /* ids 1..7 */
 static const char *const algo_names[SYMHEAP_TUNE_NCOLL][NALGO] = {
     {NULL, "one_shot", "two_shot", "rs_ce", "one_shot_push", "two_shot_push",
-     "rs_ce_pipe"},
-    {NULL, "one_shot", "two_shot", NULL, NULL, NULL, NULL},
-    {NULL, "sm", "zero_sm", NULL, NULL, NULL, NULL},
-    {NULL, "sm", "zero_sm", "scatter", "scatter_pipe", "ce_pipe", NULL},
-    {NULL, "sm", "zero_sm", NULL, NULL, NULL, NULL},
+     "rs_ce_pipe", "ll128"},
+    {NULL, "one_shot", "two_shot", NULL, NULL, NULL, NULL, NULL},
+    {NULL, "sm", "zero_sm", NULL, NULL, NULL, NULL, NULL},
+    {NULL, "sm", "zero_sm", "scatter", "scatter_pipe", "ce_pipe", NULL, NULL},
+    {NULL, "sm", "zero_sm", NULL, NULL, NULL, NULL, NULL},
 };
 
 const char *symheap_tune_coll_name(int coll) {
@@ -163,7 +163,7 @@ static int add_row(parser_t *p, char **tok, int n, int coll) {
                  coll <= SYMHEAP_TUNE_REDUCE_SCATTER
                      ? (coll ? "one_shot, two_shot"
                              : "one_shot, two_shot, rs_ce, one_shot_push, "
-                               "two_shot_push, rs_ce_pipe")
+                               "two_shot_push, rs_ce_pipe, ll128")
                  : coll == SYMHEAP_TUNE_BROADCAST
                      ? "sm, zero_sm, scatter, scatter_pipe, ce_pipe"
                      : "sm, zero_sm");

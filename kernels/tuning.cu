@@ -161,7 +161,7 @@ symheap_result_t device_table(const dev_table_t **out) {
 constexpr int kChoices = 8;
 const char *const choices[SYMHEAP_TUNE_NCOLL][kChoices] = {
     {"auto", "one_shot", "two_shot", "rs_ce", "one_shot_push", "two_shot_push",
-     "rs_ce_pipe"},
+     "rs_ce_pipe", "ll128"},
     {"auto", "one_shot", "two_shot"},
     {"auto", "sm", "zero_sm"},
     {"auto", "sm", "zero_sm", "scatter", "scatter_pipe", "ce_pipe"},

@@ -255,18 +255,4 @@ static const symheap_device_ops example_ops = {
     .mem_zero = ex_mem_zero,
 };
 
-static symheap_result_t plugin_init(const symheap_host_services_t *s) {
-  svc = s;
-  return SYMHEAP_SUCCESS;
-}
-static void plugin_fini(void) {}
-
-SYMHEAP_PLUGIN_EXPORT const symheap_plugin_t symheap_plugin_v1 = {
-    .abi_major = SYMHEAP_PLUGIN_ABI_MAJOR,
-    .abi_minor = SYMHEAP_PLUGIN_ABI_MINOR,
-    .struct_size = sizeof(symheap_plugin_t),
-    .name = "example",
-    .init = plugin_init,
-    .fini = plugin_fini,
-    .device = &example_ops,
-};
+SYMHEAP_PLUGIN_DEFINE(example, svc, .device = &example_ops);

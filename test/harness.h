@@ -97,6 +97,14 @@ int th_run_rank_threads(const symheap_unique_id_t *id, int nranks, int first,
  * rank; returns the exit status. */
 int th_main(int argc, char **argv, const char *prefix, char *tag,
             size_t tag_size, int *threads, th_rank_fn fn, void *arg);
+/* The --mixed T form of such a test (harness_mixed.c: tests linked with
+ * libsymheap.a only), under symheap-run: this process runs
+ * T thread-ranks (SYMHEAP_RANK * T onwards) of a job of SYMHEAP_NRANKS * T,
+ * so the job is processes x threads in one comm.  The tag becomes PREFIX
+ * "mixed<P>x<T>"; *threads (when not NULL) is set to 1 and *first_rank (when
+ * not NULL) to this process's first rank.  Returns the exit status. */
+int th_run_mixed(int per_proc, const char *prefix, char *tag, size_t tag_size,
+                 int *threads, int *first_rank, th_rank_fn fn, void *arg);
 
 /* The recording test adaptor (record_adaptor.c): host memory, every call
  * logged per rank, and a fault injected at the Nth call of one op. */

@@ -171,6 +171,10 @@ suite() { # suite PREFIX BUILD WRAPPER...
     build/bin/symheap-run -n 4 "$@" "$b/test/test_net"
   run "$prefix net(loop_wait) procs x2 threads x2" env SYMHEAP_NET=loop_wait \
     build/bin/symheap-run -n 2 "$@" "$b/test/test_net" --mixed 2
+  # Without the thread the waits themselves sleep on the fds (and spin
+  # while peers' operations arrive).
+  run "$prefix net(loop_wait) progress=none procs x4" env SYMHEAP_NET=loop_wait \
+    SYMHEAP_NET_PROGRESS=none build/bin/symheap-run -n 4 "$@" "$b/test/test_net"
   run "$prefix net(loop) open failure agreed procs x4" build/bin/symheap-run -n 4 \
     "$@" "$b/test/test_net" --open-failure
   run "$prefix net=none two hosts procs x4" env SYMHEAP_NET=none \
@@ -186,6 +190,8 @@ suite() { # suite PREFIX BUILD WRAPPER...
     build/bin/symheap-run -n 4 "$@" "$b/test/test_stage"
   run "$prefix stage(loop) cuda(fake) two hosts procs x2" env SYMHEAP_CUDA_LIBRARY="$fake" \
     SYMHEAP_NET_PROGRESS=thread build/bin/symheap-run -n 2 "$@" "$b/test/test_stage"
+  run "$prefix stage(loop_wait) cuda(fake) two hosts procs x4" env SYMHEAP_NET=loop_wait \
+    SYMHEAP_CUDA_LIBRARY="$fake" build/bin/symheap-run -n 4 "$@" "$b/test/test_stage"
   # Plugins: refusals, the example vendor (byte handles) and the trace hooks
   # under the multi-rank suite, and the conformance kit on every adaptor.
   local plug="env SYMHEAP_PLUGIN_PATH=$PWD/$b/lib"

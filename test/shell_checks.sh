@@ -34,6 +34,64 @@ run_reports_signal() {
 }
 check "symheap-run: killed rank is reported" run_reports_signal
 
+# --hosts, followed literally with odd input: a host name that would be an
+# option of the remote-start command is refused before anything runs; a
+# rank 0 that ends (status 0) before joining is no success, since the other
+# ranks never ran (before: exit 0).
+run_hosts_odd_input() {
+  local out rc dir
+  out=$(build/bin/symheap-run --hosts "-oProxyCommand=false:1,b:1" \
+    --rsh true true 2>&1)
+  rc=$?
+  echo "$out"
+  [ $rc -eq 2 ] && grep -q "no host name starts with '-'" <<<"$out" ||
+    { echo "a '-' host: status $rc, expected 2"; return 1; }
+  for a in " 2" "+2" "2x" "" 0 4097; do
+    build/bin/symheap-run -n "$a" true >/dev/null 2>&1
+    rc=$?
+    [ $rc -eq 2 ] || { echo "-n '$a': status $rc, expected 2"; return 1; }
+  done
+  # An empty --rsh: refused (before: the host name ran as the command).
+  out=$(timeout 30 build/bin/symheap-run --hosts echo:1 --rsh " " true 2>&1)
+  rc=$?
+  echo "$out"
+  [ $rc -eq 2 ] && grep -q "rsh needs a command" <<<"$out" ||
+    { echo "an empty --rsh: status $rc, expected 2"; return 1; }
+  out=$(timeout 30 build/bin/symheap-run --hosts a:1,b:1 --rsh true true 2>&1)
+  rc=$?
+  echo "$out"
+  [ $rc -eq 1 ] && grep -q "rank 0 ended before it joined" <<<"$out" ||
+    { echo "rank 0 ended at once: status $rc, expected 1"; return 1; }
+  dir=$(mktemp -d)
+  printf '#!/bin/sh\nexit 5\n' >"$dir/rsh5"
+  chmod +x "$dir/rsh5"
+  out=$(timeout 30 build/bin/symheap-run --hosts a:1,b:1 --rsh "$dir/rsh5" true 2>&1)
+  rc=$?
+  rm -rf "$dir"
+  echo "$out"
+  [ $rc -eq 5 ] || { echo "rank 0's start command exited 5: status $rc"; return 1; }
+  # A variable too long for the agent's line: refused, named (before: cut
+  # short, and the rank ran with another value).
+  out=$(SYMHEAP_TEST_LONG=$(head -c 5000 /dev/zero | tr '\0' a) timeout 30 \
+    build/bin/symheap-run --hosts localhost:1 sh -c 'echo "len=${#SYMHEAP_TEST_LONG}"' 2>&1)
+  rc=$?
+  echo "$out"
+  [ $rc -eq 127 ] && grep -q "SYMHEAP_TEST_LONG is longer than" <<<"$out" ||
+    { echo "a 5000-byte variable: status $rc, expected 127"; return 1; }
+}
+check "symheap-run --hosts: odd hosts and start commands" run_hosts_odd_input
+
+# A host listed twice is one host: its ranks get local ranks 0 and 1 (before:
+# 0 and 0, by their entry in --hosts, so both picked the same GPU).
+run_hosts_twice() {
+  local out
+  out=$(timeout 60 build/bin/symheap-run --hosts localhost:1,localhost:1 sh -c \
+    'echo "local=$SYMHEAP_LOCAL_RANK"; exec build/bin/symheap-bench --max-size 4096 --bw-size 4096 --count 1024 --iters 1' 2>&1)
+  echo "$out"
+  grep -q '^\[0\] local=0$' <<<"$out" && grep -q '^\[1\] local=1$' <<<"$out"
+}
+check "symheap-run --hosts: a host listed twice is one host" run_hosts_twice
+
 exports_only_public() {
   local bad
   bad=$(nm -D --defined-only build/lib/libsymheap.so | awk '{print $3}' |
@@ -73,6 +131,20 @@ bad_env_named() {
   [ $? -ne 0 ] && grep -q "SYMHEAP_TIMEOUT_MS='soon'" <<<"$out"
 }
 check "malformed SYMHEAP_TIMEOUT_MS is named" bad_env_named
+
+# An adaptor's variable (declared when the adaptors are admitted) malformed:
+# the process's first comm init fails naming it, as symheap-info -e does
+# (before: only the core's table was checked then, and the comm was made).
+bad_adaptor_env_named() {
+  local out kv
+  for kv in SYMHEAP_CUDA_DEVICE=abc SYMHEAP_NET_HMEM=2; do
+    out=$(env "$kv" build/bin/symheap-run -n 2 build/bin/symheap-bench \
+      --max-size 4096 --bw-size 4096 --count 1024 --iters 1 2>&1)
+    [ $? -ne 0 ] && grep -q "${kv%%=*}='${kv#*=}'" <<<"$out" ||
+      { echo "$kv: $out" | tail -n 3; return 1; }
+  done
+}
+check "a malformed adaptor variable fails the first comm init" bad_adaptor_env_named
 
 # docs/env.md carries the variable table exactly as the library declares it.
 env_doc_current() {
@@ -229,6 +301,21 @@ info_stats() {
     grep -Eq '^heap_committed +0 +[1-9][0-9]* +[1-9][0-9]* +0$|^heap_committed +0 +0 +0 +0$' <<<"$out"
 }
 check "symheap-info --stats" info_stats
+
+# Odd arguments to symheap-info: a usage error (2), never a default taken
+# silently or a size of 2^64 - 5.
+info_odd_args() {
+  local a rc
+  for a in "--stats abc" "--stats 0" "--stats -5" "--stats 1x" \
+    "--stats 99999999999999999999" "--stats 65536 extra" "-e extra" \
+    "-e --markdown x"; do
+    # shellcheck disable=SC2086 # the words are the arguments
+    build/bin/symheap-info $a >/dev/null 2>&1
+    rc=$?
+    [ $rc -eq 2 ] || { echo "symheap-info $a: status $rc, expected 2"; return 1; }
+  done
+}
+check "symheap-info: odd arguments are usage errors" info_odd_args
 
 # Shared-memory names made by the example plugin and the fake HIP runtime
 # are all gone once their owners let go (the suites above used both).

@@ -135,25 +135,17 @@ static void case_small_allgather(th_ctx_t *c) {
   free(out);
 }
 
-typedef struct {
-  const char *name;
-  void (*fn)(th_ctx_t *c);
-} case_t;
-
-static const case_t cases[] = {
+static const th_case_t cases[] = {
     {"late_rank", case_late_rank},
     {"rounds_after_sleep", case_rounds_after_sleep},
     {"small_allgather", case_small_allgather},
 };
 
+/* th_run_cases keeps the ranks in step between cases (a barrier after
+ * each), even after a failure. */
 static void run_cases(th_ctx_t *c, void *arg) {
   (void)arg;
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    th_begin(tag, cases[i].name, c->rank);
-    cases[i].fn(c);
-    CHECK_OK(symheap_comm_barrier(c->comm));
-    th_end();
-  }
+  th_run_cases(c, tag, cases, sizeof cases / sizeof cases[0]);
 }
 
 /* --forked: FORKED_RANKS processes of this test, with a comm of their own.
@@ -334,22 +326,6 @@ static void case_hog_on_the_core(void) {
   th_end();
 }
 
-static int run_mixed(int per_proc) {
-  const char *hex = getenv("SYMHEAP_UNIQUE_ID");
-  const char *prank = getenv("SYMHEAP_RANK"), *pn = getenv("SYMHEAP_NRANKS");
-  symheap_unique_id_t id;
-  if (!hex || !prank || !pn ||
-      symheap__uid_from_hex(hex, &id) != SYMHEAP_SUCCESS) {
-    printf("FAIL agree_wait_mixed/env: run under symheap-run\n");
-    return 1;
-  }
-  int nprocs = atoi(pn);
-  snprintf(tag, sizeof tag, "agree_wait_mixed%dx%d", nprocs, per_proc);
-  int rc = th_run_rank_threads(&id, nprocs * per_proc, atoi(prank) * per_proc,
-                               per_proc, run_cases, NULL);
-  return rc || th_total_failures() ? 1 : 0;
-}
-
 int main(int argc, char **argv) {
   setenv("SYMHEAP_HEAP_CHUNK", "1M", 0);
   setenv("SYMHEAP_HEAP_RESERVE", "64M", 0);
@@ -366,7 +342,8 @@ int main(int argc, char **argv) {
     return th_total_failures() ? 1 : 0;
   }
   if (argc == 3 && strcmp(argv[1], "--mixed") == 0)
-    return run_mixed(atoi(argv[2]));
+    return th_run_mixed(atoi(argv[2]), "agree_wait_", tag, sizeof tag, NULL,
+                        NULL, run_cases, NULL);
   return th_main(argc, argv, "agree_wait_", tag, sizeof tag, NULL, run_cases,
                  NULL);
 }

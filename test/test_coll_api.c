@@ -34,7 +34,9 @@ static void body(th_ctx_t *c, void *arg) {
                                     NULL),
             SYMHEAP_ERR_INVALID_ARG, "unknown op");
   CHECK_MSG(symheap_cuda_all_reduce(w, 0, w, 0, 16, SYMHEAP_FLOAT32,
-                                    SYMHEAP_OP_SUM, (symheap_algo_t)7, NULL),
+                                    SYMHEAP_OP_SUM,
+                                    (symheap_algo_t)(SYMHEAP_ALGO_ONE_SHOT_LL128 + 1),
+                                    NULL),
             SYMHEAP_ERR_INVALID_ARG, "unknown algorithm");
   CHECK_MSG(symheap_cuda_all_reduce(w, 2, w, 0, 16, SYMHEAP_FLOAT32,
                                     SYMHEAP_OP_SUM, SYMHEAP_ALGO_AUTO, NULL),
@@ -70,8 +72,11 @@ static void body(th_ctx_t *c, void *arg) {
         "host window: %s (%s)", symheap_strerror(r), symheap_last_error());
   /* The push all-reduces are algorithms of all-reduce (here they fail on
    * the host memory, as AUTO does), not of reduce-scatter; past them none. */
-  for (int pa = SYMHEAP_ALGO_ONE_SHOT_PUSH; pa <= SYMHEAP_ALGO_TWO_SHOT_PUSH;
-       pa++) {
+  const int push_algos[] = {SYMHEAP_ALGO_ONE_SHOT_PUSH,
+                            SYMHEAP_ALGO_TWO_SHOT_PUSH,
+                            SYMHEAP_ALGO_ONE_SHOT_LL128};
+  for (int i = 0; i < 3; i++) {
+    int pa = push_algos[i];
     r = symheap_cuda_all_reduce(w, 0, w, 0, 16, SYMHEAP_FLOAT32,
                                 SYMHEAP_OP_SUM, (symheap_algo_t)pa, NULL);
     CHECK(r != SYMHEAP_SUCCESS &&
@@ -84,7 +89,7 @@ static void body(th_ctx_t *c, void *arg) {
   }
   CHECK_MSG(symheap_cuda_all_reduce(
                 w, 0, w, 0, 16, SYMHEAP_FLOAT32, SYMHEAP_OP_SUM,
-                (symheap_algo_t)(SYMHEAP_ALGO_RS_CE_PIPELINED + 1), NULL),
+                (symheap_algo_t)(SYMHEAP_ALGO_ONE_SHOT_LL128 + 1), NULL),
             SYMHEAP_ERR_INVALID_ARG, "unknown algorithm");
   th_end();
 

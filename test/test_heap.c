@@ -461,48 +461,21 @@ static void case_threshold(th_ctx_t *c) {
   CHECK_OK(symheap_free(c->comm, b.w));
 }
 
-typedef struct {
-  const char *name;
-  void (*fn)(th_ctx_t *);
-} case_t;
-
-static const case_t cases[] = {
+static const th_case_t cases[] = {
     {"window", case_window},   {"random_sequences", case_random},
     {"growth", case_growth},   {"trim_reserve", case_trim},
     {"mismatch", case_mismatch}, {"threshold", case_threshold},
     {"cycles_flat", case_cycles},
 };
 
+/* th_run_cases keeps the ranks in step between cases (a barrier after
+ * each), even after a failure. */
 static void run_cases(th_ctx_t *c, void *arg) {
   (void)arg;
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    th_begin(tag, cases[i].name, c->rank);
-    cases[i].fn(c);
-    CHECK_OK(symheap_comm_barrier(c->comm));
-    th_end();
-  }
+  th_run_cases(c, tag, cases, sizeof cases / sizeof cases[0]);
 }
 
 void test_heap_record(void); /* test_heap_record.c */
-
-static int run_mixed(int per_proc) {
-  const char *hex = getenv("SYMHEAP_UNIQUE_ID");
-  const char *prank = getenv("SYMHEAP_RANK"), *pn = getenv("SYMHEAP_NRANKS");
-  symheap_unique_id_t id;
-  if (!hex || !prank || !pn ||
-      symheap__uid_from_hex(hex, &id) != SYMHEAP_SUCCESS) {
-    printf("FAIL mixed/env: run under symheap-run (%s)\n",
-           symheap_last_error());
-    return 1;
-  }
-  int nprocs = atoi(pn);
-  g_threads = 1;
-  g_first_rank = atoi(prank) * per_proc;
-  snprintf(tag, sizeof tag, "heap_mixed%dx%d", nprocs, per_proc);
-  int rc = th_run_rank_threads(&id, nprocs * per_proc, g_first_rank, per_proc,
-                               run_cases, NULL);
-  return rc || th_total_failures() ? 1 : 0;
-}
 
 int main(int argc, char **argv) {
   setenv("SYMHEAP_HEAP_CHUNK", "1M", 0);
@@ -513,7 +486,8 @@ int main(int argc, char **argv) {
     return th_total_failures() ? 1 : 0;
   }
   if (argc == 3 && strcmp(argv[1], "--mixed") == 0)
-    return run_mixed(atoi(argv[2]));
+    return th_run_mixed(atoi(argv[2]), "heap_", tag, sizeof tag, &g_threads,
+                        &g_first_rank, run_cases, NULL);
   return th_main(argc, argv, "heap_", tag, sizeof tag, &g_threads, run_cases,
                  NULL);
 }

@@ -7,7 +7,6 @@
 #include <sys/wait.h>
 
 #include "harness.h"
-#include "boot/uid.h"
 
 static char tag[32];
 static int g_threads;
@@ -195,6 +194,21 @@ static void case_invalid_args(th_ctx_t *c) {
             SYMHEAP_ERR_INVALID_ARG);
   free(plain);
   CHECK_ERR(symheap_malloc(c->comm, 0, 0, &w), SYMHEAP_ERR_INVALID_ARG);
+  /* Sizes whose rounding to granules wraps: refused as too large on every
+   * rank, nothing made (before: the size wrapped to 0 in the allocation
+   * and the failure spoke of reserving 0 bytes). */
+  for (size_t huge = SIZE_MAX; huge > SIZE_MAX - 8; huge -= 4) {
+    symheap_comm_stats_t st0 = SYMHEAP_COMM_STATS_INIT;
+    symheap_comm_stats_t st1 = SYMHEAP_COMM_STATS_INIT;
+    CHECK_OK(symheap_comm_get_stats(c->comm, &st0));
+    CHECK_ERR(symheap_malloc(c->comm, huge, 0, &w), SYMHEAP_ERR_INVALID_ARG);
+    CHECK(strstr(symheap_last_error(), "too large") != NULL, "%zu: %s", huge,
+          symheap_last_error());
+    CHECK_OK(symheap_comm_get_stats(c->comm, &st1));
+    CHECK(st0.allocations_live == st1.allocations_live &&
+              st0.va_reserved == st1.va_reserved,
+          "a refused malloc(%zu) left an allocation", huge);
+  }
   /* Multicast on the host backend: unsupported on every rank. */
   CHECK_ERR(symheap_malloc(c->comm, 4096, SYMHEAP_WINDOW_MULTICAST, &w),
             SYMHEAP_ERR_UNSUPPORTED);
@@ -1092,12 +1106,7 @@ static void case_fork(th_ctx_t *c) {
   CHECK_OK(symheap_free(c->comm, w));
 }
 
-typedef struct {
-  const char *name;
-  void (*fn)(th_ctx_t *);
-} case_t;
-
-static const case_t cases[] = {
+static const th_case_t cases[] = {
     {"pattern", case_pattern},
     {"peer_writes", case_peer_writes},
     {"mismatch", case_mismatch},
@@ -1119,40 +1128,16 @@ static const case_t cases[] = {
     {"stale_handles_refused", case_stale_handles},
 };
 
+/* th_run_cases keeps the ranks in step between cases (a barrier after
+ * each), even after a failure. */
 static void run_cases(th_ctx_t *c, void *arg) {
   (void)arg;
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    th_begin(tag, cases[i].name, c->rank);
-    cases[i].fn(c);
-    /* Keep the ranks in step between cases even after a failure. */
-    CHECK_OK(symheap_comm_barrier(c->comm));
-    th_end();
-  }
-}
-
-/* Under symheap-run with --mixed T: each process runs T thread-ranks, so the
- * job is processes x threads in one comm. */
-static int run_mixed(int per_proc) {
-  const char *hex = getenv("SYMHEAP_UNIQUE_ID");
-  const char *prank = getenv("SYMHEAP_RANK"), *pn = getenv("SYMHEAP_NRANKS");
-  symheap_unique_id_t id;
-  if (!hex || !prank || !pn ||
-      symheap__uid_from_hex(hex, &id) != SYMHEAP_SUCCESS) {
-    printf("FAIL mixed/env: run under symheap-run (%s)\n",
-           symheap_last_error());
-    return 1;
-  }
-  int nprocs = atoi(pn);
-  g_threads = 1;
-  g_first_rank = atoi(prank) * per_proc;
-  snprintf(tag, sizeof tag, "mixed%dx%d", nprocs, per_proc);
-  int rc = th_run_rank_threads(&id, nprocs * per_proc, g_first_rank, per_proc,
-                               run_cases, NULL);
-  return rc || th_total_failures() ? 1 : 0;
+  th_run_cases(c, tag, cases, sizeof cases / sizeof cases[0]);
 }
 
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "--mixed") == 0)
-    return run_mixed(atoi(argv[2]));
+    return th_run_mixed(atoi(argv[2]), "", tag, sizeof tag, &g_threads,
+                        &g_first_rank, run_cases, NULL);
   return th_main(argc, argv, "", tag, sizeof tag, &g_threads, run_cases, NULL);
 }

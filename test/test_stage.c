@@ -6,6 +6,7 @@
  * adaptor's copies (the fake driver's cuMemcpyDtoHAsync).
  *   SYMHEAP_DEVICE=cuda SYMHEAP_CUDA_LIBRARY=.../libcuda.so.1 \
  *     symheap-run -n 4 test_stage       ranks 0..n/2-1 on host A, rest B
+ * SYMHEAP_NET=loop_wait: the progress thread sleeps on the adaptor's fds.
  * SYMHEAP_TIMEOUT_MS (default 4000 here) bounds the "never progresses"
  * case's quiet.
  * Every rank sends to its partner on the other host, (rank + n/2) % n. */
@@ -23,45 +24,35 @@
 #include "harness.h"
 #include "proxy_producer.h"
 #include "net_loop.h"
+#include "stage_env.h"
 #include "symheap_device.h"
 #include "win/window.h"
 
 static char tag[64] = "stage";
-static int g_per_host;
-#define WIN_BYTES (12u << 20) /* over the heap threshold: a registration */
-#define BIG ((1u << 20) + 3u)
+int g_per_host;
 #define ROUNDS 32
-#define SIG_OFF (WIN_BYTES - 64) /* the host API's signal words */
-#define WAIT_NS 20000000000ull
-static int TIMEOUT_MS = 4000; /* SYMHEAP_TIMEOUT_MS unless set */
+int TIMEOUT_MS = 4000; /* SYMHEAP_TIMEOUT_MS unless set */
 
-static uint64_t now_ns(void) {
+uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
-static void pause_us(long us) {
+void pause_us(long us) {
   struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
   nanosleep(&ts, NULL);
 }
 
-typedef struct {
-  th_ctx_t *c;
-  symheap_window_t w, src;         /* the target window, a source window */
-  symheap_device_window_t v, vsrc; /* their device views */
-  int peer;
-} env_t;
-
 /* n bytes of this rank's device memory at dev, through the adaptor. */
-static void dev_read(env_t *e, void *dst, const void *dev, size_t n) {
+void dev_read(env_t *e, void *dst, const void *dev, size_t n) {
   symheap_comm_t c = e->c->comm;
   CHECK_OK(c->dev.ops.copy_to_host(c->dev_ctx, dst, dev, n));
 }
-static void dev_write(env_t *e, void *dev, const void *src, size_t n) {
+void dev_write(env_t *e, void *dev, const void *src, size_t n) {
   symheap_comm_t c = e->c->comm;
   CHECK_OK(c->dev.ops.copy_from_host(c->dev_ctx, dev, src, n));
 }
-static uint64_t dev_word(env_t *e, const void *dev) {
+uint64_t dev_word(env_t *e, const void *dev) {
   uint64_t v = 0;
   dev_read(e, &v, dev, 8);
   return v;
@@ -74,16 +65,15 @@ static uint64_t wait_word(env_t *e, const void *dev, uint64_t want) {
   return got;
 }
 
-static unsigned char pat(int from, uint64_t salt, size_t i) {
+unsigned char pat(int from, uint64_t salt, size_t i) {
   return (unsigned char)(from * 31 + salt * 13 + i * 7 + 1);
 }
-static void fill(unsigned char *b, size_t n, int from, uint64_t salt) {
+void fill(unsigned char *b, size_t n, int from, uint64_t salt) {
   for (size_t i = 0; i < n; i++)
     b[i] = pat(from, salt, i);
 }
-/* The first wrong byte of [at, at + n) of this rank's copy of v, or n. */
-static size_t check(env_t *e, const symheap_device_window_t *v, size_t at,
-                    size_t n, int from, uint64_t salt) {
+size_t check(env_t *e, const symheap_device_window_t *v, size_t at, size_t n,
+             int from, uint64_t salt) {
   unsigned char *m = malloc(n ? n : 1);
   dev_read(e, m, symheap_device_local_ptr(v, at), n);
   size_t i = 0;
@@ -195,43 +185,6 @@ static void case_contention(env_t *e) {
   CHECK_OK(symheap_comm_barrier(c->comm));
 }
 
-/* Gets and fetching atomics are refused before anything is sent (the
- * target word stays as it was); bad input is refused likewise. */
-static void case_refused(env_t *e) {
-  th_ctx_t *c = e->c;
-  unsigned char buf[64];
-  uint64_t one = 1, old = 0;
-  size_t at = SIG_OFF - 128;
-  CHECK_ERR(symheap_get(e->w, e->peer, 0, buf, sizeof buf),
-            SYMHEAP_ERR_UNSUPPORTED);
-  CHECK(strstr(symheap_last_error(), "FI_HMEM") &&
-            strstr(symheap_last_error(), "nothing was sent"),
-        "message: %s", symheap_last_error());
-  CHECK_ERR(symheap_get_nbi(e->w, e->peer, 0, buf, sizeof buf),
-            SYMHEAP_ERR_UNSUPPORTED);
-  CHECK_ERR(symheap_atomic(e->w, e->peer, at, SYMHEAP_AMO_FETCH_ADD, 8, &one,
-                           NULL, &old),
-            SYMHEAP_ERR_UNSUPPORTED);
-  CHECK_ERR(symheap_atomic(e->w, e->peer, at, SYMHEAP_AMO_CSWAP, 8, &one,
-                           &old, &old),
-            SYMHEAP_ERR_UNSUPPORTED);
-  CHECK(strstr(symheap_last_error(), "fetching atomic"), "message: %s",
-        symheap_last_error());
-  /* Bad input: outside the window, a misaligned signal. */
-  CHECK_ERR(symheap_put(e->w, e->peer, WIN_BYTES - 8, buf, 64),
-            SYMHEAP_ERR_INVALID_ARG);
-  CHECK_ERR(symheap_put_signal(e->w, e->peer, 0, buf, 8, e->w, at + 4, 1,
-                               SYMHEAP_AMO_SET),
-            SYMHEAP_ERR_INVALID_ARG);
-  CHECK_ERR(symheap_put(e->w, c->n, 0, buf, 8), SYMHEAP_ERR_INVALID_ARG);
-  CHECK_OK(symheap_quiet(c->comm));
-  CHECK_OK(symheap_comm_barrier(c->comm));
-  uint64_t v = dev_word(e, symheap_device_local_ptr(&e->v, at));
-  CHECK(v == 0, "a refused atomic changed the word: %llu",
-        (unsigned long long)v);
-  CHECK_OK(symheap_comm_barrier(c->comm));
-}
-
 /* Heap windows: their chunks are staged too. */
 static void case_heap(env_t *e) {
   th_ctx_t *c = e->c;
@@ -257,8 +210,9 @@ static void case_heap(env_t *e) {
     CHECK_OK(symheap_free(c->comm, h)); /* quiet, then deregistered */
 }
 
-/* A target that never applies what it is sent: the initiator's quiet ends
- * in TIMEOUT naming it (no hang), and succeeds once it progresses. */
+/* A target that never applies what it is sent (a peer that died mid-get
+ * looks the same to the initiator): the initiator's get and quiet end in
+ * TIMEOUT naming it (no hang), and succeed once it progresses. */
 static void case_timeout(env_t *e) {
   th_ctx_t *c = e->c;
   int victim = c->n / 2; /* host B's first rank; rank 0 sends to it */
@@ -269,6 +223,7 @@ static void case_timeout(env_t *e) {
     symheap__stage_hold(c->comm, 1);
   CHECK_OK(symheap_comm_barrier(c->comm));
   if (c->rank == 0) {
+    get_times_out(e, victim); /* a get waits for the target too */
     CHECK_OK(symheap_put(e->w, victim, at, src, sizeof src));
     uint64_t t0 = now_ns();
     CHECK_ERR(symheap_quiet(c->comm), SYMHEAP_ERR_TIMEOUT);
@@ -280,7 +235,7 @@ static void case_timeout(env_t *e) {
     CHECK(ms + 100 >= (uint64_t)TIMEOUT_MS && ms < (uint64_t)TIMEOUT_MS + 2000,
           "the quiet gave up after %llu ms", (unsigned long long)ms);
   } else {
-    pause_us((TIMEOUT_MS + 500) * 1000L); /* outside symheap */
+    pause_us((2 * TIMEOUT_MS + 3000) * 1000L); /* outside symheap */
   }
   if (c->rank == victim) {
     size_t bad = check(e, &e->v, at, sizeof src, 0, 77);
@@ -288,8 +243,16 @@ static void case_timeout(env_t *e) {
     symheap__stage_hold(c->comm, 0);
   }
   CHECK_OK(symheap_comm_barrier(c->comm));
-  if (c->rank == 0)
+  if (c->rank == 0) {
     CHECK_OK(symheap_quiet(c->comm));
+    /* A get after the one that timed out (its request applied late, into
+     * this rank's slot) reads the put's bytes. */
+    unsigned char back[sizeof src];
+    memset(back, 0, sizeof back);
+    CHECK_OK(symheap_get(e->w, victim, at, back, sizeof back));
+    CHECK(memcmp(back, src, sizeof src) == 0,
+          "a get after the timed-out one read other bytes");
+  }
   CHECK_OK(symheap_comm_barrier(c->comm));
   if (c->rank == victim) {
     size_t bad = check(e, &e->v, at, sizeof src, 0, 77);
@@ -361,7 +324,11 @@ static const case_t cases[] = {
     {"put_quiet_in_device_memory", case_put_quiet},
     {"put_signal_data_before_signal", case_order},
     {"atomic_add_contention", case_contention},
-    {"get_fetch_refused_bad_input", case_refused},
+    {"get_blocking_nbi_pieces", case_get},
+    {"get_racing_puts_none_lost", case_get_put_race},
+    {"atomics_fetching_32_64", case_amo_fetch},
+    {"atomics_contention_every_rank", case_amo_contention_all},
+    {"bad_input_refused_nothing_sent", case_bad_input},
     {"heap_window_staged", case_heap},
     {"proxy_put_signal_lands", case_proxy},
     {"target_never_progresses_timeout", case_timeout},
@@ -405,7 +372,8 @@ int main(int argc, char **argv) {
   setenv("SYMHEAP_DISABLE_MULTICAST", "1", 0);
   setenv("SYMHEAP_TIMEOUT_MS", "4000", 0); /* tcp's open may need more */
   TIMEOUT_MS = atoi(getenv("SYMHEAP_TIMEOUT_MS"));
-  if (symheap_register_net_adaptor(&net_loop_ops) != SYMHEAP_SUCCESS) {
+  if (symheap_register_net_adaptor(&net_loop_ops) != SYMHEAP_SUCCESS ||
+      symheap_register_net_adaptor(&net_loop_wait_ops) != SYMHEAP_SUCCESS) {
     printf("FAIL stage/register: %s\n", symheap_last_error());
     return 1;
   }

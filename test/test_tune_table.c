@@ -247,8 +247,12 @@ static void case_pipelined(void) {
                    "scatter_pipe") == 0 &&
             strcmp(symheap_tune_algo_name(SYMHEAP_TUNE_ALL_GATHER, 4), "?") ==
                 0 &&
-            strcmp(symheap_tune_algo_name(SYMHEAP_TUNE_ALL_REDUCE, 7), "?") ==
-                0,
+            strcmp(symheap_tune_algo_name(SYMHEAP_TUNE_ALL_REDUCE, 7),
+                   "ll128") == 0 &&
+            strcmp(symheap_tune_algo_name(SYMHEAP_TUNE_ALL_REDUCE, 8), "?") ==
+                0 &&
+            symheap_tune_algo_id(SYMHEAP_TUNE_ALL_REDUCE, "ll128") == 7 &&
+            symheap_tune_algo_id(SYMHEAP_TUNE_REDUCE_SCATTER, "ll128") == -1,
         "names of ids 4 and 6 (and 7)");
   CHECK(symheap_tune_algo_id(SYMHEAP_TUNE_REDUCE_SCATTER, "rs_ce_pipe") == -1 &&
             symheap_tune_algo_id(SYMHEAP_TUNE_ALL_GATHER, "scatter_pipe") == -1,
@@ -440,8 +444,8 @@ static void case_push_algos(void) {
                    "?") == 0 &&
             strcmp(symheap_tune_algo_name(SYMHEAP_TUNE_ALL_REDUCE, 6),
                    "rs_ce_pipe") == 0 &&
-            strcmp(symheap_tune_algo_name(SYMHEAP_TUNE_ALL_REDUCE, 7), "?") ==
-                0,
+            strcmp(symheap_tune_algo_name(SYMHEAP_TUNE_ALL_REDUCE, 7),
+                   "ll128") == 0,
         "push names");
   CHECK(symheap_tune_algo_id(SYMHEAP_TUNE_REDUCE_SCATTER, "two_shot_push") ==
             -1,

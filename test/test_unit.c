@@ -160,6 +160,13 @@ static void test_config(void) {
   expect_env_error("NCCL_NVLS_ENABLE", "on", "integer");
   expect_env_error("SYMHEAP_DEVICE", "nope", "known: auto, cuda, hip, host");
   expect_env_error("SYMHEAP_IPC_SOCKET", "relative/dir", "abstract");
+  /* The heap's sizes are refused at comm init like the others (they were
+   * read only at the first symheap_malloc, after a comm was made). */
+  expect_env_error("SYMHEAP_HEAP_RESERVE", "garbage", "K, M, G or T");
+  expect_env_error("SYMHEAP_HEAP_RESERVE", "0", "at least 1");
+  expect_env_error("SYMHEAP_HEAP_CHUNK", "-1", "K, M, G or T");
+  expect_env_error("SYMHEAP_HEAP_THRESHOLD", "1X", "K, M, G or T");
+  expect_env_error("SYMHEAP_HEAP_THRESHOLD", "99999999999T", "K, M, G or T");
   th_end();
 
   th_begin(T, "comm_init_arguments", 0);

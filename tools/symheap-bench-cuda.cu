@@ -17,24 +17,8 @@
 
 #include "symheap_cuda.h"
 
-#define SH(call)                                                               \
-  do {                                                                         \
-    symheap_result_t r_ = (call);                                              \
-    if (r_ != SYMHEAP_SUCCESS) {                                               \
-      fprintf(stderr, "symheap-bench-cuda: %s: %s: %s\n", #call,               \
-              symheap_strerror(r_), symheap_last_error());                     \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
-#define CU(call)                                                               \
-  do {                                                                         \
-    cudaError_t e_ = (call);                                                   \
-    if (e_ != cudaSuccess) {                                                   \
-      fprintf(stderr, "symheap-bench-cuda: %s: %s\n", #call,                   \
-              cudaGetErrorString(e_));                                         \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
+#define CHECK_PROG "symheap-bench-cuda"
+#include "cuda_check.h"
 
 static symheap_comm_t comm;
 static int rank, nranks;

@@ -8,6 +8,7 @@
  *                     (default 1 MiB), after freeing it, and after trimming
  *                     the heap it came from */
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -497,18 +498,29 @@ int main(int argc, char **argv) {
     printf("symheap-info %d.%d.%d\n", major, minor, patch);
     return 0;
   }
-  if (argc > 2 && strcmp(argv[1], "-e") == 0 &&
+  if (argc == 3 && strcmp(argv[1], "-e") == 0 &&
       strcmp(argv[2], "--markdown") == 0) {
     print_env_markdown();
     return 0;
   }
-  if (argc > 1 && strcmp(argv[1], "-e") == 0) {
+  if (argc == 2 && strcmp(argv[1], "-e") == 0) {
     print_env();
     return symheap_vars_check() == SYMHEAP_SUCCESS ? 0 : 1;
   }
-  if (argc > 1 && strcmp(argv[1], "--stats") == 0) {
-    size_t bytes = argc > 2 ? (size_t)strtoull(argv[2], NULL, 0) : 1u << 20;
-    return print_stats(bytes ? bytes : 1u << 20);
+  if (argc <= 3 && argc > 1 && strcmp(argv[1], "--stats") == 0) {
+    /* BYTES: a positive number (strtoull alone took "abc" and "0" as the
+     * default, and "-5" as 2^64 - 5). */
+    char *end = NULL;
+    errno = 0;
+    unsigned long long b = argc > 2 && argv[2][0] >= '0' && argv[2][0] <= '9'
+                               ? strtoull(argv[2], &end, 0)
+                               : 0;
+    if (argc > 2 && (!end || *end || errno || b == 0 || b > SIZE_MAX)) {
+      fprintf(stderr, "symheap-info: --stats wants a window size in bytes "
+                      "(a positive number), not '%s'\n", argv[2]);
+      return 2;
+    }
+    return print_stats(argc > 2 ? (size_t)b : 1u << 20);
   }
   if (argc > 1) {
     fprintf(stderr,

@@ -60,6 +60,8 @@ static void usage(FILE *f) {
          "path, as the rank's agent.  The ranks meet over TCP at rank 0\n"
          "(SYMHEAP_BOOTSTRAP=tcp); their output comes back tagged \"[rank] \"\n"
          "(--no-tag: as it is).  Stopping symheap-run stops every rank.\n"
+         "Rank 0 ending before it joins (symheap_comm_init_env) leaves the\n"
+         "others unstarted: its status, or 1 if that was 0.\n"
          "-n may be left out; if given it must match the hosts' sum.\n"
          "SYMHEAP_BOOTSTRAP=tcp without --hosts runs --hosts localhost:N.\n"
          "  --bind core      each rank to a CPU of its own (the default), from\n"
@@ -119,8 +121,9 @@ static int parse_args(int argc, char **argv, int *rc) {
   for (; i < argc; i++) {
     if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
       char *end;
-      long n = strtol(argv[++i], &end, 10);
-      if (*end || n < 1 || n > 4096) {
+      const char *a = argv[++i];
+      long n = a[0] >= '0' && a[0] <= '9' ? strtol(a, &end, 10) : 0;
+      if ((n && *end) || n < 1 || n > 4096) { /* digits only: not " 2", "+2" */
         fprintf(stderr, "symheap-run: -n needs a rank count from 1 to 4096\n");
         return -1;
       }
@@ -129,6 +132,11 @@ static int parse_args(int argc, char **argv, int *rc) {
       hosts_spec = argv[++i];
     } else if (strcmp(argv[i], "--rsh") == 0 && i + 1 < argc) {
       job.rsh = argv[++i];
+      /* No word: the host name itself would be run as the command. */
+      if (strspn(job.rsh, " ") == strlen(job.rsh)) {
+        fprintf(stderr, "symheap-run: --rsh needs a command (e.g. ssh)\n");
+        return -1;
+      }
     } else if (strcmp(argv[i], "--no-tag") == 0) {
       job.tag = 0;
     } else if ((strcmp(argv[i], "--bind") == 0 ||
@@ -185,7 +193,7 @@ static int maybe_hosts(char **prog) {
   if (n < 0 || (nranks && n != nranks)) {
     fprintf(stderr,
             n < 0 ? "symheap-run: --hosts wants HOST:COUNT,... (counts from 1, "
-                    "4096 ranks at most)\n"
+                    "4096 ranks at most; no host name starts with '-')\n"
                   : "symheap-run: -n %d but --hosts gives %d ranks\n",
             nranks, n);
     return 2;

@@ -27,23 +27,8 @@
 #include "symheap_cuda.h"
 #include "tuning.h"
 
-#define SH(call)                                                               \
-  do {                                                                         \
-    symheap_result_t r_ = (call);                                              \
-    if (r_ != SYMHEAP_SUCCESS) {                                               \
-      fprintf(stderr, "symheap-tune: %s: %s\n", #call, symheap_last_error()); \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
-#define CU(call)                                                               \
-  do {                                                                         \
-    cudaError_t e_ = (call);                                                   \
-    if (e_ != cudaSuccess) {                                                   \
-      fprintf(stderr, "symheap-tune: %s: %s\n", #call,                         \
-              cudaGetErrorString(e_));                                         \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
+#define CHECK_PROG "symheap-tune"
+#include "cuda_check.h"
 
 static symheap_comm_t comm;
 static int rank, nranks;
@@ -268,6 +253,13 @@ static std::vector<variant> variants(int coll, size_t bytes, size_t cap,
         add(a, 0, 256);
         add(a, 0, 1024);
       }
+    if (push_ok && bytes >= (16u << 10) && bytes * n1 <= stage / 128 * 120) {
+      add(7, 0, 0); /* ll128: 512 threads, 64 lines a block a step */
+      add(7, 0, 256);
+      add(7, 0, 1024);
+      add(7, 64, 0);
+      add(7, 32, 0);
+    }
     add(2, 0, 0);
     if (big) {
       add(2, 32, 0);

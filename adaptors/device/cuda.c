@@ -728,7 +728,8 @@ static const symheap_param_t cuda_params[] = {
      "naming the line"},
     {sizeof(symheap_param_t), SYMHEAP_PARAM_CHOICE, "SYMHEAP_ALL_REDUCE_ALGO",
      "auto", 0, 0,
-     "auto|one_shot|two_shot|rs_ce|one_shot_push|two_shot_push|rs_ce_pipe",
+     "auto|one_shot|two_shot|rs_ce|one_shot_push|two_shot_push|rs_ce_pipe|"
+     "ll128",
      "read by libsymheap_cuda.so: the algorithm SYMHEAP_ALGO_AUTO all-reduces "
      "take (auto: the tuning table, else the thresholds); where it cannot "
      "run a call (one_shot in place above the LL capacity, rs_ce or "

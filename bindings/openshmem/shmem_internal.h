@@ -25,6 +25,7 @@ struct shm_ctrl {
   int exit_req;        /* 1 + status once a PE called shmem_global_exit */
   int pid;             /* this PE's process, for the liveness check */
   int sleepers;        /* this PE's waits asleep in a futex (wait.c) */
+  int cpu;             /* 1 + the CPU this PE's last wait began on, or 0 */
   uint64_t team_slots; /* on PE 0: which team slots are taken */
   uint64_t never;      /* stays 0: shm__net_progress waits on it */
   long team_sync[SHM_MAX_TEAMS][SHM_SYNC_WORDS];
@@ -111,9 +112,11 @@ char *shm__peer_or_null(const void *addr, int pe);
 struct shm_spin {
   unsigned n;
   long long next_check_ns;
+  int shared_cpu; /* with more PEs than CPUs: another PE's wait began on
+                     this wait's CPU (wait.c) */
 };
 #define SHM_SPIN_INIT                                                          \
-  { 0, 0 }
+  { 0, 0, 0 }
 void shm__spin(struct shm_spin *s);
 /* A global exit asked for, or a PE gone: end the job (every wait's turn). */
 void shm__turn_checks(struct shm_spin *s);

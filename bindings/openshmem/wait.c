@@ -174,13 +174,41 @@ int shm__oversubscribed(void) {
   return v - 1;
 }
 
+/* Whether another PE of this host last began a wait on this PE's CPU
+ * (each PE notes its CPU in its control page as a wait begins).  A hint:
+ * a PE that has moved since its last wait is counted where it was, and
+ * a wrong answer costs time only (a few more yields, or an early sleep).
+ * One pass over the PEs per wait, not per turn. */
+static int cpu_shared(void) {
+  int cpu = sched_getcpu();
+  if (cpu < 0)
+    return 1;
+  __atomic_store_n(&shm__s.ctrl->cpu, cpu + 1, __ATOMIC_RELAXED);
+  for (int p = 0; p < shm__s.npes; p++) {
+    if (p == shm__s.me || shm__remote(p))
+      continue;
+    const struct shm_ctrl *c = (const struct shm_ctrl *)shm__s.heap_peer[p];
+    if (__atomic_load_n(&c->cpu, __ATOMIC_RELAXED) == cpu + 1)
+      return 1;
+  }
+  return 0;
+}
+
 /* Whether this turn spun or yielded (0: time to sleep).  With more PEs
- * than CPUs a wait sleeps almost at once: every pause or yield there is a
- * turn the PE it waits for may need (a yield storm of three waiters kept
- * a 4-PE barrier on 2 loaded CPUs at 270 us). */
+ * than CPUs a wait sleeps almost at once when another PE shares its CPU:
+ * every pause or yield there is a turn the PE it waits for may need (a
+ * yield storm of three waiters kept a 4-PE barrier on 2 loaded CPUs at
+ * 270 us).  A PE alone on its CPU waits as an undersubscribed one does:
+ * its turns are no one else's in the job, and asleep it gives its CPU to
+ * other programs and waits for them when woken (a 4-PE broadcast whose
+ * root sat alone on a CPU loaded by others: 685 us, where the same PEs on
+ * one CPU took 0.5 us). */
 static int turn_busy(struct shm_spin *s) {
   shm__turn_checks(s);
   int over = shm__oversubscribed();
+  if (over && s->n == 0)
+    s->shared_cpu = cpu_shared();
+  over = over && s->shared_cpu;
   unsigned spins = over && !shm__s.spin_explicit ? SHM_SPINS_OVERSUBSCRIBED
                                                  : shm__s.spin_before_yield;
   if (++s->n < spins) {

@@ -18,33 +18,13 @@ static int staged(const symheap__netreg_t *g, int peer) {
   return g->peer_stage && g->peer_stage[peer];
 }
 
-/* A get from a staged target is refused before anything is sent. */
-static symheap_result_t get_check(struct symheap_window *w, int peer,
-                                  size_t off, size_t len, const char *fn) {
-  while (len) {
-    symheap__netreg_t *g;
-    uint64_t roff;
-    size_t span;
-    symheap_result_t r =
-        symheap__net_locate_reg(w, peer, off, len, &g, &roff, &span);
-    if (r != SYMHEAP_SUCCESS)
-      return symheap__error_context(r, "%s", fn);
-    if (staged(g, peer))
-      return symheap__stage_refuse(w->comm, peer, "a get", fn);
-    off += span;
-    len -= span;
-  }
-  return SYMHEAP_SUCCESS;
-}
-
 symheap_result_t symheap__os_net_rma(struct symheap_window *w, int peer,
                                      size_t off, void *buf, size_t len,
                                      int is_put, unsigned flags,
                                      const char *fn) {
   symheap__netc_t *n = w->comm->netc;
   size_t max = n->caps.max_msg ? n->caps.max_msg : len;
-  symheap_result_t r =
-      !is_put && n->stage ? get_check(w, peer, off, len, fn) : SYMHEAP_SUCCESS;
+  symheap_result_t r = SYMHEAP_SUCCESS;
   while (len && r == SYMHEAP_SUCCESS) {
     symheap__netreg_t *g;
     uint64_t roff;
@@ -55,8 +35,11 @@ symheap_result_t symheap__os_net_rma(struct symheap_window *w, int peer,
     if (span > max)
       span = max;
     if (is_put && staged(g, peer)) {
-      symheap__stage_op_t op = {g, roff, span, NULL, 0, 0, -1, 0};
-      r = symheap__stage_post(w->comm, peer, buf, flags, &op, fn);
+      symheap__stage_op_t op = {g, roff, span, NULL, 0, 0, -1, 0, 0, 0};
+      r = symheap__stage_post(w->comm, peer, buf, flags, &op, NULL, fn);
+    } else if (staged(g, peer)) { /* complete on return, nbi too (one
+                                     bounce slot per pair) */
+      r = symheap__stage_get(w->comm, peer, buf, g, roff, span, fn);
     } else {
       symheap__net_lock(n);
       r = is_put ? n->ops.put(n->ctx, peer, buf, NULL, span, g->rkeys[peer],
@@ -74,28 +57,6 @@ symheap_result_t symheap__os_net_rma(struct symheap_window *w, int peer,
   return r;
 }
 
-/* A non-fetching atomic on a staged target: a descriptor the target
- * applies in order with the puts before it. */
-static symheap_result_t staged_atomic(struct symheap_window *w, int peer,
-                                      const symheap__netreg_t *g,
-                                      uint64_t roff, symheap_net_amo_t op,
-                                      size_t size, const void *operand,
-                                      const void *fetch, const char *fn) {
-  if (fetch || op == SYMHEAP_NET_AMO_FETCH || op == SYMHEAP_NET_AMO_SWAP ||
-      op == SYMHEAP_NET_AMO_CSWAP || op == SYMHEAP_NET_AMO_FETCH_ADD)
-    return symheap__stage_refuse(w->comm, peer, "a fetching atomic", fn);
-  uint64_t v = 0;
-  if (size == 4) {
-    uint32_t v4;
-    memcpy(&v4, operand, 4);
-    v = v4;
-  } else {
-    memcpy(&v, operand, 8);
-  }
-  symheap__stage_op_t s = {NULL, 0, 0, g, roff, v, (int)op, (uint32_t)size};
-  return symheap__stage_post(w->comm, peer, NULL, 0, &s, fn);
-}
-
 symheap_result_t symheap__os_net_atomic(struct symheap_window *w, int peer,
                                         size_t off, symheap_net_amo_t op,
                                         size_t size, const void *operand,
@@ -110,7 +71,8 @@ symheap_result_t symheap__os_net_atomic(struct symheap_window *w, int peer,
   if (r != SYMHEAP_SUCCESS)
     return symheap__error_context(r, "%s", fn);
   if (staged(g, peer)) /* applied by the target: no engine atomics needed */
-    return staged_atomic(w, peer, g, roff, op, size, operand, fetch, fn);
+    return symheap__stage_atomic(w->comm, peer, g, roff, op, size, operand,
+                                 compare, fetch, fn);
   if (!n->has_atomic || !(n->caps.caps & SYMHEAP_NET_CAP_ATOMIC))
     return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
                           "%s: net adaptor '%s' (provider %s) offers no "
@@ -139,14 +101,14 @@ static symheap_result_t staged_put_signal(
   size_t max = n->caps.max_msg ? n->caps.max_msg : len;
   if (staged(sg, peer) && (!len || (staged(g, peer) && span == len &&
                                     len <= max))) {
-    symheap__stage_op_t s = {g, roff, len, sg, soff, value, (int)op, 8};
-    return symheap__stage_post(w->comm, peer, src, 0, &s, fn);
+    symheap__stage_op_t s = {g, roff, len, sg, soff, value, (int)op, 8, 0, 0};
+    return symheap__stage_post(w->comm, peer, src, 0, &s, NULL, fn);
   }
   symheap_result_t r =
       symheap__os_net_rma(w, peer, off, (void *)src, len, 1, 0, fn);
   if (r == SYMHEAP_SUCCESS && staged(sg, peer)) {
-    symheap__stage_op_t s = {NULL, 0, 0, sg, soff, value, (int)op, 8};
-    return symheap__stage_post(w->comm, peer, NULL, 0, &s, fn);
+    symheap__stage_op_t s = {NULL, 0, 0, sg, soff, value, (int)op, 8, 0, 0};
+    return symheap__stage_post(w->comm, peer, NULL, 0, &s, NULL, fn);
   }
   if (r == SYMHEAP_SUCCESS)
     r = symheap__stage_wait(n, peer, n->timeout_ms, fn);

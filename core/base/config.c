@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "size.h"
 
 static const symheap__cfg_var_t cfg_vars[] = {
     {"SYMHEAP_DEVICE", SYMHEAP_CFG_STRING, "auto", 0, 0, NULL,
@@ -112,14 +113,14 @@ static const symheap__cfg_var_t cfg_vars[] = {
      "1: where every rank of a comm is on this host, the heap's agreements "
      "and the comm's barrier go through shared memory; 0: over the ccl (for "
      "tests and debugging; off on every rank if any rank sets 0)"},
-    {"SYMHEAP_HEAP_RESERVE", SYMHEAP_CFG_STRING, "64G", 0, 0, NULL,
+    {"SYMHEAP_HEAP_RESERVE", SYMHEAP_CFG_SIZE, "64G", 1, 0, NULL,
      "address space per rank reserved for the heap (bytes, or with a K, M, G "
      "or T suffix); it costs address space only: memory is committed in "
      "chunks as allocations need it"},
-    {"SYMHEAP_HEAP_CHUNK", SYMHEAP_CFG_STRING, "64M", 0, 0, NULL,
+    {"SYMHEAP_HEAP_CHUNK", SYMHEAP_CFG_SIZE, "64M", 1, 0, NULL,
      "bytes of memory per rank the heap commits (and symheap_heap_trim "
      "releases) at a time, rounded up to the device's granularity"},
-    {"SYMHEAP_HEAP_THRESHOLD", SYMHEAP_CFG_STRING, "1G", 0, 0, NULL,
+    {"SYMHEAP_HEAP_THRESHOLD", SYMHEAP_CFG_SIZE, "1G", 0, 0, NULL,
      "symheap_malloc of more bytes than this is its own registration instead "
      "of a heap allocation"},
 };
@@ -187,6 +188,17 @@ symheap_result_t symheap__cfg_string(const char *name, const char **value) {
   return lookup(name, &var, value);
 }
 
+/* lookup, for a kind that has no meaning unset (an int, a size): its
+ * value or its default, else an error naming it. */
+static symheap_result_t lookup_set(const char *name,
+                                   const symheap__cfg_var_t **var,
+                                   const char **value) {
+  symheap_result_t r = lookup(name, var, value);
+  if (r == SYMHEAP_SUCCESS && !*value)
+    r = symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s is not set", name);
+  return r;
+}
+
 static symheap_result_t parse_int(const symheap__cfg_var_t *var, const char *s,
                                   long *out) {
   char *end;
@@ -209,12 +221,8 @@ static symheap_result_t parse_int(const symheap__cfg_var_t *var, const char *s,
 symheap_result_t symheap__cfg_int(const char *name, long *value) {
   const symheap__cfg_var_t *var;
   const char *s;
-  symheap_result_t r = lookup(name, &var, &s);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
-  if (!s)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "%s is not set", name);
-  return parse_int(var, s, value);
+  symheap_result_t r = lookup_set(name, &var, &s);
+  return r == SYMHEAP_SUCCESS ? parse_int(var, s, value) : r;
 }
 
 symheap_result_t symheap__cfg_bool(const char *name, int *value) {
@@ -233,6 +241,26 @@ symheap_result_t symheap__cfg_bool(const char *name, int *value) {
                           s ? s : "");
   }
   return SYMHEAP_SUCCESS;
+}
+
+static symheap_result_t parse_size(const symheap__cfg_var_t *var,
+                                   const char *s, uint64_t *out) {
+  int ok;
+  uint64_t v = symheap__parse_size(s, &ok);
+  if (!ok || v < (uint64_t)var->min)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "%s='%s' is not a size of at least %ld bytes (a "
+                          "number of bytes, or with a K, M, G or T suffix)",
+                          var->name, s, var->min);
+  *out = v;
+  return SYMHEAP_SUCCESS;
+}
+
+symheap_result_t symheap__cfg_size(const char *name, uint64_t *value) {
+  const symheap__cfg_var_t *var;
+  const char *s;
+  symheap_result_t r = lookup_set(name, &var, &s);
+  return r == SYMHEAP_SUCCESS ? parse_size(var, s, value) : r;
 }
 
 static int choice_index(const char *choices, const char *s) {
@@ -268,6 +296,7 @@ symheap_result_t symheap__cfg_choice(const char *name, int *index) {
 static symheap_result_t validate_one(const symheap__cfg_var_t *var) {
   long l;
   int b;
+  uint64_t u;
   if (!symheap__cfg_raw(var->name))
     return SYMHEAP_SUCCESS;
   switch (var->kind) {
@@ -277,6 +306,8 @@ static symheap_result_t validate_one(const symheap__cfg_var_t *var) {
     return symheap__cfg_bool(var->name, &b);
   case SYMHEAP_CFG_CHOICE:
     return symheap__cfg_choice(var->name, &b);
+  case SYMHEAP_CFG_SIZE:
+    return symheap__cfg_size(var->name, &u);
   case SYMHEAP_CFG_STRING:
     break;
   }
@@ -341,8 +372,11 @@ static symheap_result_t check_default(const symheap__cfg_var_t *v) {
   long l;
   if (!v->def)
     return SYMHEAP_SUCCESS;
+  uint64_t u;
   if (v->kind == SYMHEAP_CFG_INT)
     return parse_int(v, v->def, &l);
+  if (v->kind == SYMHEAP_CFG_SIZE)
+    return parse_size(v, v->def, &u);
   if (v->kind == SYMHEAP_CFG_BOOL && strcmp(v->def, "0") != 0 &&
       strcmp(v->def, "1") != 0)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,

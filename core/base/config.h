@@ -15,13 +15,14 @@ typedef enum {
   SYMHEAP_CFG_INT,
   SYMHEAP_CFG_BOOL, /* 0 or 1 */
   SYMHEAP_CFG_CHOICE,
+  SYMHEAP_CFG_SIZE, /* bytes, K/M/G/T suffix (size.h); at least min */
 } symheap__cfg_kind_t;
 
 typedef struct {
   const char *name;
   symheap__cfg_kind_t kind;
   const char *def;     /* NULL: unset by default */
-  long min, max;       /* SYMHEAP_CFG_INT */
+  long min, max;       /* SYMHEAP_CFG_INT; SYMHEAP_CFG_SIZE: min */
   const char *choices; /* SYMHEAP_CFG_CHOICE: '|'-separated */
   const char *help;
 } symheap__cfg_var_t;
@@ -33,6 +34,8 @@ const char *symheap__cfg_raw(const char *name);
 symheap_result_t symheap__cfg_string(const char *name, const char **value);
 symheap_result_t symheap__cfg_int(const char *name, long *value);
 symheap_result_t symheap__cfg_bool(const char *name, int *value);
+/* Value or default of a SYMHEAP_CFG_SIZE variable, in bytes. */
+symheap_result_t symheap__cfg_size(const char *name, uint64_t *value);
 /* Index of the value in the variable's choices. */
 symheap_result_t symheap__cfg_choice(const char *name, int *index);
 /* Variables declared at run time by adaptors and plugins (param_define),

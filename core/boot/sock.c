@@ -106,33 +106,48 @@ symheap_result_t symheap__sock_connect(const symheap__sockname_t *n,
 
 /* Set by a higher floor (comm/net_comm.c) once, read by every wait: no
  * call from this floor up, only through the pointer it was handed. */
-static int (*g_idle_hook)(void);
+static int (*g_idle_hook)(symheap__idle_t *io);
 
-void symheap__sock_set_idle_hook(int (*hook)(void)) {
+void symheap__sock_set_idle_hook(int (*hook)(symheap__idle_t *io)) {
   __atomic_store_n(&g_idle_hook, hook, __ATOMIC_RELEASE);
 }
 
 #define SPIN_YIELD 64u /* about every 100 us */
 static int wait_fd(int fd, short events, int64_t deadline_ms) {
+  symheap__idle_t io = {0, 0, {0}};
   for (unsigned turns = 0;;) {
     int64_t left = deadline_ms - symheap__now_ms();
     if (left < 0)
       left = 0;
-    struct pollfd p = {fd, events, 0};
+    struct pollfd p[1 + SYMHEAP__IDLE_FDS];
+    p[0] = (struct pollfd){fd, events, 0};
     /* While a net adaptor with manual progress is open, a rank waiting
      * here may be the target of a peer's put, get or emulated atomic,
      * which completes only when this rank progresses: the idle hook
-     * progresses and asks to be called again at once (comm/net_comm.c).
-     * Polling, as MPI's and OpenSHMEM's waits do, yielding the CPU every
-     * SPIN_YIELD turns (ranks may outnumber cores; a yield every turn, on
-     * a loaded machine, let the waiter run again only after every other
-     * runnable task): slices of 1 ms cost every remote operation on this
-     * rank up to 1 ms (docs/perf/net.md). */
-    int (*hook)(void) = __atomic_load_n(&g_idle_hook, __ATOMIC_ACQUIRE);
-    int spin = hook && hook();
-    int r = poll(&p, 1, spin ? 0 : (int)(left > 1000000 ? 1000000 : left));
-    if (r > 0)
+     * progresses, and asks to be called again at once while the engine
+     * is busy (spinning, as MPI's and OpenSHMEM's waits do, yielding the
+     * CPU every SPIN_YIELD turns: ranks may outnumber cores), or hands
+     * out the engine's wait descriptors to sleep on beside the socket
+     * (comm/net_comm.c). */
+    int (*hook)(symheap__idle_t *) =
+        __atomic_load_n(&g_idle_hook, __ATOMIC_ACQUIRE);
+    io.nfds = 0;
+    int spin = hook && hook(&io);
+    int n = io.nfds < 0 ? 0 : io.nfds > SYMHEAP__IDLE_FDS ? SYMHEAP__IDLE_FDS
+                                                          : io.nfds;
+    for (int i = 0; i < n; i++)
+      p[1 + i] = (struct pollfd){io.fds[i], POLLIN, 0};
+    int64_t tmo = spin ? 0 : left > 1000000 ? 1000000 : left;
+    if (n && tmo > SYMHEAP__IDLE_SLEEP_MS)
+      tmo = SYMHEAP__IDLE_SLEEP_MS;
+    io.woke = 0;
+    int r = poll(p, (nfds_t)(1 + n), (int)tmo);
+    if (r > 0 && p[0].revents)
       return 1;
+    if (r > 0) { /* the engine has work: the hook takes it at once */
+      io.woke = 1;
+      continue;
+    }
     if (r == 0 && spin && left > 0) {
       if (++turns % SPIN_YIELD == 0)
         sched_yield();

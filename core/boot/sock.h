@@ -40,9 +40,20 @@ symheap_result_t symheap__fd_limit_error(const char *call);
 
 /* The idle hook every socket wait calls before each poll: a higher floor's
  * work that must go on while a rank waits (comm/net_comm.c: net adaptors
- * with manual progress).  Nonzero from it: poll without sleeping (the
- * CPU yielded now and then) and call it again.  Set once per process
+ * with manual progress).  The wait says whether its last sleep ended on
+ * one of the hook's descriptors (the engine has work); the
+ * hook may hand out descriptors (armed: an engine's wait objects) that the
+ * wait's sleep also polls, at most SYMHEAP__IDLE_SLEEP_MS at a time (a
+ * provider may lose a wakeup).  Nonzero from it: poll without sleeping
+ * (the CPU yielded now and then) and call it again.  Set once per process
  * (later calls replace it). */
-void symheap__sock_set_idle_hook(int (*hook)(void));
+#define SYMHEAP__IDLE_FDS 8
+#define SYMHEAP__IDLE_SLEEP_MS 20
+typedef struct {
+  int woke;                   /* in: its last sleep ended on one of fds */
+  int nfds;                   /* out: how many of fds to poll */
+  int fds[SYMHEAP__IDLE_FDS]; /* out: readable when the hook has work */
+} symheap__idle_t;
+void symheap__sock_set_idle_hook(int (*hook)(symheap__idle_t *io));
 
 #endif

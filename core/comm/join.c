@@ -84,6 +84,10 @@ static symheap_result_t prepare_join(symheap_comm_t c, join_rec_t *me,
   const char *want;
   if ((r = symheap__plugins_load()) != SYMHEAP_SUCCESS)
     return r;
+  /* Again, now that the adaptors and plugins have declared theirs (a
+   * process's first init checked only the core's above). */
+  if ((r = symheap__cfg_validate_all()) != SYMHEAP_SUCCESS)
+    return r;
   r = symheap__cfg_string("SYMHEAP_DEVICE", &want);
   if (r != SYMHEAP_SUCCESS)
     return r;

@@ -27,6 +27,7 @@ symheap_result_t symheap__net_mode(int *mode, symheap__net_table_t *tab);
 typedef struct symheap__netc {
   symheap_net_ops ops; /* normalised copy (net_registry.c) */
   int has_atomic;       /* ops.atomic is the adaptor's, not a stub */
+  int has_wait_fds;     /* ops.wait_fds gives descriptors to sleep on */
   void *ctx;
   symheap_net_caps_t caps;
   int locked;           /* the core serialises calls (not THREAD_SAFE) */
@@ -38,14 +39,16 @@ typedef struct symheap__netc {
   int stop;
   pthread_t thread;
   /* The thread sleeps in poll() on the engine's descriptors (ops.wait_fds)
-   * while nobody else calls: the waits then leave the engine to it. */
+   * while nobody else calls (a wait sleeping on them too, net_idle). */
   int thread_sleeps;
-  int sleeping; /* it is in poll() now: the engine is its */
   int stop_fd;  /* an eventfd that wakes it at close; -1 when none */
   /* Calls into the adaptor by the comm's threads and the waits' idle hook
    * (not the progress thread): while it moves, the engine is progressed
    * already and the progress thread stands aside. */
   unsigned long calls;
+  /* Until then (now_ns) the waits spin on this engine: it had work (a
+   * wakeup on its wait fds, or work pending when they would sleep). */
+  uint64_t spin_until;
   /* Target-side staging (net_stage.c): NULL unless some rank's memory is
    * device memory this adaptor cannot register (no SYMHEAP_NET_CAP_HMEM). */
   struct symheap__stage *stage;

@@ -6,9 +6,11 @@
  * wait of the core does (net_idle, the boot floor's idle hook), and a
  * progress thread does when SYMHEAP_NET_PROGRESS asks.  Where the adaptor
  * hands out wait descriptors (ops.wait_fds: tcp;ofi_rxm's CQ fd), the
- * thread sleeps on them instead and the waits leave the engine to it: a
- * rank that only waits uses no CPU and serves a peer's get or atomic as
- * soon as it arrives (docs/perf/net.md). */
+ * thread sleeps on them instead, and so does a wait once its engine has
+ * been idle for WAIT_SPIN_NS: a rank inside a waiting call spins while
+ * peers' operations arrive (answering at spin speed) and sleeps when they
+ * stop; a rank outside symheap is served by its sleeping thread; neither
+ * uses CPU while idle (docs/perf/net.md). */
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,34 +29,64 @@ static pthread_mutex_t g_list = PTHREAD_MUTEX_INITIALIZER;
 static symheap__netc_t *g_open;
 static int g_manual; /* open adaptors with manual progress the waits drive */
 
+/* How long a waiting rank spins after its engine had work (a wakeup on
+ * its wait fds, or fi_trywait saying work is pending) before it sleeps on
+ * them again: a target in a barrier serves a burst of peers' operations at
+ * spin speed (as MPI's and OpenSHMEM's waits do), not a wakeup each, and
+ * an idle wait costs no CPU. */
+#define WAIT_SPIN_NS 5000000ull /* 5 ms */
+
+/* One adaptor's part of a wait's idle turn (net_idle): progress, then
+ * spin (1) while it was busy in the last WAIT_SPIN_NS or cannot sleep,
+ * else arm its wait fds into io (0).  Never waits for the lock: its
+ * holder progresses the engine. */
+static int idle_one(symheap__netc_t *n, symheap__idle_t *io, uint64_t now) {
+  if (io->woke)
+    __atomic_store_n(&n->spin_until, now + WAIT_SPIN_NS, __ATOMIC_RELAXED);
+  if (n->locked && pthread_mutex_trylock(&n->lock) != 0)
+    return 1;
+  /* Uncounted where the thread sleeps on the engine's fds: it stays there
+   * while the wait spins, so a waiting rank the scheduler leaves off the
+   * CPU (a loaded machine: a spinning waiter runs again only after every
+   * other runnable task) is still served at its thread's wakeup. */
+  if (!n->thread_sleeps)
+    __atomic_add_fetch(&n->calls, 1, __ATOMIC_RELAXED);
+  (void)n->ops.progress(n->ctx);
+  int spin = 1, k = -1;
+  if (n->has_wait_fds &&
+      now >= __atomic_load_n(&n->spin_until, __ATOMIC_RELAXED) &&
+      io->nfds < SYMHEAP__IDLE_FDS) {
+    k = n->ops.wait_fds(n->ctx, io->fds + io->nfds,
+                        SYMHEAP__IDLE_FDS - io->nfds);
+    if (k == 0) /* work pending: busy */
+      __atomic_store_n(&n->spin_until, now + WAIT_SPIN_NS, __ATOMIC_RELAXED);
+    else if (k > 0 && io->nfds + k <= SYMHEAP__IDLE_FDS)
+      spin = 0;
+  }
+  if (n->locked)
+    pthread_mutex_unlock(&n->lock);
+  symheap__stage_drain(n, 0); /* peers' staged puts, if any */
+  if (!spin && symheap__stage_pending(n))
+    spin = 1; /* staged work no fd wakes for */
+  if (!spin)
+    io->nfds += k;
+  return spin;
+}
+
 /* The boot floor's idle hook (boot/sock.h), set at the first open: while
- * an adaptor with manual progress is open, advance every open adaptor that
- * no other thread is calling (never blocks) and ask the waits to call again
- * at once (a peer's operation on this rank completes only when it
- * progresses).  0: nothing to do, waits sleep as long as they like. */
-static int net_idle(void) {
+ * an adaptor with manual progress is open, every wait of this process
+ * progresses the open adaptors (a peer's operation on this rank completes
+ * only when it progresses) and spins while they are busy, then sleeps on
+ * their wait fds beside its socket; an adaptor without wait fds keeps it
+ * spinning.  0: nothing to spin for. */
+static int net_idle(symheap__idle_t *io) {
   if (__atomic_load_n(&g_manual, __ATOMIC_RELAXED) <= 0)
     return 0;
   int spin = 0;
+  uint64_t now = symheap__now_ns();
   pthread_mutex_lock(&g_list);
-  for (symheap__netc_t *n = g_open; n; n = n->next) {
-    /* Its progress thread sleeps on the engine and wakes for its work:
-     * nothing to do here, and this wait may sleep too. */
-    if (__atomic_load_n(&n->sleeping, __ATOMIC_ACQUIRE))
-      continue;
-    spin = 1;
-    /* Never wait for a lock here: its holder progresses the engine. */
-    if (n->locked && pthread_mutex_trylock(&n->lock) != 0)
-      continue;
-    /* Uncounted where the thread can sleep: the wait spins only until the
-     * thread takes the engine (PROGRESS_ASIDE_SLEEP_NS), spin-then-sleep. */
-    if (!n->thread_sleeps)
-      __atomic_add_fetch(&n->calls, 1, __ATOMIC_RELAXED);
-    (void)n->ops.progress(n->ctx);
-    if (n->locked)
-      pthread_mutex_unlock(&n->lock);
-    symheap__stage_drain(n, 0); /* peers' staged puts, if any */
-  }
+  for (symheap__netc_t *n = g_open; n; n = n->next)
+    spin |= idle_one(n, io, now);
   pthread_mutex_unlock(&g_list);
   return spin;
 }
@@ -109,9 +141,7 @@ static int progress_turn(symheap__netc_t *n) {
   for (int i = 0; i < k; i++)
     p[i] = (struct pollfd){fds[i], POLLIN, 0};
   p[k] = (struct pollfd){n->stop_fd, POLLIN, 0};
-  __atomic_store_n(&n->sleeping, 1, __ATOMIC_RELEASE);
   (void)poll(p, (nfds_t)k + 1, SLEEP_MS);
-  __atomic_store_n(&n->sleeping, 0, __ATOMIC_RELEASE);
   return 1;
 }
 
@@ -157,9 +187,7 @@ static symheap_result_t start_progress(symheap__netc_t *n) {
                                          n->stage));
   if (!want)
     return SYMHEAP_SUCCESS;
-  /* Whether the engine has descriptors to sleep on (a probe: 0 or more). */
-  int fds[SLEEP_FDS];
-  if (n->ops.wait_fds && n->ops.wait_fds(n->ctx, fds, SLEEP_FDS) >= 0)
+  if (n->has_wait_fds)
     n->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   n->thread_sleeps = n->stop_fd >= 0;
   if (pthread_create(&n->thread, NULL, progress_main, n) != 0) {
@@ -238,6 +266,10 @@ static symheap_result_t open_local(symheap_comm_t c,
     return r;
   }
   n->locked = !(n->caps.caps & SYMHEAP_NET_CAP_THREAD_SAFE);
+  /* Whether the engine has descriptors to sleep on (a probe: 0 or more). */
+  int fds[SLEEP_FDS];
+  n->has_wait_fds =
+      n->ops.wait_fds && n->ops.wait_fds(n->ctx, fds, SLEEP_FDS) >= 0;
   *alen = (uint32_t)len;
   *out = n;
   return SYMHEAP_SUCCESS;

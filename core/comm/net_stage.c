@@ -15,16 +15,35 @@ typedef struct {
 _Static_assert(sizeof(ctl_key_t) <= SYMHEAP__AGREE_MAX,
                "a key travels in one agreement");
 
-uint64_t symheap__stage_check(const symheap__stage_desc_t *d) {
-  const uint64_t w[] = {d->seq,     d->sig_size, d->reg,    d->off,
-                        d->len,     d->sig_reg,  (uint32_t)d->sig_op,
-                        d->sig_off, d->value};
+static uint64_t hash(const uint64_t *w, size_t n) {
   uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
+  for (size_t i = 0; i < n; i++) {
     h ^= w[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
     h *= 0x100000001b3ull;
   }
   return h;
+}
+
+uint64_t symheap__stage_check(const symheap__stage_desc_t *d) {
+  const uint64_t w[] = {d->seq,     d->sig_size, d->reg,   d->off,
+                        d->len,     d->sig_reg,  (uint32_t)d->sig_op,
+                        d->sig_off, d->value,    d->kind,  d->compare};
+  return hash(w, sizeof w / sizeof *w);
+}
+
+uint64_t symheap__stage_ack_check(const symheap__stage_ack_t *a) {
+  const uint64_t w[] = {a->applied, a->failed, a->fetch_seq, a->fetched};
+  return hash(w, sizeof w / sizeof *w) | 1; /* never 0: a zeroed record is
+                                               not whole */
+}
+
+/* The get bounce slot's size for nranks (net_stage.h). */
+static size_t slot_size(int nranks) {
+  size_t v = SYMHEAP__STAGE_SLOT_ALL / (size_t)nranks;
+  v = v < SYMHEAP__STAGE_SLOT_MIN   ? SYMHEAP__STAGE_SLOT_MIN
+      : v > SYMHEAP__STAGE_SLOT_MAX ? SYMHEAP__STAGE_SLOT_MAX
+                                    : v;
+  return v & ~(size_t)4095;
 }
 
 /* Whether this rank's window memory needs staging with this adaptor. */
@@ -48,11 +67,15 @@ static void stage_free(symheap_comm_t c, symheap__stage_t *s) {
   symheap__net_unlock(n);
   pthread_mutex_destroy(&s->post);
   pthread_mutex_destroy(&s->drain);
+  pthread_mutex_destroy(&s->fetch);
+  free(s->fetch_seq);
+  free(s->fetched);
   free(s->ctl_rkeys);
   free(s->ctl);
   free(s->sent);
   free(s->acked);
   free(s->failed_seen);
+  free(s->failed_ack);
   free(s->applied);
   free(s->failed);
   free(s->ack_sent);
@@ -66,18 +89,23 @@ static symheap_result_t ctl_local(symheap_comm_t c, symheap__stage_t *s,
   symheap__netc_t *n = c->netc;
   size_t np = (size_t)c->nranks;
   s->ring_bytes = np * SYMHEAP__STAGE_RING * sizeof(symheap__stage_desc_t);
-  s->ctl_size = s->ring_bytes + np * sizeof(symheap__stage_ack_t);
+  s->slots_at = s->ring_bytes + np * sizeof(symheap__stage_ack_t);
+  s->slots_at = (s->slots_at + 4095) & ~(size_t)4095;
+  s->slot = slot_size(c->nranks);
+  s->ctl_size = s->slots_at + np * s->slot;
   void *ctl = NULL;
   if (posix_memalign(&ctl, 4096, s->ctl_size) != 0)
     ctl = NULL;
   s->ctl = ctl;
   s->ctl_rkeys = calloc(np, sizeof(void *));
   s->sent = calloc(np, 8), s->acked = calloc(np, 8);
-  s->failed_seen = calloc(np, 8);
+  s->failed_seen = calloc(np, 8), s->failed_ack = calloc(np, 8);
   s->applied = calloc(np, 8), s->failed = calloc(np, 8);
   s->ack_sent = calloc(np, 8);
+  s->fetch_seq = calloc(np, 8), s->fetched = calloc(np, 8);
   if (!s->ctl || !s->ctl_rkeys || !s->sent || !s->acked || !s->failed_seen ||
-      !s->applied || !s->failed || !s->ack_sent)
+      !s->applied || !s->failed || !s->ack_sent || !s->fetch_seq ||
+      !s->failed_ack || !s->fetched)
     return symheap__error(SYMHEAP_ERR_NO_MEMORY, "staging: no memory");
   memset(s->ctl, 0, s->ctl_size);
   size_t klen = sizeof me->key;
@@ -128,6 +156,7 @@ symheap_result_t symheap__stage_open(symheap_comm_t c) {
       s->dev = &c->dev.ops, s->dev_ctx = c->dev_ctx;
       pthread_mutex_init(&s->post, NULL);
       pthread_mutex_init(&s->drain, NULL);
+      pthread_mutex_init(&s->fetch, NULL);
     }
     r = s ? ctl_local(c, s, &me)
           : symheap__error(SYMHEAP_ERR_NO_MEMORY, "staging: no memory");
@@ -168,7 +197,7 @@ symheap_result_t symheap__stage_region(symheap_comm_t c, void *dev,
   symheap__netc_t *n = c->netc;
   symheap__stage_t *s = n->stage;
   const symheap_device_ops *d = &c->dev.ops;
-  if (!s || !d->host_alloc || !d->copy_from_host)
+  if (!s || !d->host_alloc || !d->copy_from_host || !d->copy_to_host)
     return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
                           "net adaptor '%s' (provider %s) cannot register "
                           "device memory (no FI_HMEM), device adaptor '%s' "
@@ -176,7 +205,8 @@ symheap_result_t symheap__stage_region(symheap_comm_t c, void *dev,
                           "through host memory (%s)",
                           n->ops.name, n->caps.provider, d->name,
                           !s ? "no control area"
-                             : "no host_alloc or copy_from_host");
+                             : "no host_alloc, copy_from_host or "
+                               "copy_to_host");
   void *host = NULL, *hdev = NULL;
   symheap_result_t r = d->host_alloc(c->dev_ctx, size, &host, &hdev);
   if (r != SYMHEAP_SUCCESS)
@@ -218,16 +248,4 @@ void symheap__stage_region_free(symheap_comm_t c, uint32_t id, void *shadow) {
 void symheap__stage_hold(symheap_comm_t c, int on) {
   if (c->netc && c->netc->stage)
     __atomic_store_n(&c->netc->stage->hold, on, __ATOMIC_RELEASE);
-}
-
-symheap_result_t symheap__stage_refuse(symheap_comm_t c, int peer,
-                                       const char *what, const char *fn) {
-  symheap__netc_t *n = c->netc;
-  return symheap__error(SYMHEAP_ERR_UNSUPPORTED,
-                        "%s: rank %d's window is device memory that net "
-                        "adaptor '%s' (provider %s) cannot reach (the provider "
-                        "lacks FI_HMEM), so it is staged through host memory, "
-                        "which carries puts, put-with-signal and non-fetching "
-                        "atomics only: %s is not supported; nothing was sent",
-                        fn, peer, n->ops.name, n->caps.provider, what);
 }

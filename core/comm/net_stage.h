@@ -6,15 +6,35 @@
  * progress copies the shadow into device memory, applies the signal, and
  * acknowledges.  An initiator's quiet waits for every acknowledgement.
  *
+ * Gets and fetching atomics (net_stage_get.c) go the same way: a
+ * descriptor asks the target to copy device bytes into this initiator's
+ * bounce slot at the target (read back with the adaptor's get), or to apply
+ * an atomic and return the old value in its acknowledgement.
+ *
  * The control area, one per comm and rank, host memory registered once:
  *   rings: nranks x SYMHEAP__STAGE_RING descriptors, initiator p's at p;
- *   acks:  nranks records, target q's acknowledgement of this rank's at q. */
+ *   acks:  nranks records, target q's acknowledgement of this rank's at q;
+ *   slots: nranks x slot bytes, initiator p's get bounce slot at p (never
+ *          the shadow: a get's copy there would overwrite a peer's put
+ *          that landed and is not applied yet, losing it). */
 #ifndef SYMHEAP_NET_STAGE_H
 #define SYMHEAP_NET_STAGE_H
 
 #include "net.h"
 
 #define SYMHEAP__STAGE_RING 64u /* descriptors in flight per pair */
+/* A get bounce slot: 16 MiB / nranks, within [4 KiB, 64 KiB] (the same on
+ * every rank: it depends on nranks alone). */
+#define SYMHEAP__STAGE_SLOT_MIN 4096u
+#define SYMHEAP__STAGE_SLOT_MAX 65536u
+#define SYMHEAP__STAGE_SLOT_ALL (16u << 20)
+
+/* A descriptor's kind. */
+enum {
+  SYMHEAP__STAGE_PUT = 0,   /* data (len > 0) then an optional atomic */
+  SYMHEAP__STAGE_GET = 1,   /* device [off, +len) into the bounce slot */
+  SYMHEAP__STAGE_FETCH = 2, /* the atomic, its old value in the ack */
+};
 
 /* One staged operation as an initiator posts it: data already put into
  * the target's shadow of g at off (len bytes, 0: none), then an optional
@@ -26,22 +46,28 @@ typedef struct {
   uint64_t sig_off, value;
   int sig_op; /* symheap_net_amo_t, -1: none */
   uint32_t sig_size;
+  uint32_t kind;    /* SYMHEAP__STAGE_*: PUT unless set */
+  uint64_t compare; /* FETCH's CSWAP */
 } symheap__stage_op_t;
 
 /* The state (net_stage.c: the control area and regions; net_stage_ops.c:
  * posting, waiting, draining). */
-typedef struct { /* 64 bytes, as an initiator writes it */
+typedef struct { /* 80 bytes, as an initiator writes it */
   uint64_t seq;  /* the pair's count, from 1 */
   uint32_t sig_size, reg;
   uint64_t off, len;
   uint32_t sig_reg;
   int32_t sig_op;
   uint64_t sig_off, value;
+  uint32_t kind, pad; /* SYMHEAP__STAGE_* */
+  uint64_t compare;   /* CSWAP's */
   uint64_t check; /* of the words above: a descriptor half-written is not
                      taken */
 } symheap__stage_desc_t;
 typedef struct { /* as a target writes it: torn or whole, told apart */
-  uint64_t applied, applied_not, failed, failed_not;
+  uint64_t applied, failed;
+  uint64_t fetch_seq, fetched; /* the last FETCH descriptor's old value */
+  uint64_t check;
 } symheap__stage_ack_t;
 typedef struct {
   void *dev, *shadow;
@@ -52,18 +78,23 @@ typedef struct symheap__stage {
   int rank, nranks;
   const symheap_device_ops *dev;
   void *dev_ctx;
-  char *ctl; /* rings, then acks */
-  size_t ctl_size, ring_bytes;
+  char *ctl; /* rings, then acks, then get slots */
+  size_t ctl_size, ring_bytes, slots_at, slot;
   void *ctl_mr;
   void **ctl_rkeys;
   /* Initiator: per peer, descriptors posted (under post) and the last
    * acknowledgement read. */
   pthread_mutex_t post;
-  uint64_t *sent, *acked, *failed_seen;
+  uint64_t *sent, *acked, *failed_ack, *failed_seen;
+  /* Initiator: held through a staged get or fetching atomic, so that this
+   * rank has at most one in flight (one bounce slot, one fetched value per
+   * target). */
+  pthread_mutex_t fetch;
   /* Target: under drain, descriptors applied and failed per initiator, and
    * the staged regions by id (ids are not reused). */
   pthread_mutex_t drain;
   uint64_t *applied, *failed, *ack_sent;
+  uint64_t *fetch_seq, *fetched; /* per initiator, for its ack */
   symheap__stage_reg_t *regs;
   uint32_t nregs, cap;
   int hold; /* atomic: tests */
@@ -72,8 +103,19 @@ typedef struct symheap__stage {
    * waited for the next drain, which a sleeping thread may never run). */
   int again;
 } symheap__stage_t;
-/* Descriptor check word. */
+/* Descriptor and acknowledgement check words. */
 uint64_t symheap__stage_check(const symheap__stage_desc_t *d);
+uint64_t symheap__stage_ack_check(const symheap__stage_ack_t *a);
+/* The control area's layout (net_stage_ops.c). */
+symheap__stage_desc_t *symheap__stage_ring_at(symheap__stage_t *s, int from,
+                                              uint64_t seq);
+uint64_t symheap__stage_ack_off(symheap__stage_t *s, int target);
+/* Target q's acknowledgement record as it stands (check it). */
+void symheap__stage_read_ack(symheap__stage_t *s, int q,
+                             symheap__stage_ack_t *a);
+static inline uint64_t symheap__stage_slot_off(symheap__stage_t *s, int p) {
+  return s->slots_at + (uint64_t)p * s->slot;
+}
 
 /* Collective, at net comm open after connect (agreed): the control area on
  * every rank when some rank needs staging; nothing (n->stage NULL) when
@@ -91,11 +133,12 @@ symheap_result_t symheap__stage_region(symheap_comm_t c, void *dev,
 void symheap__stage_region_free(symheap_comm_t c, uint32_t id, void *shadow);
 
 /* Initiator: the data put of a staged range (into the shadow), then the
- * descriptor, in that order at the target.  src is reusable on return. */
+ * descriptor, in that order at the target.  src is reusable on return.
+ * *seq (when seq is non-NULL): the descriptor's number in the pair. */
 symheap_result_t symheap__stage_post(symheap_comm_t c, int peer,
                                      const void *src, unsigned flags,
                                      const symheap__stage_op_t *op,
-                                     const char *fn);
+                                     uint64_t *seq, const char *fn);
 /* Initiator: every staged operation to peer (-1: to every peer) applied at
  * its target, progressing meanwhile; TIMEOUT naming the peer after
  * timeout_ms, REMOTE when a target could not apply one. */
@@ -123,9 +166,23 @@ void symheap__net_poke(symheap__netc_t *n);
 /* Tests: 1 makes this rank apply nothing (a target that never
  * progresses), 0 lets it go. */
 void symheap__stage_hold(symheap_comm_t c, int on);
-/* The refusal of an operation staging cannot carry (gets, fetching
- * atomics), before anything is sent. */
-symheap_result_t symheap__stage_refuse(symheap_comm_t c, int peer,
-                                       const char *what, const char *fn);
+/* Initiator (net_stage_get.c): len bytes of peer's staged region g at off
+ * into dst, complete on return (get_nbi too: one bounce slot per pair). */
+symheap_result_t symheap__stage_get(symheap_comm_t c, int peer, void *dst,
+                                    const symheap__netreg_t *g, uint64_t off,
+                                    size_t len, const char *fn);
+/* Initiator (net_stage_get.c): an atomic on peer's staged region g at off,
+ * applied by the target one at a time with every other network atomic on
+ * its staged windows; a fetching one (fetch non-NULL) waits for its old
+ * value. */
+symheap_result_t symheap__stage_atomic(symheap_comm_t c, int peer,
+                                       const symheap__netreg_t *g,
+                                       uint64_t off, symheap_net_amo_t op,
+                                       size_t size, const void *operand,
+                                       const void *compare, void *fetch,
+                                       const char *fn);
+/* Target (net_stage_apply.c): one descriptor from initiator p applied. */
+symheap_result_t symheap__stage_apply(symheap__stage_t *s, int p,
+                                      const symheap__stage_desc_t *d);
 
 #endif

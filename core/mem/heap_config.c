@@ -5,33 +5,16 @@
 #include "base/size.h"
 #include "heap_config.h"
 
-static symheap_result_t size_var(const char *name, uint64_t min,
-                                 uint64_t *out) {
-  const char *s;
-  symheap_result_t r = symheap__cfg_string(name, &s);
-  if (r != SYMHEAP_SUCCESS)
-    return r;
-  int ok;
-  uint64_t v = symheap__parse_size(s, &ok);
-  if (!ok || v < min)
-    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "%s='%s' is not a size of at least %llu bytes (a "
-                          "number of bytes, or with a K, M, G or T suffix)",
-                          name, s ? s : "", (unsigned long long)min);
-  *out = v;
-  return SYMHEAP_SUCCESS;
-}
-
 symheap_result_t symheap__heap_config(size_t granularity,
                                       symheap__heap_cfg_t *cfg) {
   int on = 1;
   symheap_result_t r = symheap__cfg_bool("SYMHEAP_HEAP", &on);
   if (r == SYMHEAP_SUCCESS)
-    r = size_var("SYMHEAP_HEAP_RESERVE", 1, &cfg->reserve);
+    r = symheap__cfg_size("SYMHEAP_HEAP_RESERVE", &cfg->reserve);
   if (r == SYMHEAP_SUCCESS)
-    r = size_var("SYMHEAP_HEAP_CHUNK", 1, &cfg->chunk);
+    r = symheap__cfg_size("SYMHEAP_HEAP_CHUNK", &cfg->chunk);
   if (r == SYMHEAP_SUCCESS)
-    r = size_var("SYMHEAP_HEAP_THRESHOLD", 0, &cfg->threshold);
+    r = symheap__cfg_size("SYMHEAP_HEAP_THRESHOLD", &cfg->threshold);
   if (r != SYMHEAP_SUCCESS)
     return r;
   cfg->on = on;

@@ -15,6 +15,13 @@ symheap_result_t symheap__malloc_args(symheap_comm_t c, size_t size,
     return room;
   if (size == 0)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG, "size is zero");
+  /* Rounded up to granules (multicast's too) it must not wrap. */
+  size_t gran = c->caps.granularity > c->caps.multicast_granularity
+                    ? c->caps.granularity
+                    : c->caps.multicast_granularity;
+  if (size > SIZE_MAX - gran)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG, "size %zu is too large",
+                          size);
   if (flags & ~SYMHEAP_WINDOW_FLAGS_ALL)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG, "unknown flags 0x%x",
                           flags & ~SYMHEAP_WINDOW_FLAGS_ALL);

@@ -464,18 +464,4 @@ static const symheap_device_ops broken_ops = {
     .dmabuf_export = b_dmabuf_export,
 };
 
-static symheap_result_t plugin_init(const symheap_host_services_t *s) {
-  svc = s;
-  return SYMHEAP_SUCCESS;
-}
-static void plugin_fini(void) {}
-
-SYMHEAP_PLUGIN_EXPORT const symheap_plugin_t symheap_plugin_v1 = {
-    .abi_major = SYMHEAP_PLUGIN_ABI_MAJOR,
-    .abi_minor = SYMHEAP_PLUGIN_ABI_MINOR,
-    .struct_size = sizeof(symheap_plugin_t),
-    .name = "broken",
-    .init = plugin_init,
-    .fini = plugin_fini,
-    .device = &broken_ops,
-};
+SYMHEAP_PLUGIN_DEFINE(broken, svc, .device = &broken_ops);

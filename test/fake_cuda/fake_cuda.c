@@ -59,16 +59,9 @@ typedef struct mem {
 } mem_t;
 static mem_t *mems;
 
-typedef struct region {
-  struct region *next;
-  char *va;
-  size_t size;
-  mem_t *mem; /* mappings */
-  int kind;   /* 0 reservation, 1 mapping, 2 cuMemAlloc block, 3 IPC open,
-                 4 cuMemHostAlloc */
-  char name[48];
-} region_t;
-static region_t *regions;
+/* The regions: reservations, mappings, cuMemAlloc blocks (kind 2), opened
+ * IPC memory and cuMemHostAlloc memory (kind 4). */
+#include "../fake_va.h"
 
 static struct {
   char fn[48];
@@ -209,33 +202,6 @@ static void maybe_free(mem_t *m) {
     obj->refs--;
     maybe_free(obj);
   }
-}
-
-static region_t *find_region(const char *p, int kind, int exact) {
-  for (region_t *r = regions; r; r = r->next)
-    if (r->kind == kind &&
-        (exact ? r->va == p : (p >= r->va && p < r->va + r->size)))
-      return r;
-  return NULL;
-}
-
-static region_t *add_region(char *va, size_t size, int kind) {
-  region_t *r = calloc(1, sizeof *r);
-  r->va = va;
-  r->size = size;
-  r->kind = kind;
-  r->next = regions;
-  regions = r;
-  return r;
-}
-
-static void drop_region(region_t *r) {
-  for (region_t **pp = &regions; *pp; pp = &(*pp)->next)
-    if (*pp == r) {
-      *pp = r->next;
-      break;
-    }
-  free(r);
 }
 
 static mem_t *new_mem(size_t size, int dev) {
@@ -462,17 +428,9 @@ static cu_result_t f_cuMemAddressReserve(cu_deviceptr_t *ptr, size_t size,
   ENTER("cuMemAddressReserve");
   if (size == 0 || size % GRAN || addr || flags || (align & (align - 1)))
     LEAVE(CU_ERR_INVALID_VALUE);
-  if (align < GRAN)
-    align = GRAN;
-  size_t span = size + align;
-  char *p = mmap(NULL, span, PROT_NONE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED)
+  char *start = reserve_aligned(size, align < GRAN ? GRAN : align);
+  if (!start)
     LEAVE(CU_ERR_OUT_OF_MEMORY);
-  char *start = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
-  if (start > p)
-    munmap(p, (size_t)(start - p));
-  munmap(start + size, (size_t)(p + span - (start + size)));
   add_region(start, size, 0);
   *ptr = (cu_deviceptr_t)(uintptr_t)start;
   LEAVE(CU_OK);
@@ -483,9 +441,8 @@ static cu_result_t f_cuMemAddressFree(cu_deviceptr_t ptr, size_t size) {
   region_t *r = find_region(p, 0, 1);
   if (!r || r->size != size)
     LEAVE(CU_ERR_INVALID_VALUE);
-  for (region_t *m = regions; m; m = m->next)
-    if (m->kind == 1 && m->va >= p && m->va < p + size)
-      LEAVE(CU_ERR_INVALID_VALUE); /* still mapped */
+  if (has_mapping_in(p, size))
+    LEAVE(CU_ERR_INVALID_VALUE); /* still mapped */
   munmap(p, size);
   drop_region(r);
   LEAVE(CU_OK);
@@ -504,9 +461,8 @@ static cu_result_t f_cuMemMap(cu_deviceptr_t ptr, size_t size, size_t offset,
       (uintptr_t)p % GRAN || offset + size > m->size || !res ||
       p + size > res->va + res->size)
     LEAVE(CU_ERR_INVALID_VALUE);
-  for (region_t *r = regions; r; r = r->next)
-    if (r->kind == 1 && r->va < p + size && p < r->va + r->size)
-      LEAVE(CU_ERR_INVALID_VALUE); /* overlaps a mapping */
+  if (overlaps_mapping(p, size))
+    LEAVE(CU_ERR_INVALID_VALUE);
   /* Mapped but not accessible until cuMemSetAccess, as on a GPU. */
   if (mmap(p, size, PROT_NONE, MAP_SHARED | MAP_FIXED, m->fd, (off_t)offset) ==
       MAP_FAILED)
@@ -522,8 +478,7 @@ static cu_result_t f_cuMemUnmap(cu_deviceptr_t ptr, size_t size) {
   region_t *r = find_region(p, 1, 1);
   if (!r || r->size != size)
     LEAVE(CU_ERR_INVALID_VALUE); /* only whole mappings, like the driver */
-  mmap(p, size, PROT_NONE,
-       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  unmap_to_reserved(p, size);
   mem_t *m = r->mem;
   drop_region(r);
   m->maps--;
@@ -537,13 +492,8 @@ static cu_result_t f_cuMemSetAccess(cu_deviceptr_t ptr, size_t size,
   if (!d || count != 1 || d->location.type != CU_LOCATION_DEVICE ||
       d->flags != CU_MEM_ACCESS_READWRITE)
     LEAVE(CU_ERR_INVALID_VALUE);
-  /* Every byte of the range must be mapped. */
-  for (char *q = p; q < p + size;) {
-    region_t *r = find_region(q, 1, 0);
-    if (!r)
-      LEAVE(CU_ERR_INVALID_VALUE);
-    q = r->va + r->size;
-  }
+  if (!all_mapped(p, size))
+    LEAVE(CU_ERR_INVALID_VALUE);
   mprotect(p, size, PROT_READ | PROT_WRITE);
   LEAVE(CU_OK);
 }
@@ -673,25 +623,13 @@ typedef struct {
 EXPORT cu_result_t cuMemAlloc_v2(cu_deviceptr_t *ptr, size_t size) {
   ENTER("cuMemAlloc");
   NEED_CTX();
-  region_t tmp;
-  snprintf(tmp.name, sizeof tmp.name, "/fakecuda-%d-%u", (int)getpid(),
-           shm_seq++);
-  int fd = shm_open(tmp.name, O_RDWR | O_CREAT | O_EXCL, 0600);
-  if (fd < 0)
+  char name[sizeof((region_t *)0)->name];
+  snprintf(name, sizeof name, "/fakecuda-%d-%u", (int)getpid(), shm_seq++);
+  char *p = shm_alloc(name, size);
+  if (!p)
     LEAVE(CU_ERR_OUT_OF_MEMORY);
-  if (ftruncate(fd, (off_t)size) != 0) {
-    close(fd);
-    shm_unlink(tmp.name);
-    LEAVE(CU_ERR_OUT_OF_MEMORY);
-  }
-  char *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  if (p == MAP_FAILED) {
-    shm_unlink(tmp.name);
-    LEAVE(CU_ERR_OUT_OF_MEMORY);
-  }
   region_t *r = add_region(p, size, 2);
-  snprintf(r->name, sizeof r->name, "%s", tmp.name);
+  snprintf(r->name, sizeof r->name, "%s", name);
   *ptr = (cu_deviceptr_t)(uintptr_t)p;
   LEAVE(CU_OK);
 }
@@ -815,12 +753,8 @@ static cu_result_t f_cuMemsetD8Async(cu_deviceptr_t ptr, unsigned char v,
   char *p = (char *)(uintptr_t)ptr;
   if (st != (cu_stream_t)(void *)&stream_token)
     LEAVE(CU_ERR_INVALID_HANDLE);
-  for (char *q = p; q < p + n;) {
-    region_t *r = find_region(q, 1, 0);
-    if (!r)
-      LEAVE(CU_ERR_INVALID_VALUE);
-    q = r->va + r->size;
-  }
+  if (!all_mapped(p, n))
+    LEAVE(CU_ERR_INVALID_VALUE);
   memset(p, v, n);
   LEAVE(CU_OK);
 }

@@ -31,18 +31,12 @@ typedef struct mem {
   int maps;
 } mem_t;
 
-typedef struct region {
-  struct region *next;
-  char *va;
-  size_t size;
-  int kind; /* 0 reservation, 1 mapping, 2 hipMalloc, 3 IPC-opened */
-  mem_t *mem;
-  char name[64]; /* kind 2: the shm name */
-} region_t;
+/* The regions: reservations, mappings, hipMalloc blocks (kind 2) and
+ * opened IPC memory. */
+#include "../fake_va.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static mem_t *mems;
-static region_t *regions;
 static int streams;
 static __thread int current;
 static struct {
@@ -104,30 +98,6 @@ EXPORT void fake_hip_live(fake_hip_live_t *out) {
   pthread_mutex_unlock(&lock);
 }
 
-static region_t *find_region(const char *p, int kind, int exact) {
-  for (region_t *r = regions; r; r = r->next)
-    if (r->kind == kind &&
-        (exact ? r->va == p : (p >= r->va && p < r->va + r->size)))
-      return r;
-  return NULL;
-}
-static region_t *add_region(char *va, size_t size, int kind) {
-  region_t *r = calloc(1, sizeof *r);
-  r->va = va;
-  r->size = size;
-  r->kind = kind;
-  r->next = regions;
-  regions = r;
-  return r;
-}
-static void drop_region(region_t *r) {
-  for (region_t **pp = &regions; *pp; pp = &(*pp)->next)
-    if (*pp == r) {
-      *pp = r->next;
-      break;
-    }
-  free(r);
-}
 static void maybe_free(mem_t *m) {
   if (m->handles || m->maps)
     return;
@@ -266,17 +236,9 @@ EXPORT hip_error_t hipMemAddressReserve(void **ptr, size_t size, size_t align,
   ENTER("hipMemAddressReserve");
   if (size == 0 || size % GRAN || addr || flags)
     LEAVE(HIP_ERR_INVALID_VALUE);
-  if (align < GRAN)
-    align = GRAN;
-  size_t span = size + align;
-  char *p = mmap(NULL, span, PROT_NONE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED)
+  char *start = reserve_aligned(size, align < GRAN ? GRAN : align);
+  if (!start)
     LEAVE(HIP_ERR_OUT_OF_MEMORY);
-  char *start = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
-  if (start > p)
-    munmap(p, (size_t)(start - p));
-  munmap(start + size, (size_t)(p + span - (start + size)));
   add_region(start, size, 0);
   *ptr = start;
   LEAVE(HIP_OK);
@@ -286,9 +248,8 @@ EXPORT hip_error_t hipMemAddressFree(void *ptr, size_t size) {
   region_t *r = find_region(ptr, 0, 1);
   if (!r || r->size != size)
     LEAVE(HIP_ERR_INVALID_VALUE);
-  for (region_t *m = regions; m; m = m->next)
-    if (m->kind == 1 && m->va >= (char *)ptr && m->va < (char *)ptr + size)
-      LEAVE(HIP_ERR_INVALID_VALUE); /* still mapped */
+  if (has_mapping_in(ptr, size))
+    LEAVE(HIP_ERR_INVALID_VALUE); /* still mapped */
   munmap(ptr, size);
   drop_region(r);
   LEAVE(HIP_OK);
@@ -304,9 +265,8 @@ EXPORT hip_error_t hipMemMap(void *ptr, size_t size, size_t offset,
   if (!m || flags || size == 0 || size % GRAN || offset % GRAN ||
       offset + size > m->size || !res || p + size > res->va + res->size)
     LEAVE(HIP_ERR_INVALID_VALUE);
-  for (region_t *r = regions; r; r = r->next)
-    if (r->kind == 1 && r->va < p + size && p < r->va + r->size)
-      LEAVE(HIP_ERR_INVALID_VALUE);
+  if (overlaps_mapping(p, size))
+    LEAVE(HIP_ERR_INVALID_VALUE);
   if (mmap(p, size, PROT_NONE, MAP_SHARED | MAP_FIXED, m->fd, (off_t)offset) ==
       MAP_FAILED)
     LEAVE(HIP_ERR_OUT_OF_MEMORY);
@@ -320,8 +280,7 @@ EXPORT hip_error_t hipMemUnmap(void *ptr, size_t size) {
   region_t *r = find_region(ptr, 1, 1);
   if (!r || r->size != size)
     LEAVE(HIP_ERR_INVALID_VALUE);
-  mmap(ptr, size, PROT_NONE,
-       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  unmap_to_reserved(ptr, size);
   mem_t *m = r->mem;
   drop_region(r);
   m->maps--;
@@ -334,12 +293,8 @@ EXPORT hip_error_t hipMemSetAccess(void *ptr, size_t size,
   if (!d || count != 1 || d->location.type != HIP_LOCATION_DEVICE ||
       d->flags != HIP_ACCESS_READWRITE)
     LEAVE(HIP_ERR_INVALID_VALUE);
-  for (char *q = ptr; q < (char *)ptr + size;) {
-    region_t *r = find_region(q, 1, 0);
-    if (!r)
-      LEAVE(HIP_ERR_INVALID_VALUE);
-    q = r->va + r->size;
-  }
+  if (!all_mapped(ptr, size))
+    LEAVE(HIP_ERR_INVALID_VALUE);
   mprotect(ptr, size, PROT_READ | PROT_WRITE);
   LEAVE(HIP_OK);
 }
@@ -371,19 +326,9 @@ EXPORT hip_error_t hipMalloc(void **ptr, size_t size) {
   static unsigned long counter;
   char name[64];
   snprintf(name, sizeof name, "/fake-hip-%d-%lu", (int)getpid(), ++counter);
-  int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
-  if (fd < 0 || ftruncate(fd, (off_t)size) != 0) {
-    if (fd >= 0)
-      close(fd);
-    shm_unlink(name);
+  char *p = shm_alloc(name, size);
+  if (!p)
     LEAVE(HIP_ERR_OUT_OF_MEMORY);
-  }
-  char *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  if (p == MAP_FAILED) {
-    shm_unlink(name);
-    LEAVE(HIP_ERR_OUT_OF_MEMORY);
-  }
   region_t *r = add_region(p, size, 2);
   snprintf(r->name, sizeof r->name, "%s", name);
   *ptr = p;
@@ -473,12 +418,8 @@ EXPORT hip_error_t hipMemsetAsync(void *ptr, int v, size_t n, hip_stream_t s) {
   ENTER("hipMemsetAsync");
   if (s != (hip_stream_t)(void *)&stream_token)
     LEAVE(HIP_ERR_INVALID_VALUE);
-  for (char *q = ptr; q < (char *)ptr + n;) {
-    region_t *r = find_region(q, 1, 0);
-    if (!r)
-      LEAVE(HIP_ERR_INVALID_VALUE);
-    q = r->va + r->size;
-  }
+  if (!all_mapped(ptr, n))
+    LEAVE(HIP_ERR_INVALID_VALUE);
   memset(ptr, v, n);
   LEAVE(HIP_OK);
 }

@@ -1,5 +1,6 @@
-// GPU tests of the push all-reduces (SYMHEAP_ALGO_ONE_SHOT_PUSH and
-// SYMHEAP_ALGO_TWO_SHOT_PUSH, kernels/all_reduce_push.cu): every count from
+// GPU tests of the push all-reduces (SYMHEAP_ALGO_ONE_SHOT_PUSH,
+// SYMHEAP_ALGO_TWO_SHOT_PUSH and SYMHEAP_ALGO_ONE_SHOT_LL128,
+// kernels/all_reduce_push.cu): every count from
 // 1 element to past what the staging holds (where two-shot runs instead),
 // odd counts and offsets that are not 16-byte aligned, in place and not,
 // each output checked bit for bit against float32 in rank order; thousands
@@ -69,11 +70,12 @@ static void case_counts(th_ctx_t *c) {
                            4097,  65535,  131075, 262147,     (1u << 19) + 5,
                            1u << 19, (1u << 20) + 3, 3u << 20};
   const symheap_algo_t algos[] = {SYMHEAP_ALGO_ONE_SHOT_PUSH,
-                                  SYMHEAP_ALGO_TWO_SHOT_PUSH};
+                                  SYMHEAP_ALGO_TWO_SHOT_PUSH,
+                                  SYMHEAP_ALGO_ONE_SHOT_LL128};
   int runs = 0;
   for (int dt = 0; dt < 3; dt++)
     for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
-      for (int a = 0; a < 2; a++) {
+      for (int a = 0; a < 3; a++) {
         size_t es = esize(dt);
         bool in_place = (k + (size_t)a) % 2 == 0;
         size_t in_off = in_place ? 0 : es * 3;
@@ -104,6 +106,10 @@ static const step_t kSteps[] = {
     {4097, SYMHEAP_ALGO_TWO_SHOT_PUSH},
     {600001, SYMHEAP_ALGO_ONE_SHOT_PUSH}, // many blocks, odd
     {65536, SYMHEAP_ALGO_ONE_SHOT},       // LL, every LL block
+    {524288, SYMHEAP_ALGO_ONE_SHOT_LL128}, // 1 MiB: after raw push data
+    {131075, SYMHEAP_ALGO_ONE_SHOT_PUSH},  // raw data over LL128 lines
+    {77777, SYMHEAP_ALGO_ONE_SHOT_LL128},  // fewer blocks, odd tail
+    {300001, SYMHEAP_ALGO_ONE_SHOT_LL128}, // back to back, both parities
 };
 static const int kNSteps = sizeof kSteps / sizeof kSteps[0];
 
@@ -156,7 +162,7 @@ static void case_interleaved(th_ctx_t *c) {
 // replayed: the epochs and flags move on with every replay.
 static void case_graph(th_ctx_t *c) {
   symheap_window_t w;
-  CHECK_OK(symheap_malloc(c->comm, 16u << 20, 0, &w));
+  CHECK_OK(symheap_malloc(c->comm, (size_t)kNSteps * (2u << 20), 0, &w));
   char *local = NULL;
   CHECK_OK(symheap_window_local_ptr(w, (void **)&local));
   cudaStream_t s;

@@ -167,9 +167,7 @@ static symheap_result_t plugin_init(const symheap_host_services_t *s) {
 static void plugin_fini(void) {}
 
 SYMHEAP_PLUGIN_EXPORT const symheap_plugin_t symheap_plugin_v1 = {
-    .abi_major = SYMHEAP_PLUGIN_ABI_MAJOR,
-    .abi_minor = SYMHEAP_PLUGIN_ABI_MINOR,
-    .struct_size = sizeof(symheap_plugin_t),
+    SYMHEAP_PLUGIN_ABI_FIELDS,
     .name = "shmccl",
     .init = plugin_init,
     .fini = plugin_fini,

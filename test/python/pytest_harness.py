@@ -47,6 +47,32 @@ class Cases:
         return 1 if self.failed else 0
 
 
+def skip_all(label, rank, why):
+    """The whole program is skipped: rank 0 says why in one line (test/run.sh
+    counts "SKIP <label> <why>"), every rank exits 0."""
+    if rank == 0:
+        print("SKIP %s %s" % (label, why), flush=True)
+    sys.exit(0)
+
+
+def need_torch_cuda(label, rank):
+    """torch, torch.distributed and symheap, for a program on cuda tensors;
+    skips the whole program (skip_all) without torch, a GPU or
+    libsymheap_cuda.so."""
+    try:
+        import torch
+        import torch.distributed as dist
+    except ImportError:
+        skip_all(label, rank, "torch is not installed for %s" % sys.executable)
+    if not torch.cuda.is_available():
+        skip_all(label, rank, "no GPU (torch.cuda.is_available() is False)")
+    import symheap
+    if not symheap.cuda.available():
+        skip_all(label, rank,
+                 "libsymheap_cuda.so is not built (no nvcc at build time)")
+    return torch, dist, symheap
+
+
 def check(cond, why):
     if not cond:
         raise AssertionError(why)

@@ -18,7 +18,8 @@ from symheap import cuda  # noqa: E402
 
 NAMES = {"AUTO": "auto", "ONE_SHOT": "one_shot", "TWO_SHOT": "two_shot",
          "RS_COPY_ENGINE": "rs_ce", "ONE_SHOT_PUSH": "one_shot_push",
-         "TWO_SHOT_PUSH": "two_shot_push", "RS_CE_PIPELINED": "rs_ce_pipe"}
+         "TWO_SHOT_PUSH": "two_shot_push", "RS_CE_PIPELINED": "rs_ce_pipe",
+         "ONE_SHOT_LL128": "ll128"}
 
 
 def header_algos():

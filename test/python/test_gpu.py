@@ -11,6 +11,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from pytest_harness import Cases, check, raises  # noqa: E402
+from pytest_harness import need_torch_cuda  # noqa: E402
 
 for var in ("NCCL_NVLS_ENABLE", "SYMHEAP_DISABLE_MULTICAST"):
     os.environ.setdefault(var, "0" if var.startswith("NCCL") else "1")
@@ -18,23 +19,7 @@ for var in ("NCCL_NVLS_ENABLE", "SYMHEAP_DISABLE_MULTICAST"):
 RANK = int(os.environ.get("SYMHEAP_RANK", "0"))
 
 
-def skip(why):
-    if RANK == 0:
-        print("SKIP python-gpu %s" % why, flush=True)
-    sys.exit(0)
-
-
-try:
-    import torch
-    import torch.distributed as dist
-except ImportError:
-    skip("torch is not installed for %s" % sys.executable)
-if not torch.cuda.is_available():
-    skip("no GPU (torch.cuda.is_available() is False)")
-import symheap  # noqa: E402
-
-if not symheap.cuda.available():
-    skip("libsymheap_cuda.so is not built (no nvcc at build time)")
+torch, dist, symheap = need_torch_cuda("python-gpu", RANK)
 
 
 def fill(shape, rank, dtype, seed=0):

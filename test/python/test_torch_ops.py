@@ -15,6 +15,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from pytest_harness import Cases, check  # noqa: E402
+from pytest_harness import need_torch_cuda, skip_all  # noqa: E402
 
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 os.environ.setdefault("SYMHEAP_DISABLE_MULTICAST", "1")
@@ -22,27 +23,11 @@ TORCHRUN = "SYMHEAP_RANK" not in os.environ and "RANK" in os.environ
 RANK = int(os.environ.get("SYMHEAP_RANK", os.environ.get("RANK", "0")))
 
 
-def skip(why):
-    if RANK == 0:
-        print("SKIP python-torch-ops %s" % why, flush=True)
-    sys.exit(0)
-
-
-try:
-    import torch
-    import torch.distributed as dist
-except ImportError:
-    skip("torch is not installed for %s" % sys.executable)
-if not torch.cuda.is_available():
-    skip("no GPU (torch.cuda.is_available() is False)")
-import symheap  # noqa: E402
-
-if not symheap.cuda.available():
-    skip("libsymheap_cuda.so is not built (no nvcc at build time)")
+torch, dist, symheap = need_torch_cuda("python-torch-ops", RANK)
 try:
     import symheap.ops  # noqa: E402,F401
 except ImportError as e:
-    skip(str(e))
+    skip_all("python-torch-ops", RANK, str(e))
 OPS = torch.ops.symheap
 
 

@@ -21,7 +21,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from pytest_harness import Cases, check  # noqa: E402
+from pytest_harness import Cases, check, skip_all  # noqa: E402
 
 for k in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
           "NVSHMEM_DISABLE_NVLS", "SYMHEAP_DISABLE_MULTICAST"):
@@ -43,9 +43,7 @@ if BACKEND == "SYMHEAP" and os.environ.get("SYMHEAP_TORCH_POOL") == "0":
 
 
 def skip(why):
-    if RANK == 0:
-        print("SKIP python-torch-symm %s" % why, flush=True)
-    sys.exit(0)
+    skip_all("python-torch-symm", RANK, why)
 
 
 try:

@@ -80,6 +80,11 @@ for n in 2 4; do
   run " shmem barrier released by the last arriver procs x$n" \
     build/bin/symheap-run -n $n build/test/shmem/test_shmem_wake
 done
+# With more PEs than CPUs, the PEs a barrier releases run before the one
+# that released them (OSU's broadcast loop with every PE on one CPU), and a
+# PE alone on its CPU does not sleep in a short wait.
+run " shmem waits, more PEs than CPUs procs x$(($(nproc --all) + 2))" \
+  build/bin/symheap-run -n $(($(nproc --all) + 2)) build/test/shmem/test_shmem_turns
 # A PE that exited but is not reaped (another launcher): the others end.
 run " shmem a zombie PE ends the job" build/test/shmem/test_shmem_zombie
 

@@ -23,6 +23,16 @@ static long first_readable(char *p, size_t size) {
   return -1;
 }
 
+/* The end of the checks that allocate: unmap and free what kit_map made
+ * (va may be NULL), release the allocation (h may be 0), close the adaptor. */
+static void finish(kit_dev_t *d, symheap_mem_handle_t h, char *va,
+                   size_t size) {
+  kit_unmap(d, va, size);
+  if (h)
+    d->t.ops.mem_release(d->ctx, h);
+  kit_close(d);
+}
+
 static void check_va_reserve_inaccessible(void) {
   kit_dev_t d;
   if (!kit_open_vmm(&d))
@@ -93,10 +103,7 @@ static void check_set_access(void) {
                       : " (no CPU access: the device's access is checked by "
                         "device code)");
   }
-  kit_unmap(&d, va, sz);
-  if (h)
-    d.t.ops.mem_release(d.ctx, h);
-  kit_close(&d);
+  finish(&d, h, va, sz);
 }
 
 /* Map, write, unmap: the range must stay reserved, then map again. */
@@ -160,10 +167,7 @@ static void unmap_case(int probe) {
              d.host ? " (in /proc/self/maps)" : "",
              d.host ? ", with the memory's bytes" : "");
 out:
-  kit_unmap(&d, va, sz);
-  if (h)
-    d.t.ops.mem_release(d.ctx, h);
-  kit_close(&d);
+  finish(&d, h, va, sz);
 }
 static void check_unmap_keeps_reservation(void) { unmap_case(0); }
 
@@ -197,9 +201,7 @@ static void check_map_before_access(void) {
       d.t.ops.unmap(d.ctx, va, sz);
     d.t.ops.va_free(d.ctx, va, sz);
   }
-  if (h)
-    d.t.ops.mem_release(d.ctx, h);
-  kit_close(&d);
+  finish(&d, h, NULL, 0);
 }
 static void check_unmap_makes_inaccessible(void) { unmap_case(1); }
 
@@ -238,9 +240,7 @@ static void check_map_partial(void) {
     }
     kit_pass("granules [1,2), [0,1), [2,3) and [1,3) of 3 map");
   }
-  if (h)
-    d.t.ops.mem_release(d.ctx, h);
-  kit_close(&d);
+  finish(&d, h, NULL, 0);
 }
 
 /* A mapping at offset off shows the allocation's bytes from off, and
@@ -283,10 +283,7 @@ static void check_map_offset_bytes(void) {
   kit_pass("granules [1,3) mapped beside the whole: bytes agree both ways");
 out:
   kit_unmap(&d, p, sz - off);
-  kit_unmap(&d, w, sz);
-  if (h)
-    d.t.ops.mem_release(d.ctx, h);
-  kit_close(&d);
+  finish(&d, h, w, sz);
 }
 
 static void check_mem_zero(void) {
@@ -324,10 +321,7 @@ static void check_mem_zero(void) {
   kit_pass("one granule of three cleared%s",
            d.host ? ": zero inside, untouched outside" : " (returned success)");
 out:
-  kit_unmap(&d, w, sz);
-  if (h)
-    d.t.ops.mem_release(d.ctx, h);
-  kit_close(&d);
+  finish(&d, h, w, sz);
 }
 
 const kit_check_t kit_data_checks[] = {

@@ -20,9 +20,11 @@
 static volatile sig_atomic_t got;
 static void on_signal(int sig) { got = sig; }
 
-/* One line of stdin into buf (without the newline); -1 at EOF. */
+/* One line of stdin into buf (without the newline); -1 at EOF, -2 for a
+ * line longer than buf holds (read to its end, its start in buf). */
 static int read_line(char *buf, size_t len) {
   size_t n = 0;
+  int over = 0;
   for (;;) {
     char ch;
     ssize_t r = read(STDIN_FILENO, &ch, 1);
@@ -32,10 +34,12 @@ static int read_line(char *buf, size_t len) {
       return -1;
     if (ch == '\n') {
       buf[n] = '\0';
-      return (int)n;
+      return over ? -2 : (int)n;
     }
     if (n + 1 < len)
       buf[n++] = ch;
+    else
+      over = 1;
   }
 }
 
@@ -97,8 +101,15 @@ int run_agent(char **prog) {
   int n;
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
     return 127;
-  while ((n = read_line(line, sizeof line)) > 0) {
+  while ((n = read_line(line, sizeof line)) > 0 || n == -2) {
     char *eq = strchr(line, '=');
+    if (n == -2) { /* cut short, it would run the rank with another value */
+      fprintf(stderr,
+              "symheap-run --agent: %.*s is longer than the %zu bytes a "
+              "variable can take to another host\n",
+              eq ? (int)(eq - line) : 64, line, sizeof line - 1);
+      return 127;
+    }
     if (eq) {
       *eq = '\0';
       setenv(line, eq + 1, 1);

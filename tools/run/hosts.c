@@ -50,8 +50,10 @@ int run_parse_hosts(char *spec, run_job_t *job) {
        tok = strtok_r(NULL, ",", &save)) {
     char *colon = strrchr(tok, ':'), *end;
     long n = colon ? strtol(colon + 1, &end, 10) : 1;
+    /* A name starting with '-' would reach the remote-start command as an
+     * option (ssh -oProxyCommand=..., ip netns exec -all: every namespace). */
     if ((colon && (*end || colon[1] == '\0')) || n < 1 || n > 4096 ||
-        tok == colon)
+        tok == colon || tok[0] == '-')
       return -1;
     if (colon)
       *colon = '\0';
@@ -349,9 +351,12 @@ static int start_all(run_job_t *job, const char *self, const char *idhex) {
   if (nranks > 1 && !root_id[0])
     return 1;
   for (r = 1; r < nranks; r++) {
+    /* By name: a host listed twice (A:1,B:1,A:1) is one host, whose
+     * ranks must not share a local rank (they pick GPUs by it). */
     int local = 0;
     for (int q = 0; q < r; q++)
-      local += ranks[q].host == ranks[r].host;
+      local += strcmp(job->hosts[ranks[q].host].name,
+                      job->hosts[ranks[r].host].name) == 0;
     if (launch(job, r, local, self, root_id) != 0)
       return -1;
   }
@@ -411,5 +416,7 @@ int run_hosts(run_job_t *job) {
        open_streams() > 0 && time(NULL) <= until;)
     pump(100);
   int rc = supervise(&failed, &kill_at);
-  return result ? result : rc;
+  /* Rank 0 ended well but never joined: the other ranks never ran, which
+   * is no success. */
+  return result ? result : rc ? rc : started > 0 && nranks > 1 ? 1 : 0;
 }

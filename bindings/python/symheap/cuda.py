@@ -42,7 +42,8 @@ OPS = {"sum": 0, "max": 1}  # symheap_redop_t
 # symheap_algo_t; rs_ce and rs_ce_pipe (SYMHEAP_ALGO_RS_COPY_ENGINE,
 # SYMHEAP_ALGO_RS_CE_PIPELINED) and the push ones are all-reduce only
 ALGOS = {"auto": 0, "one_shot": 1, "two_shot": 2, "rs_ce": 3,
-         "one_shot_push": 4, "two_shot_push": 5, "rs_ce_pipe": 6}
+         "one_shot_push": 4, "two_shot_push": 5, "rs_ce_pipe": 6,
+         "ll128": 7}
 
 _cuda = None
 _fast_bound = None  # _bound(): None until the first call
