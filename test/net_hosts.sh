@@ -78,8 +78,6 @@ if [ "$NET" = ucx ]; then
   # veths (named differently on each side: every device is allowed, lo
   # reaches only its own namespace and UCX finds the veth reachable).
   export UCX_TLS=self,tcp
-  export SYMHEAP_TEST_NET_SKIP=atomics_contention
-  export SYMHEAP_TEST_NET_SKIP_WHY="UCX 1.13's tcp software atomics never match a 4-byte compare-swap (docs/network.md, ucx)"
 else
   export SYMHEAP_NET_PROVIDER="tcp;ofi_rxm" SYMHEAP_NET_DOMAIN="${NETNS_IP_A%.*}.0/24"
 fi

@@ -95,11 +95,14 @@ typedef struct {
   ucs_status_t failed; /* UCS_OK, or what the error handler was told */
 } ucx_peer_t;
 
-/* A local registration (mem_register's *mr). */
-typedef struct {
+/* A local registration (mem_register's *mr), listed in its context:
+ * close unmaps what is still mapped (ucp_cleanup asserts when a mapping
+ * outlives it). */
+typedef struct ucx_mr {
   ucp_mem_h memh;
   char *base;
   size_t size;
+  struct ucx_mr *prev, *next;
 } ucx_mr_t;
 
 /* A peer's key as it travels (mem_register's key bytes): this header,
@@ -110,13 +113,17 @@ typedef struct {
   uint16_t packed_len; /* ucp_rkey_pack's bytes that follow */
   uint16_t reserved;
   uint64_t base; /* the region's address: UCP addresses by VA */
+  uint64_t size; /* its length: the initiator refuses what lies outside */
 } ucx_key_hdr_t;
 #define UCX_PACKED_MAX (SYMHEAP_NET_KEY_MAX - sizeof(ucx_key_hdr_t))
 
-/* An imported key (rkey_import's *rkey). */
+/* An imported key (rkey_import's *rkey): UCX's, unpacked on `peer`'s
+ * endpoint, and the region it reaches.  UCX's tcp transport applies RMA
+ * in software at the target without checking keys, so the bounds are
+ * checked here, before anything is sent (ucx_rma.c). */
 typedef struct {
   ucp_rkey_h rkey;
-  uint64_t base;
+  uint64_t base, size;
   int peer;
 } ucx_rkey_t;
 
@@ -133,24 +140,24 @@ typedef struct ucx_ctx {
   int timeout_ms;
   int wakeup;
   ucx_peer_t *peers;
+  ucx_mr_t *mrs; /* registrations not yet deregistered */
   /* Ranks given operations since the last complete quiet, named when a
    * quiet times out. */
   unsigned char *touched;
   /* Requests whose completion callback has not run yet. */
   uint64_t pending;
+  /* A request was given up on (a wait or a quiet ran out of time): UCX
+   * may still hold it, so the worker is not destroyed (ucx_close). */
+  int abandoned;
   /* The first operation that failed since the last quiet. */
   ucs_status_t op_error;
   int op_error_peer;
+  /* Puts and non-fetching atomics issued since the last quiet: only they
+   * need the worker's flush (a get or a fetching atomic is complete at
+   * its target once its reply has landed, i.e. once its request is). */
+  uint64_t unflushed;
   uint64_t *arena;
   size_t arena_used;
-  /* Results that land in the arena and are copied to the caller's fetch
-   * at quiet (a 4-byte compare-swap: UCP reads 8 bytes of its reply
-   * buffer as the compared value). */
-  struct {
-    const uint64_t *from;
-    void *to;
-  } *copyback;
-  size_t ncopyback;
   unsigned version[3];
   size_t addr_len;
   int net_only; /* the address left shared-memory transports out */
@@ -186,6 +193,8 @@ symheap_result_t ucx_mem_register(void *ctx, void *ptr, size_t size,
                                   int is_device, void **mr, void *key,
                                   size_t *key_len);
 symheap_result_t ucx_mem_deregister(void *ctx, void *mr);
+/* Unmap every registration still mapped (close). */
+void ucx_unmap_all(ucx_ctx_t *c);
 symheap_result_t ucx_rkey_import(void *ctx, int peer, const void *key,
                                  size_t key_len, void **rkey);
 void ucx_rkey_release(void *ctx, void *rkey);

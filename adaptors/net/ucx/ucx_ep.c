@@ -54,30 +54,37 @@ void ucx_close(void *ctx) {
   ucx_ctx_t *c = ctx;
   if (!c)
     return;
+  /* Operations still in flight are drained first, within a second: UCX
+   * 1.13 aborts destroying a worker that still holds some. */
+  if (c->peers && (c->pending || c->unflushed))
+    SYMHEAP_KEEP_ERROR(c->svc, (void)ucx_quiet(c, 1000));
   /* After the closes: closing is where UCX may report a peer failed. */
   close_eps(c);
-  int failed = 0;
+  int failed = c->abandoned || c->pending != 0;
   for (int r = 0; c->peers && r < c->nranks; r++)
     failed |= c->peers[r].failed != UCS_OK;
   /* UCX 1.13 aborts in ucp_worker_destroy (an assertion on a failed
-   * endpoint's reference count) once an endpoint failed: after a peer is
-   * gone the worker and context are left to the process's exit instead.
-   * Nothing progresses them again, so no callback reaches what is freed
-   * below. */
+   * endpoint's reference count) once an endpoint failed or while requests
+   * are outstanding: then the worker, the context and this context's
+   * memory (the endpoints' error handlers point into it, and requests in
+   * flight into its arena) are left to the process's exit.  Nothing
+   * progresses the worker again, so nothing of it runs. */
   if (failed) {
     c->svc->log(SYMHEAP_LOG_WARN,
-                "ucx: a peer failed: the UCX worker is not destroyed (UCX "
-                "1.13 aborts destroying one with a failed endpoint)");
-  } else {
-    if (c->worker)
-      ucx_api.worker_destroy(c->worker);
-    if (c->context)
-      ucx_api.cleanup(c->context);
+                "ucx: a peer failed or an operation was given up on: the UCX "
+                "worker is left to the process's exit (UCX 1.13 aborts "
+                "destroying one with a failed endpoint or requests in "
+                "flight)");
+    return;
   }
+  ucx_unmap_all(c); /* what the caller did not deregister */
+  if (c->worker)
+    ucx_api.worker_destroy(c->worker);
+  if (c->context)
+    ucx_api.cleanup(c->context);
   free(c->peers);
   free(c->touched);
   free(c->arena);
-  free(c->copyback);
   free(c);
 }
 
@@ -192,10 +199,7 @@ symheap_result_t ucx_open(const symheap_host_services_t *svc,
   if (svc->param_get_bool("SYMHEAP_UCX_WAKEUP", &wakeup) != SYMHEAP_SUCCESS)
     return SYMHEAP_ERR_INVALID_ARG;
   ucx_ctx_t *c = calloc(1, sizeof *c);
-  if (!c || !(c->arena = calloc(UCX_ARENA_SLOTS, sizeof *c->arena)) ||
-      !(c->copyback = calloc(UCX_ARENA_SLOTS, sizeof *c->copyback))) {
-    if (c)
-      free(c->arena);
+  if (!c || !(c->arena = calloc(UCX_ARENA_SLOTS, sizeof *c->arena))) {
     free(c);
     return svc->error(SYMHEAP_ERR_NO_MEMORY, "ucx open: no memory");
   }
@@ -323,6 +327,7 @@ symheap_result_t ucx_wait(ucx_ctx_t *c, void *req, const char *what,
     ucx_api.worker_progress(c->worker);
     if (c->svc->now_ns() > end) {
       ucx_api.request_free(req); /* released by UCX when it completes */
+      c->abandoned = 1;
       return c->svc->error(SYMHEAP_ERR_TIMEOUT,
                            "ucx %s to rank %d: not done after %d ms (the "
                            "peer is gone or does not progress)",

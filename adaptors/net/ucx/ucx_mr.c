@@ -2,7 +2,8 @@
  * bytes (a small header, then ucp_rkey_pack's bytes) and their import
  * (ucp_ep_rkey_unpack on the peer's endpoint).  UCP addresses a peer's
  * memory by its virtual address: the key carries the region's base, and an
- * offset from the region's start is added to it. */
+ * offset from the region's start is added to it; and its size, which the
+ * initiator checks (UCX over tcp checks nothing at the target). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,7 +27,7 @@ static symheap_result_t pack_key(ucx_ctx_t *c, ucx_mr_t *m, void *key,
                          n, (size_t)UCX_PACKED_MAX);
   }
   ucx_key_hdr_t h = {UCX_KEY_MAGIC, (uint16_t)n, 0,
-                     (uint64_t)(uintptr_t)m->base};
+                     (uint64_t)(uintptr_t)m->base, (uint64_t)m->size};
   memcpy(key, &h, sizeof h);
   memcpy((char *)key + sizeof h, packed, n);
   ucx_api.rkey_buffer_release(packed);
@@ -70,8 +71,30 @@ symheap_result_t ucx_mem_register(void *ctx, void *ptr, size_t size,
     free(m);
     return r;
   }
+  m->next = c->mrs;
+  if (c->mrs)
+    c->mrs->prev = m;
+  c->mrs = m;
   *mr = m;
   return SYMHEAP_SUCCESS;
+}
+
+static void unlink_mr(ucx_ctx_t *c, ucx_mr_t *m) {
+  if (m->prev)
+    m->prev->next = m->next;
+  else
+    c->mrs = m->next;
+  if (m->next)
+    m->next->prev = m->prev;
+}
+
+void ucx_unmap_all(ucx_ctx_t *c) {
+  while (c->mrs) {
+    ucx_mr_t *m = c->mrs;
+    unlink_mr(c, m);
+    (void)ucx_api.mem_unmap(c->context, m->memh);
+    free(m);
+  }
 }
 
 symheap_result_t ucx_mem_deregister(void *ctx, void *mr) {
@@ -79,6 +102,7 @@ symheap_result_t ucx_mem_deregister(void *ctx, void *mr) {
   ucx_mr_t *m = mr;
   if (!m)
     return c->svc->error(SYMHEAP_ERR_INVALID_ARG, "ucx: deregister of NULL");
+  unlink_mr(c, m);
   ucs_status_t st = ucx_api.mem_unmap(c->context, m->memh);
   free(m);
   return st == UCS_OK ? SYMHEAP_SUCCESS
@@ -112,6 +136,7 @@ symheap_result_t ucx_rkey_import(void *ctx, int peer, const void *key,
                     peer);
   }
   k->base = h.base;
+  k->size = h.size;
   k->peer = peer;
   *rkey = k;
   return SYMHEAP_SUCCESS;

@@ -3,10 +3,11 @@
  * An operation that UCX does not complete at once returns a request; it is
  * counted (pending) and its callback, run by a later ucp_worker_progress,
  * uncounts it, records a failure and frees it.  quiet flushes the worker
+ * where puts or non-fetching atomics were issued since the last quiet
  * (UCX's flush completes every operation at its target: a put is visible
- * there, a get or a fetch has landed here) and waits, progressing, until
- * the flush and every counted request are done, within its bound; a peer
- * whose endpoint failed ends the wait at once with its error. */
+ * there) and waits, progressing, until the flush and every counted request
+ * are done, within its bound; a peer whose endpoint failed ends the wait
+ * at once with its error. */
 #include <stdio.h>
 #include <string.h>
 
@@ -57,6 +58,7 @@ static void touched_list(const ucx_ctx_t *c, char *out, size_t len) {
 
 static symheap_result_t quiet_timeout(ucx_ctx_t *c, int ms) {
   char ranks[128];
+  c->abandoned = 1;
   touched_list(c, ranks, sizeof ranks);
   return c->svc->error(SYMHEAP_ERR_TIMEOUT,
                        "ucx quiet: operations to rank(s) %s (%llu request(s) "
@@ -81,10 +83,8 @@ static symheap_result_t quiet_done(ucx_ctx_t *c, ucs_status_t flush_st) {
     r = quiet_failed(c->op_error_peer, c->op_error);
   else if (flush_st != UCS_OK)
     r = ucx_fail(ucx_result(flush_st), flush_st, "ucp_worker_flush_nbx");
-  for (size_t i = 0; i < c->ncopyback; i++)
-    memcpy(c->copyback[i].to, c->copyback[i].from, 4);
-  c->ncopyback = 0;
   c->op_error = UCS_OK;
+  c->unflushed = 0;
   c->arena_used = 0;
   memset(c->touched, 0, (size_t)c->nranks);
   return r;
@@ -99,11 +99,18 @@ symheap_result_t ucx_quiet(void *ctx, int timeout_ms) {
   int bad = failed_peer(c);
   if (bad >= 0)
     return quiet_failed(bad, c->peers[bad].failed);
-  ucp_request_param_t prm;
-  memset(&prm, 0, sizeof prm);
-  void *req = ucx_api.worker_flush_nbx(c->worker, &prm);
-  ucs_status_t st = UCS_PTR_IS_PTR(req) ? UCS_INPROGRESS
-                                         : UCS_PTR_RAW_STATUS(req);
+  /* Gets and fetching atomics are complete (at the target too) once their
+   * requests are: without puts or non-fetching atomics since the last
+   * quiet, no flush (OSHMEM's spml ucx waits for a get's request alone;
+   * the flush walks every endpoint and costs a request of its own). */
+  void *req = NULL;
+  ucs_status_t st = UCS_OK;
+  if (c->unflushed) {
+    ucp_request_param_t prm;
+    memset(&prm, 0, sizeof prm);
+    req = ucx_api.worker_flush_nbx(c->worker, &prm);
+    st = UCS_PTR_IS_PTR(req) ? UCS_INPROGRESS : UCS_PTR_RAW_STATUS(req);
+  }
   for (;;) {
     if (st == UCS_INPROGRESS)
       st = ucx_api.request_check_status(req);

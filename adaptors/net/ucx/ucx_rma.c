@@ -1,14 +1,15 @@
 /* One-sided operations: put, get, the atomics and put_signal, each one
- * ucp_*_nbx call on the peer's endpoint.  An operation UCX does not finish
- * at once is counted for quiet (ucx_quiet.c), except a blocking put, whose
- * source must be free on return: that one is waited for here (local
- * completion; small puts complete at once). */
+ * ucp_*_nbx call on the peer's endpoint, after the key's bounds are
+ * checked.  An operation UCX does not finish at once is counted for quiet
+ * (ucx_quiet.c), except a blocking put (its source must be free on
+ * return: local completion, which small puts have at once) and a blocking
+ * get (its destination filled): those are waited for here. */
 #include <string.h>
 
 #include "ucx.h"
 
 static symheap_result_t check(ucx_ctx_t *c, int peer, const void *rkey,
-                              const char *op) {
+                              uint64_t offset, size_t len, const char *op) {
   if (!c->peers)
     return c->svc->error(SYMHEAP_ERR_INVALID_ARG, "ucx %s before connect", op);
   if (peer < 0 || peer >= c->nranks)
@@ -17,6 +18,21 @@ static symheap_result_t check(ucx_ctx_t *c, int peer, const void *rkey,
                          c->nranks - 1);
   if (!rkey)
     return c->svc->error(SYMHEAP_ERR_INVALID_ARG, "ucx %s: no remote key", op);
+  const ucx_rkey_t *k = rkey;
+  if (k->peer != peer)
+    return c->svc->error(SYMHEAP_ERR_INVALID_ARG,
+                         "ucx %s: the key is rank %d's, not rank %d's", op,
+                         k->peer, peer);
+  /* UCX over tcp writes wherever an address points (its software RMA
+   * checks no key at the target): what lies outside the key's region is
+   * refused here, before anything is sent. */
+  if (offset > k->size || len > k->size - offset)
+    return c->svc->error(SYMHEAP_ERR_INVALID_ARG,
+                         "ucx %s: %zu bytes at offset %llu are outside rank "
+                         "%d's registered region (%llu bytes): refused "
+                         "before sending",
+                         op, len, (unsigned long long)offset, peer,
+                         (unsigned long long)k->size);
   if (c->peers[peer].failed != UCS_OK)
     return ucx_fail(SYMHEAP_ERR_REMOTE, c->peers[peer].failed,
                     "ucx %s: the endpoint to rank %d has failed (the peer "
@@ -33,12 +49,51 @@ static void counted(ucp_request_param_t *p, ucx_peer_t *peer) {
   p->user_data = peer;
 }
 
+/* What a call that UCX may complete at once returned, waited for here
+ * when it did not (a blocking put's source is free, a blocking get's
+ * destination filled, on return). */
+static symheap_result_t now(ucx_ctx_t *c, ucs_status_ptr_t sp, const char *op,
+                            int peer) {
+  if (UCS_PTR_IS_PTR(sp))
+    return ucx_wait(c, sp, op, peer);
+  ucs_status_t st = UCS_PTR_RAW_STATUS(sp);
+  return st == UCS_OK ? SYMHEAP_SUCCESS
+                      : ucx_fail(ucx_result(st), st, "ucx %s to rank %d", op,
+                                 peer);
+}
+
 symheap_result_t ucx_put(void *ctx, int peer, const void *src, void *mr,
                          size_t len, void *rkey, uint64_t offset,
                          unsigned flags) {
   ucx_ctx_t *c = ctx;
   (void)mr; /* UCX finds (or registers) the source itself */
-  symheap_result_t r = check(c, peer, rkey, "put");
+  symheap_result_t r = check(c, peer, rkey, offset, len, "put");
+  if (r != SYMHEAP_SUCCESS || !len)
+    return r;
+  const ucx_rkey_t *k = rkey;
+  ucx_peer_t *p = &c->peers[peer];
+  ucp_request_param_t prm;
+  c->unflushed++; /* visible at the target after quiet's flush */
+  if (flags & SYMHEAP_NET_NBI) {
+    counted(&prm, p);
+    return ucx_issued(
+        c, p, ucx_api.put_nbx(p->ep, src, len, k->base + offset, k->rkey, &prm),
+        "put");
+  }
+  memset(&prm, 0, sizeof prm);
+  c->touched[peer] = 1;
+  return now(c, ucx_api.put_nbx(p->ep, src, len, k->base + offset, k->rkey,
+                                &prm),
+             "put", peer);
+}
+
+/* A blocking get (no SYMHEAP_NET_NBI) is waited for here, as OSHMEM's
+ * spml ucx does: the quiet that follows it then has nothing to flush. */
+symheap_result_t ucx_get(void *ctx, int peer, void *dst, void *mr, size_t len,
+                         void *rkey, uint64_t offset, unsigned flags) {
+  ucx_ctx_t *c = ctx;
+  (void)mr;
+  symheap_result_t r = check(c, peer, rkey, offset, len, "get");
   if (r != SYMHEAP_SUCCESS || !len)
     return r;
   const ucx_rkey_t *k = rkey;
@@ -47,36 +102,15 @@ symheap_result_t ucx_put(void *ctx, int peer, const void *src, void *mr,
   if (flags & SYMHEAP_NET_NBI) {
     counted(&prm, p);
     return ucx_issued(
-        c, p, ucx_api.put_nbx(p->ep, src, len, k->base + offset, k->rkey, &prm),
-        "put");
+        c, p,
+        ucx_api.get_nbx(p->ep, dst, len, k->base + offset, k->rkey, &prm),
+        "get");
   }
   memset(&prm, 0, sizeof prm);
-  ucs_status_ptr_t sp =
-      ucx_api.put_nbx(p->ep, src, len, k->base + offset, k->rkey, &prm);
   c->touched[peer] = 1;
-  if (UCS_PTR_IS_PTR(sp))
-    return ucx_wait(c, sp, "put", peer);
-  ucs_status_t st = UCS_PTR_RAW_STATUS(sp);
-  return st == UCS_OK ? SYMHEAP_SUCCESS
-                      : ucx_fail(ucx_result(st), st, "ucx put to rank %d",
-                                 peer);
-}
-
-symheap_result_t ucx_get(void *ctx, int peer, void *dst, void *mr, size_t len,
-                         void *rkey, uint64_t offset, unsigned flags) {
-  ucx_ctx_t *c = ctx;
-  (void)mr;
-  (void)flags; /* dst is valid after quiet either way */
-  symheap_result_t r = check(c, peer, rkey, "get");
-  if (r != SYMHEAP_SUCCESS || !len)
-    return r;
-  const ucx_rkey_t *k = rkey;
-  ucx_peer_t *p = &c->peers[peer];
-  ucp_request_param_t prm;
-  counted(&prm, p);
-  return ucx_issued(
-      c, p, ucx_api.get_nbx(p->ep, dst, len, k->base + offset, k->rkey, &prm),
-      "get");
+  return now(c, ucx_api.get_nbx(p->ep, dst, len, k->base + offset, k->rkey,
+                                &prm),
+             "get", peer);
 }
 
 /* A slot of the arena for an operand or a discarded result, alive until
@@ -129,69 +163,16 @@ static uint64_t value_of(const void *p, size_t size) {
   return v;
 }
 
-/* One 8-byte atomic waited for here: *reply in (compare) and out. */
-static symheap_result_t amo64_now(ucx_ctx_t *c, int peer, const ucx_rkey_t *k,
-                                  uint64_t off, ucp_atomic_op_t op,
-                                  uint64_t operand, uint64_t *reply) {
-  ucp_request_param_t prm;
-  memset(&prm, 0, sizeof prm);
-  prm.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
-  prm.datatype = ucp_dt_make_contig(8);
-  prm.reply_buffer = reply;
-  ucs_status_ptr_t sp = ucx_api.atomic_op_nbx(c->peers[peer].ep, op, &operand,
-                                              1, k->base + off, k->rkey, &prm);
-  c->touched[peer] = 1;
-  if (UCS_PTR_IS_PTR(sp))
-    return ucx_wait(c, sp, "atomic", peer);
-  ucs_status_t st = UCS_PTR_RAW_STATUS(sp);
-  return st == UCS_OK ? SYMHEAP_SUCCESS
-                      : ucx_fail(ucx_result(st), st, "ucx atomic to rank %d",
-                                 peer);
-}
-
-/* A 4-byte compare-swap as 8-byte ones on the word that holds it (UCX
- * 1.13's software atomics, over tcp, never match a 4-byte compare): read
- * the word, and swap it whole where its half matches, again while the
- * other half changes under us.  Blocking: fetch is set on return. */
-static symheap_result_t cswap32(ucx_ctx_t *c, int peer, const ucx_rkey_t *k,
-                                uint64_t offset, const void *compare,
-                                const void *operand, void *fetch) {
-  uint64_t word = offset & ~(uint64_t)7;
-  int shift = (offset & 4) ? 32 : 0; /* little-endian halves */
-  uint32_t cmp = (uint32_t)value_of(compare, 4),
-           swp = (uint32_t)value_of(operand, 4);
-  uint64_t end = c->svc->now_ns() + (uint64_t)c->timeout_ms * 1000000u;
-  for (;;) {
-    uint64_t cur = 0;
-    symheap_result_t r =
-        amo64_now(c, peer, k, word, UCP_ATOMIC_OP_ADD, 0, &cur);
-    uint32_t mine = (uint32_t)(cur >> shift);
-    if (r == SYMHEAP_SUCCESS && mine == cmp) {
-      uint64_t want = (cur & ~((uint64_t)0xffffffffu << shift)) |
-                      (uint64_t)swp << shift;
-      uint64_t old = cur;
-      r = amo64_now(c, peer, k, word, UCP_ATOMIC_OP_CSWAP, want, &old);
-      if (r == SYMHEAP_SUCCESS && old != cur) {
-        if (c->svc->now_ns() > end)
-          return c->svc->error(SYMHEAP_ERR_TIMEOUT,
-                               "ucx 4-byte compare-swap to rank %d: its word "
-                               "kept changing for %d ms",
-                               peer, c->timeout_ms);
-        continue; /* the other half moved: again */
-      }
-    }
-    if (r == SYMHEAP_SUCCESS)
-      memcpy(fetch, &mine, 4);
-    return r;
-  }
-}
-
+/* UCP's compare-swap takes the compared value from the operand buffer
+ * and the new one from the reply buffer, where the old value lands (the
+ * table of ucp_atomic_op_nbx in ucp.h: "Result=Y; if (X==Y) then Y=Z", X
+ * the buffer, Z the reply buffer), for 4 and 8 bytes alike. */
 symheap_result_t ucx_atomic(void *ctx, int peer, symheap_net_amo_t op,
                             size_t size, void *rkey, uint64_t offset,
                             const void *operand, const void *compare,
                             void *fetch) {
   ucx_ctx_t *c = ctx;
-  symheap_result_t r = check(c, peer, rkey, "atomic");
+  symheap_result_t r = check(c, peer, rkey, offset, size, "atomic");
   if (r != SYMHEAP_SUCCESS)
     return r;
   ucp_atomic_op_t uop;
@@ -212,16 +193,15 @@ symheap_result_t ucx_atomic(void *ctx, int peer, symheap_net_amo_t op,
                          "ucx atomic: offset %llu is not aligned to %zu",
                          (unsigned long long)offset, size);
   /* The operand is copied (the caller's may be gone on return); the
-   * result lands in fetch, or in the arena where nobody reads it.  A
-   * compare-swap's reply buffer carries the compared value in. */
+   * result lands in fetch, or in the arena where nobody reads it. */
+  int cswap = op == SYMHEAP_NET_AMO_CSWAP;
   uint64_t *opnd, *res = NULL;
-  if ((r = slot(c, value_of(operand, size), &opnd)) != SYMHEAP_SUCCESS)
+  if ((r = slot(c, value_of(cswap ? compare : operand, size), &opnd)) !=
+      SYMHEAP_SUCCESS)
     return r;
-  if (op == SYMHEAP_NET_AMO_CSWAP && size == 4)
-    return cswap32(c, peer, rkey, offset, compare, operand, fetch);
   void *reply = fetch;
-  if (op == SYMHEAP_NET_AMO_CSWAP) {
-    memcpy(fetch, compare, size);
+  if (cswap) {
+    memcpy(fetch, operand, size);
   } else if (fetches && !fetch) {
     if ((r = slot(c, 0, &res)) != SYMHEAP_SUCCESS)
       return r;
@@ -236,6 +216,8 @@ symheap_result_t ucx_atomic(void *ctx, int peer, symheap_net_amo_t op,
   if (reply) {
     prm.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
     prm.reply_buffer = reply;
+  } else {
+    c->unflushed++; /* applied at the target after quiet's flush */
   }
   return ucx_issued(c, p,
                     ucx_api.atomic_op_nbx(p->ep, uop, opnd, 1,
@@ -254,7 +236,7 @@ symheap_result_t ucx_put_signal(void *ctx, int peer, const void *src, void *mr,
   if (sig_op != SYMHEAP_NET_AMO_SET && sig_op != SYMHEAP_NET_AMO_ADD)
     return c->svc->error(SYMHEAP_ERR_INVALID_ARG,
                          "ucx put_signal: the signal op must be SET or ADD");
-  symheap_result_t r = check(c, peer, sig_rkey, "put_signal");
+  symheap_result_t r = check(c, peer, sig_rkey, sig_offset, 8, "put_signal");
   if (r == SYMHEAP_SUCCESS)
     r = ucx_put(c, peer, src, mr, len, rkey, offset, flags);
   if (r == SYMHEAP_SUCCESS && len)
