@@ -78,6 +78,8 @@ if [ "$NET" = ucx ]; then
   # veths (named differently on each side: every device is allowed, lo
   # reaches only its own namespace and UCX finds the veth reachable).
   export UCX_TLS=self,tcp
+  export SYMHEAP_TEST_NET_SKIP=sleeping_target_wakes
+  export SYMHEAP_TEST_NET_SKIP_WHY="a rank asleep on UCX 1.13's worker event fd is not woken by a peer's get (docs/network.md, ucx)"
 else
   export SYMHEAP_NET_PROVIDER="tcp;ofi_rxm" SYMHEAP_NET_DOMAIN="${NETNS_IP_A%.*}.0/24"
 fi

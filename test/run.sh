@@ -280,9 +280,14 @@ suite() { # suite PREFIX BUILD WRAPPER...
     run "$prefix conformance net ucx self,tcp" env UCX_TLS=self,tcp UCX_NET_DEVICES=lo \
       "$@" "$b/bin/symheap-conformance" --net ucx --allow-unavailable \
       --only net_available,net_unknown_provider,net_put,net_get,net_close_outstanding,net_timeout,net_atomic_ops,net_atomic_contention,net_put_signal,net_fence,net_key_bounds
-    run "$prefix net(ucx self,tcp) two hosts procs x2" env SYMHEAP_NET=ucx \
+    # sleeping_target_wakes is left out: a rank asleep on UCX 1.13's
+    # worker event fd is not woken by a peer's get (its 20 ms sleep runs
+    # out first; docs/network.md, "The ucx adaptor").
+    local ucx_skip=(SYMHEAP_TEST_NET_SKIP=sleeping_target_wakes
+      "SYMHEAP_TEST_NET_SKIP_WHY=a rank asleep on UCX 1.13's worker event fd is not woken by a peer's get (docs/network.md, ucx)")
+    run "$prefix net(ucx self,tcp) two hosts procs x2" env SYMHEAP_NET=ucx "${ucx_skip[@]}" \
       UCX_TLS=self,tcp UCX_NET_DEVICES=lo build/bin/symheap-run -n 2 "$@" "$b/test/test_net"
-    run "$prefix net(ucx self,tcp) two hosts procs x4" env SYMHEAP_NET=ucx \
+    run "$prefix net(ucx self,tcp) two hosts procs x4" env SYMHEAP_NET=ucx "${ucx_skip[@]}" \
       UCX_TLS=self,tcp UCX_NET_DEVICES=lo build/bin/symheap-run -n 4 "$@" "$b/test/test_net"
   fi
 }
