@@ -89,7 +89,8 @@ $(BUILD)/lib/libsymheap.a: $(LIB_OBJS)
 # tree and compiled with include/ as its only include path, so a core header
 # reached by any path fails the build.
 BOUNDARY_DIRS := adaptors/device adaptors/common adaptors/ccl/nccl \
-  adaptors/net/ibverbs adaptors/net/ofi plugins test/plugins test/conformance
+  adaptors/net/ibverbs adaptors/net/ofi adaptors/net/ucx plugins test/plugins \
+  test/conformance
 # libfabric's headers are shadowed there by ones that fail: the ofi adaptor
 # uses its own declarations (adaptors/net/ofi/ofi_api.h), so it builds where
 # libfabric-dev is not installed.
@@ -99,6 +100,9 @@ $(BUILD)/boundary.ok: $(foreach d,$(BOUNDARY_DIRS),$(wildcard $(d)/*.[ch])) $(wi
 	@for h in $(BOUNDARY_NO_VENDOR); do \
 	  echo '#error "libfabric headers: adaptors build without libfabric-dev (use adaptors/net/ofi/ofi_api.h)"' \
 	    > $(BUILD)/boundary/novendor/rdma/$$h.h; done
+	@mkdir -p $(BUILD)/boundary/novendor/ucp/api && \
+	  echo '#error "UCX headers: adaptors build without libucx-dev (use adaptors/net/ucx/ucx_api.h)"' \
+	    > $(BUILD)/boundary/novendor/ucp/api/ucp.h
 	@set -e; for d in $(BOUNDARY_DIRS); do \
 	  mkdir -p $(BUILD)/boundary/$$d; cp $$d/*.[ch] $(BUILD)/boundary/$$d/ 2>/dev/null || cp $$d/*.c $(BUILD)/boundary/$$d/; \
 	  for f in $(BUILD)/boundary/$$d/*.c; do \
@@ -356,6 +360,27 @@ $(BUILD)/test/ofi_api_theirs: $(BUILD)/gen/ofi_api_facts.c
 tests: $(BUILD)/test/ofi_api_ours
 ifneq ($(LIBFABRIC_DEV),)
 tests: $(BUILD)/test/ofi_api_theirs
+endif
+
+# ucx_api.h (our declarations of UCP's ABI) against UCX's own headers,
+# where libucx-dev is (or UCX_INCLUDE names a directory holding ucp/ and
+# ucs/): the same scheme as ofi_api.h's (test/ucx_api_gen.sh,
+# test/ucx_api_check.sh).
+UCX_INCLUDE ?=
+UCX_INC_FLAG := $(if $(UCX_INCLUDE),-I$(UCX_INCLUDE))
+UCX_DEV := $(shell printf '\043include <ucp/api/ucp.h>\n' | $(CC) $(UCX_INC_FLAG) -E -x c - >/dev/null 2>&1 && echo 1)
+$(BUILD)/gen/ucx_api_facts.c: test/ucx_api_gen.sh adaptors/net/ucx/ucx_api.h
+	@mkdir -p $(dir $@)
+	sh test/ucx_api_gen.sh adaptors/net/ucx/ucx_api.h > $@
+$(BUILD)/test/ucx_api_ours: $(BUILD)/gen/ucx_api_facts.c adaptors/net/ucx/ucx_api.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -include adaptors/net/ucx/ucx_api.h -o $@ $<
+$(BUILD)/test/ucx_api_theirs: $(BUILD)/gen/ucx_api_facts.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(UCX_INC_FLAG) -include ucp/api/ucp.h -o $@ $<
+tests: $(BUILD)/test/ucx_api_ours
+ifneq ($(UCX_DEV),)
+tests: $(BUILD)/test/ucx_api_theirs
 endif
 
 # GPU tests (CUDA C) wherever nvcc is; they skip, saying so, without a GPU.

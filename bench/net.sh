@@ -14,6 +14,8 @@
 #            rank leaves such a provider alone
 #   adaptor  the same probe through the ofi adaptor's table (net_adaptor.c),
 #            its server passive (the adaptor's wait_fds)
+#   symheap_ucx the same over the ucx net adaptor (SYMHEAP_NET=ucx,
+#            UCX_TLS=self,tcp, UCX_NET_DEVICES=nbveth)
 #   symheap  the public API (bench/net_onesided.c) under symheap-run
 #            --hosts A:1,B:1 --rsh 'ip netns exec', SYMHEAP_NET=ofi
 #   symheap_noprog  the same with SYMHEAP_NET_PROGRESS=none (no progress
@@ -116,6 +118,12 @@ run_engine() { # ENGINE[@PROVIDER]
     [ "${1%%@*}" = symheap_noprog ] && prog=none
     SYMHEAP_NET=ofi SYMHEAP_NET_PROVIDER="$p" SYMHEAP_NET_DOMAIN=nbveth \
       SYMHEAP_NET_PROGRESS=$prog timeout 300 \
+      build/bin/symheap-run --hosts "$NETNS_A:1,$NETNS_B:1" \
+      --rsh "ip netns exec" build/bench/net-onesided $QUICK |
+      sed -E 's/^\[0\] //; /^\[1\]/d' ;;
+  # The same program over the ucx net adaptor (UCP on UCX's tcp).
+  symheap_ucx)
+    SYMHEAP_NET=ucx UCX_TLS=self,tcp UCX_NET_DEVICES=nbveth timeout 300 \
       build/bin/symheap-run --hosts "$NETNS_A:1,$NETNS_B:1" \
       --rsh "ip netns exec" build/bench/net-onesided $QUICK |
       sed -E 's/^\[0\] //; /^\[1\]/d' ;;

@@ -20,6 +20,8 @@ autoconf autoconf
 cmake cmake
 libfabric libfabric1
 libfabric-dev libfabric-dev
+libucx libucx0
+libucx-dev libucx-dev
 ip iproute2
 LIST
 }
@@ -66,6 +68,11 @@ have_tool() {
   # libfabric-dev: the headers test/ofi_api_check.sh compares ofi_api.h
   # with, and bench/net_raw.c (the raw floor) compiles against.
   libfabric-dev) [ -e /usr/include/rdma/fabric.h ] ;;
+  # libucx: the run-time library the ucx net adaptor opens (it builds
+  # without UCX's headers: adaptors/net/ucx/ucx_api.h); libucx-dev: the
+  # headers test/ucx_api_check.sh compares ucx_api.h with.
+  libucx) ldconfig -p 2>/dev/null | grep -q 'libucp\.so\.0 ' ;;
+  libucx-dev) [ -e /usr/include/ucp/api/ucp.h ] ;;
   *) command -v "$1" >/dev/null 2>&1 ;;
   esac
 }

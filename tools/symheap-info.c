@@ -289,13 +289,14 @@ static void print_devices(char *chosen, size_t len) {
 }
 
 /* The net adaptors (other hosts' ranks), each one's providers here.
- * Listing providers asks the engine (libfabric's fi_getinfo), which is
- * what fi_info does too. */
+ * Listing providers asks the engine (libfabric's fi_getinfo, as fi_info
+ * does: providers with FI_EP_RDM and RMA; UCX's transport/device
+ * resources, as ucx_info -d lists them). */
 static void print_nets(void) {
   int n = 0;
   (void)symheap_net_adaptor_count(&n);
-  printf("\nnet adaptors (SYMHEAP_NET=<name>; SYMHEAP_NET_PROVIDER picks the "
-         "provider):\n");
+  printf("\nnet adaptors (SYMHEAP_NET=<name>; ofi: SYMHEAP_NET_PROVIDER picks "
+         "the provider; ucx: UCX's own UCX_TLS and UCX_NET_DEVICES):\n");
   for (int i = 0; i < n; i++) {
     symheap_net_adaptor_info_t a;
     a.struct_size = sizeof a;
@@ -304,7 +305,7 @@ static void print_nets(void) {
     if (!a.available)
       printf("  %-8s unavailable: %s\n", a.name, a.why);
     else
-      printf("  %-8s available; providers here (FI_EP_RDM with RMA): %s\n",
+      printf("  %-8s available; providers here: %s\n",
              a.name, a.providers[0] ? a.providers : "none");
   }
   const char *prov = getenv("SYMHEAP_NET_PROVIDER");

@@ -56,6 +56,7 @@ extern const kit_check_t kit_rank_checks[];
 extern const kit_check_t kit_net_checks[];
 extern const kit_check_t kit_net_amo_checks[];
 extern const kit_check_t kit_net_order_checks[];
+extern const kit_check_t kit_net_bounds_checks[];
 
 /* --- the adaptor under test (dev.c) ------------------------------------ */
 typedef struct {

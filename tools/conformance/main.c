@@ -211,10 +211,11 @@ static const kit_check_t *const device_parts[] = {kit_local_checks,
                                                   kit_rank_checks,
                                                   NULL};
 static const kit_check_t *const net_parts[] = {
-    kit_net_checks, kit_net_amo_checks, kit_net_order_checks, NULL};
+    kit_net_checks, kit_net_amo_checks, kit_net_order_checks,
+    kit_net_bounds_checks, NULL};
 /* The device checks, or with --net the net adaptor's. */
 static const kit_check_t *const *parts = device_parts;
-#define NPARTS (parts == net_parts ? 3u : 6u)
+#define NPARTS (parts == net_parts ? 4u : 6u)
 
 static void usage(FILE *f) {
   fprintf(
