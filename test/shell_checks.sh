@@ -633,7 +633,7 @@ net_ofi_missing_named() {
 check "net adaptor: libfabric missing names libfabric1" net_ofi_missing_named
 
 net_providers_listed() {
-  build/bin/symheap-info | grep -q "^  ofi      available; providers here .*tcp;ofi_rxm" ||
+  build/bin/symheap-info | grep -q "^  ofi      available; providers here:\? .*tcp;ofi_rxm" ||
     { build/bin/symheap-info | sed -n '/^net adaptors/,/^$/p'; return 1; }
 }
 check_needs "libfabric" "symheap-info lists libfabric's providers" net_providers_listed
