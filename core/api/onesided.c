@@ -56,8 +56,14 @@ symheap_result_t symheap__os_need_net(symheap_comm_t c, int peer,
                         fn, peer, c->net_why[0] ? "; " : "", c->net_why);
 }
 
-/* This host's peer: its copy of the window at off, for the CPU. */
+/* This host's peer: its copy of the window at off, for the CPU.  This
+ * rank's own copy is reached through the caller's own address: peer[rank]
+ * can be a second mapping of the same pages (the flat VA), and memmove sees
+ * no overlap between two addresses of one byte, so a put to self from the
+ * window itself copied in the wrong direction (ASan's memmove, round 6). */
 char *symheap__os_local(struct symheap_window *w, int peer, size_t off) {
+  if (peer == w->comm->rank && w->user_ptr)
+    return w->user_ptr + off;
   return (char *)w->peer[peer] + off;
 }
 
