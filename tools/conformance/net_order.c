@@ -67,6 +67,17 @@ static void watch(kit_net_t *n, size_t sig, size_t data, const char *what) {
   kit_net_send(n, seen);
 }
 
+/* Rank 1 (the target): stay, progressing, until rank 0's quiet is done,
+ * then close.  Seeing the last value land is not that: the initiator's
+ * quiet may still wait on the target (UCX over tcp flushes through it), and
+ * a target that closes first fails it (UCX reports the closed connection
+ * as an endpoint timeout: net_fence over ucx under ASan, round 6). */
+static void quiet_done(kit_net_t *n) {
+  uint64_t done;
+  (void)kit_net_recv(n, &done);
+  kit_net_finish(n);
+}
+
 static void check_put_signal(void) {
   kit_net_t n;
   if (!kit_net_start(&n, REGION))
@@ -79,7 +90,7 @@ static void check_put_signal(void) {
   if (n.rank == 1) {
     watch(&n, 0, DATA, "put_signal(SET)");
     watch(&n, 8, 2 * DATA, "put_signal(ADD)");
-    kit_net_finish(&n);
+    quiet_done(&n);
   }
   uint64_t src[WORDS], seen_set = 0, seen_add = 0;
   for (int pass = 0; pass < 2 && !kit_failed(); pass++) {
@@ -105,6 +116,7 @@ static void check_put_signal(void) {
            n.T->has_put_signal ? "the adaptor's put_signal"
                                : "put, fence, atomic",
            (unsigned long long)seen_set, (unsigned long long)seen_add);
+  (void)kit_net_send(&n, 1); /* quiet is done: rank 1 may close */
   kit_net_finish(&n);
 }
 
@@ -128,7 +140,7 @@ static void check_fence(void) {
       }
     }
     (void)kit_net_send(&n, seen);
-    kit_net_finish(&n);
+    quiet_done(&n);
   }
   uint64_t seen = 0;
   for (uint64_t i = 1; i <= ITERS && !kit_failed(); i++) {
@@ -150,6 +162,7 @@ static void check_fence(void) {
              (n.caps.caps & SYMHEAP_NET_CAP_FENCE) ? "a real fence"
                                                    : "fence = quiet",
              (unsigned long long)seen);
+  (void)kit_net_send(&n, 1); /* quiet is done: rank 1 may close */
   kit_net_finish(&n);
 }
 
