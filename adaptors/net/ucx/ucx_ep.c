@@ -14,26 +14,31 @@
 
 #include "ucx.h"
 
+/* Logged at INFO, not WARN: when a comm is destroyed, a peer that closes
+ * first (its worker gone, its sockets closed) is reported here by ranks
+ * still tearing down, which is no failure.  A real one reaches the user as
+ * the error of the next operation to that peer (ucx_rma.c) or of quiet. */
 static void err_handler(void *arg, ucp_ep_h ep, ucs_status_t status) {
   ucx_peer_t *p = arg;
   (void)ep;
   if (p->failed == UCS_OK)
     p->failed = status;
-  p->c->svc->log(SYMHEAP_LOG_WARN, "ucx: the endpoint to rank %d failed: %s",
+  p->c->svc->log(SYMHEAP_LOG_INFO, "ucx: the endpoint to rank %d failed: %s",
                  p->rank, ucx_api.status_string(status));
 }
 
 /* Close every endpoint without waiting for peers (they may be gone):
- * outstanding operations complete with UCS_ERR_CANCELED. */
-static void close_eps(ucx_ctx_t *c) {
+ * outstanding operations complete with UCS_ERR_CANCELED.  A failed
+ * endpoint is closed too (UCX's contract: the error handler's owner closes
+ * it with FORCE) unless requests were given up on (failed_too 0): then
+ * UCX 1.13 asserts closing it, and it is left to the process's exit. */
+static void close_eps(ucx_ctx_t *c, int failed_too) {
   ucp_request_param_t prm;
   memset(&prm, 0, sizeof prm);
   prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
   prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
   for (int r = 0; c->peers && r < c->nranks; r++) {
-    /* A failed endpoint is left to ucp_worker_destroy: UCX 1.13 aborts
-     * when one is closed here and destroyed again with the worker. */
-    if (!c->peers[r].ep || c->peers[r].failed != UCS_OK)
+    if (!c->peers[r].ep || (!failed_too && c->peers[r].failed != UCS_OK))
       continue;
     void *req = ucx_api.ep_close_nbx(c->peers[r].ep, &prm);
     if (UCS_PTR_IS_PTR(req)) {
@@ -42,8 +47,8 @@ static void close_eps(ucx_ctx_t *c) {
       while ((st = ucx_api.request_check_status(req)) == UCS_INPROGRESS &&
              c->svc->now_ns() < end)
         ucx_api.worker_progress(c->worker);
-      if (st != UCS_OK && c->peers[r].failed == UCS_OK)
-        c->peers[r].failed = st == UCS_INPROGRESS ? UCS_ERR_TIMED_OUT : st;
+      if (st == UCS_INPROGRESS)
+        c->abandoned = 1; /* still UCX's: the worker must stay */
       ucx_api.request_free(req);
     }
     c->peers[r].ep = NULL;
@@ -58,23 +63,28 @@ void ucx_close(void *ctx) {
    * 1.13 aborts destroying a worker that still holds some. */
   if (c->peers && (c->pending || c->unflushed))
     SYMHEAP_KEEP_ERROR(c->svc, (void)ucx_quiet(c, 1000));
-  /* After the closes: closing is where UCX may report a peer failed. */
-  close_eps(c);
-  int failed = c->abandoned || c->pending != 0;
-  for (int r = 0; c->peers && r < c->nranks; r++)
-    failed |= c->peers[r].failed != UCS_OK;
-  /* UCX 1.13 aborts in ucp_worker_destroy (an assertion on a failed
-   * endpoint's reference count) once an endpoint failed or while requests
-   * are outstanding: then the worker, the context and this context's
-   * memory (the endpoints' error handlers point into it, and requests in
-   * flight into its arena) are left to the process's exit.  Nothing
+  /* A peer that failed (or closed first, at a comm's destroy) is closed
+   * like the others, and the worker destroyed.  Only requests given up on
+   * keep it: UCX 1.13 asserts closing that peer's endpoint
+   * (refcounts.create) and aborts in ucp_worker_destroy while one is
+   * outstanding (the kit's
+   * net_timeout, a quiet that timed out on a stopped peer).  Then the
+   * worker, the context and this context's memory (requests in flight
+   * point into its arena) are left to the process's exit; nothing
    * progresses the worker again, so nothing of it runs. */
-  if (failed) {
+  if (c->abandoned || c->pending != 0) {
+    close_eps(c, 0);
     c->svc->log(SYMHEAP_LOG_WARN,
-                "ucx: a peer failed or an operation was given up on: the UCX "
-                "worker is left to the process's exit (UCX 1.13 aborts "
-                "destroying one with a failed endpoint or requests in "
-                "flight)");
+                "ucx: operations were given up on: the UCX worker is left "
+                "to the process's exit (UCX 1.13 aborts closing or "
+                "destroying one with requests in flight)");
+    return;
+  }
+  close_eps(c, 1);
+  if (c->abandoned) {
+    c->svc->log(SYMHEAP_LOG_WARN,
+                "ucx: an endpoint's close did not complete within 1 s: the "
+                "UCX worker is left to the process's exit");
     return;
   }
   ucx_unmap_all(c); /* what the caller did not deregister */
@@ -284,7 +294,7 @@ symheap_result_t ucx_connect(void *ctx, int nranks, const void *addrs,
     ucs_status_t st = ucx_api.ep_create(c->worker, &e, &p[r].ep);
     if (st != UCS_OK) {
       p[r].ep = NULL;
-      close_eps(c);
+      close_eps(c, 1);
       free(c->peers);
       free(c->touched);
       c->peers = NULL;

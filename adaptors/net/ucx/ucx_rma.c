@@ -175,7 +175,7 @@ symheap_result_t ucx_atomic(void *ctx, int peer, symheap_net_amo_t op,
   symheap_result_t r = check(c, peer, rkey, offset, size, "atomic");
   if (r != SYMHEAP_SUCCESS)
     return r;
-  ucp_atomic_op_t uop;
+  ucp_atomic_op_t uop = UCP_ATOMIC_OP_LAST; /* amo_op sets it */
   int fetches = 0;
   int ok = amo_op(op, &uop, &fetches);
   int must_fetch = op == SYMHEAP_NET_AMO_FETCH ||
