@@ -67,6 +67,13 @@ check() {
   fi
 }
 
+# log_lacks LABEL PATTERN RUN_LABEL: the log of an earlier run has no line
+# with PATTERN (a fixed string).
+log_lacks() {
+  local log="$LOGDIR/${3//[^A-Za-z0-9_.-]/_}.log"
+  check "$1" sh -c 'test -s "$2" && ! grep -F -- "$1" "$2"' _ "$2" "$log"
+}
+
 suite() { # suite PREFIX BUILD WRAPPER...
   local prefix=$1 b=$2
   shift 2
@@ -315,6 +322,13 @@ suite() { # suite PREFIX BUILD WRAPPER...
       UCX_TLS=self,tcp UCX_NET_DEVICES=lo build/bin/symheap-run -n 2 "$@" "$b/test/test_net"
     run "$prefix net(ucx self,tcp) two hosts procs x4" env SYMHEAP_NET=ucx "${ucx_skip[@]}" \
       UCX_TLS=self,tcp UCX_NET_DEVICES=lo build/bin/symheap-run -n 4 "$@" "$b/test/test_net"
+    # Teardown is clean: every key the kit left imported is destroyed with
+    # its context, and a peer that closes first does not make the others
+    # leave their UCX worker behind (both once showed only in these logs).
+    log_lacks "$prefix ucx: no key outlives its worker" "not returned to mpool" \
+      "$prefix conformance net ucx self,tcp"
+    log_lacks "$prefix ucx: comm destroy leaves no worker behind" \
+      "left to the process's exit" "$prefix net(ucx self,tcp) two hosts procs x4"
   fi
 }
 

@@ -120,11 +120,14 @@ typedef struct {
 /* An imported key (rkey_import's *rkey): UCX's, unpacked on `peer`'s
  * endpoint, and the region it reaches.  UCX's tcp transport applies RMA
  * in software at the target without checking keys, so the bounds are
- * checked here, before anything is sent (ucx_rma.c). */
-typedef struct {
+ * checked here, before anything is sent (ucx_rma.c).  Listed in its
+ * context: close destroys what the caller did not release (UCX warns of,
+ * and leaks, an unpacked key that outlives its worker). */
+typedef struct ucx_rkey {
   ucp_rkey_h rkey;
   uint64_t base, size;
   int peer;
+  struct ucx_rkey *prev, *next;
 } ucx_rkey_t;
 
 /* Atomic operands and discarded results live until quiet (UCP reads the
@@ -141,6 +144,7 @@ typedef struct ucx_ctx {
   int wakeup;
   ucx_peer_t *peers;
   ucx_mr_t *mrs; /* registrations not yet deregistered */
+  ucx_rkey_t *rkeys; /* imported keys not yet released */
   /* Ranks given operations since the last complete quiet, named when a
    * quiet times out. */
   unsigned char *touched;
@@ -195,6 +199,7 @@ symheap_result_t ucx_mem_register(void *ctx, void *ptr, size_t size,
 symheap_result_t ucx_mem_deregister(void *ctx, void *mr);
 /* Unmap every registration still mapped (close). */
 void ucx_unmap_all(ucx_ctx_t *c);
+void ucx_rkeys_destroy_all(ucx_ctx_t *c);
 symheap_result_t ucx_rkey_import(void *ctx, int peer, const void *key,
                                  size_t key_len, void **rkey);
 void ucx_rkey_release(void *ctx, void *rkey);

@@ -80,6 +80,7 @@ void ucx_close(void *ctx) {
                 "destroying one with requests in flight)");
     return;
   }
+  ucx_rkeys_destroy_all(c); /* before the endpoints they were unpacked on */
   close_eps(c, 1);
   if (c->abandoned) {
     c->svc->log(SYMHEAP_LOG_WARN,

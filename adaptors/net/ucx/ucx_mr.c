@@ -138,15 +138,33 @@ symheap_result_t ucx_rkey_import(void *ctx, int peer, const void *key,
   k->base = h.base;
   k->size = h.size;
   k->peer = peer;
+  k->next = c->rkeys;
+  if (c->rkeys)
+    c->rkeys->prev = k;
+  c->rkeys = k;
   *rkey = k;
   return SYMHEAP_SUCCESS;
 }
 
+static void unlink_rkey(ucx_ctx_t *c, ucx_rkey_t *k) {
+  if (k->prev)
+    k->prev->next = k->next;
+  else
+    c->rkeys = k->next;
+  if (k->next)
+    k->next->prev = k->prev;
+}
+
 void ucx_rkey_release(void *ctx, void *rkey) {
-  (void)ctx;
   ucx_rkey_t *k = rkey;
   if (!k)
     return;
+  unlink_rkey(ctx, k);
   ucx_api.rkey_destroy(k->rkey);
   free(k);
+}
+
+void ucx_rkeys_destroy_all(ucx_ctx_t *c) {
+  while (c->rkeys)
+    ucx_rkey_release(c, c->rkeys);
 }
