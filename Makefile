@@ -345,10 +345,11 @@ endif
 # ofi_api.h (our declarations of libfabric's ABI) against libfabric's own
 # headers, where libfabric-dev is: one program, generated from what
 # ofi_api.h declares (test/ofi_api_gen.sh), built once after ofi_api.h and
-# once after <rdma/*.h>; test/ofi_api_check.sh compares what they print.
+# once after <rdma/*.h>; test/ofi_api_check.sh compares what they print
+# (both scripts share test/api_gen_lib.sh and test/api_check_lib.sh).
 LIBFABRIC_DEV := $(shell printf '\043include <rdma/fabric.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo 1)
 OFI_REAL_HEADERS := $(foreach h,fabric fi_errno fi_eq fi_domain fi_endpoint fi_cm fi_rma fi_atomic,-include rdma/$(h).h)
-$(BUILD)/gen/ofi_api_facts.c: test/ofi_api_gen.sh adaptors/net/ofi/ofi_api.h
+$(BUILD)/gen/ofi_api_facts.c: test/ofi_api_gen.sh test/api_gen_lib.sh adaptors/net/ofi/ofi_api.h
 	@mkdir -p $(dir $@)
 	sh test/ofi_api_gen.sh adaptors/net/ofi/ofi_api.h > $@
 $(BUILD)/test/ofi_api_ours: $(BUILD)/gen/ofi_api_facts.c adaptors/net/ofi/ofi_api.h
@@ -369,7 +370,7 @@ endif
 UCX_INCLUDE ?=
 UCX_INC_FLAG := $(if $(UCX_INCLUDE),-I$(UCX_INCLUDE))
 UCX_DEV := $(shell printf '\043include <ucp/api/ucp.h>\n' | $(CC) $(UCX_INC_FLAG) -E -x c - >/dev/null 2>&1 && echo 1)
-$(BUILD)/gen/ucx_api_facts.c: test/ucx_api_gen.sh adaptors/net/ucx/ucx_api.h
+$(BUILD)/gen/ucx_api_facts.c: test/ucx_api_gen.sh test/api_gen_lib.sh adaptors/net/ucx/ucx_api.h
 	@mkdir -p $(dir $@)
 	sh test/ucx_api_gen.sh adaptors/net/ucx/ucx_api.h > $@
 $(BUILD)/test/ucx_api_ours: $(BUILD)/gen/ucx_api_facts.c adaptors/net/ucx/ucx_api.h

@@ -18,31 +18,14 @@ OUTDIR=${1:-${OUT:-/tmp/gpu4}}
 BUDGET=${BUDGET:-430}
 W=$(mktemp -d)
 mkdir -p "$OUTDIR" "$W/n4/suites"
+STEP_DIR=$W STEP_WIDTH=36 STEP_COUNT="PASS FAIL SKIP" STEP_WHY=240
+. bench/gpu_step.sh
 finish() {
-  tar czf "$OUTDIR/gpu4.tgz" -C "$W" .
-  cp "$W/summary.txt" "$OUTDIR/" 2>/dev/null
-  echo "== summary"; cat "$W/summary.txt"
+  step_finish "$OUTDIR" gpu4.tgz
   echo "== auto vs peers (symheap-bench --collectives, 4 ranks)"
   grep -E 'all_reduce|bus' "$W/n4/coll.txt" 2>/dev/null | head -40
 }
 trap finish EXIT
-step() { # NAME LIMIT LOG COMMAND...
-  local name=$1 lim=$2 log=$W/$3
-  shift 3
-  local left=$((BUDGET - SECONDS))
-  if [ "$left" -lt 15 ]; then
-    echo "skipped (budget): $name" | tee -a "$W/summary.txt"; return 99
-  fi
-  [ "$lim" -gt "$left" ] && lim=$left
-  local t0=$SECONDS rc=0
-  timeout -k 5 "$lim" "$@" >"$log" 2>&1 || rc=$?
-  printf '%-36s rc=%-3s %3ss PASS %s FAIL %s SKIP %s %s\n' "$name" "$rc" \
-    $((SECONDS - t0)) "$(grep -c '^PASS' "$log")" "$(grep -c '^FAIL' "$log")" \
-    "$(grep -c '^SKIP' "$log")" \
-    "$(grep -m2 -E '^FAIL|WRONG' "$log" | tr '\n' ' ' | cut -c1-240)" |
-    tee -a "$W/summary.txt"
-  return $rc
-}
 { date -u; nvidia-smi -L; nvidia-smi topo -m | head -5
   nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1
   python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())'

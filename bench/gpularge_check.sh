@@ -33,22 +33,13 @@ STEPS=" ${STEPS:-build coll xfer tune chunks bench nccl table} "
 want() { [[ "$STEPS" == *" $1 "* ]]; }
 run=build/bin/symheap-run
 
-step() { # name limit log command...
-  local name=$1 lim=$2 log=$3
-  shift 3
-  local left=$((BUDGET - SECONDS))
-  if [ "$left" -lt 15 ]; then
-    echo "skipped (budget): $name" | tee -a "$D/steps.txt"
-    return 99
-  fi
-  [ "$lim" -gt "$((left - 5))" ] && lim=$((left - 5))
-  local t0=$SECONDS
-  timeout -k 5 "$lim" "$@" >"$log" 2>&1
-  local rc=$?
-  printf '%-26s rc %-3s %4ss  pass %3s fail %3s\n' "$name" "$rc" \
-    $((SECONDS - t0)) "$(grep -c '^PASS' "$log")" "$(grep -c '^FAIL' "$log")" |
-    tee -a "$D/steps.txt"
-  return $rc
+# step NAME LIMIT LOG COMMAND... (bench/gpu_step.sh): LOG as given, a line
+# in steps.txt, the last step's limit 5 s short of the budget
+STEP_DIR= STEP_SUMMARY=$D/steps.txt STEP_MARGIN=5
+. bench/gpu_step.sh
+step_line() {
+  printf '%-26s rc %-3s %4ss  pass %3s fail %3s\n' "$1" "$2" "$3" \
+    "$(grep -c '^PASS' "$4")" "$(grep -c '^FAIL' "$4")"
 }
 
 gpus=$(nvidia-smi -L | wc -l)

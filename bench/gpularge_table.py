@@ -12,6 +12,8 @@ import os
 import re
 import sys
 
+from tune_all import algo, best
+
 
 def tune_rows(path):
     """{(coll, n, bytes): {variant: us}} from symheap-tune's output."""
@@ -37,12 +39,6 @@ def ce_rate(path, n):
     return float(m.group(1)) if m else None
 
 
-def best(variants, algo):
-    got = [(us, v) for v, us in variants.items()
-           if v == algo or v.startswith(algo + "/")]
-    return min(got) if got else None
-
-
 def load_json(path):
     try:
         return json.load(open(path))
@@ -66,7 +62,7 @@ def main(d):
                 continue
             cells = []
             for a in algos:
-                x = best(v, a)
+                x = best(v, algo(a))
                 if not x:
                     cells.append("%-28s" % "-")
                     continue
@@ -86,7 +82,7 @@ def main(d):
         cells = []
         for b in (64 << 20, 256 << 20, 1 << 30):
             v = rows.get(("all_reduce", 4, b)) or {}
-            x, y = best(v, "rs_ce_pipe"), best(v, "rs_ce")
+            x, y = best(v, algo("rs_ce_pipe")), best(v, algo("rs_ce"))
             cells.append("%dM %s / rs_ce %s" % (
                 b >> 20, "%.1f" % x[0] if x else "-", "%.1f" % y[0] if y else "-"))
         print("# 4 ranks, rs_ce_pipe chunk %s bytes: %s" % (m.group(1),

@@ -26,35 +26,12 @@ BUDGET=${BUDGET:-360}
 RANKS=${RANKS:-2 4}
 W=$(mktemp -d)
 mkdir -p "$OUT"
-finish() {
-  python3 bench/gpumid_table.py "$W" >"$W/table.txt" 2>&1
-  tar czf "$OUT/gpumid.tar.gz" -C "$W" .
-  cp "$W/table.txt" "$W/summary.txt" "$OUT/" 2>/dev/null
-  echo "== summary"
-  cat "$W/summary.txt"
-  echo "== table"
-  cat "$W/table.txt"
-}
-trap finish EXIT
 # step NAME LIMIT LOG COMMAND...: under a timeout no longer than what is
-# left of the budget; one summary line.
-step() {
-  local name=$1 lim=$2 log=$W/$3
-  shift 3
-  local left=$((BUDGET - SECONDS))
-  if [ "$left" -lt 15 ]; then
-    echo "skipped (budget): $name" | tee -a "$W/summary.txt"
-    return 99
-  fi
-  [ "$lim" -gt "$left" ] && lim=$left
-  local t0=$SECONDS rc=0
-  timeout -k 5 "$lim" "$@" >"$log" 2>&1 || rc=$?
-  printf '%-44s rc=%-3s %3ss PASS %s FAIL %s %s\n' "$name" "$rc" \
-    $((SECONDS - t0)) "$(grep -c '^PASS' "$log")" "$(grep -c '^FAIL' "$log")" \
-    "$(grep -m2 -E '^FAIL|WRONG' "$log" | tr '\n' ' ' | cut -c1-300)" |
-    tee -a "$W/summary.txt"
-  return $rc
-}
+# left of the budget; one summary line (bench/gpu_step.sh).
+STEP_DIR=$W STEP_WIDTH=44
+. bench/gpu_step.sh
+finish() { step_finish "$OUT" gpumid.tar.gz bench/gpumid_table.py; }
+trap finish EXIT
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$W/gpus.txt"
 # the commit: git's, or COMMIT where the tree travelled as a copy
 if [ -f COMMIT ]; then cat COMMIT; else git log -1 --format='%H %s'; fi \

@@ -5,35 +5,16 @@ variant), the best push kernel (one_shot_push / two_shot_push), both from
 symheap-tune (C, slowest rank's median), and PyTorch's
 torch.ops.symm_mem one_shot / two_shot (bench/python_peers.py, from Python).
     python3 bench/gpumid_table.py DIR"""
-import csv
 import json
 import os
 import sys
 
-
-def tune(path):
-    """{bytes: {variant: us}} of a symheap-tune --all file."""
-    out = {}
-    if not os.path.exists(path):
-        return out
-    with open(path) as f:
-        for r in csv.DictReader(f, delimiter="\t"):
-            if r["collective"] != "all_reduce":
-                continue
-            us = float(r["us"])
-            if us > 0:
-                out.setdefault(int(r["bytes"]), {})[r["variant"]] = us
-    return out
+from tune_all import all_reduce as tune, best
 
 
 def kind(v):
     return "ll128" if v.startswith("ll128") else \
         "push" if "push" in v else "old"
-
-
-def best(vs, k):
-    c = [(us, v) for v, us in vs.items() if kind(v) == k]
-    return min(c) if c else None
 
 
 def fmt(b):
@@ -54,7 +35,8 @@ def main(d):
             if os.path.exists(p):
                 J = json.load(open(p))
             for nb in sorted(T):
-                o, q, l = (best(T[nb], k) for k in ("old", "push", "ll128"))
+                o, q, l = (best(T[nb], lambda v, k=k: kind(v) == k)
+                               for k in ("old", "push", "ll128"))
                 t1 = J.get("torch_one_shot_%d_%s_us" % (nb, mode))
                 t2 = J.get("torch_two_shot_%d_%s_us" % (nb, mode))
                 ts = [t for t in (t1, t2) if t]

@@ -26,33 +26,10 @@ BUDGET=${BUDGET:-420}
 BASES=${BASES:-${BASE:+base=$BASE}}
 W=$(mktemp -d)
 mkdir -p "$OUTDIR"
-finish() {
-  python3 bench/ll128_ab_table.py "$W" >"$W/table.txt" 2>&1
-  tar czf "$OUTDIR/ab.tgz" -C "$W" .
-  cp "$W/table.txt" "$W/summary.txt" "$OUTDIR/" 2>/dev/null
-  echo "== summary"
-  cat "$W/summary.txt"
-  echo "== table"
-  cat "$W/table.txt"
-}
+STEP_DIR=$W
+. bench/gpu_step.sh
+finish() { step_finish "$OUTDIR" ab.tgz bench/ll128_ab_table.py; }
 trap finish EXIT
-step() { # NAME LIMIT LOG COMMAND...
-  local name=$1 lim=$2 log=$W/$3
-  shift 3
-  local left=$((BUDGET - SECONDS))
-  if [ "$left" -lt 15 ]; then
-    echo "skipped (budget): $name" | tee -a "$W/summary.txt"
-    return 99
-  fi
-  [ "$lim" -gt "$left" ] && lim=$left
-  local t0=$SECONDS rc=0
-  timeout -k 5 "$lim" "$@" >"$log" 2>&1 || rc=$?
-  printf '%-40s rc=%-3s %3ss PASS %s FAIL %s %s\n' "$name" "$rc" \
-    $((SECONDS - t0)) "$(grep -c '^PASS' "$log")" "$(grep -c '^FAIL' "$log")" \
-    "$(grep -m2 -E '^FAIL|WRONG' "$log" | tr '\n' ' ' | cut -c1-300)" |
-    tee -a "$W/summary.txt"
-  return $rc
-}
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   nvidia-smi topo -m | head -3
   python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())'

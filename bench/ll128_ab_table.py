@@ -8,31 +8,12 @@
    better PyTorch graph (issue 30's goal: <= 0.6).
 3. With the tuning run: its table's rows, and the large all-reduce's bus
    bandwidth over the copy-engine put rate (issue 29's goal: >= 0.95)."""
-import csv
 import glob
 import json
 import os
 import sys
 
-
-def tune(path):
-    """{bytes: {variant: us}} of a symheap-tune --all file (right results)."""
-    out = {}
-    if not os.path.exists(path):
-        return out
-    with open(path) as f:
-        for r in csv.DictReader(f, delimiter="\t"):
-            if r["collective"] != "all_reduce":
-                continue
-            us = float(r["us"])
-            if us > 0:
-                out.setdefault(int(r["bytes"]), {})[r["variant"]] = us
-    return out
-
-
-def best(vs, pred):
-    c = [(us, v) for v, us in vs.items() if pred(v)]
-    return min(c) if c else None
+from tune_all import algo, all_reduce as tune, best
 
 
 def cell(b):
@@ -103,7 +84,7 @@ def large(d):
         vs = T.get(nb, {})
         cells = []
         for a in ("two_shot", "rs_ce", "rs_ce_pipe"):
-            b = best(vs, lambda v: v == a or v.startswith(a + "/"))
+            b = best(vs, algo(a))
             if b:
                 bw = nb / (b[0] * 1e-6) / 1e9
                 cells.append("%s %.1f (%.1f%s)" % (

@@ -43,28 +43,13 @@ mkdir -p "$DATA" "$TDIR" "$OUTDIR"
 touch "$DATA/skipped.txt" "$DATA/steps.txt"
 sync_out() { [ "$DRY" = 1 ] || cp -r "$WORK"/. "$MAIN_OUTDIR"/; }
 
-# step NAME LIMIT LOG COMMAND...: COMMAND into LOG under a timeout no longer
-# than what is left of the budget; skipped (and said) when too little is.
-step() {
-  local name=$1 lim=$2 log=$3
-  shift 3
-  local left=$((BUDGET - SECONDS))
-  if [ "$left" -lt 20 ]; then
-    echo "skipped (budget): $name" | tee -a "$DATA/skipped.txt"
-    return 99
-  fi
-  [ "$lim" -gt "$left" ] && lim=$left
-  if [ "$DRY" = 1 ]; then
-    printf '[dry] %s (<= %ss): %s > %s\n' "$name" "$lim" "$*" "$log"
-    return 0
-  fi
-  local t0=$SECONDS
-  timeout -k 5 "$lim" "$@" >"$log" 2>&1
-  local rc=$?
-  printf '%-22s rc %-3s %4ss\n' "$name" "$rc" $((SECONDS - t0)) |
-    tee -a "$DATA/steps.txt"
-  return $rc
-}
+# step NAME LIMIT LOG COMMAND... (bench/gpu_step.sh): COMMAND into LOG
+# under a timeout no longer than what is left of the budget; skipped (and
+# said) when too little is; with DRY_RUN=1 only printed.
+STEP_DIR= STEP_SUMMARY=$DATA/steps.txt STEP_SKIPPED=$DATA/skipped.txt \
+  STEP_MIN_LEFT=20 STEP_DRY=$DRY
+. bench/gpu_step.sh
+step_line() { printf '%-22s rc %-3s %4ss\n' "$1" "$2" "$3"; }
 
 if [ "$DRY" = 1 ]; then
   gpus=${GPUS:-4}

@@ -160,6 +160,17 @@ int th_run_threads(int n, th_rank_fn fn, void *arg) {
   return th_run_rank_threads(&id, n, 0, n, fn, arg);
 }
 
+int th_launcher_ranks(const char *what, int *rank, int *n) {
+  const char *rk = getenv("SYMHEAP_RANK"), *nr = getenv("SYMHEAP_NRANKS");
+  if (!rk || !nr) {
+    printf("FAIL %s: run under symheap-run\n", what);
+    return -1;
+  }
+  *rank = atoi(rk);
+  *n = atoi(nr);
+  return 0;
+}
+
 int th_main(int argc, char **argv, const char *prefix, char *tag,
             size_t tag_size, int *threads, th_rank_fn fn, void *arg) {
   if (argc == 3 && strcmp(argv[1], "--threads") == 0) {

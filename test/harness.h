@@ -97,6 +97,10 @@ int th_run_rank_threads(const symheap_unique_id_t *id, int nranks, int first,
  * rank; returns the exit status. */
 int th_main(int argc, char **argv, const char *prefix, char *tag,
             size_t tag_size, int *threads, th_rank_fn fn, void *arg);
+/* This process's rank and the job's rank count, as symheap-run gives them
+ * (SYMHEAP_RANK, SYMHEAP_NRANKS), into *rank and *n: 0; -1 after a line
+ * "FAIL <what>: run under symheap-run" where either is unset. */
+int th_launcher_ranks(const char *what, int *rank, int *n);
 /* The --mixed T form of such a test (harness_mixed.c: tests linked with
  * libsymheap.a only), under symheap-run: this process runs
  * T thread-ranks (SYMHEAP_RANK * T onwards) of a job of SYMHEAP_NRANKS * T,

@@ -562,73 +562,37 @@ static symheap_result_t query_signal(void *ctx, symheap_net_caps_t *caps) {
   return r;
 }
 
-const symheap_net_ops net_loop_signal_ops = {
-    .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
-    .struct_size = sizeof(symheap_net_ops),
-    .name = "loop_signal",
-    .available = available,
-    .providers = providers,
-    .open = lopen,
-    .close = lclose,
-    .query = query_signal,
-    .connect = lconnect,
-    .mem_register = mem_register,
-    .mem_deregister = mem_deregister,
-    .rkey_import = rkey_import,
-    .rkey_release = rkey_release,
-    .put = put,
-    .get = get,
-    .atomic = atomic,
-    .put_signal = put_signal,
-    .fence = fence,
-    .quiet = quiet,
-    .progress = progress,
-};
+/* The loop adaptor's three forms differ only in their name, query (the
+ * remote-CQ capability), put_signal (NULL: the core's put + fence + atomic)
+ * and wait_fds (NULL: none to sleep on). */
+#define NET_LOOP_OPS(NAME, QUERY, PUT_SIGNAL, WAIT_FDS)                        \
+  {                                                                            \
+      .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,                              \
+      .struct_size = sizeof(symheap_net_ops),                                  \
+      .name = NAME,                                                            \
+      .available = available,                                                  \
+      .providers = providers,                                                  \
+      .open = lopen,                                                           \
+      .close = lclose,                                                         \
+      .query = QUERY,                                                          \
+      .connect = lconnect,                                                     \
+      .mem_register = mem_register,                                            \
+      .mem_deregister = mem_deregister,                                        \
+      .rkey_import = rkey_import,                                              \
+      .rkey_release = rkey_release,                                            \
+      .put = put,                                                              \
+      .get = get,                                                              \
+      .atomic = atomic,                                                        \
+      .put_signal = PUT_SIGNAL,                                                \
+      .fence = fence,                                                          \
+      .quiet = quiet,                                                          \
+      .progress = progress,                                                    \
+      .wait_fds = WAIT_FDS,                                                    \
+  }
 
-const symheap_net_ops net_loop_ops = {
-    .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
-    .struct_size = sizeof(symheap_net_ops),
-    .name = "loop",
-    .available = available,
-    .providers = providers,
-    .open = lopen,
-    .close = lclose,
-    .query = query,
-    .connect = lconnect,
-    .mem_register = mem_register,
-    .mem_deregister = mem_deregister,
-    .rkey_import = rkey_import,
-    .rkey_release = rkey_release,
-    .put = put,
-    .get = get,
-    .atomic = atomic,
-    .put_signal = NULL, /* the core's put + fence + atomic */
-    .fence = fence,
-    .quiet = quiet,
-    .progress = progress,
-};
-
+const symheap_net_ops net_loop_signal_ops =
+    NET_LOOP_OPS("loop_signal", query_signal, put_signal, NULL);
+const symheap_net_ops net_loop_ops = NET_LOOP_OPS("loop", query, NULL, NULL);
 /* "loop" with wait descriptors: the core's progress thread sleeps on them. */
-const symheap_net_ops net_loop_wait_ops = {
-    .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
-    .struct_size = sizeof(symheap_net_ops),
-    .name = "loop_wait",
-    .available = available,
-    .providers = providers,
-    .open = lopen,
-    .close = lclose,
-    .query = query,
-    .connect = lconnect,
-    .mem_register = mem_register,
-    .mem_deregister = mem_deregister,
-    .rkey_import = rkey_import,
-    .rkey_release = rkey_release,
-    .put = put,
-    .get = get,
-    .atomic = atomic,
-    .put_signal = NULL,
-    .fence = fence,
-    .quiet = quiet,
-    .progress = progress,
-    .wait_fds = wait_fds,
-};
+const symheap_net_ops net_loop_wait_ops =
+    NET_LOOP_OPS("loop_wait", query, NULL, wait_fds);

@@ -12,31 +12,10 @@
 # listed, the union itself is.
 set -eu
 hdr=$1
-cat <<'EOF'
-#include <stddef.h>
-#include <stdio.h>
-#define SZ(t) printf("sizeof(%s)|%zu\n", #t, sizeof(t))
-#define OFF(t, m)                                                              \
-  printf("%s.%s|%zu %zu\n", #t, #m, offsetof(t, m), sizeof(((t *)0)->m))
-#define VAL(c) printf("%s|%lld\n", #c, (long long)(c))
-int main(void) {
-EOF
-awk '
-function ident_last(s,   n, a) {
-  gsub(/\[[^]]*\]/, "", s)
-  n = split(s, a, /[^A-Za-z0-9_]+/)
-  while (n > 0 && a[n] == "") n--
-  return a[n]
-}
-function member(stmt,   m) {
-  if (match(stmt, /\(\*[ \t]*[A-Za-z0-9_]+[ \t]*\)/)) {
-    m = substr(stmt, RSTART + 2, RLENGTH - 3)
-    gsub(/[ \t]/, "", m)
-    return m
-  }
-  sub(/;.*/, "", stmt)
-  return ident_last(stmt)
-}
+# the program's frame and the awk helpers both generators use
+. "$(dirname "$0")/api_gen_lib.sh"
+api_gen_head
+awk "$API_GEN_AWK_LIB"'
 # Inside a struct body.
 instruct && /^};/ { instruct = 0; next }
 instruct && depth == 0 && /^[ \t]*(union|struct)[ \t]*\{/ { depth = 1; next }
@@ -87,14 +66,8 @@ inenum {
 /^#define FI_[A-Za-z0-9_]+[ \t]/ { printf "  VAL(%s);\n", $2; next }
 /^typedef .*[ *]fi[A-Za-z0-9_]*;/ {
   t = $0; sub(/;.*/, "", t)
-  printf "  SZ(%s);\n", ident_last(t)
+  printf "  SZ(%s);\n", last_ident(t)
   next
 }
 ' "$hdr"
-# Function-like macros cannot be listed by name: their uses, here.
-cat <<'EOF'
-  VAL(FI_VERSION(1, 9));
-  VAL(FI_VERSION(1, 17));
-  return 0;
-}
-EOF
+api_gen_tail 'FI_VERSION(1, 9)' 'FI_VERSION(1, 17)'

@@ -686,6 +686,45 @@ tune_gpu_dry_run() {
 }
 check "bench/tune_gpu.sh: dry run and its report" tune_gpu_dry_run
 
+# bench/gpu_step.sh, the bounded steps of the GPU machine's scripts, without
+# a GPU: a step's summary line counts its PASS and FAIL lines and quotes the
+# first FAIL; a step past its limit ends with 124; one the budget cannot
+# hold is skipped (99); step_finish packs the files and prints the short
+# table, here bench/gpumid_table.py's (through bench/tune_all.py) of a
+# made-up tuning file: the best push and other variant at 64 KiB.
+bench_gpu_step() {
+  local dir out rc
+  dir=$(mktemp -d)
+  mkdir -p "$dir/w" "$dir/out"
+  out=$(
+    BUDGET=$((SECONDS + 100)) STEP_DIR=$dir/w
+    . bench/gpu_step.sh
+    step "two pass one fail" 10 a.log sh -c 'echo PASS x; echo PASS y; echo "FAIL z why"; exit 3'
+    echo "rc=$?"
+    step "too long" 1 b.log sleep 10
+    echo "rc=$?"
+    BUDGET=$((SECONDS + 5))
+    step "no budget left" 10 c.log true
+    echo "rc=$?"
+    { printf 'collective\tranks\ttopology\tbytes\tvariant\tus\n'
+      printf 'all_reduce\t2\tnvlink\t65536\t%s\t%s\n' one_shot 9.0 two_shot/b64 7.5 \
+        one_shot_push 5.25 ll128/t256 0
+    } >"$STEP_DIR/tune_eager_n2.tsv"
+    step_finish "$dir/out" t.tgz bench/gpumid_table.py
+  )
+  rc=0
+  grep -qE '^two pass one fail +rc=3 +[0-9]+s PASS 2 FAIL 1 FAIL z why $' <<<"$out" || rc=1
+  grep -q '^rc=3$' <<<"$out" && grep -q '^rc=124$' <<<"$out" && grep -q '^rc=99$' <<<"$out" || rc=1
+  grep -qE '^too long +rc=124 ' <<<"$out" && grep -q '^skipped (budget): no budget left$' <<<"$out" || rc=1
+  grep -qE '^eager \| 2 +65536 \| +7\.50 two_shot/b64 +\| +5\.25 one_shot_push +\| +- +\| ' <<<"$out" || rc=1
+  tar tzf "$dir/out/t.tgz" | grep -q '^\./a\.log$' && [ -f "$dir/out/summary.txt" ] &&
+    [ -f "$dir/out/table.txt" ] || rc=1
+  [ $rc = 0 ] || echo "$out"
+  rm -rf "$dir"
+  return $rc
+}
+check "bench/gpu_step.sh: bounded steps, the summary, the table" bench_gpu_step
+
 # bench/tune_both.py (one all-reduce table for eager and graph) and
 # bench/merge_table.py (one rank count's rows into the shipped table), on
 # made-up timings: at 64 KiB the eager winner (b) loses by 25% in graphs, so

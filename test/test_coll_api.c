@@ -292,12 +292,9 @@ static void two_comms(th_ctx_t *c, void *arg) {
  * of 2 (SYMHEAP_HOST_ID), so no rank reaches every copy by load/store; the
  * collectives refuse, saying why, instead of faulting in a kernel. */
 static int two_hosts(void) {
-  const char *rk = getenv("SYMHEAP_RANK"), *nr = getenv("SYMHEAP_NRANKS");
-  if (!rk || !nr) {
-    printf("FAIL coll_api/two_hosts: run under symheap-run\n");
+  int rank, n;
+  if (th_launcher_ranks("coll_api/two_hosts", &rank, &n) != 0)
     return 1;
-  }
-  int rank = atoi(rk), n = atoi(nr);
   setenv("SYMHEAP_HOST_ID", rank < n / 2 ? "host-a" : "host-b", 1);
   th_ctx_t c = {NULL, rank, n};
   th_begin("coll_api", "refused_across_hosts", rank);

@@ -15,7 +15,6 @@
 
 #include "harness.h"
 #include "net_loop.h"
-#include "boot/uid.h"
 
 static char tag[64] = "net";
 static int g_per_host; /* ranks per host: host of rank r is r / g_per_host */
@@ -943,30 +942,18 @@ int main(int argc, char **argv) {
   }
   g_loop = strncmp(getenv("SYMHEAP_NET"), "loop", 4) == 0;
   g_sleep = strcmp(getenv("SYMHEAP_NET"), "loop_wait") == 0;
-  const char *rk = getenv("SYMHEAP_RANK"), *nr = getenv("SYMHEAP_NRANKS");
-  if (!rk || !nr) {
-    printf("FAIL net/env: run under symheap-run\n");
+  int rank, n;
+  if (th_launcher_ranks("net/env", &rank, &n) != 0)
     return 1;
-  }
-  int rank = atoi(rk), n = atoi(nr);
   char host[32];
   if (argc == 3 && strcmp(argv[1], "--mixed") == 0) {
-    int per = atoi(argv[2]);
-    symheap_unique_id_t id;
-    if (symheap__uid_from_hex(getenv("SYMHEAP_UNIQUE_ID"), &id) !=
-        SYMHEAP_SUCCESS) {
-      printf("FAIL net/env: %s\n", symheap_last_error());
-      return 1;
-    }
-    g_per_host = per;
+    /* each process one host of its thread-ranks */
+    g_per_host = atoi(argv[2]);
     snprintf(host, sizeof host, "host-%d", rank);
     setenv("SYMHEAP_HOST_ID", host, 1);
-    snprintf(tag, sizeof tag, "net_mixed%dx%d", n, per);
-    g_threads = 1;
-    int rc = th_run_rank_threads(&id, n * per, rank * per, per, run_cases,
-                                 NULL);
-    rc |= check_released();
-    return rc || th_total_failures() ? 1 : 0;
+    int rc = th_run_mixed(g_per_host, "net_", tag, sizeof tag, &g_threads,
+                          NULL, run_cases, NULL);
+    return check_released() || rc;
   }
   g_per_host = n / 2 ? n / 2 : 1;
   snprintf(host, sizeof host, "host-%d", rank / g_per_host);

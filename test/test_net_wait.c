@@ -248,12 +248,9 @@ int main(int argc, char **argv) {
   g_loop = strncmp(net, "loop", 4) == 0;
   /* tcp;ofi_rxm and loop_wait hand out wait fds; loop does not. */
   g_fds = !g_loop || strcmp(net, "loop_wait") == 0;
-  const char *rk = getenv("SYMHEAP_RANK"), *nr = getenv("SYMHEAP_NRANKS");
-  if (!rk || !nr) {
-    printf("FAIL net_wait/env: run under symheap-run\n");
+  int rank, n;
+  if (th_launcher_ranks("net_wait/env", &rank, &n) != 0)
     return 1;
-  }
-  int rank = atoi(rk), n = atoi(nr);
   int one_host = argc == 2 && strcmp(argv[1], "--one-host") == 0;
   g_per_host = one_host ? n : n / 2 ? n / 2 : 1;
   char host[32];

@@ -19,7 +19,6 @@
 #include <time.h>
 
 #include "api/proxy.h"
-#include "boot/uid.h"
 #include "harness.h"
 #include "proxy_producer.h"
 #include "net_loop.h"
@@ -379,32 +378,21 @@ int main(int argc, char **argv) {
     printf("FAIL proxy/register: %s\n", symheap_last_error());
     return 1;
   }
-  const char *rk = getenv("SYMHEAP_RANK"), *nr = getenv("SYMHEAP_NRANKS");
-  if (!rk || !nr) {
-    printf("FAIL proxy/env: run under symheap-run\n");
+  int rank, n;
+  if (th_launcher_ranks("proxy/env", &rank, &n) != 0)
     return 1;
-  }
-  int rank = atoi(rk), n = atoi(nr);
   char host[32];
   if (argc == 3 && strcmp(argv[1], "--mixed") == 0) {
-    int per = atoi(argv[2]);
-    symheap_unique_id_t id;
-    if (symheap__uid_from_hex(getenv("SYMHEAP_UNIQUE_ID"), &id) !=
-        SYMHEAP_SUCCESS) {
-      printf("FAIL proxy/env: %s\n", symheap_last_error());
-      return 1;
-    }
     if (n != 2) {
       printf("FAIL proxy/env: --mixed needs 2 processes\n");
       return 1;
     }
-    g_per_host = per;
+    /* each process one host of its thread-ranks */
+    g_per_host = atoi(argv[2]);
     snprintf(host, sizeof host, "host-%d", rank);
     setenv("SYMHEAP_HOST_ID", host, 1);
-    snprintf(tag, sizeof tag, "proxy_mixed%dx%d", n, per);
-    int rc =
-        th_run_rank_threads(&id, n * per, rank * per, per, run_cases, NULL);
-    return rc || th_total_failures() ? 1 : 0;
+    return th_run_mixed(g_per_host, "proxy_", tag, sizeof tag, NULL, NULL,
+                        run_cases, NULL);
   }
   if (n < 2 || n % 2) {
     printf("FAIL proxy/env: needs an even number of ranks\n");

@@ -13,31 +13,10 @@
 # struct is a typedef, one member per line, its name on its closing line.
 set -eu
 hdr=$1
-cat <<'EOF'
-#include <stddef.h>
-#include <stdio.h>
-#define SZ(t) printf("sizeof(%s)|%zu\n", #t, sizeof(t))
-#define OFF(t, m)                                                              \
-  printf("%s.%s|%zu %zu\n", #t, #m, offsetof(t, m), sizeof(((t *)0)->m))
-#define VAL(c) printf("%s|%lld\n", #c, (long long)(c))
-int main(void) {
-EOF
-awk '
-function last_ident(s,   n, a) {
-  gsub(/\[[^]]*\]/, "", s)
-  n = split(s, a, /[^A-Za-z0-9_]+/)
-  while (n > 0 && a[n] == "") n--
-  return a[n]
-}
-function member(stmt,   m) {
-  if (match(stmt, /\(\*[ \t]*[A-Za-z0-9_]+[ \t]*\)/)) {
-    m = substr(stmt, RSTART + 2, RLENGTH - 3)
-    gsub(/[ \t]/, "", m)
-    return m
-  }
-  sub(/;.*/, "", stmt)
-  return last_ident(stmt)
-}
+# the program's frame and the awk helpers both generators use
+. "$(dirname "$0")/api_gen_lib.sh"
+api_gen_head
+awk "$API_GEN_AWK_LIB"'
 # A struct typedef: members collected, printed under the closing name.
 /^typedef struct[ A-Za-z0-9_]*\{/ { instruct = 1; depth = 0; n = 0; next }
 instruct && depth == 0 && /^}/ {
@@ -68,8 +47,4 @@ inenum {
 }
 /^#define UC[PS]_[A-Za-z0-9_]+[ \t]/ { printf "  VAL(%s);\n", $2; next }
 ' "$hdr"
-cat <<'EOF'
-  VAL(ucp_dt_make_contig(8));
-  return 0;
-}
-EOF
+api_gen_tail 'ucp_dt_make_contig(8)'

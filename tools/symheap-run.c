@@ -390,12 +390,7 @@ int main(int argc, char **argv) {
   pids = calloc((size_t)nranks, sizeof *pids);
   if (!pids)
     return 2;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGHUP, &sa, NULL);
+  run_catch_signals(on_signal);
   rc = start_ranks(&argv[prog]);
   if (rc == 0)
     rc = wait_ranks();

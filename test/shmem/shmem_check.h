@@ -36,14 +36,19 @@ static inline void shc_end(void) {
 
 static inline int shc_status(void) { return shc_failures ? 1 : 0; }
 
-/* A test's main: shmem_init, *me and *npes set, the tests in order,
- * shmem_finalize; returns the exit status (shc_status). */
-typedef void (*shc_test_fn)(void);
-static inline int shc_run(int *me, int *npes, const shc_test_fn *tests,
-                          size_t ntests) {
+/* A test's start: shmem_init, *me and *npes set. */
+static inline void shc_init(int *me, int *npes) {
   shmem_init();
   *me = shmem_my_pe();
   *npes = shmem_n_pes();
+}
+
+/* A test's main: shc_init, the tests in order, shmem_finalize; returns the
+ * exit status (shc_status). */
+typedef void (*shc_test_fn)(void);
+static inline int shc_run(int *me, int *npes, const shc_test_fn *tests,
+                          size_t ntests) {
+  shc_init(me, npes);
   for (size_t i = 0; i < ntests; i++)
     tests[i]();
   shmem_finalize();

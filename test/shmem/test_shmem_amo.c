@@ -195,9 +195,7 @@ static void test_deprecated(void) {
 }
 
 int main(void) {
-  shmem_init();
-  me = shmem_my_pe();
-  npes = shmem_n_pes();
+  shc_init(&me, &npes);
   right = (me + 1) % npes;
 #define CALL_STD(T, N) std_##N();
 #define CALL_EXT(T, N) ext_##N();

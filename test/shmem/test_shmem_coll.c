@@ -232,9 +232,7 @@ static void test_active_set(void) {
 }
 
 int main(void) {
-  shmem_init();
-  me = shmem_my_pe();
-  npes = shmem_n_pes();
+  shc_init(&me, &npes);
   shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 2, (npes + 1) / 2, NULL, 0,
                            &evens);
   test_sync();

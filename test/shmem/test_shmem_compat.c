@@ -238,16 +238,12 @@ static void test_realloc_invalid(void) {
 }
 
 int main(void) {
-  shmem_init();
-  me = shmem_my_pe();
-  npes = shmem_n_pes();
-  test_headers();
-  test_deprecated_alloc();
-  test_deprecated_generics();
-  test_ctx_bitwise_generics();
-  test_alloc_overflow();
-  test_heap_size();
-  test_realloc_invalid();
-  shmem_finalize();
-  return shc_status();
+  static const shc_test_fn tests[] = {test_headers,
+                                      test_deprecated_alloc,
+                                      test_deprecated_generics,
+                                      test_ctx_bitwise_generics,
+                                      test_alloc_overflow,
+                                      test_heap_size,
+                                      test_realloc_invalid};
+  return shc_run(&me, &npes, tests, sizeof tests / sizeof tests[0]);
 }

@@ -157,14 +157,8 @@ static void test_generic(void) {
 }
 
 int main(void) {
-  shmem_init();
-  me = shmem_my_pe();
-  npes = shmem_n_pes();
-#define CALL(T, N) p2p_##N();
-  SYMHEAP_SHMEM_P2P_TYPES(CALL)
-  test_fence();
-  test_locks();
-  test_generic();
-  shmem_finalize();
-  return shc_status();
+#define P2P_FN(T, N) p2p_##N,
+  static const shc_test_fn tests[] = {
+      SYMHEAP_SHMEM_P2P_TYPES(P2P_FN) test_fence, test_locks, test_generic};
+  return shc_run(&me, &npes, tests, sizeof tests / sizeof tests[0]);
 }

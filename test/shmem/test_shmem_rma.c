@@ -235,9 +235,7 @@ static void test_generic(void) {
 }
 
 int main(void) {
-  shmem_init();
-  me = shmem_my_pe();
-  npes = shmem_n_pes();
+  shc_init(&me, &npes);
   right = (me + 1) % npes;
   left = (me + npes - 1) % npes;
 #define CALL(T, N) test_##N();

@@ -179,14 +179,7 @@ static void test_contexts(void) {
 }
 
 int main(void) {
-  shmem_init();
-  me = shmem_my_pe();
-  npes = shmem_n_pes();
-  test_predefined();
-  test_strided();
-  test_2d();
-  test_churn();
-  test_contexts();
-  shmem_finalize();
-  return shc_status();
+  static const shc_test_fn tests[] = {test_predefined, test_strided, test_2d,
+                                      test_churn, test_contexts};
+  return shc_run(&me, &npes, tests, sizeof tests / sizeof tests[0]);
 }

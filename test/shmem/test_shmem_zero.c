@@ -137,15 +137,11 @@ static void test_p2p(void) {
 }
 
 int main(void) {
-  shmem_init();
-  me = shmem_my_pe();
-  npes = shmem_n_pes();
-  test_rma();
-  test_strided();
-  test_signal();
-  test_team_collectives();
-  test_active_set_collectives();
-  test_p2p();
-  shmem_finalize();
-  return shc_status();
+  static const shc_test_fn tests[] = {test_rma,
+                                      test_strided,
+                                      test_signal,
+                                      test_team_collectives,
+                                      test_active_set_collectives,
+                                      test_p2p};
+  return shc_run(&me, &npes, tests, sizeof tests / sizeof tests[0]);
 }

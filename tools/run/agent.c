@@ -119,12 +119,7 @@ int run_agent(char **prog) {
     fprintf(stderr, "symheap-run --agent: no environment on stdin\n");
     return 127;
   }
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGHUP, &sa, NULL);
+  run_catch_signals(on_signal);
   signal(SIGPIPE, SIG_IGN);
   pid_t pid = start(prog);
   if (pid < 0) {

@@ -378,12 +378,7 @@ int run_hosts(run_job_t *job) {
   if (sl <= 0 || !ranks)
     return 2;
   self[sl] = '\0';
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGHUP, &sa, NULL);
+  run_catch_signals(on_signal);
   signal(SIGPIPE, SIG_IGN);
   /* A launcher's id: the secret only; rank 0 adds its address. */
   symheap_unique_id_t id;

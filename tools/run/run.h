@@ -30,6 +30,10 @@ int run_hosts(run_job_t *job);
  * gone) the rank is stopped.  Exits with the rank's status (128+signal). */
 int run_agent(char **prog);
 
+/* run/signals.c: handler for SIGINT, SIGTERM and SIGHUP (no SA_RESTART: a
+ * blocking wait returns EINTR and the caller passes the signal on). */
+void run_catch_signals(void (*handler)(int));
+
 /* run/bind.c: a cpulist ("0-3,8") into set; 0, or -1 if it is not one. */
 int run_parse_cpulist(const char *s, cpu_set_t *set);
 /* The CPUs (within allowed) of the NUMA node of the GPU that the rank of
