@@ -2,8 +2,9 @@
  *
  * Written as a vendor would write it: the public headers, the host services
  * and our declarations of libfabric's ABI (ofi_api.h, so no libfabric-dev is
- * needed to build), whose inline wrappers (fi_writemsg, fi_mr_regattr...)
- * call through the ops tables of the objects libfabric returns.  The few
+ * needed to build), whose inline wrappers (ofi_api_calls.h: fi_writemsg,
+ * fi_mr_regattr...) call through the ops tables of the objects libfabric
+ * returns.  The few
  * functions libfabric really exports (fi_getinfo, fi_fabric, fi_freeinfo,
  * fi_dupinfo, fi_strerror) are looked up in the library opened at run time
  * (ofi_lib.c), so nothing links libfabric.
@@ -18,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ofi_api.h"
+#include "ofi_api_calls.h"
 
 #include "symheap_adaptor.h"
 
