@@ -169,6 +169,18 @@ static void test_config(void) {
   expect_env_error("SYMHEAP_HEAP_THRESHOLD", "99999999999T", "K, M, G or T");
   th_end();
 
+  /* A net adaptor's variable is refused at every comm init, not only when
+   * that adaptor opens: SYMHEAP_OFI_PUT_SIGNAL=bogus was accepted by a
+   * comm that opened no net adaptor, or another one. */
+  th_begin(T, "adaptor_variable_refused_without_its_adaptor", 0);
+  expect_env_error("SYMHEAP_OFI_PUT_SIGNAL", "bogus", "auto|atomic");
+  setenv("SYMHEAP_NET", "none", 1);
+  expect_env_error("SYMHEAP_OFI_PUT_SIGNAL", "atomics", "auto|atomic");
+  setenv("SYMHEAP_NET", "ucx", 1);
+  expect_env_error("SYMHEAP_OFI_PUT_SIGNAL", "auto ", "auto|atomic");
+  unsetenv("SYMHEAP_NET");
+  th_end();
+
   th_begin(T, "comm_init_arguments", 0);
   symheap_unique_id_t id;
   symheap_comm_t c;
