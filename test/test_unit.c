@@ -318,6 +318,27 @@ static void test_log_file_refusals(void) {
   longpath[0] = '/';
   longpath[sizeof longpath - 1] = '\0';
   expect_env_error("SYMHEAP_DEBUG_FILE", longpath, "longer than");
+  /* What cannot be a log (accepted before, as root /proc/version too):
+   * kernel interfaces, devices other than a terminal or /dev/null, a
+   * directory. */
+  expect_env_error("SYMHEAP_DEBUG_FILE", "/proc/version", "kernel interface");
+  expect_env_error("SYMHEAP_DEBUG_FILE", "/proc/self/comm", "kernel interface");
+  if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) == 0)
+    expect_env_error("SYMHEAP_DEBUG_FILE",
+                     "/sys/kernel/mm/transparent_hugepage/enabled",
+                     "cannot be the log");
+  expect_env_error("SYMHEAP_DEBUG_FILE", "/dev/full", "device other than");
+  expect_env_error("SYMHEAP_DEBUG_FILE", "/tmp", "cannot be the log");
+  /* /dev/null stays a log (it is what quiets one). */
+  setenv("SYMHEAP_DEBUG_FILE", "/dev/null", 1);
+  symheap_unique_id_t id;
+  symheap_comm_t c = NULL;
+  CHECK_OK(symheap_get_unique_id(&id));
+  if (symheap_comm_init(&c, 1, &id, 0) == SYMHEAP_SUCCESS)
+    CHECK_OK(symheap_comm_destroy(c));
+  else
+    CHECK(0, "SYMHEAP_DEBUG_FILE=/dev/null refused: %s", symheap_last_error());
+  unsetenv("SYMHEAP_DEBUG_FILE");
   th_end();
 }
 

@@ -19,7 +19,9 @@ static const symheap__cfg_var_t cfg_vars[] = {
     {"SYMHEAP_DEBUG", SYMHEAP_CFG_CHOICE, "WARN", 0, 0, "NONE|WARN|INFO|TRACE",
      "log level; lines go to stderr, each with pid and rank"},
     {"SYMHEAP_DEBUG_FILE", SYMHEAP_CFG_STRING, NULL, 0, 0, NULL,
-     "write the log to this file instead of stderr; %p becomes the pid"},
+     "write the log to this file instead of stderr; %p becomes the pid. A "
+     "regular file on storage, a terminal or /dev/null: a FIFO, socket, "
+     "directory, other device or kernel interface (/proc, /sys) is refused"},
     {"SYMHEAP_DISABLE_MULTICAST", SYMHEAP_CFG_BOOL, "0", 0, 0, NULL,
      "1 refuses SYMHEAP_WINDOW_MULTICAST with SYMHEAP_ERR_UNSUPPORTED; no "
      "multicast object is ever created"},
