@@ -167,6 +167,16 @@ static void test_config(void) {
   expect_env_error("SYMHEAP_HEAP_CHUNK", "-1", "K, M, G or T");
   expect_env_error("SYMHEAP_HEAP_THRESHOLD", "1X", "K, M, G or T");
   expect_env_error("SYMHEAP_HEAP_THRESHOLD", "99999999999T", "K, M, G or T");
+  /* A chunk is memory committed at once: more than the machine has could
+   * never be backed, and is refused at comm init (1T was taken, and failed
+   * only at the first symheap_malloc on a GPU, or never on the host). */
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  unsigned long long phys = (unsigned long long)pages * (unsigned long long)page;
+  char more[32];
+  snprintf(more, sizeof more, "%lluK", phys / 1024 + 1);
+  expect_env_error("SYMHEAP_HEAP_CHUNK", more, "physical memory");
+  if (phys < (1ull << 40))
+    expect_env_error("SYMHEAP_HEAP_CHUNK", "1T", "physical memory");
   th_end();
 
   /* A net adaptor's variable is refused at every comm init, not only when
