@@ -87,6 +87,11 @@ static void test_declared_params(void) {
   th_begin(T, "declared_variables", 0);
   CHECK(SYMHEAP_HAS_MEMBER(svc, symheap_host_services_t, now_ns),
         "the services table lacks its appended members");
+  /* wait_progress (a ccl's own waits): there, and idle with no net adaptor
+   * open in this process. */
+  CHECK(SYMHEAP_HAS_MEMBER(svc, symheap_host_services_t, wait_progress) &&
+            svc->wait_progress() == 0,
+        "wait_progress missing or busy with no engine open");
   symheap_param_t p = {
       sizeof p, SYMHEAP_PARAM_INT, "SYMHEAP_UNITTEST_COUNT", "3", 1, 9,
       NULL,     "a test variable"};
