@@ -149,10 +149,11 @@ $(MPI_CCL): adaptors/ccl/mpi/ccl_mpi.c include/symheap_mpi.h $(wildcard include/
 	@mkdir -p $(dir $@)
 	OMPI_CC=$(CC) MPICH_CC=$(CC) $(MPICC) $(CFLAGS_ALL) -shared -o $@ $< $(LDFLAGS_ALL)
 # A program that joins through symheap_comm_init_mpi.
-$(BUILD)/test/test_mpi: test/test_mpi.c $(MPI_CCL) $(BUILD)/obj/test/harness.o \
-    $(BUILD)/lib/libsymheap.so $(HEADERS)
+# It carries the test net adaptor (test/net_loop.c) for its net case.
+$(BUILD)/test/test_mpi: test/test_mpi.c test/net_loop.c test/net_loop.h \
+    $(MPI_CCL) $(BUILD)/obj/test/harness.o $(BUILD)/lib/libsymheap.so $(HEADERS)
 	@mkdir -p $(dir $@)
-	OMPI_CC=$(CC) MPICH_CC=$(CC) $(MPICC) $(CFLAGS_ALL) -Itest -o $@ $< \
+	OMPI_CC=$(CC) MPICH_CC=$(CC) $(MPICC) $(CFLAGS_ALL) -Itest -o $@ $< test/net_loop.c \
 	  $(BUILD)/obj/test/harness.o -L$(BUILD)/lib -lsymheap-ccl-mpi -lsymheap \
 	  -Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_ALL)
 lib: $(MPI_CCL)

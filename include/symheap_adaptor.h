@@ -111,6 +111,19 @@ typedef struct symheap_host_services {
   int (*param_is_set)(const char *name);
   /* Monotonic clock, nanoseconds (for deadlines: SYMHEAP_TIMEOUT_MS). */
   uint64_t (*now_ns)(void);
+  /* -- Appended (a ccl adaptor's own waits). -- */
+  /* One turn of the work the core does while any of its waits waits: the
+   * open net adaptors with manual progress are progressed (a peer's get,
+   * atomic or put_signal on this rank completes only when this rank
+   * progresses: tcp;ofi_rxm, the test adaptor "loop") and their staged
+   * puts applied.  A ccl adaptor that waits in a loop of its own (polling
+   * a vendor's nonblocking collective, as the MPI ccl polls MPI_Test) calls
+   * it on every turn of that loop, so that a peer waiting on this rank's
+   * net progress is served meanwhile.  Never blocks: an engine another
+   * thread is progressing is skipped.  Nonzero: the engines are busy, poll
+   * again without sleeping; 0: nothing to do (nap as before).  Any thread,
+   * with or without a comm; 0 at once when no such engine is open. */
+  int (*wait_progress)(void);
 } symheap_host_services_t;
 
 /* Largest error message symheap_last_error() keeps. */

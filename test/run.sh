@@ -432,6 +432,8 @@ if [ -x build/test/test_mpi ]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm=isolated
   MPIRUN="mpirun --oversubscribe --bind-to none -n 4"
   run " mpi: multi-rank suite (mpirun -n 4)" $MPIRUN build/test/test_multirank
+  # (its last case: a rank in an MPI-ccl barrier serves another host's
+  # gets and atomics through the services' wait_progress)
   run " mpi: symheap_comm_init_mpi (mpirun -n 4)" $MPIRUN build/test/test_mpi
   run " mpi: rdma(fake ibverbs) two hosts (mpirun -n 4)" $MPIRUN \
     build/test/test_rdma "$PWD/build/fake_ibverbs/libibverbs.so.1" --procs

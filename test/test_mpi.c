@@ -1,10 +1,14 @@
 /* symheap_comm_init_mpi under mpirun: a comm on MPI_COMM_WORLD and on a
  * split of it, windows over both, the caller's own MPI traffic in between. */
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "harness.h"
+#include "net_loop.h"
 #include "symheap_mpi.h"
 
 /* Every rank writes its rank into its copy and reads every peer's. */
@@ -29,6 +33,77 @@ static void pattern(symheap_comm_t comm, int rank, int n, const char *what) {
   }
   CHECK_OK(symheap_comm_barrier(comm));
   CHECK_OK(symheap_free(comm, w));
+}
+
+static int64_t now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* A rank inside a collective of the MPI ccl (MPI_Ibarrier polled with
+ * MPI_Test) progresses the net adaptor, through the host services'
+ * wait_progress: rank 0 gets from and adds to a rank of the other
+ * (pretend) host while that rank sits in symheap_comm_barrier, and the
+ * "loop" adaptor, like tcp;ofi_rxm, answers only when the target
+ * progresses.  No progress thread (SYMHEAP_NET_PROGRESS=none): before,
+ * the MPI ccl's wait progressed nothing, and rank 0's get timed out. */
+static void net_progress_in_mpi_wait(int rank, int n) {
+  th_begin("mpi", "net_progress_in_mpi_collective", rank);
+  char host[32];
+  snprintf(host, sizeof host, "mpi-host-%d", rank < n / 2 ? 0 : 1);
+  setenv("SYMHEAP_HOST_ID", host, 1);
+  setenv("SYMHEAP_NET", "loop", 1);
+  setenv("SYMHEAP_NET_PROGRESS", "none", 1);
+  setenv("SYMHEAP_TIMEOUT_MS", "5000", 1);
+  setenv("SYMHEAP_HEAP_CHUNK", "1M", 1);
+  setenv("SYMHEAP_HEAP_RESERVE", "16M", 1);
+  symheap_comm_t c = NULL;
+  CHECK_OK(symheap_comm_init_mpi(&c, MPI_COMM_WORLD));
+  symheap_window_t w = NULL;
+  if (c)
+    CHECK_OK(symheap_malloc(c, 4096, 0, &w));
+  uint64_t *mine = NULL;
+  if (w)
+    CHECK_OK(symheap_window_local_ptr(w, (void **)&mine));
+  if (mine) {
+    mine[0] = 1000 + (uint64_t)rank;
+    mine[1] = 0;
+    CHECK_OK(symheap_comm_barrier(c));
+    int t = n / 2; /* the other host's first rank */
+    if (rank == 0) {
+      /* Let t enter the barrier's MPI wait first. */
+      struct timespec late = {0, 100 * 1000 * 1000};
+      nanosleep(&late, NULL);
+      int64_t t0 = now_ms();
+      for (int i = 0; i < 20; i++) {
+        uint64_t v = 0;
+        CHECK_OK(symheap_get(w, t, 0, &v, 8));
+        CHECK(v == 1000 + (uint64_t)t, "get from rank %d: %llu", t,
+              (unsigned long long)v);
+        CHECK_OK(symheap_atomic(w, t, 8, SYMHEAP_AMO_ADD, 8, &(uint64_t){1},
+                                NULL, NULL));
+      }
+      CHECK_OK(symheap_quiet(c));
+      CHECK(now_ms() - t0 < 3000,
+            "20 gets and adds to a rank in an MPI barrier took %lld ms",
+            (long long)(now_ms() - t0));
+    }
+    CHECK_OK(symheap_comm_barrier(c));
+    if (rank == t)
+      CHECK(mine[1] == 20, "rank %d's word after 20 adds: %llu", t,
+            (unsigned long long)mine[1]);
+    CHECK_OK(symheap_comm_barrier(c));
+  }
+  if (w)
+    CHECK_OK(symheap_free(c, w));
+  if (c)
+    CHECK_OK(symheap_comm_destroy(c));
+  unsetenv("SYMHEAP_HOST_ID");
+  unsetenv("SYMHEAP_NET");
+  unsetenv("SYMHEAP_NET_PROGRESS");
+  unsetenv("SYMHEAP_TIMEOUT_MS");
+  th_end();
 }
 
 int main(int argc, char **argv) {
@@ -108,6 +183,10 @@ int main(int argc, char **argv) {
 
   if (comm)
     CHECK_OK(symheap_comm_destroy(comm));
+  if (n >= 2 && symheap_register_net_adaptor(&net_loop_ops) == SYMHEAP_SUCCESS)
+    net_progress_in_mpi_wait(rank, n);
+  else if (n >= 2)
+    printf("FAIL mpi/register_loop: %s\n", symheap_last_error());
   MPI_Finalize();
   return th_total_failures() ? 1 : 0;
 }

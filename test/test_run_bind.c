@@ -138,7 +138,12 @@ int main(int argc, char **argv) {
   if (!mkdtemp(root))
     return printf("FAIL mkdtemp: %s\n", strerror(errno)), 1;
   char nosys[128], sys[128];
-  snprintf(nosys, sizeof nosys, "SYMHEAP_RUN_SYSFS=%s/none", root);
+  /* An empty tree: no GPU (a tree that is not there is refused). */
+  char empty[96];
+  snprintf(empty, sizeof empty, "%s/none", root);
+  if (mkdir(empty, 0700) != 0)
+    return printf("FAIL mkdir: %s\n", strerror(errno)), 1;
+  snprintf(nosys, sizeof nosys, "SYMHEAP_RUN_SYSFS=%s", empty);
   snprintf(sys, sizeof sys, "SYMHEAP_RUN_SYSFS=%s", root);
   const char *one[64], *every[64];
   for (int i = 0; i < 64; i++)
@@ -192,6 +197,13 @@ int main(int argc, char **argv) {
   snprintf(cmd, sizeof cmd, "SYMHEAP_RUN_BIND=socket %s -n 1 true 2>/dev/null", run);
   int rc = system(cmd);
   printf("%s run_bind_bad_env_refused\n", rc != 0 ? "PASS" : "FAIL");
+  failures += rc == 0;
+  /* SYMHEAP_RUN_SYSFS naming no directory is refused (it read as "no
+   * GPU" and bound ranks silently otherwise than the tree would have). */
+  snprintf(cmd, sizeof cmd,
+           "SYMHEAP_RUN_SYSFS=%s/missing %s -n 1 true 2>/dev/null", root, run);
+  rc = system(cmd);
+  printf("%s run_bind_missing_sysfs_refused\n", rc != 0 ? "PASS" : "FAIL");
   failures += rc == 0;
   snprintf(cmd, sizeof cmd, "%s --bind socket -n 1 true 2>/dev/null", run);
   rc = system(cmd);

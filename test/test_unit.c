@@ -87,6 +87,11 @@ static void test_declared_params(void) {
   th_begin(T, "declared_variables", 0);
   CHECK(SYMHEAP_HAS_MEMBER(svc, symheap_host_services_t, now_ns),
         "the services table lacks its appended members");
+  /* wait_progress (a ccl's own waits): there, and idle with no net adaptor
+   * open in this process. */
+  CHECK(SYMHEAP_HAS_MEMBER(svc, symheap_host_services_t, wait_progress) &&
+            svc->wait_progress() == 0,
+        "wait_progress missing or busy with no engine open");
   symheap_param_t p = {
       sizeof p, SYMHEAP_PARAM_INT, "SYMHEAP_UNITTEST_COUNT", "3", 1, 9,
       NULL,     "a test variable"};
@@ -167,6 +172,28 @@ static void test_config(void) {
   expect_env_error("SYMHEAP_HEAP_CHUNK", "-1", "K, M, G or T");
   expect_env_error("SYMHEAP_HEAP_THRESHOLD", "1X", "K, M, G or T");
   expect_env_error("SYMHEAP_HEAP_THRESHOLD", "99999999999T", "K, M, G or T");
+  /* A chunk is memory committed at once: more than the machine has could
+   * never be backed, and is refused at comm init (1T was taken, and failed
+   * only at the first symheap_malloc on a GPU, or never on the host). */
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  unsigned long long phys = (unsigned long long)pages * (unsigned long long)page;
+  char more[32];
+  snprintf(more, sizeof more, "%lluK", phys / 1024 + 1);
+  expect_env_error("SYMHEAP_HEAP_CHUNK", more, "physical memory");
+  if (phys < (1ull << 40))
+    expect_env_error("SYMHEAP_HEAP_CHUNK", "1T", "physical memory");
+  th_end();
+
+  /* A net adaptor's variable is refused at every comm init, not only when
+   * that adaptor opens: SYMHEAP_OFI_PUT_SIGNAL=bogus was accepted by a
+   * comm that opened no net adaptor, or another one. */
+  th_begin(T, "adaptor_variable_refused_without_its_adaptor", 0);
+  expect_env_error("SYMHEAP_OFI_PUT_SIGNAL", "bogus", "auto|atomic");
+  setenv("SYMHEAP_NET", "none", 1);
+  expect_env_error("SYMHEAP_OFI_PUT_SIGNAL", "atomics", "auto|atomic");
+  setenv("SYMHEAP_NET", "ucx", 1);
+  expect_env_error("SYMHEAP_OFI_PUT_SIGNAL", "auto ", "auto|atomic");
+  unsetenv("SYMHEAP_NET");
   th_end();
 
   th_begin(T, "comm_init_arguments", 0);
@@ -306,6 +333,27 @@ static void test_log_file_refusals(void) {
   longpath[0] = '/';
   longpath[sizeof longpath - 1] = '\0';
   expect_env_error("SYMHEAP_DEBUG_FILE", longpath, "longer than");
+  /* What cannot be a log (accepted before, as root /proc/version too):
+   * kernel interfaces, devices other than a terminal or /dev/null, a
+   * directory. */
+  expect_env_error("SYMHEAP_DEBUG_FILE", "/proc/version", "kernel interface");
+  expect_env_error("SYMHEAP_DEBUG_FILE", "/proc/self/comm", "kernel interface");
+  if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) == 0)
+    expect_env_error("SYMHEAP_DEBUG_FILE",
+                     "/sys/kernel/mm/transparent_hugepage/enabled",
+                     "cannot be the log");
+  expect_env_error("SYMHEAP_DEBUG_FILE", "/dev/full", "device other than");
+  expect_env_error("SYMHEAP_DEBUG_FILE", "/tmp", "cannot be the log");
+  /* /dev/null stays a log (it is what quiets one). */
+  setenv("SYMHEAP_DEBUG_FILE", "/dev/null", 1);
+  symheap_unique_id_t id;
+  symheap_comm_t c = NULL;
+  CHECK_OK(symheap_get_unique_id(&id));
+  if (symheap_comm_init(&c, 1, &id, 0) == SYMHEAP_SUCCESS)
+    CHECK_OK(symheap_comm_destroy(c));
+  else
+    CHECK(0, "SYMHEAP_DEBUG_FILE=/dev/null refused: %s", symheap_last_error());
+  unsetenv("SYMHEAP_DEBUG_FILE");
   th_end();
 }
 

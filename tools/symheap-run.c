@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -246,6 +247,15 @@ static int bind_decide(void) {
   if (!bind_given && env && *env && (bind_mode = bind_word(env)) < 0) {
     fprintf(stderr, "symheap-run: SYMHEAP_RUN_BIND takes none, core or numa, "
                     "not %s\n", env);
+    return 2;
+  }
+  /* A tree that is not there would read as "no GPU" and bind silently
+   * otherwise than asked (it was taken, whatever it named). */
+  const char *sys = getenv("SYMHEAP_RUN_SYSFS");
+  struct stat st;
+  if (sys && *sys && (stat(sys, &st) != 0 || !S_ISDIR(st.st_mode))) {
+    fprintf(stderr, "symheap-run: SYMHEAP_RUN_SYSFS='%s' is not a "
+                    "directory\n", sys);
     return 2;
   }
   cpu_set_t allowed, taken;

@@ -15,14 +15,17 @@ typedef enum {
   SYMHEAP_CFG_INT,
   SYMHEAP_CFG_BOOL, /* 0 or 1 */
   SYMHEAP_CFG_CHOICE,
-  SYMHEAP_CFG_SIZE, /* bytes, K/M/G/T suffix (size.h); at least min */
+  /* bytes, K/M/G/T suffix (size.h); at least min; max > 0: at most max
+   * bytes, max < 0: at most the machine's physical memory (memory that is
+   * committed, where more could never be backed) */
+  SYMHEAP_CFG_SIZE,
 } symheap__cfg_kind_t;
 
 typedef struct {
   const char *name;
   symheap__cfg_kind_t kind;
   const char *def;     /* NULL: unset by default */
-  long min, max;       /* SYMHEAP_CFG_INT; SYMHEAP_CFG_SIZE: min */
+  long min, max;       /* SYMHEAP_CFG_INT; SYMHEAP_CFG_SIZE: see above */
   const char *choices; /* SYMHEAP_CFG_CHOICE: '|'-separated */
   const char *help;
 } symheap__cfg_var_t;

@@ -55,6 +55,9 @@ uint64_t symheap__now_ns(void);
 
 /* host services handed to adaptors */
 extern const symheap_host_services_t symheap__host_services;
+/* What the services' wait_progress runs (set by boot/idle.c with the
+ * waits' idle hook; a lower floor is handed it, never calls up). */
+void symheap__services_set_wait_progress(int (*fn)(void));
 
 static inline size_t symheap__round_up(size_t v, size_t g) {
   return (v + g - 1) / g * g;

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,22 +46,85 @@ static int expand_path(const char *in, char *out, size_t len) {
   return 1;
 }
 
+/* Kernel interfaces, not storage (statfs f_type, linux/magic.h): a file
+ * there is regular to fstat, yet a write to it fails or, as root, tells
+ * the kernel something (/proc/sys, /sys/.../enabled).  /proc/version was
+ * taken as a log. */
+static int pseudo_type(unsigned long type) {
+  static const unsigned long magic[] = {
+      0x9fa0,     /* proc */
+      0x62656572, /* sysfs */
+      0x27e0eb,   /* cgroup */
+      0x63677270, /* cgroup2 */
+      0x64626720, /* debugfs */
+      0x74726163, /* tracefs */
+      0x73636673, /* securityfs */
+      0x62656570, /* configfs */
+      0xcafe4a11, /* bpf */
+      0xde5e81e4, /* efivarfs */
+      0x6165676c, /* pstore */
+      0x65735543, /* fusectl */
+      0x42494e4d, /* binfmt_misc */
+      0xf97cff8c, /* selinuxfs */
+      0x958458f6, /* hugetlbfs: whole huge pages, no write() */
+  };
+  for (size_t i = 0; i < sizeof magic / sizeof magic[0]; i++)
+    if (type == magic[i])
+      return 1;
+  return 0;
+}
+
+#define PSEUDO_FS_WHY                                                          \
+  "it is a kernel interface (/proc, /sys and the like), not a file on "      \
+  "storage"
+
+static int pseudo_fs(int fd) {
+  struct statfs fs;
+  return fstatfs(fd, &fs) == 0 && pseudo_type((unsigned long)fs.f_type);
+}
+
+/* Why fd cannot be the log, or NULL.  Taken: regular files on storage, a
+ * terminal, /dev/null.  A FIFO or socket could block the program; other
+ * devices (/dev/full, /dev/mem, a disk) are not logs. */
+static const char *not_a_log(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0)
+    return strerror(errno);
+  if (S_ISCHR(st.st_mode)) {
+    int null = major(st.st_rdev) == 1 && minor(st.st_rdev) == 3;
+    return null || isatty(fd) ? NULL
+                              : "it is a device other than a terminal or "
+                                "/dev/null";
+  }
+  if (!S_ISREG(st.st_mode))
+    return "it is not a regular file or a terminal (a FIFO or socket could "
+           "block the program)";
+  if (pseudo_fs(fd))
+    return PSEUDO_FS_WHY;
+  return NULL;
+}
+
 /* Open the log without ever blocking: a FIFO with no reader would hang the
  * open, and one whose reader stops would hang every later line, so only
- * regular files and terminals/devices (/dev/stderr, /dev/null) are taken. */
+ * what not_a_log takes is kept. */
 static FILE *open_log(const char *path, const char **why) {
+  /* Asked before the open too: a user without write access there hears
+   * what the path is, not only EACCES. */
+  struct statfs fs;
+  if (statfs(path, &fs) == 0 && pseudo_type((unsigned long)fs.f_type)) {
+    *why = PSEUDO_FS_WHY;
+    return NULL;
+  }
   int fd =
       open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
-  struct stat st;
   *why = NULL;
   if (fd < 0) {
-    *why = errno == ENXIO ? "it is a FIFO or socket nobody reads"
+    *why = errno == ENXIO ? "it is a FIFO or socket nobody reads, or a "
+                            "device that is not there"
                           : strerror(errno);
     return NULL;
   }
-  if (fstat(fd, &st) != 0 || (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))) {
-    *why = "it is not a regular file or a terminal (a FIFO or socket could "
-           "block the program)";
+  if ((*why = not_a_log(fd)) != NULL) {
     close(fd);
     return NULL;
   }

@@ -43,6 +43,19 @@ static int svc_param_is_set(const char *name) {
   return symheap__cfg_raw(name) != NULL;
 }
 
+/* wait_progress: the waits' idle turn, which a higher floor (boot/idle.c)
+ * hands down when a net adaptor sets the idle hook; none: nothing to do. */
+static int (*g_wait_progress)(void);
+
+void symheap__services_set_wait_progress(int (*fn)(void)) {
+  __atomic_store_n(&g_wait_progress, fn, __ATOMIC_RELEASE);
+}
+
+static int svc_wait_progress(void) {
+  int (*fn)(void) = __atomic_load_n(&g_wait_progress, __ATOMIC_ACQUIRE);
+  return fn ? fn() : 0;
+}
+
 const symheap_host_services_t symheap__host_services = {
     .abi_version = SYMHEAP_ADAPTOR_ABI_VERSION,
     .struct_size = sizeof(symheap_host_services_t),
@@ -58,4 +71,5 @@ const symheap_host_services_t symheap__host_services = {
     .param_get_choice = symheap__cfg_choice,
     .param_is_set = svc_param_is_set,
     .now_ns = symheap__now_ns,
+    .wait_progress = svc_wait_progress,
 };

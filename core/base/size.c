@@ -2,6 +2,7 @@
  * (powers of 1024), the one parser of them. */
 #include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "size.h"
 
@@ -46,3 +47,8 @@ uint64_t symheap__parse_size(const char *s, int *ok) {
   return (uint64_t)v << shift;
 }
 
+
+uint64_t symheap__phys_bytes(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+}

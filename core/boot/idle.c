@@ -10,8 +10,16 @@
 /* Set by a higher floor (comm/net_comm.c) once, read by every wait. */
 static int (*g_idle_hook)(symheap__idle_t *io);
 
+/* The host services' wait_progress: one turn of the hook, its fds
+ * unused (the caller's loop polls something else: MPI_Test). */
+static int idle_once(void) {
+  symheap__idle_t io = {0, 0, {0}};
+  return symheap__idle_turn(&io);
+}
+
 void symheap__sock_set_idle_hook(int (*hook)(symheap__idle_t *io)) {
   __atomic_store_n(&g_idle_hook, hook, __ATOMIC_RELEASE);
+  symheap__services_set_wait_progress(idle_once);
 }
 
 int symheap__idle_turn(symheap__idle_t *io) {

@@ -6,6 +6,7 @@
  * It calls back into libsymheap only through symbols bound weakly, so the
  * second way works from a program that links libsymheap statically. */
 #include <mpi.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,13 +39,23 @@ static symheap_result_t fail(const mpi_ctx_t *m, symheap_result_t r,
   return m->svc->error(r, "MPI: %s%s%s", what, text[0] ? ": " : "", text);
 }
 
+/* One turn of the core's net progress (services' wait_progress, where
+ * this libsymheap has it): nonzero while its engines are busy. */
+static int progress_others(const mpi_ctx_t *m) {
+  return SYMHEAP_HAS_MEMBER(m->svc, symheap_host_services_t, wait_progress) &&
+         m->svc->wait_progress();
+}
+
 /* Poll a nonblocking collective until it completes or the deadline passes:
- * MPI's own waits have no timeout, and every symheap wait has one. */
+ * MPI's own waits have no timeout, and every symheap wait has one.  Each
+ * turn progresses the core's net adaptors too: a peer of another host may
+ * be waiting on this rank's progress (its get or atomic on this rank's
+ * memory over tcp;ofi_rxm) before it can enter this very collective. */
 static symheap_result_t wait_for(const mpi_ctx_t *m, MPI_Request *req,
                                  int timeout_ms, const char *what) {
   struct timespec nap = {0, 0};
   uint64_t t0 = m->svc->now_ns(); /* the core's clock */
-  for (;;) {
+  for (unsigned turn = 1;; turn++) {
     int done = 0;
     int err = MPI_Test(req, &done, MPI_STATUS_IGNORE);
     if (err != MPI_SUCCESS)
@@ -59,6 +70,11 @@ static symheap_result_t wait_for(const mpi_ctx_t *m, MPI_Request *req,
                            "MPI: %s did not complete within %d ms (a rank "
                            "did not arrive)",
                            what, timeout_ms);
+    if (progress_others(m)) { /* engines busy: spin, yielding now and then */
+      if (turn % 64 == 0)
+        sched_yield();
+      continue;
+    }
     /* Spin briefly, then back off to 100 us: setup latency, not a CPU. */
     if (ms > 1 && nap.tv_nsec < 100000)
       nap.tv_nsec += 5000;

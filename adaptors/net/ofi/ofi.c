@@ -63,8 +63,10 @@ static const symheap_param_t ofi_params[] = {
      NULL,
      "1: ask libfabric for a provider that registers device memory "
      "(FI_HMEM, CUDA) first, so GPU memory is reached without staging"},
-    {sizeof(symheap_param_t), SYMHEAP_PARAM_STRING, "SYMHEAP_OFI_PUT_SIGNAL",
-     "auto", 0, 0, NULL,
+    /* A choice, not text: the core then refuses a bad value at every comm
+     * init, whichever net adaptor (or none) the comm opens. */
+    {sizeof(symheap_param_t), SYMHEAP_PARAM_CHOICE, "SYMHEAP_OFI_PUT_SIGNAL",
+     "auto", 0, 0, "auto|atomic",
      "how put_signal travels: auto = one message (the signal in the write's "
      "remote CQ data, applied by the target's progress) where the provider "
      "carries 8 bytes of it and applies atomics in software (tcp;ofi_rxm, "

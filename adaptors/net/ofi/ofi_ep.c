@@ -64,20 +64,15 @@ static void read_modes(ofi_ctx_t *c) {
  * applies atomics in software at the target: ofi_local.c) or as put, fence,
  * atomic; atomics to this rank by the CPU on the same providers. */
 static symheap_result_t choose_signal(ofi_ctx_t *c) {
-  const char *how = NULL;
-  if (c->svc->param_get_string("SYMHEAP_OFI_PUT_SIGNAL", &how) !=
+  int how = 0; /* auto|atomic: validated by the core at comm init */
+  if (c->svc->param_get_choice("SYMHEAP_OFI_PUT_SIGNAL", &how) !=
       SYMHEAP_SUCCESS)
     return SYMHEAP_ERR_INVALID_ARG;
-  if (how && strcmp(how, "auto") != 0 && strcmp(how, "atomic") != 0)
-    return c->svc->error(SYMHEAP_ERR_INVALID_ARG,
-                         "SYMHEAP_OFI_PUT_SIGNAL='%s': expected auto or "
-                         "atomic",
-                         how);
   int soft = ofi_soft_atomics(c->provider) && !c->prov_key;
   c->self_cpu = soft;
   c->sig_data = soft && (c->info->caps & FI_ATOMIC) &&
                 c->info->domain_attr->cq_data_size >= 8 &&
-                !(how && !strcmp(how, "atomic"));
+                how == 0;
   return SYMHEAP_SUCCESS;
 }
 
@@ -97,12 +92,12 @@ static void check_atomics(ofi_ctx_t *c) {
   /* put_signal's one message needs no provider atomics: its signal is
    * applied by the target's CPU, which, where the provider has no atomics
    * at all, is the only thing that applies atomics to that memory. */
-  const char *how = NULL;
+  int how = 1;
   if (!c->atomics && !c->prov_key &&
       c->info->domain_attr->cq_data_size >= 8 &&
-      c->svc->param_get_string("SYMHEAP_OFI_PUT_SIGNAL", &how) ==
+      c->svc->param_get_choice("SYMHEAP_OFI_PUT_SIGNAL", &how) ==
           SYMHEAP_SUCCESS &&
-      !(how && !strcmp(how, "atomic")))
+      how == 0)
     c->sig_data = 1;
 }
 
