@@ -19,6 +19,8 @@
  * [2] a scratch word (collect sizes, a new team's slot). */
 #define SHM_SYNC_WORDS 4
 #define SHM_EAGER 16384
+/* A wait's pause-spins before it yields, with a CPU for each PE (init.c). */
+#define SHM_SPINS_DEFAULT 3000
 
 /* Lives at the start of every PE's symmetric heap, so peers reach it. */
 struct shm_ctrl {

@@ -44,6 +44,7 @@
 #define SHM_ALONE_AWAKE 1
 #endif
 #define SHM_YIELDS_UNDERSUBSCRIBED 20000
+#define SHM_NET_SPINS 64
 #define SHM_SLEEP_NS 1000000L
 
 static long long now_ns(void) {
@@ -151,7 +152,11 @@ static void sleep_on(const void *w, int seen) {
  * wait (a sixteenth of it, 20 us to 20 ms). */
 static void net_turn(struct shm_spin *s) {
   shm__turn_checks(s);
-  if (++s->n < shm__s.spin_before_yield) {
+  /* Few pauses before the engine's turns: the engine may owe this PE the
+   * update (SYMHEAP_NET_PROGRESS=none), and its turns spin as well. */
+  unsigned spins = shm__s.spin_explicit ? shm__s.spin_before_yield
+                                        : SHM_NET_SPINS;
+  if (++s->n < spins) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
