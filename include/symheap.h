@@ -418,6 +418,27 @@ symheap_result_t symheap_signal_wait_until(symheap_window_t win, size_t offset,
                                            symheap_cmp_t cmp, uint64_t value,
                                            uint64_t *observed, int timeout_ms);
 
+/* A wait on a condition of the caller's own (a 1-, 2- or 4-byte word,
+ * several words, a lock it retries), with the turns
+ * symheap_signal_wait_until takes.  The caller zeroes a
+ * symheap_wait_state_t, then loops: while its condition is false, one
+ * symheap_comm_wait_turn.  A turn progresses the net adaptors; while they
+ * have work it returns at once (spinning, the CPU yielded now and then);
+ * once they are idle it sleeps on their wait descriptors (a peer's
+ * operation wakes it), after a first short spin (and, where no descriptor
+ * can wake it, some yields).  A store by a peer of this host wakes no
+ * sleep: a sleep lasts a sixteenth of the time the wait has taken so far
+ * (20 us to 20 ms), so such a store is seen within about 6% of the wait.
+ * No timeout: the caller bounds its loop.  INVALID_ARG for a comm that is
+ * not live or a NULL state (the state unchanged). */
+typedef struct {
+  uint64_t since_ns; /* 0: a new wait (the first turn sets it) */
+  uint32_t turns;    /* turns taken */
+  int32_t woke;      /* the last sleep ended on an engine's descriptor */
+} symheap_wait_state_t;
+symheap_result_t symheap_comm_wait_turn(symheap_comm_t comm,
+                                        symheap_wait_state_t *state);
+
 /* The device host proxy (docs/device-api.md, "Remote peers"): kernels
  * reach other hosts' ranks by descriptors that a thread of the comm issues
  * through the net adaptor.  SUCCESS, or the first failure of a proxied

@@ -1,5 +1,8 @@
 /* symheap_signal_wait_until as a waiting call (issue 27: progress inside
- * every waiting call, no wait unbounded, a waiting rank serves its peers):
+ * every waiting call, no wait unbounded, a waiting rank serves its peers),
+ * and the same cases again for a loop of symheap_comm_wait_turn on a 4-byte
+ * word (the waits of a binding on conditions of its own: OpenSHMEM's
+ * wait_until), plus its argument checks:
  * ranks split into two pretend hosts (SYMHEAP_HOST_ID) through the net
  * adaptor SYMHEAP_NET names (default: the test adaptor "loop_wait", whose
  * wait fds the waits sleep on; the same program runs over ofi), or on one
@@ -26,6 +29,15 @@ static symheap_window_t g_win;
 #define SIG_IDLE 8
 #define SIG_STORE 16
 #define DATA_AT 4096
+/* The wait_turn_ cases use words of their own, this far past the others. */
+#define TURN_BASE 64
+
+static int g_turns;    /* 1: the cases wait by symheap_comm_wait_turn loops */
+static size_t g_base;  /* 0, or TURN_BASE in the wait_turn_ cases */
+
+static int cmp_ok(uint32_t v, symheap_cmp_t cmp, uint32_t value) {
+  return cmp == SYMHEAP_CMP_EQ ? v == value : v >= value; /* EQ and GE */
+}
 
 static int64_t now_ms(void) {
   struct timespec ts;
@@ -52,6 +64,36 @@ static int other_host_rank(th_ctx_t *c) {
   return t < c->n ? t : -1;
 }
 
+/* Waits until this rank's word at off compares cmp (EQ or GE) with value:
+ * symheap_signal_wait_until, or (g_turns) a loop of symheap_comm_wait_turn
+ * on the word's low 4 bytes, as a binding's own wait would loop; either
+ * gives up with TIMEOUT after ms. */
+static symheap_result_t await(th_ctx_t *c, size_t off, symheap_cmp_t cmp,
+                              uint64_t value, uint64_t *seen, int ms) {
+  if (!g_turns)
+    return symheap_signal_wait_until(g_win, off, cmp, value, seen, ms);
+  void *mine = NULL;
+  symheap_result_t r = symheap_window_local_ptr(g_win, &mine);
+  if (r != SYMHEAP_SUCCESS)
+    return r;
+  const uint32_t *w = (const uint32_t *)(void *)((char *)mine + off);
+  symheap_wait_state_t st = {0, 0, 0};
+  int64_t t0 = now_ms();
+  uint32_t v;
+  while (!cmp_ok(v = __atomic_load_n(w, __ATOMIC_ACQUIRE), cmp,
+                 (uint32_t)value)) {
+    if (now_ms() - t0 >= ms)
+      break;
+    r = symheap_comm_wait_turn(c->comm, &st);
+    if (r != SYMHEAP_SUCCESS)
+      return r;
+  }
+  if (seen)
+    *seen = v;
+  return cmp_ok(v, cmp, (uint32_t)value) ? SYMHEAP_SUCCESS
+                                          : SYMHEAP_ERR_TIMEOUT;
+}
+
 static void settle(void) {
   /* A wait spins 5 ms after its engine's last work: over before a count
    * starts. */
@@ -72,7 +114,8 @@ static void case_serves_peers(th_ctx_t *c) {
   int t = other_host_rank(c);
   if (t < 0 || !g_loop) {
     if (c->rank == 0)
-      printf("SKIP %s/signal_wait_serves_peers: %s\n", tag,
+      printf("SKIP %s/%s_serves_peers: %s\n", tag,
+             g_turns ? "wait_turn" : "signal_wait",
              t < 0 ? "one host: no net adaptor"
                    : "SYMHEAP_NET is not the test adaptor (it counts "
                      "progress calls)");
@@ -87,14 +130,13 @@ static void case_serves_peers(th_ctx_t *c) {
       CHECK_OK(symheap_get(g_win, t, 0, &v, 8));
       gets++;
     }
-    CHECK_OK(symheap_atomic(g_win, t, SIG_BUSY, SYMHEAP_AMO_SET, 8, &one, NULL,
-                            NULL));
+    CHECK_OK(symheap_atomic(g_win, t, g_base + SIG_BUSY, SYMHEAP_AMO_SET, 8,
+                            &one, NULL, NULL));
     CHECK_OK(symheap_quiet(c->comm));
   }
   if (c->rank == t) {
     uint64_t seen = 0;
-    CHECK_OK(symheap_signal_wait_until(g_win, SIG_BUSY, SYMHEAP_CMP_EQ, 1,
-                                       &seen, -1));
+    CHECK_OK(await(c, g_base + SIG_BUSY, SYMHEAP_CMP_EQ, 1, &seen, 60000));
     CHECK(seen == 1, "observed %llu", (unsigned long long)seen);
   }
   long mine = (long)((double)(net_loop_progress_calls() - before) * 10.0 /
@@ -125,9 +167,9 @@ static void case_serves_peers(th_ctx_t *c) {
 static void case_idle_sleeps(th_ctx_t *c) {
   if (g_per_host < c->n && !g_fds) {
     if (c->rank == 0)
-      printf("SKIP %s/signal_wait_idle_sleeps: the adaptor has no wait fds "
+      printf("SKIP %s/%s_idle_sleeps: the adaptor has no wait fds "
              "(its waits spin, as every wait does on it)\n",
-             tag);
+             tag, g_turns ? "wait_turn" : "signal_wait");
     return;
   }
   CHECK_OK(symheap_comm_barrier(c->comm));
@@ -137,12 +179,13 @@ static void case_idle_sleeps(th_ctx_t *c) {
   int64_t cpu0 = thread_cpu_us(), t0 = now_ms();
   uint64_t seen = 1;
   symheap_result_t r =
-      symheap_signal_wait_until(g_win, SIG_IDLE, SYMHEAP_CMP_EQ, 7, &seen, 200);
+      await(c, g_base + SIG_IDLE, SYMHEAP_CMP_EQ, 7, &seen, 200);
   int64_t cpu = thread_cpu_us() - cpu0, took = now_ms() - t0;
   long sleeps = thread_sleeps() - sleeps0;
   long calls = g_loop ? net_loop_progress_calls() - progress0 : 0;
   CHECK(r == SYMHEAP_ERR_TIMEOUT &&
-            strstr(symheap_last_error(), "still 0 after 200 ms") && seen == 0,
+            (g_turns || strstr(symheap_last_error(), "still 0 after 200 ms")) &&
+            seen == 0,
         "an unsatisfied 200 ms wait -> %s: %s (observed %llu)",
         symheap_strerror(r), symheap_last_error(), (unsigned long long)seen);
   CHECK(took >= 200 && took < 1200, "a 200 ms wait took %lld ms",
@@ -176,11 +219,10 @@ static void case_semantics(th_ctx_t *c) {
     buf[i] = (unsigned char)(i * 7 + 3);
   CHECK_OK(symheap_comm_barrier(c->comm));
   if (c->rank == from)
-    CHECK_OK(symheap_put_signal(g_win, t, DATA_AT, buf, LEN, g_win, SIG_BUSY, 5,
-                                SYMHEAP_AMO_SET));
+    CHECK_OK(symheap_put_signal(g_win, t, DATA_AT, buf, LEN, g_win,
+                                g_base + SIG_BUSY, 5, SYMHEAP_AMO_SET));
   if (c->rank == t) {
-    CHECK_OK(symheap_signal_wait_until(g_win, SIG_BUSY, SYMHEAP_CMP_GE, 5, NULL,
-                                       -1));
+    CHECK_OK(await(c, g_base + SIG_BUSY, SYMHEAP_CMP_GE, 5, NULL, 60000));
     void *p = NULL;
     CHECK_OK(symheap_window_local_ptr(g_win, &p));
     CHECK(p && memcmp((char *)p + DATA_AT, buf, LEN) == 0,
@@ -195,12 +237,11 @@ static void case_semantics(th_ctx_t *c) {
     if (near != t)
       nanosleep(&late, NULL);
     uint64_t nine = 9;
-    CHECK_OK(symheap_put(g_win, t, SIG_STORE, &nine, 8));
+    CHECK_OK(symheap_put(g_win, t, g_base + SIG_STORE, &nine, 8));
     CHECK_OK(symheap_quiet(c->comm));
   }
   if (c->rank == t) {
-    CHECK_OK(symheap_signal_wait_until(g_win, SIG_STORE, SYMHEAP_CMP_EQ, 9,
-                                       NULL, 5000));
+    CHECK_OK(await(c, g_base + SIG_STORE, SYMHEAP_CMP_EQ, 9, NULL, 5000));
     int64_t took = now_ms() - t0;
     CHECK(took < 1000, "a plain store after 100 ms seen after %lld ms",
           (long long)took);
@@ -224,6 +265,41 @@ static void when_window(th_ctx_t *c, void (*fn)(th_ctx_t *c)) {
 static void c_serves(th_ctx_t *c) { when_window(c, case_serves_peers); }
 static void c_idle(th_ctx_t *c) { when_window(c, case_idle_sleeps); }
 static void c_semantics(th_ctx_t *c) { when_window(c, case_semantics); }
+/* The same three as loops of symheap_comm_wait_turn. */
+static void turns(th_ctx_t *c, void (*fn)(th_ctx_t *c)) {
+  g_turns = 1;
+  g_base = TURN_BASE;
+  when_window(c, fn);
+  g_turns = 0;
+  g_base = 0;
+}
+static void t_serves(th_ctx_t *c) { turns(c, case_serves_peers); }
+static void t_idle(th_ctx_t *c) { turns(c, case_idle_sleeps); }
+static void t_semantics(th_ctx_t *c) { turns(c, case_semantics); }
+
+/* A comm that is not live, or no state: INVALID_ARG saying why, and the
+ * state as it was. */
+static void case_turn_bad_args(th_ctx_t *c) {
+  symheap_wait_state_t st = {5, 6, 1};
+  CHECK(symheap_comm_wait_turn(NULL, &st) == SYMHEAP_ERR_INVALID_ARG &&
+            strstr(symheap_last_error(), "symheap_comm_wait_turn"),
+        "a NULL comm: %s", symheap_last_error());
+  CHECK(st.since_ns == 5 && st.turns == 6 && st.woke == 1,
+        "a refused turn changed the state");
+  CHECK(symheap_comm_wait_turn(c->comm, NULL) == SYMHEAP_ERR_INVALID_ARG &&
+            strstr(symheap_last_error(), "state is NULL"),
+        "a NULL state: %s", symheap_last_error());
+  CHECK_OK(symheap_comm_wait_turn(c->comm, &st));
+  CHECK(st.since_ns == 5 && st.turns == 7,
+        "a turn: since %llu (was 5), turns %u (was 6)",
+        (unsigned long long)st.since_ns, (unsigned)st.turns);
+  symheap_wait_state_t fresh = {0, 0, 0};
+  CHECK_OK(symheap_comm_wait_turn(c->comm, &fresh));
+  CHECK(fresh.since_ns != 0 && fresh.turns == 1,
+        "a new wait's first turn: since %llu, turns %u",
+        (unsigned long long)fresh.since_ns, (unsigned)fresh.turns);
+}
+
 static void c_free(th_ctx_t *c) {
   if (g_win)
     CHECK_OK(symheap_free(c->comm, g_win));
@@ -234,6 +310,10 @@ static const th_case_t cases[] = {
     {"signal_wait_serves_peers", c_serves},
     {"signal_wait_idle_sleeps", c_idle},
     {"signal_wait_semantics", c_semantics},
+    {"wait_turn_serves_peers", t_serves},
+    {"wait_turn_idle_sleeps", t_idle},
+    {"wait_turn_semantics", t_semantics},
+    {"wait_turn_bad_args", case_turn_bad_args},
     {"free", c_free},
 };
 

@@ -29,7 +29,7 @@ static const struct {
     {"SMA_VERSION", "deprecated name of SHMEM_VERSION"},
     {"SMA_INFO", "deprecated name of SHMEM_INFO"},
     {"SYMHEAP_SHMEM_SPIN",
-     "pause-spins of a wait before it yields the CPU (default 64, or 16 "
+     "pause-spins of a wait before it yields the CPU (default 3000, or 16 "
      "with more PEs than CPUs); symheap-shmem's own"},
     {"SYMHEAP_SHMEM_DATA_SEGMENT",
      "0: the program's data and bss are not symmetric (default 1); "

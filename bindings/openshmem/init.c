@@ -144,12 +144,16 @@ int shmem_init_thread(int requested, int *provided) {
   /* Every routine is safe from several threads (RMA and AMOs are loads,
    * stores and atomics; the allocator has a lock), so any level is given. */
   shm__s.thread_level = requested;
-  /* Spin this many times (a pause each) before yielding: long enough that a
-   * peer that is running answers without a trip through the scheduler, short
-   * enough that a peer waiting for this core gets it soon (oversubscribed
-   * machines; with more PEs than CPUs, wait.c spins less).
-   * SYMHEAP_SHMEM_SPIN overrides it, then in both cases. */
-  shm__s.spin_before_yield = 64;
+  /* Spin this many times (a pause each, about 60 us here) before yielding:
+   * long enough that a peer that is running answers without a trip through
+   * the scheduler.  A yield on a loaded machine gives the CPU to other
+   * programs for a time slice: with 64 spins, 2-PE OSU collects and
+   * fcollects of 4 B-2 KiB took 16-10000 us (medians of 3, load ~20)
+   * against 0.6-1.4 us with 3000 (docs/perf/openshmem.md, round 7).  With
+   * more PEs than CPUs wait.c spins 16 times instead (a peer waiting for
+   * this core gets it soon).  SYMHEAP_SHMEM_SPIN overrides it, then in both
+   * cases. */
+  shm__s.spin_before_yield = SHM_SPINS_DEFAULT;
   /* Malformed variables: every PE refuses alike, before any comm. */
   if (shm__env_spin(&shm__s.spin_before_yield, &shm__s.spin_explicit) != 0 ||
       shm__env_data_segment() < 0)

@@ -15,13 +15,19 @@
 static _Thread_local size_t any_start;
 
 /* A test that fails is a turn of the caller's own wait loop: count it like
- * one, so that loops on test yield and stay bounded too. */
+ * one, so that loops on test yield and stay bounded too.  Across hosts
+ * the turn's sleep is the shortest (the core's naps grow with the time
+ * since its wait began: a test is a new wait each time, or a program that
+ * tests between stretches of work would sleep longer and longer in it). */
 static _Thread_local struct shm_spin test_spin;
 static inline int test_result(int hit) {
-  if (hit)
+  if (hit) {
     test_spin.n = 0;
-  else
+    test_spin.net = (symheap_wait_state_t){0, 0, 0};
+  } else {
+    test_spin.net.since_ns = 0;
     shm__spin(&test_spin);
+  }
   return hit;
 }
 

@@ -19,6 +19,8 @@
  * [2] a scratch word (collect sizes, a new team's slot). */
 #define SHM_SYNC_WORDS 4
 #define SHM_EAGER 16384
+/* A wait's pause-spins before it yields, with a CPU for each PE (init.c). */
+#define SHM_SPINS_DEFAULT 3000
 
 /* Lives at the start of every PE's symmetric heap, so peers reach it. */
 struct shm_ctrl {
@@ -27,7 +29,6 @@ struct shm_ctrl {
   int sleepers;        /* this PE's waits asleep in a futex (wait.c) */
   int cpu;             /* 1 + the CPU this PE's last wait began on, or 0 */
   uint64_t team_slots; /* on PE 0: which team slots are taken */
-  uint64_t never;      /* stays 0: shm__net_progress waits on it */
   long team_sync[SHM_MAX_TEAMS][SHM_SYNC_WORDS];
   /* On a group's first PE: the word its members sleep on while they wait
    * for their release flags (wait.c, shm__wait_raised), and how many do. */
@@ -116,9 +117,10 @@ struct shm_spin {
   long long next_check_ns;
   int shared_cpu; /* with more PEs than CPUs: another PE's wait began on
                      this wait's CPU (wait.c) */
+  symheap_wait_state_t net; /* across hosts: the core's wait turns */
 };
 #define SHM_SPIN_INIT                                                          \
-  { 0, 0, 0 }
+  { 0, 0, 0, {0, 0, 0} }
 void shm__spin(struct shm_spin *s);
 /* A global exit asked for, or a PE gone: end the job (every wait's turn). */
 void shm__turn_checks(struct shm_spin *s);
@@ -176,9 +178,8 @@ void shm__net_put_signal(void *dest, const void *src, size_t bytes,
                          int pe);
 void shm__net_quiet(void);
 void shm__net_fence(void);
-/* wait.c, beside the other waits: progress the network engine once;
- * wait until this PE's 8-byte symmetric word compares true with value. */
-void shm__net_progress(void);
+/* wait.c, beside the other waits: wait until this PE's 8-byte symmetric
+ * word compares true with value. */
 uint64_t shm__net_wait_word(const void *word, int cmp, uint64_t value);
 /* bytes of PE pe's copy of the symmetric src into dest (private memory):
  * a copy through the mapping, or a get (remote.c). */

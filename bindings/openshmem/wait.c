@@ -31,7 +31,7 @@
  * with a CPU for each PE, many yields (a sleeper on a loaded machine waits
  * for the scheduler to run it again when woken: 2-PE broadcasts of 128 KiB
  * took 400-650 us sleeping against 8-17 us for Open MPI's spinning PEs).
- * Across hosts, yields and then 20 us naps (net_turn). */
+ * Across hosts, the core's wait turns (net_turn). */
 #ifndef SHM_YIELDS_BEFORE_SLEEP
 #define SHM_YIELDS_BEFORE_SLEEP 2
 #endif
@@ -43,8 +43,8 @@
 #ifndef SHM_ALONE_AWAKE
 #define SHM_ALONE_AWAKE 1
 #endif
-#define SHM_NET_YIELDS 32
 #define SHM_YIELDS_UNDERSUBSCRIBED 20000
+#define SHM_NET_SPINS 64
 #define SHM_SLEEP_NS 1000000L
 
 static long long now_ns(void) {
@@ -141,24 +141,30 @@ static void sleep_on(const void *w, int seen) {
 }
 
 /* A turn of a wait on a job across hosts: the network engine may owe this
- * PE the very update it waits for, so the turns after the first spins
- * progress it, and sleep 20 us instead of in a futex (a write from another
- * host wakes no futex). */
+ * PE the very update it waits for, and a write from another host wakes no
+ * futex.  After the first spins, the core's turns (symheap_comm_wait_turn):
+ * the engine progressed, spinning while it has work, asleep on its wait
+ * descriptors while it is idle, so that another host's write wakes the
+ * wait at once and an idle wait costs no CPU.  (Before, every turn
+ * progressed the engine and napped 20 us: a write that landed during a
+ * nap waited for its end, and an idle wait woke 50000 times a second.)  A
+ * same-host PE's plain store wakes no sleep: the core's naps grow with the
+ * wait (a sixteenth of it, 20 us to 20 ms). */
 static void net_turn(struct shm_spin *s) {
   shm__turn_checks(s);
-  if (++s->n < shm__s.spin_before_yield) {
+  /* Few pauses before the engine's turns: the engine may owe this PE the
+   * update (SYMHEAP_NET_PROGRESS=none), and its turns spin as well. */
+  unsigned spins = shm__s.spin_explicit ? shm__s.spin_before_yield
+                                        : SHM_NET_SPINS;
+  if (++s->n < spins) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
     return;
   }
-  shm__net_progress();
-  if (s->n < shm__s.spin_before_yield + SHM_NET_YIELDS) {
-    sched_yield();
-  } else {
-    struct timespec ts = {0, 20000};
-    nanosleep(&ts, NULL);
-  }
+  symheap_result_t r = symheap_comm_wait_turn(shm__s.comm, &s->net);
+  if (r != SYMHEAP_SUCCESS)
+    shm__fatal("waiting: %s (%s)", symheap_strerror(r), symheap_last_error());
 }
 
 /* More PEs than CPUs: the CPUs this process may use, or, when a launcher
@@ -289,16 +295,6 @@ void shm__wake(int pe, const void *word) {
    * which refuses atomic_thread_fence, understands it. */
   if (__atomic_fetch_add(&c->sleepers, 0, __ATOMIC_SEQ_CST))
     syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-}
-
-/* A wait that never comes true, for no time: symheap_signal_wait_until
- * progresses the network engine in its loop (and gives up at once), which
- * is what a wait on a word the engine may owe us needs when no progress
- * thread runs (SYMHEAP_NET_PROGRESS=none). */
-void shm__net_progress(void) {
-  size_t off = offsetof(struct shm_ctrl, never);
-  (void)symheap_signal_wait_until(shm__s.heap_win, off, SYMHEAP_CMP_NE, 0,
-                                  NULL, 0);
 }
 
 /* Until this PE's 8-byte symmetric word compares true with value: in

@@ -87,7 +87,8 @@ shmem_env_print() {
 }
 check " shmem SHMEM_INFO lists every variable" shmem_env_print SHMEM_INFO \
   "SHMEM_SYMMETRIC_SIZE " "SHMEM_DEBUG " "SHMEM_VERSION " "SHMEM_INFO " \
-  "SMA_SYMMETRIC_SIZE " "SMA_DEBUG " "SMA_VERSION " "SMA_INFO "
+  "SMA_SYMMETRIC_SIZE " "SMA_DEBUG " "SMA_VERSION " "SMA_INFO " \
+  "yields the CPU (default 3000, or 16"
 check " shmem SHMEM_VERSION prints the version" shmem_env_print SHMEM_VERSION \
   "(OpenSHMEM 1.5)"
 check " shmem SMA_VERSION prints the version" shmem_env_print SMA_VERSION \

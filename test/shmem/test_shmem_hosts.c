@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 
 #include "shmem_check.h"
 
@@ -115,8 +117,76 @@ static void test_signal(void) {
   shc_end();
 }
 
+static long long now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static long long thread_cpu_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (long long)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+}
+
+static long thread_sleeps(void) { /* voluntary context switches */
+  struct rusage ru;
+  getrusage(RUSAGE_THREAD, &ru);
+  return ru.ru_nvcsw;
+}
+
+/* A wait on a user variable sleeps while nothing arrives and wakes for
+ * another host's put: PE 0 waits in shmem_long_wait_until while the first
+ * PE of the other host (on one host: the last PE) sleeps 200 ms, then puts
+ * its clock into the variable.  Where the net adaptor has wait descriptors
+ * (ofi, ucx), PE 0's thread ran less than 20% of the wait and went to sleep
+ * fewer than 400 times: asleep on the engine's descriptors.  Before, after
+ * its yields it progressed the engine and napped 20 us a turn (woke
+ * thousands of times in 200 ms). */
+static long idle_flag;
+static void test_idle_wait(void) {
+  shc_begin("hosts_wait_until_sleeps");
+  int other = shc_per_host() < npes ? shc_per_host() : npes - 1;
+  const char *net = getenv("SYMHEAP_NET");
+  int fds = other != 0 && !shc_same_host(0, other) && net &&
+            (strcmp(net, "ofi") == 0 || strcmp(net, "ucx") == 0);
+  idle_flag = 0;
+  shmem_barrier_all();
+  if (me == other && other != 0) {
+    struct timespec late = {0, 200 * 1000 * 1000};
+    nanosleep(&late, NULL);
+    shmem_long_p(&idle_flag, (long)now_ns(), 0);
+    shmem_quiet();
+  }
+  if (me == 0 && other != 0) {
+    long sleeps0 = thread_sleeps();
+    long long cpu0 = thread_cpu_us(), t0 = now_ns();
+    shmem_long_wait_until(&idle_flag, SHMEM_CMP_NE, 0);
+    long long t1 = now_ns(), cpu = thread_cpu_us() - cpu0;
+    long sleeps = thread_sleeps() - sleeps0;
+    long long took_us = (t1 - t0) / 1000, late_us = (t1 - idle_flag) / 1000;
+    SHC_CHECK(idle_flag > t0 && late_us >= 0,
+              "the put's clock %ld, the wait began at %lld", idle_flag, t0);
+    if (fds) {
+      SHC_CHECK(cpu * 5 < took_us,
+                "the waiting thread ran %lld us of a %lld us wait (bound "
+                "20%%)", cpu, took_us);
+      SHC_CHECK(sleeps < 400,
+                "the waiting thread went to sleep %ld times in a %lld us "
+                "wait (bound 400): it napped instead of sleeping on its "
+                "engine", sleeps, took_us);
+    }
+    printf("# hosts_wait_until_sleeps (%s): %lld us wait, %lld us CPU, %ld "
+           "sleeps, woke %lld us after the put\n",
+           fds ? "adaptor with wait fds" : "no CPU bound", took_us, cpu,
+           sleeps, late_us);
+  }
+  shmem_barrier_all();
+  shc_end();
+}
+
 int main(void) {
   static const shc_test_fn tests[] = {test_ptr, test_global_put, test_atomics,
-                                      test_signal};
+                                      test_signal, test_idle_wait};
   return shc_run(&me, &npes, tests, sizeof tests / sizeof tests[0]);
 }
