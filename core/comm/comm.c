@@ -57,6 +57,10 @@ symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn) {
   c->call_counted = 0;
   c->call_deadline_ms = symheap__now_ms() + c->timeout_ms;
   symheap__log_set_rank(c->rank);
+  /* A kernel that gave up waiting for a peer breaks the comm here. */
+  symheap_result_t dev = symheap__dstatus_check(c, fn);
+  if (dev != SYMHEAP_SUCCESS)
+    return dev;
   if (c->broken != SYMHEAP_SUCCESS)
     return symheap__error(c->broken,
                           "%s: the comm failed earlier and cannot be used for "
