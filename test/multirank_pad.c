@@ -112,6 +112,7 @@ void case_device_timeout(th_ctx_t *c) {
   CHECK_OK(symheap_malloc(sub, 4096, 0, &w));
   CHECK_OK(symheap_window_device_view(w, &v));
   CHECK_OK(symheap_comm_device_check(sub));
+  CHECK_ERR(symheap_comm_device_check(NULL), SYMHEAP_ERR_INVALID_ARG);
   if (!(v.flags & SYMHEAP_VIEW_STATUS)) { /* no host_alloc (hip) */
     CHECK(!v.status && !v.timeout_ns, "no status flag, but status %p",
           v.status);

@@ -82,6 +82,17 @@ symheap_result_t symheap__comm_allgather(symheap_comm_t c, const void *in,
   return r == SYMHEAP_SUCCESS ? r : symheap__comm_break(c, r);
 }
 
+symheap_result_t symheap__dstatus_check(symheap_comm_t c, const char *fn) {
+  if (!c->dstatus || !__atomic_load_n(&c->dstatus->done, __ATOMIC_ACQUIRE))
+    return SYMHEAP_SUCCESS;
+  if (c->broken != SYMHEAP_SUCCESS)
+    return symheap__error(c->broken,
+                          "%s: the comm failed earlier and cannot be used "
+                          "for collectives (destroy it): %s",
+                          fn, c->broken_why);
+  return symheap__comm_break(c, symheap__dstatus_error(c, fn));
+}
+
 symheap_result_t symheap__comm_break(symheap_comm_t c, symheap_result_t r) {
   c->broken = r;
   snprintf(c->broken_why, sizeof c->broken_why, "%s", symheap__error_peek());

@@ -171,12 +171,16 @@ symheap_result_t symheap__multicast_disabled_by(const char **by);
 /* Mark the comm broken by r (the thread's message says why, and is
  * logged): later collectives refuse with it.  Returns r. */
 symheap_result_t symheap__comm_break(symheap_comm_t c, symheap_result_t r);
-/* dev_status.c: the device status (symheap_device_status_t), made with the
- * pad and freed with it; check breaks the comm with SYMHEAP_ERR_TIMEOUT
- * once a kernel has recorded a wait that gave up (one host load when not). */
+/* The device status (symheap_device_status_t; dev_status.c), made with the
+ * pad and freed with it; check (comm.c) breaks the comm with
+ * SYMHEAP_ERR_TIMEOUT once a kernel has recorded a wait that gave up (one
+ * host load when not). */
 symheap_result_t symheap__dstatus_open(symheap_comm_t c);
 void symheap__dstatus_close(symheap_comm_t c);
 symheap_result_t symheap__dstatus_check(symheap_comm_t c, const char *fn);
+/* The error a recorded status says (set as the thread's message), or
+ * SUCCESS; breaks nothing (comm.c's check does). */
+symheap_result_t symheap__dstatus_error(symheap_comm_t c, const char *fn);
 /* Milliseconds left of the current call's deadline (at least 1). */
 int symheap__call_remaining_ms(symheap_comm_t c);
 /* The current call's deadline as an absolute symheap__now_ms() time. */

@@ -59,19 +59,14 @@ static const char *wait_name(uint32_t w) {
   return w < sizeof names / sizeof names[0] ? names[w] : names[0];
 }
 
-symheap_result_t symheap__dstatus_check(symheap_comm_t c, const char *fn) {
+symheap_result_t symheap__dstatus_error(symheap_comm_t c, const char *fn) {
   volatile symheap_device_status_t *s = c->dstatus;
   if (!s || !__atomic_load_n(&s->done, __ATOMIC_ACQUIRE))
     return SYMHEAP_SUCCESS;
-  if (c->broken != SYMHEAP_SUCCESS)
-    return symheap__error(c->broken,
-                          "%s: the comm failed earlier and cannot be used "
-                          "for collectives (destroy it): %s",
-                          fn, c->broken_why);
   symheap_result_t code = (symheap_result_t)s->code;
   if (code == SYMHEAP_SUCCESS)
     code = SYMHEAP_ERR_TIMEOUT;
-  (void)symheap__error(
+  return symheap__error(
       code,
       "%s: a kernel of rank %d gave up waiting for rank %d after "
       "SYMHEAP_TIMEOUT_MS (%d ms; it waited %llu ms): block %d, %s, flag "
@@ -81,5 +76,4 @@ symheap_result_t symheap__dstatus_check(symheap_comm_t c, const char *fn) {
       (unsigned long long)(s->waited_ns / 1000000u), (int)s->block,
       wait_name(s->wait), (unsigned long long)s->want,
       (unsigned long long)s->seen);
-  return symheap__comm_break(c, code);
 }
