@@ -506,6 +506,16 @@ $(BUILD)/test/test_coll_mid: test/gpu/test_coll_mid.cu \
 	  $(BUILD)/obj/test/harness.o -L$(BUILD)/lib -lsymheap_cuda -lsymheap \
 	  -Xlinker -rpath,'$$ORIGIN/../lib' -ldl -lpthread
 gpu-tests: $(BUILD)/test/test_coll_mid
+# The collectives' bounded waits: a rank that does not join (issue: no wait
+# is unbounded, kernels/symheap_device.cuh).
+$(BUILD)/test/test_coll_timeout: test/gpu/test_coll_timeout.cu \
+    test/gpu/gpu_suite.cuh $(BUILD)/obj/test/harness.o $(CUDA_LIB) \
+    $(KERNEL_DEPS)
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -Iinclude -Ikernels -Itest -o $@ $< \
+	  $(BUILD)/obj/test/harness.o -L$(BUILD)/lib -lsymheap_cuda -lsymheap \
+	  -Xlinker -rpath,'$$ORIGIN/../lib' -ldl -lpthread
+gpu-tests: $(BUILD)/test/test_coll_timeout
 endif
 
 # The net probe (bench/net_probe.h): the raw libfabric floor (linked with

@@ -446,6 +446,17 @@ symheap_result_t symheap_comm_wait_turn(symheap_comm_t comm,
  * same code from symheap_dev_proxy_quiet). */
 symheap_result_t symheap_comm_proxy_check(symheap_comm_t comm);
 
+/* Whether a kernel of this rank gave up waiting for a peer (a collective of
+ * libsymheap_cuda, symheap_dev_barrier, symheap_dev_wait_signal): kernels
+ * wait at most SYMHEAP_TIMEOUT_MS for a peer's flag, then record why in the
+ * comm's device status and return (docs/device-api.md, "Bounded waits").
+ * SUCCESS, or SYMHEAP_ERR_TIMEOUT saying which wait, peer and block; the
+ * comm is then broken (every later collective call, and
+ * symheap_window_device_view, fails the same way): destroy it.  Local,
+ * one host load: call it after synchronising the stream.  Every collective
+ * call and symheap_window_device_view check too. */
+symheap_result_t symheap_comm_device_check(symheap_comm_t comm);
+
 /* How this rank reaches peer's copy of a window. */
 #define SYMHEAP_REACH_LOAD_STORE 1 /* same host: peer_ptr, kernels, memcpy */
 #define SYMHEAP_REACH_NET 2        /* another host: the net adaptor */

@@ -45,6 +45,9 @@
 /* Ranks not in `reachable` are reached through the comm's host proxy
  * (proxy_ring): put / put_signal / signal by descriptor, docs/device-api.md. */
 #define SYMHEAP_VIEW_PROXY 0x40u
+/* status and timeout_ns are valid: kernels that wait for peers give up
+ * after timeout_ns and record why in *status (symheap_device_status_t). */
+#define SYMHEAP_VIEW_STATUS 0x80u
 
 /* Layout of each rank's part of the comm pad (bytes from its start). */
 #define SYMHEAP_PAD_COLL_OFFSET 0u /* collectives: counters and flags */
@@ -66,6 +69,13 @@
  * with an atomic add to reserve a ring entry. */
 #define SYMHEAP_PAD_PROXY_OFFSET                                               \
   (SYMHEAP_PAD_COLL_OFFSET + SYMHEAP_PAD_COLL_BYTES - 256u)
+
+/* A 32-bit word of this rank's pad that the first kernel thread to give up
+ * waiting for a peer sets to 1 (an atomic on its own device memory), so
+ * that every other waiter of this rank gives up at its next clock check
+ * instead of waiting a timeout of its own (symheap_device_status_t).  In
+ * the proxy's 256 bytes, which use only the first 8. */
+#define SYMHEAP_PAD_GAVE_UP_OFFSET (SYMHEAP_PAD_PROXY_OFFSET + 64u)
 
 /* Inside a slot: user signals (64-bit words any rank may set on any rank),
  * then the state of the device barrier (symheap_dev_barrier). */
@@ -112,8 +122,46 @@ typedef struct symheap_device_window {
    * that descriptors carry. */
   void *proxy_ring;
   uint64_t proxy_window;
-  uint64_t reserved[2]; /* room to grow without changing the size */
+  /* With SYMHEAP_VIEW_STATUS: the comm's device status (device address of
+   * host-pinned memory, symheap_device_status_t) and how long a kernel may
+   * wait for a peer (the comm's SYMHEAP_TIMEOUT_MS, in ns).  These took the
+   * last two reserved words, zero before: a reader tests the flag. */
+  void *status;
+  uint64_t timeout_ns;
 } symheap_device_window_t;
+
+/* --- Waits that give up (docs/device-api.md, "Bounded waits") ------------
+ * Every kernel wait for a peer's flag is bounded: after a view's timeout_ns
+ * the waiting thread claims the comm's status (code 0 -> the error, an
+ * atomic compare-and-swap, so the first failure is kept), fills in what it
+ * waited for, sets `done` last (release, system scope) and gives up; the
+ * kernel returns without writing results it does not have.  The host (the
+ * core) sees `done` at the comm's next call (symheap_comm_device_check, any
+ * collective call, symheap_window_device_view) and breaks the comm with
+ * SYMHEAP_ERR_TIMEOUT and a message built from these fields.  The status is
+ * host memory mapped into the device: one per comm and process. */
+#define SYMHEAP_WAIT_BARRIER 1     /* the collectives' barrier (block flags) */
+#define SYMHEAP_WAIT_LL 2          /* the LL all-reduce/reduce-scatter data */
+#define SYMHEAP_WAIT_PUSH 3        /* the push all-reduce's block flags */
+#define SYMHEAP_WAIT_LL128 4       /* the LL128 all-reduce's line flags */
+#define SYMHEAP_WAIT_BCAST_PIPE 5  /* the pipelined broadcast's progress */
+#define SYMHEAP_WAIT_A2A_READY 6   /* all-to-all: a peer entering the call */
+#define SYMHEAP_WAIT_A2A_DATA 7    /* all-to-all: a peer's data sent */
+#define SYMHEAP_WAIT_CE_FLAG 8     /* a copy-engine path's flag (kernel) */
+#define SYMHEAP_WAIT_DEV_BARRIER 9 /* symheap_dev_barrier */
+#define SYMHEAP_WAIT_DEV_SIGNAL 10 /* symheap_dev_wait_signal */
+
+typedef struct symheap_device_status {
+  uint32_t code;   /* 0, or the first failure's symheap_result_t (claimed) */
+  uint32_t wait;   /* SYMHEAP_WAIT_* */
+  int32_t peer;    /* the rank waited for (-1: not known) */
+  int32_t block;   /* blockIdx.x of the thread that gave up */
+  uint64_t want;   /* the flag value it waited for */
+  uint64_t seen;   /* what it read last */
+  uint64_t waited_ns; /* how long it waited */
+  uint32_t done;   /* 1 once the fields above are written (last, release) */
+  uint32_t pad_;
+} symheap_device_status_t;
 
 /* How a kernel reaches a peer (symheap_device_reach). */
 #define SYMHEAP_DEVICE_REACH_NONE 0       /* neither: an error to address */

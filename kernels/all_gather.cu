@@ -35,13 +35,14 @@ __global__ void __launch_bounds__(1024)
   const size_t chunk = (words + gridDim.x - 1) / gridDim.x;
   const size_t c0 = min(words, (size_t)blockIdx.x * chunk);
   const size_t c1 = min(words, c0 + chunk);
-  barrier(in);
+  if (!barrier(in))
+    return;
   for (size_t i = c0 + threadIdx.x; i < c1; i += blockDim.x) {
     W v = src[i];
     for (int k = 0; k < n; k++)
       ((W *)symheap_device_peer_ptr(&out, (rank + k) % n, mine))[i] = v;
   }
-  barrier(in);
+  (void)barrier(in); /* the kernel ends here either way */
 }
 
 cudaError_t launch_all_gather(const launch_t &a) {
@@ -70,11 +71,12 @@ __global__ void __launch_bounds__(1024)
   const size_t chunk = (words + gridDim.x - 1) / gridDim.x;
   const size_t c0 = min(words, (size_t)blockIdx.x * chunk);
   const size_t c1 = min(words, c0 + chunk);
-  barrier(in);
+  if (!barrier(in))
+    return;
   if ((const void *)src != (const void *)dst)
     for (size_t i = c0 + threadIdx.x; i < c1; i += blockDim.x)
       dst[i] = src[i];
-  barrier(in);
+  (void)barrier(in); /* the kernel ends here either way */
 }
 
 cudaError_t launch_broadcast(const launch_t &a, int root) {
@@ -108,7 +110,8 @@ __global__ void __launch_bounds__(1024)
   const W *src = (const W *)symheap_device_peer_ptr(&in, root, in_off);
   const size_t st = (size_t)gridDim.x * blockDim.x;
   size_t i = p0 + (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-  barrier(in);
+  if (!barrier(in))
+    return;
   for (; i + (UNR - 1) * st < p1; i += UNR * st) {
     W v[UNR];
 #pragma unroll
@@ -132,7 +135,7 @@ __global__ void __launch_bounds__(1024)
         ((W *)symheap_device_peer_ptr(&out, peer, out_off))[i] = v;
     }
   }
-  barrier(in);
+  (void)barrier(in); /* the kernel ends here either way */
 }
 
 cudaError_t launch_broadcast_scatter(const launch_t &a, int root,
@@ -194,7 +197,8 @@ __global__ void __launch_bounds__(1024)
   const size_t slice = (part + gridDim.x - 1) / gridDim.x;
   const size_t s0 = min(part, (size_t)blockIdx.x * slice);
   const size_t s1 = min(part, s0 + slice);
-  barrier(in);
+  if (!barrier(in))
+    return;
   const uint64_t e = *(volatile uint64_t *)(epochs(in) + blockIdx.x) << 32;
   if (rank == root) {
     const W *src = (const W *)symheap_device_local_ptr(&in, in_off);
@@ -226,15 +230,25 @@ __global__ void __launch_bounds__(1024)
     for (size_t o = s0; to && o < s1;
          o += step) { /* to == 0: 2 ranks, in place */
       k++;
-      if (threadIdx.x == 0)
-        while (symheap_dev_ld_acquire(push_flag(in, rank)) < e + k)
-          ;
-      __syncthreads();
+      int gave_up = 0;
+      if (threadIdx.x == 0) {
+        uint64_t v;
+        symheap_dev_wait_t c = {0, 0};
+        while ((v = symheap_dev_ld_acquire(push_flag(in, rank))) < e + k)
+          if (symheap_dev__wait_over(c, own_pad(in), in.timeout_ns)) {
+            symheap_dev__gave_up(c, own_pad(in), in.status,
+                                 SYMHEAP_WAIT_BCAST_PIPE, root, e + k, v);
+            gave_up = 1;
+            break;
+          }
+      }
+      if (__syncthreads_or(gave_up))
+        return; /* root is missing: forward nothing more */
       push_words<W, UNR>(own, out, out_off, to, min(words, base + o),
                          min(words, base + min(s1, o + step)), true);
     }
   }
-  barrier(in);
+  (void)barrier(in); /* the kernel ends here either way */
 }
 
 cudaError_t launch_broadcast_scatter_pipe(const launch_t &a, int root,

@@ -30,6 +30,8 @@ struct ll_args_t {
   /* 0: all-reduce (every peer is sent the same input); else reduce-scatter:
    * peer p is sent the count elements at src + p * peer_stride. */
   size_t peer_stride;
+  void *status; /* the comm's device status (view.status) */
+  uint64_t timeout_ns; /* how long a wait for a peer may last */
 };
 
 template <int DT, int OP>
@@ -89,10 +91,20 @@ __global__ void __launch_bounds__(kLLThreads) ll_one_shot(ll_args_t a) {
       } else {
         const uint4 *from =
             (const uint4 *)(mine + (size_t)s * area + (u - u0) * 16);
-        uint4 l;
-        do
-          l = ld_volatile(from);
-        while (l.y != fl || l.w != fl);
+        uint4 l = ld_volatile(from);
+        if (l.y != fl || l.w != fl) { /* not here yet: wait, bounded */
+          symheap_dev_wait_t c = {0, 0};
+          char *own = a.pad_base + (size_t)rank * a.pad_stride;
+          do {
+            if (symheap_dev__wait_over(c, own, a.timeout_ns)) {
+              /* this unit and the thread's later ones stay unwritten */
+              symheap_dev__gave_up(c, own, a.status, SYMHEAP_WAIT_LL, s, fl,
+                                   l.y);
+              return;
+            }
+            l = ld_volatile(from);
+          } while (l.y != fl || l.w != fl);
+        }
         x.w = make_uint2(l.x, l.z);
       }
       U::template accumulate<OP>(acc, x, s == 0);
@@ -108,14 +120,15 @@ __global__ void __launch_bounds__(1024)
   typedef unit<DT, 16> U;
   const size_t nunits = (count + U::E - 1) / U::E;
   char *dst = (char *)symheap_device_local_ptr(&out, out_off);
-  barrier(in);
+  if (!barrier(in))
+    return;
   for (size_t u = (size_t)blockIdx.x * blockDim.x + threadIdx.x; u < nunits;
        u += (size_t)gridDim.x * blockDim.x) {
     float acc[U::E];
     gather_reduce<DT, OP, NR>(in, in_off, u, count, aligned, acc);
     U::store(dst, u, count, aligned, U::pack(acc));
   }
-  barrier(in);
+  (void)barrier(in); /* the kernel ends here either way */
 }
 
 /* U: units each thread moves per step, all loads issued before any use. */
@@ -132,7 +145,8 @@ __global__ void __launch_bounds__(1024)
   const size_t chunk = (s1 - s0 + gridDim.x - 1) / gridDim.x;
   const size_t c0 = min(s1, s0 + (size_t)blockIdx.x * chunk);
   const size_t c1 = min(s1, c0 + chunk);
-  barrier(in);
+  if (!barrier(in))
+    return;
   for (size_t u = c0 + threadIdx.x; u < c1; u += (size_t)U * blockDim.x) {
     float acc[U][UT::E];
 #pragma unroll
@@ -151,7 +165,7 @@ __global__ void __launch_bounds__(1024)
                   count, aligned, r);
     }
   }
-  barrier(in);
+  (void)barrier(in); /* the kernel ends here either way */
 }
 
 /* --- launchers ----------------------------------------------------------- */
@@ -174,6 +188,8 @@ cudaError_t launch_ll_one_shot(const launch_t &a) {
   la.count = a.count;
   la.units_per_block = upb;
   la.peer_stride = a.peer_stride;
+  la.status = a.in.status;
+  la.timeout_ns = a.in.timeout_ns;
 #define F(D, O) launch_pdl(ll_one_shot<D, O>, blocks, kLLThreads, a.stream, la)
   SYMHEAP_DISPATCH_DT_OP(a.dtype, a.op, F)
 #undef F

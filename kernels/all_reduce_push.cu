@@ -52,6 +52,8 @@ struct push_args_t {
   size_t slot;   /* bytes of a sender's slot in a region */
   int rank;
   bool aligned; /* input and every output 16-byte aligned */
+  void *status; /* the comm's device status (view.status) */
+  uint64_t timeout_ns; /* how long a wait for a peer may last */
 };
 
 __device__ __forceinline__ char *pad_of(const push_args_t &a, int q) {
@@ -97,19 +99,29 @@ __device__ __forceinline__ uint32_t push_epoch(const push_args_t &a, int ch) {
 }
 
 /* Every thread's stores so far are sent: tell each peer's block c (v), and
- * wait until each peer's block c told this rank at least v.  Wrap-safe. */
+ * wait until each peer's block c told this rank at least v.  Wrap-safe.
+ * false (every thread) when a peer did not within the comm's timeout. */
 template <int NR>
-__device__ __forceinline__ void push_signal_wait(const push_args_t &a,
+__device__ __forceinline__ bool push_signal_wait(const push_args_t &a,
                                                  uint32_t v) {
   __syncthreads();
   const int p = (int)threadIdx.x;
+  int gave_up = 0;
   if (p < NR && p != a.rank) {
     st_release_u32(push_flag(a, p, blockIdx.x, a.rank), v);
-    while ((int32_t)(ld_acquire_u32(push_flag(a, a.rank, blockIdx.x, p)) -
+    uint32_t got;
+    symheap_dev_wait_t c = {0, 0};
+    while ((int32_t)((got = ld_acquire_u32(
+                          push_flag(a, a.rank, blockIdx.x, p))) -
                      v) < 0)
-      ;
+      if (symheap_dev__wait_over(c, pad_of(a, a.rank), a.timeout_ns)) {
+        symheap_dev__gave_up(c, pad_of(a, a.rank), a.status,
+                             SYMHEAP_WAIT_PUSH, p, v, got);
+        gave_up = 1;
+        break;
+      }
   }
-  __syncthreads();
+  return !__syncthreads_or(gave_up);
 }
 
 /* The last block to get here advances the epochs of the channels used
@@ -196,7 +208,8 @@ __global__ void __launch_bounds__(1024) one_shot_push(push_args_t a) {
         ((uint4 *)to[k])[u + T - u0] = v1;
     }
   }
-  push_signal_wait<NR>(a, 2 * e);
+  if (!push_signal_wait<NR>(a, 2 * e))
+    return; /* a peer is missing: the output stays as it was */
   /* 2. reduce, in rank order: own input and what each peer sent */
   reduce_staged<DT, OP, NR, false>(a, ch, par, sub, u0, u1);
   push_finish(a);
@@ -235,10 +248,12 @@ __global__ void __launch_bounds__(1024) two_shot_push(push_args_t a) {
       if (lo[k] + i < hi[k])
         ((uint4 *)to[k])[i] = v[k];
   }
-  push_signal_wait<NR>(a, 2 * e - 1);
+  if (!push_signal_wait<NR>(a, 2 * e - 1))
+    return; /* a peer is missing: the outputs stay as they were */
   /* 2. reduce part c of shard rank; store it into every rank's output */
   reduce_staged<DT, OP, NR, true>(a, ch, par, sub, lo[0], hi[0]);
-  push_signal_wait<NR>(a, 2 * e);
+  if (!push_signal_wait<NR>(a, 2 * e))
+    return;
   push_finish(a);
 }
 
@@ -296,6 +311,8 @@ bool push_layout(const launch_t &L, push_kind k, push_args_t *a, int *grid,
     a->slot = slot;
     a->rank = L.in.rank;
     a->aligned = L.aligned;
+    a->status = L.in.status;
+    a->timeout_ns = L.in.timeout_ns;
     *grid = (int)g;
     *threads = t;
   }
@@ -399,14 +416,15 @@ template <int DT, int NR> struct ll128_line {
  * H100, 2 ranks, a few lines in thousands of calls), as NCCL's LL128
  * loads the line again after the flag. */
 template <int DT, int OP, int NR>
-__device__ __forceinline__ void
+__device__ __forceinline__ bool
 ll128_reduce(const push_args_t &a, const uint64_t *const (&from)[NR], size_t L,
              bool on, size_t off, int pos, uint64_t flag,
              const ll128_line<DT, NR> &own) {
   typedef unit<DT, 8> U;
   const int rank = a.rank;
   bool wait;
-  do {
+  symheap_dev_wait_t c = {0, 0};
+  for (;;) {
     wait = false;
     if (pos == 7 && on) {
 #pragma unroll
@@ -417,9 +435,36 @@ ll128_reduce(const push_args_t &a, const uint64_t *const (&from)[NR], size_t L,
           wait |= fy != flag;
         }
     }
-  } while (__any_sync(0xffffffffu, wait));
+    if (!__any_sync(0xffffffffu, wait))
+      break;
+    /* The warp polls as one (uniform count), so it gives up as one: lane
+     * 0's clock decides for every lane. */
+    if ((++c.polls & SYMHEAP_DEV_SPIN_CHECK) == 0 &&
+        __shfl_sync(0xffffffffu,
+                    (int)symheap_dev__wait_check(c, pad_of(a, rank),
+                                                 a.timeout_ns),
+                    0)) {
+      if (wait) { /* which peer: one more look, out of the polling loop */
+        int late = -1;
+        uint64_t seen = flag;
+#pragma unroll
+        for (int s = 0; s < NR; s++)
+          if (s != rank) {
+            uint64_t fx, fy;
+            ld_line(from[s] + off, fx, fy);
+            if (fy != flag && late < 0) {
+              late = s;
+              seen = fy;
+            }
+          }
+        symheap_dev__gave_up(c, pad_of(a, rank), a.status, SYMHEAP_WAIT_LL128,
+                             late, flag, seen);
+      }
+      return false; /* these lines of the output stay unwritten */
+    }
+  }
   if (!on)
-    return;
+    return true;
   uint64_t x[NR], y[NR];
 #pragma unroll
   for (int s = 0; s < NR; s++) {
@@ -441,6 +486,7 @@ ll128_reduce(const push_args_t &a, const uint64_t *const (&from)[NR], size_t L,
   U::store(a.dst, w, a.count, a.aligned, U::pack(acc));
   if (pos != 7)
     U::store(a.dst, w + 1, a.count, a.aligned, U::pack(acc2));
+  return true;
 }
 
 /* Lane l of a warp handles line (l / 8) of the warp's 4 in each step and
@@ -497,17 +543,19 @@ __global__ void __launch_bounds__(1024) one_shot_ll128(push_args_t a) {
 #pragma unroll
   for (int i = 0; i < kLLKeep; i++) {
     const size_t b = b0 + i * step;
-    if (b < l1) /* warp-uniform */
-      ll128_reduce<DT, OP, NR>(a, from, b + me, b + me < l1,
-                               (b + me - l0) * 16 + 2 * pos, pos, flag,
-                               keep[i]);
+    if (b < l1 && /* warp-uniform, and so is a wait that gave up */
+        !ll128_reduce<DT, OP, NR>(a, from, b + me, b + me < l1,
+                                  (b + me - l0) * 16 + 2 * pos, pos, flag,
+                                  keep[i]))
+      return;
   }
   for (size_t b = b0 + kLLKeep * step; b < l1; b += step) {
     ll128_line<DT, NR> v;
     if (b + me < l1)
       v.load(a, b + me, pos);
-    ll128_reduce<DT, OP, NR>(a, from, b + me, b + me < l1,
-                             (b + me - l0) * 16 + 2 * pos, pos, flag, v);
+    if (!ll128_reduce<DT, OP, NR>(a, from, b + me, b + me < l1,
+                                  (b + me - l0) * 16 + 2 * pos, pos, flag, v))
+      return;
   }
 }
 

@@ -67,10 +67,20 @@ __global__ void __launch_bounds__(512)
       publish_row(in, x, t);
     symheap_dev_st_release(xword(in, t, kXReady) + rank, e);
   }
-  if (t < n)
-    while (symheap_dev_ld_acquire(xword(in, rank, kXReady) + t) < e)
-      ;
-  __syncthreads();
+  int gave_up = 0;
+  if (t < n) {
+    uint64_t v;
+    symheap_dev_wait_t c = {0, 0};
+    while ((v = symheap_dev_ld_acquire(xword(in, rank, kXReady) + t)) < e)
+      if (symheap_dev__wait_over(c, own_pad(in), in.timeout_ns)) {
+        symheap_dev__gave_up(c, own_pad(in), in.status,
+                             SYMHEAP_WAIT_A2A_READY, t, e, v);
+        gave_up = 1;
+        break;
+      }
+  }
+  if (__syncthreads_or(gave_up))
+    return; /* a peer is missing: nothing is sent */
   if (V) {
     const volatile uint64_t *m = xword(in, rank, kXMatrix);
     for (int i = t; i < n * kXRow; i += blockDim.x)
@@ -127,9 +137,16 @@ __global__ void __launch_bounds__(512)
   __threadfence_system();
   if (t < n) {
     symheap_dev_st_release(xword(in, t, kXData) + rank, e);
-    while (symheap_dev_ld_acquire(xword(in, rank, kXData) + t) < e)
-      ;
-    if (V) {
+    uint64_t v;
+    symheap_dev_wait_t c = {0, 0};
+    while ((v = symheap_dev_ld_acquire(xword(in, rank, kXData) + t)) < e)
+      if (symheap_dev__wait_over(c, own_pad(in), in.timeout_ns)) {
+        symheap_dev__gave_up(c, own_pad(in), in.status, SYMHEAP_WAIT_A2A_DATA,
+                             t, e, v);
+        gave_up = 1; /* t's receive count is not known: left as it was */
+        break;
+      }
+    if (V && !gave_up) {
       size_t off = 0;
       for (int s = 0; s < t; s++)
         off += M[s][rank];

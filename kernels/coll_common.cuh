@@ -104,17 +104,31 @@ __device__ __forceinline__ uint64_t next_epoch(const view_t &w) {
   return e;
 }
 
+/* This rank's part of the comm pad (its gave-up word: symheap_device.cuh). */
+__device__ __forceinline__ char *own_pad(const view_t &w) {
+  return (char *)symheap_device_pad_ptr(&w, w.rank, 0);
+}
+
 /* Block blockIdx.x of every rank meets here (channel = block index); writes
- * before it, local or remote, are visible to all after it. */
-__device__ __forceinline__ void barrier(const view_t &w) {
+ * before it, local or remote, are visible to all after it.  false (on every
+ * thread of the block) when a peer did not come within the comm's timeout:
+ * the kernel then returns (the comm's status says why). */
+__device__ __forceinline__ bool barrier(const view_t &w) {
   uint64_t e = next_epoch(w);
-  int p = (int)threadIdx.x;
+  int p = (int)threadIdx.x, gave_up = 0;
   if (p < w.nranks && p != w.rank) {
     symheap_dev_st_release(flag(w, p, blockIdx.x, w.rank), e);
-    while (symheap_dev_ld_acquire(flag(w, w.rank, blockIdx.x, p)) < e)
-      ;
+    uint64_t v;
+    symheap_dev_wait_t c = {0, 0};
+    while ((v = symheap_dev_ld_acquire(flag(w, w.rank, blockIdx.x, p))) < e)
+      if (symheap_dev__wait_over(c, own_pad(w), w.timeout_ns)) {
+        symheap_dev__gave_up(c, own_pad(w), w.status, SYMHEAP_WAIT_BARRIER, p,
+                             e, v);
+        gave_up = 1;
+        break;
+      }
   }
-  __syncthreads();
+  return !__syncthreads_or(gave_up);
 }
 
 /* --- element types as raw bits ------------------------------------------ */

@@ -87,14 +87,22 @@ CUresult ce_signal(const launch_t &a, size_t which, int peer) {
  * their streams can share a hardware queue, and a stream wait at its head
  * would hold back the peer's signal queued behind it.  A kernel that spins
  * has left the queue. */
-__global__ void ce_wait_kernel(uint32_t *f) {
+__global__ void ce_wait_kernel(uint32_t *f, view_t w, int peer) {
   uint32_t v;
-  do
+  symheap_dev_wait_t c = {0, 0};
+  for (;;) {
     asm volatile("ld.acquire.sys.global.u32 %0, [%1];"
                  : "=r"(v)
                  : "l"(f)
                  : "memory");
-  while (v != 1);
+    if (v == 1)
+      break;
+    if (symheap_dev__wait_over(c, own_pad(w), w.timeout_ns)) {
+      symheap_dev__gave_up(c, own_pad(w), w.status, SYMHEAP_WAIT_CE_FLAG,
+                           peer, 1, v);
+      return; /* the flag stays: the comm is broken */
+    }
+  }
   *(volatile uint32_t *)f = 0;
 }
 
@@ -102,7 +110,8 @@ __global__ void ce_wait_kernel(uint32_t *f) {
 CUresult ce_await(const launch_t &a, size_t which, int peer) {
   CUdeviceptr f = flag_addr(a, a.in.rank, which, peer);
   if (a.sharing > 1) {
-    ce_wait_kernel<<<1, 1, 0, a.stream>>>((uint32_t *)(uintptr_t)f);
+    ce_wait_kernel<<<1, 1, 0, a.stream>>>((uint32_t *)(uintptr_t)f, a.in,
+                                          peer);
     return cudaGetLastError() == cudaSuccess ? CUDA_SUCCESS
                                              : CUDA_ERROR_LAUNCH_FAILED;
   }

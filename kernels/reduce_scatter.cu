@@ -26,8 +26,8 @@ __global__ void __launch_bounds__(1024)
   const size_t c0 = min(nunits, (size_t)blockIdx.x * chunk);
   const size_t c1 = min(nunits, c0 + chunk);
   char *dst = (char *)symheap_device_local_ptr(&out, out_off);
-  if (barrier_before)
-    barrier(in);
+  if (barrier_before && !barrier(in))
+    return;
   for (size_t u = c0 + threadIdx.x; u < c1; u += (size_t)UNR * blockDim.x) {
     float acc[UNR][UT::E];
 #pragma unroll
@@ -44,7 +44,7 @@ __global__ void __launch_bounds__(1024)
     }
   }
   if (barrier_after)
-    barrier(in);
+    (void)barrier(in); /* the kernel's end either way */
 }
 
 cudaError_t launch_ll_reduce_scatter(const launch_t &a) {

@@ -12,6 +12,15 @@
  * so it can be captured in a CUDA graph and replayed.  Errors are returned
  * before anything is enqueued; symheap_last_error() says why.
  *
+ * A kernel waits at most SYMHEAP_TIMEOUT_MS for a peer (one that died, or
+ * skipped the call): it then records why and returns, leaving the output it
+ * could not compute as it was.  The stream goes on; the comm's next call
+ * (this API's calls, any collective of the comm, or
+ * symheap_comm_device_check after a stream sync) returns
+ * SYMHEAP_ERR_TIMEOUT naming the wait and the peer, and the comm is broken:
+ * destroy it (docs/device-api.md, "Bounded waits").  The copy-engine
+ * paths' stream memory waits take no timeout.
+ *
  * Between two collectives nothing more is needed; before a rank reads a
  * window with its own kernels after a peer wrote it with put, order them
  * (a collective, symheap_comm_barrier after a stream sync, or signals).

@@ -50,6 +50,82 @@ SYMHEAP_DEV uint64_t symheap_dev_add_release(uint64_t *p, uint64_t v) {
   return old;
 }
 
+/* --- bounded waits (symheap_device.h, "Waits that give up") ------------
+ * A wait polls its flag as before; only once the flag was seen not ready
+ * does it count, and every kSpinCheck + 1 polls it reads %globaltimer (the
+ * first read starts its clock) and this rank's gave-up word.  So a flag
+ * that is ready costs nothing more, and a wait costs a register increment
+ * per poll.  Over the timeout (or another thread of this rank gave up
+ * already), the thread records why and the kernel returns. */
+SYMHEAP_DEV uint64_t symheap_dev__now_ns(void) {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+#define SYMHEAP_DEV_SPIN_CHECK 1023u
+/* Used where a view carries no timeout (no SYMHEAP_VIEW_STATUS): the
+ * default SYMHEAP_TIMEOUT_MS. */
+#define SYMHEAP_DEV_DEFAULT_TIMEOUT_NS 30000000000ull
+
+/* One waiting thread's clock. */
+struct symheap_dev_wait_t {
+  uint64_t start;
+  uint32_t polls;
+};
+
+SYMHEAP_DEV uint32_t *symheap_dev__gave_up_word(char *own_pad) {
+  return (uint32_t *)(own_pad + SYMHEAP_PAD_GAVE_UP_OFFSET);
+}
+SYMHEAP_DEV uint64_t symheap_dev__timeout(uint64_t timeout_ns) {
+  return timeout_ns ? timeout_ns : SYMHEAP_DEV_DEFAULT_TIMEOUT_NS;
+}
+/* The clock check (every SYMHEAP_DEV_SPIN_CHECK + 1 polls): true when the
+ * wait must give up.  own_pad: this rank's part of the comm pad. */
+SYMHEAP_DEV bool symheap_dev__wait_check(symheap_dev_wait_t &c, char *own_pad,
+                                         uint64_t timeout_ns) {
+  if (*(volatile uint32_t *)symheap_dev__gave_up_word(own_pad))
+    return true;
+  uint64_t now = symheap_dev__now_ns();
+  if (c.start == 0) {
+    c.start = now ? now : 1;
+    return false;
+  }
+  return now - c.start > symheap_dev__timeout(timeout_ns);
+}
+/* After a poll that found the flag not ready: true when the wait must give
+ * up (one thread's wait; a warp that waits as one uses wait_check). */
+SYMHEAP_DEV bool symheap_dev__wait_over(symheap_dev_wait_t &c, char *own_pad,
+                                        uint64_t timeout_ns) {
+  return (++c.polls & SYMHEAP_DEV_SPIN_CHECK) == 0 &&
+         symheap_dev__wait_check(c, own_pad, timeout_ns);
+}
+/* The thread gives up: the first of this rank (the gave-up word) records
+ * why in the comm's status (symheap_device_status_t; `done` last, after a
+ * system fence), which the host reports as SYMHEAP_ERR_TIMEOUT.  Without a
+ * status (a view without SYMHEAP_VIEW_STATUS) the gave-up word is the only
+ * record: no printf, whose call would weigh on every collective kernel. */
+SYMHEAP_DEV void symheap_dev__gave_up(const symheap_dev_wait_t &c,
+                                      char *own_pad, void *status,
+                                      uint32_t wait, int peer, uint64_t want,
+                                      uint64_t seen) {
+  if (atomicCAS(symheap_dev__gave_up_word(own_pad), 0u, 1u) != 0u)
+    return; /* recorded already, by this rank's first to give up */
+  volatile symheap_device_status_t *s =
+      (volatile symheap_device_status_t *)status;
+  if (!s)
+    return;
+  uint64_t now = symheap_dev__now_ns();
+  s->code = SYMHEAP_ERR_TIMEOUT;
+  s->wait = wait;
+  s->peer = peer;
+  s->block = (int32_t)blockIdx.x;
+  s->want = want;
+  s->seen = seen;
+  s->waited_ns = c.start && now > c.start ? now - c.start : 0;
+  __threadfence_system();
+  s->done = 1;
+}
+
 /* --- signals (one thread) ------------------------------------------------ */
 /* Set signal `index` of `peer`'s slot to value (release). */
 SYMHEAP_DEV void symheap_dev_signal_set(const symheap_device_window_t &w,
@@ -66,13 +142,24 @@ SYMHEAP_DEV uint64_t symheap_dev_signal_add(const symheap_device_window_t &w,
 }
 /* Wait until this rank's signal `index` is at least `value` (acquire);
  * returns what it read.  Signals only grow unless the caller resets them, so
- * "at least" lets a waiter that is late see a later value and go on. */
+ * "at least" lets a waiter that is late see a later value and go on.
+ * Bounded by the view's timeout_ns (the comm's SYMHEAP_TIMEOUT_MS): a value
+ * below `value` returned means it gave up, which the comm's status records
+ * (symheap_comm_device_check); symheap_dev_wait_signal_for takes a timeout
+ * of its own and returns SYMHEAP_ERR_TIMEOUT. */
 SYMHEAP_DEV uint64_t symheap_dev_wait_signal(const symheap_device_window_t &w,
                                              unsigned index, uint64_t value) {
   const uint64_t *p = symheap_device_signal_ptr(&w, w.rank, index);
   uint64_t v;
+  symheap_dev_wait_t c = {0, 0};
+  char *own = (char *)symheap_device_pad_ptr(&w, w.rank, 0);
   while ((v = symheap_dev_ld_acquire(p)) < value)
-    ;
+    if (symheap_dev__wait_over(c, own, w.timeout_ns)) {
+      symheap_dev__gave_up(c, own, w.status, SYMHEAP_WAIT_DEV_SIGNAL,
+                           index < (unsigned)w.nranks ? (int)index : -1,
+                           value, v);
+      break;
+    }
   return v;
 }
 /* Wait for what `peer` sent with symheap_dev_put_signal(..., value). */
@@ -133,9 +220,11 @@ symheap_dev__barrier_words(const symheap_device_window_t &w, int rank) {
  * visible to all of them.  One block per channel at a time on each rank;
  * channel < SYMHEAP_BARRIER_CHANNELS; nranks <= 32.  The epochs live in the
  * pad and only grow, so the barrier needs no reset and holds across kernel
- * launches and CUDA-graph replays. */
-SYMHEAP_DEV void symheap_dev_barrier(const symheap_device_window_t &w,
-                                     unsigned channel) {
+ * launches and CUDA-graph replays.  Returns 0, or SYMHEAP_ERR_TIMEOUT on
+ * every thread when a peer did not arrive within the view's timeout_ns
+ * (the comm's status says which; the comm is broken). */
+SYMHEAP_DEV int symheap_dev_barrier(const symheap_device_window_t &w,
+                                    unsigned channel) {
   __shared__ uint64_t epoch;
   uint64_t *mine = symheap_dev__barrier_words(w, w.rank);
   __syncthreads();
@@ -144,15 +233,23 @@ SYMHEAP_DEV void symheap_dev_barrier(const symheap_device_window_t &w,
     mine[channel] = epoch;
   }
   __syncthreads();
-  int p = (int)threadIdx.x;
+  int p = (int)threadIdx.x, gave_up = 0;
   if (p < w.nranks && p != w.rank) {
     uint64_t *theirs = symheap_dev__barrier_words(w, p);
     size_t slot = SYMHEAP_BARRIER_CHANNELS + channel * (size_t)w.nranks;
     symheap_dev_st_release(theirs + slot + w.rank, epoch);
-    while (symheap_dev_ld_acquire(mine + slot + p) < epoch)
-      ;
+    uint64_t v;
+    symheap_dev_wait_t c = {0, 0};
+    char *own = (char *)symheap_device_pad_ptr(&w, w.rank, 0);
+    while ((v = symheap_dev_ld_acquire(mine + slot + p)) < epoch)
+      if (symheap_dev__wait_over(c, own, w.timeout_ns)) {
+        symheap_dev__gave_up(c, own, w.status, SYMHEAP_WAIT_DEV_BARRIER, p,
+                             epoch, v);
+        gave_up = 1;
+        break;
+      }
   }
-  __syncthreads();
+  return __syncthreads_or(gave_up) ? SYMHEAP_ERR_TIMEOUT : 0;
 }
 
 /* --- any rank: load/store where it reaches, else the host proxy -------
@@ -168,11 +265,6 @@ SYMHEAP_DEV void symheap_dev_barrier(const symheap_device_window_t &w,
  *    (SYMHEAP_TIMEOUT_MS; the ring is then unusable until the comm goes),
  *    REMOTE when the proxy has stopped (comm destroyed).  Each error is also
  *    printed once by the thread that met it. */
-SYMHEAP_DEV uint64_t symheap_dev__now_ns(void) {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 SYMHEAP_DEV int symheap_dev__proxy_err(int code, const char *what, int peer) {
   printf("symheap device: rank-%d %s (error %d)\n", peer, what, code);
   return code;

@@ -94,3 +94,63 @@ void case_slots_exhausted(th_ctx_t *c) {
   for (int i = 0; i < N; i++)
     CHECK_OK(symheap_free(c->comm, w[i]));
 }
+
+/* A kernel that gave up waiting for a peer (symheap_device.h, "Waits that
+ * give up") breaks its comm: the view carries the comm's status and
+ * timeout; once the status is written (CPU stores stand in for a kernel
+ * that timed out, as kernels cannot run here), symheap_comm_device_check,
+ * the next view and every collective call on the comm fail with
+ * SYMHEAP_ERR_TIMEOUT naming the wait, and the comm can still be
+ * destroyed.  A sub-comm, so the suite's own comm stays whole. */
+void case_device_timeout(th_ctx_t *c) {
+  symheap_comm_t sub = NULL;
+  symheap_window_t w = NULL;
+  symheap_device_window_t v;
+  CHECK_OK(symheap_comm_split(c->comm, 0, c->rank, &sub));
+  if (!sub)
+    return;
+  CHECK_OK(symheap_malloc(sub, 4096, 0, &w));
+  CHECK_OK(symheap_window_device_view(w, &v));
+  CHECK_OK(symheap_comm_device_check(sub));
+  CHECK_ERR(symheap_comm_device_check(NULL), SYMHEAP_ERR_INVALID_ARG);
+  if (!(v.flags & SYMHEAP_VIEW_STATUS)) { /* no host_alloc (hip) */
+    CHECK(!v.status && !v.timeout_ns, "no status flag, but status %p",
+          v.status);
+    CHECK_OK(symheap_free(sub, w));
+    CHECK_OK(symheap_comm_destroy(sub));
+    return;
+  }
+  symheap_comm_info_t info = SYMHEAP_COMM_INFO_INIT;
+  CHECK_OK(symheap_comm_get_info(sub, &info));
+  CHECK(v.status && v.timeout_ns == (uint64_t)info.timeout_ms * 1000000u,
+        "status %p, timeout %llu ns for %d ms", v.status,
+        (unsigned long long)v.timeout_ns, info.timeout_ms);
+  barrier(c); /* every rank has checked its clean status */
+  volatile symheap_device_status_t *s = v.status;
+  int peer = (c->rank + 1) % c->n;
+  s->code = SYMHEAP_ERR_TIMEOUT;
+  s->wait = SYMHEAP_WAIT_LL;
+  s->peer = peer;
+  s->block = 3;
+  s->want = 7;
+  s->seen = 6;
+  s->waited_ns = 2500000000ull;
+  __atomic_store_n(&s->done, 1u, __ATOMIC_RELEASE);
+  char want[64];
+  snprintf(want, sizeof want, "gave up waiting for rank %d", peer);
+  CHECK_ERR(symheap_comm_device_check(sub), SYMHEAP_ERR_TIMEOUT);
+  const char *e = symheap_last_error();
+  CHECK(strstr(e, want) && strstr(e, "LL all-reduce") &&
+            strstr(e, "block 3") && strstr(e, "destroy it"),
+        "message: %s", e);
+  symheap_device_window_t again;
+  CHECK_ERR(symheap_window_device_view(w, &again), SYMHEAP_ERR_TIMEOUT);
+  CHECK(strstr(symheap_last_error(), want), "view: %s", symheap_last_error());
+  /* Collectives refuse at once (no peer is waited for). */
+  CHECK_ERR(symheap_comm_barrier(sub), SYMHEAP_ERR_TIMEOUT);
+  CHECK(strstr(symheap_last_error(), want), "barrier: %s",
+        symheap_last_error());
+  CHECK_ERR(symheap_free(sub, w), SYMHEAP_ERR_TIMEOUT);
+  CHECK_ERR(symheap_comm_device_check(sub), SYMHEAP_ERR_TIMEOUT);
+  CHECK_OK(symheap_comm_destroy(sub)); /* takes the window with it */
+}

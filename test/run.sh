@@ -401,6 +401,10 @@ if [ -x build/test/test_gpu ]; then
     run " gpu push all-reduces procs x2" timeout 300 build/bin/symheap-run -n 2 build/test/test_coll_mid
     run " gpu push all-reduces threads x2" timeout 300 build/test/test_coll_mid --threads 2
   fi
+  if [ -x build/test/test_coll_timeout ]; then
+    run " gpu collectives, a rank missing: timeout procs x2" timeout 300 build/bin/symheap-run -n 2 build/test/test_coll_timeout
+    run " gpu collectives, a rank missing: timeout threads x2" timeout 300 build/test/test_coll_timeout --threads 2
+  fi
   if [ -x build/test/test_heap_gpu ]; then
     run " gpu heap procs x2" build/bin/symheap-run -n 2 build/test/test_heap_gpu
     run " gpu heap threads x2" build/test/test_heap_gpu --threads 2

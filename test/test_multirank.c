@@ -330,6 +330,7 @@ static const th_case_t cases[] = {
     {"window_cache", case_window_cache},
     {"signals", case_signals},
     {"slots_exhausted", case_slots_exhausted},
+    {"device_timeout_breaks_comm", case_device_timeout},
     {"split_pairs_halves_strided", case_split},
     {"split_local", case_split_local},
     {"two_hosts", case_two_hosts},

@@ -136,26 +136,49 @@ static const char *human(size_t b, char *buf) {
   return buf;
 }
 
-int main(int argc, char **argv) {
-  size_t max_size = 1u << 30;
-  const char *json = NULL;
+// The run's buffers: the window (input at [0, max_size), output at
+// [max_size, 2 max_size)), this rank's copy of it, and the stream as the
+// API takes it.
+static symheap_window_t w;
+static size_t max_size = 1u << 30;
+static char *local;
+static symheap_stream_t st;
+
+// The JSON record, "key": value pairs in the order they are put.
+struct json_t {
+  std::string js = "{";
+  void put(const std::string &k, double v) {
+    char b[128];
+    snprintf(b, sizeof b, "%s\"%s\": %.3f", js.size() > 1 ? ", " : "",
+             k.c_str(), v);
+    js += b;
+  }
+};
+
+// The arguments; *json the --json file or NULL.  false: usage said.
+static bool parse_args(int argc, char **argv, const char **json) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--max-size") == 0 && i + 1 < argc)
       max_size = strtoull(argv[++i], NULL, 0);
     else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
-      json = argv[++i];
+      *json = argv[++i];
     else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc)
       g_iters = atoi(argv[++i]);
     else {
       fprintf(stderr, "usage: symheap-run -n N symheap-bench-cuda "
                       "[--max-size BYTES] [--json FILE] [--iters N]\n");
-      return 2;
+      return false;
     }
   }
+  return true;
+}
+
+// The device, the comm, the stream and the window, filled; false: no GPU.
+static bool setup(symheap_comm_info_t *info) {
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
     fprintf(stderr, "symheap-bench-cuda: no CUDA device here\n");
-    return 2;
+    return false;
   }
   const char *lr = getenv("SYMHEAP_LOCAL_RANK");
   CU(cudaSetDevice((lr ? atoi(lr) : 0) % ndev));
@@ -165,27 +188,20 @@ int main(int argc, char **argv) {
   SH(symheap_comm_rank(comm, &rank));
   SH(symheap_comm_size(comm, &nranks));
   CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  symheap_comm_info_t info = SYMHEAP_COMM_INFO_INIT;
-  SH(symheap_comm_get_info(comm, &info));
-
+  SH(symheap_comm_get_info(comm, info));
   // in at [0, max), out at [max, 2 max); random bf16 everywhere
-  symheap_window_t w;
   SH(symheap_malloc(comm, 2 * max_size, 0, &w));
-  char *local = NULL;
   SH(symheap_window_local_ptr(w, (void **)&local));
   fill_random<<<1024, 256, 0, stream>>>((uint16_t *)local, max_size,
                                         0x1234567ull + (uint64_t)rank);
   CU(cudaGetLastError());
   CU(cudaStreamSynchronize(stream));
-  symheap_stream_t st = (symheap_stream_t)stream;
+  st = (symheap_stream_t)stream;
+  return true;
+}
 
-  std::string js = "{";
-  auto put = [&](const std::string &k, double v) {
-    char b[128];
-    snprintf(b, sizeof b, "%s\"%s\": %.3f", js.size() > 1 ? ", " : "",
-             k.c_str(), v);
-    js += b;
-  };
+// The all-reduce sweep: AUTO, one-shot, two-shot, AUTO in a graph.
+static void bench_all_reduce(const symheap_comm_info_t &info, json_t &j) {
   char hb[32];
   if (rank == 0) {
     printf("# symheap-bench-cuda: %d ranks, %s; per-op time in a launch "
@@ -225,16 +241,18 @@ int main(int argc, char **argv) {
     double bus = 2.0 * (nranks - 1) / nranks * (double)b / (t[0] * 1e-6) / 1e9;
     if (rank == 0)
       printf("%-9s %10.2f %10.2f %10.2f %10.2f %12.1f %8s\n", human(b, hb),
-             t[0], t[1], t[2], tg, bus,
-             auto_label(chosen));
-    put("allreduce_auto_us_" + std::to_string(b), t[0]);
+             t[0], t[1], t[2], tg, bus, auto_label(chosen));
+    j.put("allreduce_auto_us_" + std::to_string(b), t[0]);
     if (t[1] > 0)
-      put("allreduce_one_us_" + std::to_string(b), t[1]);
-    put("allreduce_two_us_" + std::to_string(b), t[2]);
+      j.put("allreduce_one_us_" + std::to_string(b), t[1]);
+    j.put("allreduce_two_us_" + std::to_string(b), t[2]);
     if (tg > 0)
-      put("allreduce_graph_us_" + std::to_string(b), tg);
+      j.put("allreduce_graph_us_" + std::to_string(b), tg);
   }
+}
 
+static void bench_all_gather(json_t &j) {
+  char hb[32];
   if (rank == 0)
     printf("# all-gather, bytes per rank; busbw = (n-1)/n * n*bytes / time\n"
            "%-9s %10s %12s\n",
@@ -246,12 +264,15 @@ int main(int argc, char **argv) {
     double bus = (double)(nranks - 1) * (double)b / (t * 1e-6) / 1e9;
     if (rank == 0)
       printf("%-9s %10.2f %12.1f\n", human(b, hb), t, bus);
-    put("allgather_us_" + std::to_string(b), t);
+    j.put("allgather_us_" + std::to_string(b), t);
   }
+}
 
-  // Reduce-scatter (bytes: each rank's output block), all-to-all (bytes
-  // per peer), broadcast from rank 0, all-gather by the copy engines only.
-  // busbw as nccl-tests: (n-1)/n * n*bytes / time, broadcast bytes / time.
+// Reduce-scatter (bytes: each rank's output block), all-to-all (bytes
+// per peer), broadcast from rank 0, all-gather by the copy engines only.
+// busbw as nccl-tests: (n-1)/n * n*bytes / time, broadcast bytes / time.
+static void bench_xfer(json_t &j) {
+  char hb[32];
   if (rank == 0)
     printf("# reduce-scatter bf16 sum (auto), all-to-all, broadcast, zero-SM "
            "all-gather; bytes per rank's block\n%-9s %10s %10s %10s %10s "
@@ -282,17 +303,18 @@ int main(int argc, char **argv) {
     if (rank == 0)
       printf("%-9s %10.2f %10.1f %10.2f %10.1f %10.2f %10.2f\n", human(b, hb),
              trs, f / trs, ta2a, f / ta2a, tbc, tag0);
-    put("reducescatter_us_" + std::to_string(b), trs);
-    put("alltoall_us_" + std::to_string(b), ta2a);
-    put("broadcast_us_" + std::to_string(b), tbc);
-    put("allgather_zerosm_us_" + std::to_string(b), tag0);
+    j.put("reducescatter_us_" + std::to_string(b), trs);
+    j.put("alltoall_us_" + std::to_string(b), ta2a);
+    j.put("broadcast_us_" + std::to_string(b), tbc);
+    j.put("allgather_zerosm_us_" + std::to_string(b), tag0);
   }
+}
 
-  // Peer copies through the flat VA: one peer (the next rank).
+// Peer copies through the flat VA: one peer (the next rank), by the copy
+// engines (put, get) and by SM loads and stores (*sm_w, *sm_r, GB/s).
+static void bench_peer_copy(void *buf, json_t &j, double *sm_w, double *sm_r) {
+  char hb[32];
   int peer = (rank + 1) % nranks;
-  void *buf;
-  CU(cudaMalloc(&buf, max_size));
-  CU(cudaMemcpy(buf, local, max_size, cudaMemcpyDeviceToDevice));
   double tw = time_us(
       [&] { SH(symheap_cuda_put(w, peer, max_size, buf, max_size, st)); }, 10);
   double tr =
@@ -317,71 +339,90 @@ int main(int argc, char **argv) {
       10);
   double gw = (double)max_size / (tw * 1e-6) / 1e9;
   double gr = (double)max_size / (tr * 1e-6) / 1e9;
-  double gcw = (double)max_size / (cw * 1e-6) / 1e9;
-  double gcr = (double)max_size / (cr * 1e-6) / 1e9;
+  *sm_w = (double)max_size / (cw * 1e-6) / 1e9;
+  *sm_r = (double)max_size / (cr * 1e-6) / 1e9;
   if (rank == 0)
     printf("# peer copy through the flat VA, %s, every rank to the next at "
            "once\nsymheap_cuda_put %.1f GB/s, symheap_cuda_get %.1f GB/s "
            "(copy engine)\nSM loads and stores on the same addresses: "
            "write %.1f GB/s, read %.1f GB/s\n",
-           human(max_size, hb), gw, gr, gcw, gcr);
-  put("peer_put_GBps", gw);
-  put("peer_get_GBps", gr);
+           human(max_size, hb), gw, gr, *sm_w, *sm_r);
+  j.put("peer_put_GBps", gw);
+  j.put("peer_get_GBps", gr);
+}
 
-  // Every peer at once: one copy engine stream per peer, max_size / (n-1)
-  // bytes to (from) each, all started together.
-  if (nranks > 2) {
-    std::vector<cudaStream_t> ps((size_t)nranks);
-    std::vector<cudaEvent_t> done((size_t)nranks);
-    cudaEvent_t go;
-    CU(cudaEventCreateWithFlags(&go, cudaEventDisableTiming));
-    for (int p = 0; p < nranks; p++) {
-      CU(cudaStreamCreateWithFlags(&ps[(size_t)p], cudaStreamNonBlocking));
-      CU(cudaEventCreateWithFlags(&done[(size_t)p], cudaEventDisableTiming));
-    }
-    size_t each = max_size / (size_t)(nranks - 1) / 256 * 256;
-    auto all = [&](bool wr) {
-      CU(cudaEventRecord(go, stream));
-      for (int k = 1; k < nranks; k++) {
-        int p = (rank + k) % nranks;
-        cudaStream_t q = ps[(size_t)p];
-        CU(cudaStreamWaitEvent(q, go, 0));
-        char *lb = (char *)buf + (size_t)(k - 1) * each;
-        if (wr)
-          SH(symheap_cuda_put(
-              w, p,
-              max_size + (size_t)((rank - p + nranks) % nranks - 1) * each, lb,
-              each, (symheap_stream_t)q));
-        else
-          SH(symheap_cuda_get(lb, w, p, 0, each, (symheap_stream_t)q));
-        CU(cudaEventRecord(done[(size_t)p], q));
-        CU(cudaStreamWaitEvent(stream, done[(size_t)p], 0));
-      }
-    };
-    double aw = time_us([&] { all(true); }, 10);
-    double ar = time_us([&] { all(false); }, 10);
-    double tot = (double)each * (nranks - 1);
-    if (rank == 0)
-      printf("every peer at once (%d x %zu MiB): put %.1f GB/s, get %.1f "
-             "GB/s out of / into each rank\n",
-             nranks - 1, each >> 20, tot / (aw * 1e-6) / 1e9,
-             tot / (ar * 1e-6) / 1e9);
-    put("allpeers_put_GBps", tot / (aw * 1e-6) / 1e9);
-    put("allpeers_get_GBps", tot / (ar * 1e-6) / 1e9);
-    for (int p = 0; p < nranks; p++) {
-      CU(cudaStreamSynchronize(ps[(size_t)p]));
-      CU(cudaStreamDestroy(ps[(size_t)p]));
-      CU(cudaEventDestroy(done[(size_t)p]));
-    }
-    CU(cudaEventDestroy(go));
+// Every peer at once (more than 2 ranks): one copy engine stream per peer,
+// max_size / (n-1) bytes to (from) each, all started together.
+static void bench_all_peers(void *buf, json_t &j) {
+  std::vector<cudaStream_t> ps((size_t)nranks);
+  std::vector<cudaEvent_t> done((size_t)nranks);
+  cudaEvent_t go;
+  CU(cudaEventCreateWithFlags(&go, cudaEventDisableTiming));
+  for (int p = 0; p < nranks; p++) {
+    CU(cudaStreamCreateWithFlags(&ps[(size_t)p], cudaStreamNonBlocking));
+    CU(cudaEventCreateWithFlags(&done[(size_t)p], cudaEventDisableTiming));
   }
-  put("sm_write_GBps", gcw);
-  put("sm_read_GBps", gcr);
-  js += "}\n";
+  size_t each = max_size / (size_t)(nranks - 1) / 256 * 256;
+  auto all = [&](bool wr) {
+    CU(cudaEventRecord(go, stream));
+    for (int k = 1; k < nranks; k++) {
+      int p = (rank + k) % nranks;
+      cudaStream_t q = ps[(size_t)p];
+      CU(cudaStreamWaitEvent(q, go, 0));
+      char *lb = (char *)buf + (size_t)(k - 1) * each;
+      if (wr)
+        SH(symheap_cuda_put(
+            w, p, max_size + (size_t)((rank - p + nranks) % nranks - 1) * each,
+            lb, each, (symheap_stream_t)q));
+      else
+        SH(symheap_cuda_get(lb, w, p, 0, each, (symheap_stream_t)q));
+      CU(cudaEventRecord(done[(size_t)p], q));
+      CU(cudaStreamWaitEvent(stream, done[(size_t)p], 0));
+    }
+  };
+  double aw = time_us([&] { all(true); }, 10);
+  double ar = time_us([&] { all(false); }, 10);
+  double tot = (double)each * (nranks - 1);
+  if (rank == 0)
+    printf("every peer at once (%d x %zu MiB): put %.1f GB/s, get %.1f "
+           "GB/s out of / into each rank\n",
+           nranks - 1, each >> 20, tot / (aw * 1e-6) / 1e9,
+           tot / (ar * 1e-6) / 1e9);
+  j.put("allpeers_put_GBps", tot / (aw * 1e-6) / 1e9);
+  j.put("allpeers_get_GBps", tot / (ar * 1e-6) / 1e9);
+  for (int p = 0; p < nranks; p++) {
+    CU(cudaStreamSynchronize(ps[(size_t)p]));
+    CU(cudaStreamDestroy(ps[(size_t)p]));
+    CU(cudaEventDestroy(done[(size_t)p]));
+  }
+  CU(cudaEventDestroy(go));
+}
+
+int main(int argc, char **argv) {
+  const char *json = NULL;
+  if (!parse_args(argc, argv, &json))
+    return 2;
+  symheap_comm_info_t info = SYMHEAP_COMM_INFO_INIT;
+  if (!setup(&info))
+    return 2;
+  json_t j;
+  bench_all_reduce(info, j);
+  bench_all_gather(j);
+  bench_xfer(j);
+  void *buf;
+  CU(cudaMalloc(&buf, max_size));
+  CU(cudaMemcpy(buf, local, max_size, cudaMemcpyDeviceToDevice));
+  double gcw, gcr;
+  bench_peer_copy(buf, j, &gcw, &gcr);
+  if (nranks > 2)
+    bench_all_peers(buf, j);
+  j.put("sm_write_GBps", gcw);
+  j.put("sm_read_GBps", gcr);
+  j.js += "}\n";
   if (rank == 0 && json) {
     FILE *f = fopen(json, "w");
     if (f) {
-      fputs(js.c_str(), f);
+      fputs(j.js.c_str(), f);
       fclose(f);
     }
   }

@@ -353,28 +353,33 @@ static void write_table(FILE *f, const std::vector<std::vector<result>> &all,
   }
 }
 
-int main(int argc, char **argv) {
+// --check TABLE: the table as the library reads it, rows or the faulty line.
+static int check_table(const char *path) {
+  symheap_tune_table_t t;
+  char err[800];
+  if (symheap_tune_load(path, &t, err, sizeof err) != 0) {
+    fprintf(stderr, "symheap-tune: %s\n", err);
+    return 1;
+  }
+  printf("%s: %d rows, gpu %s\n", path, t.nrows, t.gpu);
+  symheap_tune_free(&t);
+  return 0;
+}
+
+struct options {
   const char *out_path = NULL, *all_path = NULL;
   size_t maxb = (size_t)1 << 30;
-  if (argc == 3 && strcmp(argv[1], "--check") == 0) {
-    // A table as the library reads it: rows, or the faulty line.
-    symheap_tune_table_t t;
-    char err[800];
-    if (symheap_tune_load(argv[2], &t, err, sizeof err) != 0) {
-      fprintf(stderr, "symheap-tune: %s\n", err);
-      return 1;
-    }
-    printf("%s: %d rows, gpu %s\n", argv[2], t.nrows, t.gpu);
-    symheap_tune_free(&t);
-    return 0;
-  }
+};
+
+// The run's arguments (into the file's globals and *o); false: usage said.
+static bool parse_args(int argc, char **argv, options *o) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
-      out_path = argv[++i];
+      o->out_path = argv[++i];
     else if (strcmp(argv[i], "--all") == 0 && i + 1 < argc)
-      all_path = argv[++i];
+      o->all_path = argv[++i];
     else if (strcmp(argv[i], "--max-bytes") == 0 && i + 1 < argc)
-      maxb = strtoull(argv[++i], NULL, 0);
+      o->maxb = strtoull(argv[++i], NULL, 0);
     else if (strcmp(argv[i], "--graph") == 0)
       graph_mode = true;
     else if (strcmp(argv[i], "--coll") == 0 && i + 1 < argc &&
@@ -387,14 +392,15 @@ int main(int argc, char **argv) {
                       "[--all ALL.tsv] [--max-bytes N] [--graph]\n"
                       "         [--coll NAME] [--min-bytes N]\n"
                       "       symheap-tune --check TABLE\n");
-      return 2;
+      return false;
     }
   }
-  if (maxb < 8192 || (maxb & (maxb - 1))) {
-    fprintf(stderr, "symheap-tune: --max-bytes must be a power of two of at "
-                    "least 8192\n");
-    return 2;
-  }
+  return true;
+}
+
+// The device, the comm, the stream and the window (2 * maxb bytes, its
+// input half filled); *prop is this rank's GPU.
+static void setup(size_t maxb, cudaDeviceProp *prop) {
   // Every algorithm is named explicitly here: no table, no override, and
   // the flag alone picks SM or zero-SM.
   setenv("SYMHEAP_TUNING_FILE", "none", 1);
@@ -414,9 +420,7 @@ int main(int argc, char **argv) {
   CU(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   int dev;
   CU(cudaGetDevice(&dev));
-  cudaDeviceProp prop;
-  CU(cudaGetDeviceProperties(&prop, dev));
-  const char *topo = symheap_coll::tuning_topology();
+  CU(cudaGetDeviceProperties(prop, dev));
   g_half = maxb;
   SH(symheap_malloc(comm, 2 * g_half, 0, &w));
   char *local;
@@ -425,16 +429,41 @@ int main(int argc, char **argv) {
   CU(cudaGetLastError());
   CU(cudaStreamSynchronize(st));
   SH(symheap_comm_barrier(comm));
-  const size_t cap = symheap_coll::ll_capacity(nranks);
-  const bool ce = symheap_coll::ce_available();
+}
+
+// Every variant of collective c at `bytes`, timed and checked, one line
+// printed (rank 0); *wrong counts the wrong results.
+static std::vector<result> sweep_size(int c, size_t b, size_t cap, bool ce,
+                                      int *wrong) {
+  std::vector<result> rs;
+  std::string line;
+  for (const variant &v : variants(c, b, cap, ce)) {
+    clear_sample(c, b);
+    double us = time_us(v, b);
+    std::string why;
+    if (!check_sample(c, b, &why)) {
+      (*wrong)++;
+      if (rank == 0)
+        printf("WRONG %s %zu bytes %s: %s\n", symheap_tune_coll_name(c), b,
+               vname(v).c_str(), why.c_str());
+      us = -1;
+    }
+    rs.push_back(result{v, b, us});
+    char cell[96];
+    snprintf(cell, sizeof cell, " %s %.2f", vname(v).c_str(), us);
+    line += cell;
+  }
+  const result *best = best_of(rs);
   if (rank == 0)
-    printf("# symheap-tune: %d ranks, %s (sm_%d%d), topology %s, %s timing, "
-           "4 KiB to %zu MiB; LL capacity %zu bytes, copy-engine ordering "
-           "%s\n",
-           nranks, prop.name, prop.major, prop.minor, topo,
-           graph_mode ? "graph" : "eager", maxb >> 20, cap,
-           ce ? "available" : "absent");
-  std::vector<std::vector<result>> all;
+    printf("%-14s %2d %10zu best %-16s%s\n", symheap_tune_coll_name(c), nranks,
+           b, best ? vname(best->v).c_str() : "(none)", line.c_str());
+  fflush(stdout);
+  return rs;
+}
+
+// Every collective (or --coll's) at every size; returns the wrong results.
+static int sweep(size_t maxb, size_t cap, bool ce,
+                 std::vector<std::vector<result>> *all) {
   int wrong = 0;
   for (int c = 0; c < SYMHEAP_TUNE_NCOLL; c++) {
     if (only_coll >= 0 && c != only_coll)
@@ -444,72 +473,88 @@ int main(int argc, char **argv) {
                          c == SYMHEAP_TUNE_ALL_TO_ALL
                      ? maxb / (size_t)nranks
                      : maxb;
-    for (size_t b = 4096; b <= top; b *= 2) {
-      if (b < minb)
-        continue;
-      std::vector<result> rs;
-      std::string line;
-      for (const variant &v : variants(c, b, cap, ce)) {
-        clear_sample(c, b);
-        double us = time_us(v, b);
-        std::string why;
-        if (!check_sample(c, b, &why)) {
-          wrong++;
-          if (rank == 0)
-            printf("WRONG %s %zu bytes %s: %s\n", symheap_tune_coll_name(c), b,
-                   vname(v).c_str(), why.c_str());
-          us = -1;
-        }
-        rs.push_back(result{v, b, us});
-        char cell[96];
-        snprintf(cell, sizeof cell, " %s %.2f", vname(v).c_str(), us);
-        line += cell;
-      }
-      const result *best = best_of(rs);
-      if (rank == 0)
-        printf("%-14s %2d %10zu best %-16s%s\n", symheap_tune_coll_name(c),
-               nranks, b, best ? vname(best->v).c_str() : "(none)",
-               line.c_str());
-      fflush(stdout);
-      all.push_back(rs);
-    }
+    for (size_t b = 4096; b <= top; b *= 2)
+      if (b >= minb)
+        all->push_back(sweep_size(c, b, cap, ce, &wrong));
   }
-  if (rank == 0 && all_path) {
-    FILE *f = fopen(all_path, "w");
-    if (!f) {
-      perror(all_path);
-      return 1;
-    }
-    fprintf(f, "collective\tranks\ttopology\tbytes\tvariant\tus\n");
-    for (const auto &rs : all)
-      for (const result &r : rs)
-        fprintf(f, "%s\t%d\t%s\t%zu\t%s\t%.3f\n",
-                symheap_tune_coll_name(r.v.coll), nranks, topo, r.bytes,
-                vname(r.v).c_str(), r.us);
-    fclose(f);
+  return wrong;
+}
+
+// --all: every variant's time at every size.
+static int write_all(const char *path,
+                     const std::vector<std::vector<result>> &all,
+                     const char *topo) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    perror(path);
+    return 1;
   }
-  if (rank == 0 && out_path) {
-    FILE *f = fopen(out_path, "w");
-    if (!f) {
-      perror(out_path);
-      return 1;
-    }
-    write_table(f, all, prop.name, topo);
-    if (fclose(f) != 0) {
-      perror(out_path);
-      return 1;
-    }
-    // What we wrote must be a table the library takes.
-    symheap_tune_table_t t;
-    char err[800];
-    if (symheap_tune_load(out_path, &t, err, sizeof err) != 0) {
-      fprintf(stderr, "symheap-tune: the table written is refused: %s\n", err);
-      return 1;
-    }
-    printf("# wrote %s: %d rows for %s, %d ranks, %s\n", out_path, t.nrows,
-           prop.name, nranks, topo);
-    symheap_tune_free(&t);
+  fprintf(f, "collective\tranks\ttopology\tbytes\tvariant\tus\n");
+  for (const auto &rs : all)
+    for (const result &r : rs)
+      fprintf(f, "%s\t%d\t%s\t%zu\t%s\t%.3f\n",
+              symheap_tune_coll_name(r.v.coll), nranks, topo, r.bytes,
+              vname(r.v).c_str(), r.us);
+  fclose(f);
+  return 0;
+}
+
+// --out: the table, then read back as the library reads it.
+static int write_out(const char *path,
+                     const std::vector<std::vector<result>> &all,
+                     const cudaDeviceProp &prop, const char *topo) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    perror(path);
+    return 1;
   }
+  write_table(f, all, prop.name, topo);
+  if (fclose(f) != 0) {
+    perror(path);
+    return 1;
+  }
+  // What we wrote must be a table the library takes.
+  symheap_tune_table_t t;
+  char err[800];
+  if (symheap_tune_load(path, &t, err, sizeof err) != 0) {
+    fprintf(stderr, "symheap-tune: the table written is refused: %s\n", err);
+    return 1;
+  }
+  printf("# wrote %s: %d rows for %s, %d ranks, %s\n", path, t.nrows,
+         prop.name, nranks, topo);
+  symheap_tune_free(&t);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "--check") == 0)
+    return check_table(argv[2]);
+  options o;
+  if (!parse_args(argc, argv, &o))
+    return 2;
+  if (o.maxb < 8192 || (o.maxb & (o.maxb - 1))) {
+    fprintf(stderr, "symheap-tune: --max-bytes must be a power of two of at "
+                    "least 8192\n");
+    return 2;
+  }
+  cudaDeviceProp prop;
+  setup(o.maxb, &prop);
+  const char *topo = symheap_coll::tuning_topology();
+  const size_t cap = symheap_coll::ll_capacity(nranks);
+  const bool ce = symheap_coll::ce_available();
+  if (rank == 0)
+    printf("# symheap-tune: %d ranks, %s (sm_%d%d), topology %s, %s timing, "
+           "4 KiB to %zu MiB; LL capacity %zu bytes, copy-engine ordering "
+           "%s\n",
+           nranks, prop.name, prop.major, prop.minor, topo,
+           graph_mode ? "graph" : "eager", o.maxb >> 20, cap,
+           ce ? "available" : "absent");
+  std::vector<std::vector<result>> all;
+  int wrong = sweep(o.maxb, cap, ce, &all);
+  if (rank == 0 && o.all_path && write_all(o.all_path, all, topo) != 0)
+    return 1;
+  if (rank == 0 && o.out_path && write_out(o.out_path, all, prop, topo) != 0)
+    return 1;
   CU(cudaStreamSynchronize(st));
   SH(symheap_comm_barrier(comm));
   SH(symheap_free(comm, w));

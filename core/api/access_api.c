@@ -89,6 +89,12 @@ symheap_window_device_view(symheap_window_t h, symheap_device_window_t *v) {
   if (!v)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "symheap_window_device_view: view is NULL");
+  /* A kernel gave up waiting for a peer: the comm is broken, and a view
+   * for more kernels would only time out again. */
+  symheap_result_t dev =
+      symheap__dstatus_check(w->comm, "symheap_window_device_view");
+  if (dev != SYMHEAP_SUCCESS)
+    return dev;
   memset(v, 0, sizeof *v);
   v->version = SYMHEAP_DEVICE_WINDOW_VERSION;
   v->struct_size = sizeof *v;
@@ -109,6 +115,11 @@ symheap_window_device_view(symheap_window_t h, symheap_device_window_t *v) {
     v->flags |= SYMHEAP_VIEW_PAD;
     v->pad_base = c->pad->reserve + c->pad->head;
     v->pad_stride = c->pad->stride;
+  }
+  if (c->dstatus) {
+    v->flags |= SYMHEAP_VIEW_STATUS;
+    v->status = c->dstatus_dev;
+    v->timeout_ns = (uint64_t)c->timeout_ms * 1000000u;
   }
   if (w->slot >= 0) {
     __atomic_store_n(&w->view_taken, 1, __ATOMIC_RELAXED);

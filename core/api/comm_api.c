@@ -19,6 +19,13 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_rank(symheap_comm_t c,
   return SYMHEAP_SUCCESS;
 }
 
+SYMHEAP__EXPORT symheap_result_t symheap_comm_device_check(symheap_comm_t c) {
+  const char *fn = "symheap_comm_device_check";
+  if (symheap__comm_check(c, fn) != SYMHEAP_SUCCESS)
+    return SYMHEAP_ERR_INVALID_ARG;
+  return symheap__dstatus_check(c, fn);
+}
+
 SYMHEAP__EXPORT symheap_result_t symheap_comm_size(symheap_comm_t c,
                                                    int *nranks) {
   if (symheap__comm_check(c, "symheap_comm_size") != SYMHEAP_SUCCESS)

@@ -48,6 +48,7 @@ static void windows_close(symheap_comm_t c) {
 static void pad_close(symheap_comm_t c) {
   if (c->pad)
     (void)symheap__window_teardown(c, c->pad, 0);
+  symheap__dstatus_close(c);
 }
 
 typedef struct {

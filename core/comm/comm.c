@@ -57,6 +57,10 @@ symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn) {
   c->call_counted = 0;
   c->call_deadline_ms = symheap__now_ms() + c->timeout_ms;
   symheap__log_set_rank(c->rank);
+  /* A kernel that gave up waiting for a peer breaks the comm here. */
+  symheap_result_t dev = symheap__dstatus_check(c, fn);
+  if (dev != SYMHEAP_SUCCESS)
+    return dev;
   if (c->broken != SYMHEAP_SUCCESS)
     return symheap__error(c->broken,
                           "%s: the comm failed earlier and cannot be used for "
@@ -76,6 +80,17 @@ symheap_result_t symheap__comm_allgather(symheap_comm_t c, const void *in,
                                         symheap__call_remaining_ms(c));
   /* A collective that failed part way leaves the ranks out of step. */
   return r == SYMHEAP_SUCCESS ? r : symheap__comm_break(c, r);
+}
+
+symheap_result_t symheap__dstatus_check(symheap_comm_t c, const char *fn) {
+  if (!c->dstatus || !__atomic_load_n(&c->dstatus->done, __ATOMIC_ACQUIRE))
+    return SYMHEAP_SUCCESS;
+  if (c->broken != SYMHEAP_SUCCESS)
+    return symheap__error(c->broken,
+                          "%s: the comm failed earlier and cannot be used "
+                          "for collectives (destroy it): %s",
+                          fn, c->broken_why);
+  return symheap__comm_break(c, symheap__dstatus_error(c, fn));
 }
 
 symheap_result_t symheap__comm_break(symheap_comm_t c, symheap_result_t r) {

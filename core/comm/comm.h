@@ -73,6 +73,10 @@ struct symheap_comm {
   struct symheap_window *pad; /* the comm's own window, made at init */
   int pad_ready;              /* cleared on every rank: views may carry it */
   struct symheap__proxy *proxy; /* the device host proxy (api/proxy.c) */
+  /* Where this rank's kernels record a wait that gave up (dev_status.c):
+   * host-pinned, NULL where the device adaptor has no host_alloc. */
+  symheap_device_status_t *dstatus;
+  void *dstatus_dev; /* its device address, which views carry */
   /* Signal slots of the pad in use (SYMHEAP_PAD_SLOTS bits).  Windows come
    * and go in the same order on every rank, so every rank gives a window
    * the same slot without exchanging anything. */
@@ -167,6 +171,16 @@ symheap_result_t symheap__multicast_disabled_by(const char **by);
 /* Mark the comm broken by r (the thread's message says why, and is
  * logged): later collectives refuse with it.  Returns r. */
 symheap_result_t symheap__comm_break(symheap_comm_t c, symheap_result_t r);
+/* The device status (symheap_device_status_t; dev_status.c), made with the
+ * pad and freed with it; check (comm.c) breaks the comm with
+ * SYMHEAP_ERR_TIMEOUT once a kernel has recorded a wait that gave up (one
+ * host load when not). */
+symheap_result_t symheap__dstatus_open(symheap_comm_t c);
+void symheap__dstatus_close(symheap_comm_t c);
+symheap_result_t symheap__dstatus_check(symheap_comm_t c, const char *fn);
+/* The error a recorded status says (set as the thread's message), or
+ * SUCCESS; breaks nothing (comm.c's check does). */
+symheap_result_t symheap__dstatus_error(symheap_comm_t c, const char *fn);
 /* Milliseconds left of the current call's deadline (at least 1). */
 int symheap__call_remaining_ms(symheap_comm_t c);
 /* The current call's deadline as an absolute symheap__now_ms() time. */

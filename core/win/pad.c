@@ -30,6 +30,9 @@ symheap_result_t symheap__pad_create(symheap_comm_t c) {
   r = c->dev.ops.mem_zero(c->dev_ctx, w->peer[c->rank], w->size);
   if (r != SYMHEAP_SUCCESS)
     r = symheap__error_context(r, "clearing the comm's pad");
+  /* Kernels over the pad wait for peers: where they record giving up. */
+  if (r == SYMHEAP_SUCCESS)
+    r = symheap__dstatus_open(c);
   /* Nobody signals a peer whose pad is not clear yet. */
   r = symheap__agree(c, r, 0, NULL, 0, NULL);
   c->pad_ready = r == SYMHEAP_SUCCESS;
