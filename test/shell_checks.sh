@@ -623,7 +623,7 @@ check "launch errors: every rank told why, at once" launch_errors_early
 net_ofi_missing_named() {
   local out rc
   out=$(SYMHEAP_OFI_LIBRARY=libfabric-missing.so.1 build/bin/symheap-info) || true
-  grep -q "ofi .*unavailable: libfabric is not installed (Debian package libfabric1)" <<<"$out" ||
+  grep -q "ofi .*unavailable: SYMHEAP_OFI_LIBRARY=libfabric-missing.so.1 cannot be loaded: .*(libfabric itself is Debian package libfabric1)" <<<"$out" ||
     { echo "symheap-info:"; echo "$out" | sed -n '/^net adaptors/,/^$/p'; return 1; }
   out=$(SYMHEAP_OFI_LIBRARY=libfabric-missing.so.1 build/bin/symheap-conformance --net ofi 2>&1)
   rc=$?
@@ -631,6 +631,20 @@ net_ofi_missing_named() {
     { echo "kit exit $rc:"; echo "$out" | head -3; return 1; }
 }
 check "net adaptor: libfabric missing names libfabric1" net_ofi_missing_named
+
+# A library the user names (SYMHEAP_OFI_LIBRARY, SYMHEAP_UCX_LIBRARY) that
+# cannot be loaded is named first, not reported as the package missing.
+net_named_library_named() {
+  local v out
+  for v in SYMHEAP_OFI_LIBRARY SYMHEAP_UCX_LIBRARY; do
+    out=$(env "$v=/proc/version" build/bin/symheap-info 2>&1) || true
+    grep -q "unavailable: $v=/proc/version cannot be loaded: .*(.* itself is Debian package" <<<"$out" ||
+      { echo "$v=/proc/version, symheap-info:"; echo "$out" | sed -n '/^net adaptors/,/^$/p'; return 1; }
+    ! grep -q "unavailable: .*is not installed.*/proc/version" <<<"$out" ||
+      { echo "$v=/proc/version reported as not installed"; return 1; }
+  done
+}
+check "net adaptor: a named library that cannot load is named" net_named_library_named
 
 net_providers_listed() {
   build/bin/symheap-info | grep -q "^  ofi      available; providers here:\? .*tcp;ofi_rxm" ||

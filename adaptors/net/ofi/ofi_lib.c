@@ -20,17 +20,26 @@ static int loaded;
 
 static void load(void) {
   const char *lib = NULL;
-  if (ofi_svc->param_get_string("SYMHEAP_OFI_LIBRARY", &lib) !=
-          SYMHEAP_SUCCESS ||
-      !lib)
+  int named = ofi_svc->param_get_string("SYMHEAP_OFI_LIBRARY", &lib) ==
+                  SYMHEAP_SUCCESS &&
+              lib;
+  if (!named)
     lib = OFI_LIBRARY_DEFAULT;
   /* The library stays loaded: providers start threads and keep state. */
   void *dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   if (!dl) {
-    snprintf(load_why, sizeof load_why,
-             "libfabric is not installed (Debian package libfabric1): "
-             "dlopen(%s): %s",
-             lib, dlerror());
+    /* A library the user named leads with that name: "not installed"
+     * would mislead when the package is there and the path is wrong. */
+    if (named)
+      snprintf(load_why, sizeof load_why,
+               "SYMHEAP_OFI_LIBRARY=%s cannot be loaded: %s (libfabric itself "
+               "is Debian package libfabric1)",
+               lib, dlerror());
+    else
+      snprintf(load_why, sizeof load_why,
+               "libfabric is not installed (Debian package libfabric1): "
+               "dlopen(%s): %s",
+               lib, dlerror());
     return;
   }
   /* FABRIC_1.0 and later symbol versions: take the default one. */

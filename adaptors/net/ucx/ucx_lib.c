@@ -55,16 +55,25 @@ static const struct {
 
 static void load(void) {
   const char *lib = NULL;
-  if (ucx_svc->param_get_string("SYMHEAP_UCX_LIBRARY", &lib) !=
-          SYMHEAP_SUCCESS ||
-      !lib)
+  int named = ucx_svc->param_get_string("SYMHEAP_UCX_LIBRARY", &lib) ==
+                  SYMHEAP_SUCCESS &&
+              lib;
+  if (!named)
     lib = UCX_LIBRARY_DEFAULT;
   /* UCX stays loaded: it starts threads and keeps state. */
   void *dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   if (!dl) {
-    snprintf(load_why, sizeof load_why,
-             "UCX is not installed (Debian package libucx0): dlopen(%s): %s",
-             lib, dlerror());
+    /* A library the user named leads with that name: "not installed"
+     * would mislead when the package is there and the path is wrong. */
+    if (named)
+      snprintf(load_why, sizeof load_why,
+               "SYMHEAP_UCX_LIBRARY=%s cannot be loaded: %s (UCX itself is "
+               "Debian package libucx0)",
+               lib, dlerror());
+    else
+      snprintf(load_why, sizeof load_why,
+               "UCX is not installed (Debian package libucx0): dlopen(%s): %s",
+               lib, dlerror());
     return;
   }
   for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
