@@ -120,9 +120,13 @@ typedef struct symheap_host_services {
    * a vendor's nonblocking collective, as the MPI ccl polls MPI_Test) calls
    * it on every turn of that loop, so that a peer waiting on this rank's
    * net progress is served meanwhile.  Never blocks: an engine another
-   * thread is progressing is skipped.  Nonzero: the engines are busy, poll
-   * again without sleeping; 0: nothing to do (nap as before).  Any thread,
-   * with or without a comm; 0 at once when no such engine is open. */
+   * thread is progressing is skipped.  Nonzero: poll again without
+   * sleeping (an engine had work lately, another thread holds one, staged
+   * puts are pending, or an engine has no descriptor a sleep could be
+   * woken by: then it stays nonzero for the whole wait, and the caller
+   * should still yield now and then); 0: nothing to do (nap as before).
+   * Any thread, with or without a comm; 0 at once when no such engine is
+   * open. */
   int (*wait_progress)(void);
 } symheap_host_services_t;
 

@@ -125,16 +125,19 @@ typedef struct symheap_device_window {
   /* With SYMHEAP_VIEW_STATUS: the comm's device status (device address of
    * host-pinned memory, symheap_device_status_t) and how long a kernel may
    * wait for a peer (the comm's SYMHEAP_TIMEOUT_MS, in ns).  These took the
-   * last two reserved words, zero before: a reader tests the flag. */
+   * last two reserved words, zero in older views, which the kernels rely
+   * on: timeout_ns 0 means the default 30 s and status NULL records
+   * nothing (docs/device-api.md, "Without a status"). */
   void *status;
   uint64_t timeout_ns;
 } symheap_device_window_t;
 
 /* --- Waits that give up (docs/device-api.md, "Bounded waits") ------------
  * Every kernel wait for a peer's flag is bounded: after a view's timeout_ns
- * the waiting thread claims the comm's status (code 0 -> the error, an
- * atomic compare-and-swap, so the first failure is kept), fills in what it
- * waited for, sets `done` last (release, system scope) and gives up; the
+ * the waiting thread claims this rank's gave-up word in the pad
+ * (SYMHEAP_PAD_GAVE_UP_OFFSET, an atomic compare-and-swap, so only the
+ * first failure is recorded), writes the comm's status (the error, what it
+ * waited for), sets `done` last (release, system scope) and gives up; the
  * kernel returns without writing results it does not have.  The host (the
  * core) sees `done` at the comm's next call (symheap_comm_device_check, any
  * collective call, symheap_window_device_view) and breaks the comm with

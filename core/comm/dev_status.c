@@ -17,8 +17,9 @@ symheap_result_t symheap__dstatus_open(symheap_comm_t c) {
   const symheap_device_ops *d = &c->dev.ops;
   void *host = NULL, *dev = NULL;
   if (!d->host_alloc) {
-    SYMHEAP_INFO("device adaptor '%s' has no host_alloc: kernels that give "
-                 "up waiting for a peer can only print why",
+    SYMHEAP_INFO("device adaptor '%s' has no host_alloc: a kernel that gives "
+                 "up waiting for a peer records why only in the pad, which "
+                 "no call reads (docs/device-api.md, \"Without a status\")",
                  d->name);
     return SYMHEAP_SUCCESS;
   }

@@ -65,12 +65,12 @@ void ucx_close(void *ctx) {
     SYMHEAP_KEEP_ERROR(c->svc, (void)ucx_quiet(c, 1000));
   /* A peer that failed (or closed first, at a comm's destroy) is closed
    * like the others, and the worker destroyed.  Only requests given up on
-   * keep it: UCX 1.13 asserts closing that peer's endpoint
-   * (refcounts.create) and aborts in ucp_worker_destroy while one is
-   * outstanding (the kit's
-   * net_timeout, a quiet that timed out on a stopped peer).  Then the
-   * worker, the context and this context's memory (requests in flight
-   * point into its arena) are left to the process's exit; nothing
+   * keep it: then UCX 1.13 asserts closing a failed endpoint
+   * (refcounts.create; seen in the kit's net_timeout, a quiet that timed
+   * out on a stopped peer that later died) and aborts in
+   * ucp_worker_destroy, so the live endpoints are closed, the failed ones
+   * and the worker, the context and this context's memory (requests in
+   * flight point into its arena) are left to the process's exit; nothing
    * progresses the worker again, so nothing of it runs. */
   if (c->abandoned || c->pending != 0) {
     close_eps(c, 0);
