@@ -421,8 +421,8 @@ symheap_result_t symheap_signal_wait_until(symheap_window_t win, size_t offset,
 /* A wait on a condition of the caller's own (a 1-, 2- or 4-byte word,
  * several words, a lock it retries), with the turns
  * symheap_signal_wait_until takes.  The caller zeroes a
- * symheap_wait_state_t, then loops: while its condition is false, one
- * symheap_comm_wait_turn.  A turn progresses the net adaptors; while they
+ * symheap_wait_state_t (= {0}), then loops: while its condition is
+ * false, one symheap_comm_wait_turn.  A turn progresses the net adaptors; while they
  * have work it returns at once (spinning, the CPU yielded now and then);
  * once they are idle it sleeps on their wait descriptors (a peer's
  * operation wakes it), after a first short spin (and, where no descriptor
@@ -435,6 +435,7 @@ typedef struct {
   uint64_t since_ns; /* 0: a new wait (the first turn sets it) */
   uint32_t turns;    /* turns taken */
   int32_t woke;      /* the last sleep ended on an engine's descriptor */
+  uint64_t reserved[2]; /* zero: room to grow without changing the size */
 } symheap_wait_state_t;
 symheap_result_t symheap_comm_wait_turn(symheap_comm_t comm,
                                         symheap_wait_state_t *state);

@@ -164,6 +164,7 @@ typedef struct symheap_device_status {
   uint64_t waited_ns; /* how long it waited */
   uint32_t done;   /* 1 once the fields above are written (last, release) */
   uint32_t pad_;
+  uint64_t reserved[4]; /* zero: room to grow without changing the size */
 } symheap_device_status_t;
 
 /* How a kernel reaches a peer (symheap_device_reach). */

@@ -77,7 +77,7 @@ static symheap_result_t await(th_ctx_t *c, size_t off, symheap_cmp_t cmp,
   if (r != SYMHEAP_SUCCESS)
     return r;
   const uint32_t *w = (const uint32_t *)(void *)((char *)mine + off);
-  symheap_wait_state_t st = {0, 0, 0};
+  symheap_wait_state_t st = {0};
   int64_t t0 = now_ms();
   uint32_t v;
   while (!cmp_ok(v = __atomic_load_n(w, __ATOMIC_ACQUIRE), cmp,
@@ -280,7 +280,7 @@ static void t_semantics(th_ctx_t *c) { turns(c, case_semantics); }
 /* A comm that is not live, or no state: INVALID_ARG saying why, and the
  * state as it was. */
 static void case_turn_bad_args(th_ctx_t *c) {
-  symheap_wait_state_t st = {5, 6, 1};
+  symheap_wait_state_t st = {.since_ns = 5, .turns = 6, .woke = 1};
   CHECK(symheap_comm_wait_turn(NULL, &st) == SYMHEAP_ERR_INVALID_ARG &&
             strstr(symheap_last_error(), "symheap_comm_wait_turn"),
         "a NULL comm: %s", symheap_last_error());
@@ -293,7 +293,7 @@ static void case_turn_bad_args(th_ctx_t *c) {
   CHECK(st.since_ns == 5 && st.turns == 7,
         "a turn: since %llu (was 5), turns %u (was 6)",
         (unsigned long long)st.since_ns, (unsigned)st.turns);
-  symheap_wait_state_t fresh = {0, 0, 0};
+  symheap_wait_state_t fresh = {0};
   CHECK_OK(symheap_comm_wait_turn(c->comm, &fresh));
   CHECK(fresh.since_ns != 0 && fresh.turns == 1,
         "a new wait's first turn: since %llu, turns %u",

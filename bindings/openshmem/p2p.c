@@ -23,7 +23,7 @@ static _Thread_local struct shm_spin test_spin;
 static inline int test_result(int hit) {
   if (hit) {
     test_spin.n = 0;
-    test_spin.net = (symheap_wait_state_t){0, 0, 0};
+    test_spin.net = (symheap_wait_state_t){0};
   } else {
     test_spin.net.since_ns = 0;
     shm__spin(&test_spin);

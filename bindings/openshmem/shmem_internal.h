@@ -120,7 +120,7 @@ struct shm_spin {
   symheap_wait_state_t net; /* across hosts: the core's wait turns */
 };
 #define SHM_SPIN_INIT                                                          \
-  { 0, 0, 0, {0, 0, 0} }
+  { 0, 0, 0, {0} }
 void shm__spin(struct shm_spin *s);
 /* A global exit asked for, or a PE gone: end the job (every wait's turn). */
 void shm__turn_checks(struct shm_spin *s);
