@@ -39,6 +39,14 @@ int symheap__call_remaining_ms(symheap_comm_t c) {
   return left < 1 ? 1 : left > INT32_MAX ? INT32_MAX : (int)left;
 }
 
+/* The error of every collective entry once the comm broke. */
+static symheap_result_t broken_error(symheap_comm_t c, const char *fn) {
+  return symheap__error(c->broken,
+                        "%s: the comm failed earlier and cannot be used for "
+                        "collectives (destroy it): %s",
+                        fn, c->broken_why);
+}
+
 symheap_result_t symheap__comm_enter_local(symheap_comm_t c, const char *fn) {
   if (symheap__in_forked_child(c))
     return forked(c, fn);
@@ -62,10 +70,7 @@ symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn) {
   if (dev != SYMHEAP_SUCCESS)
     return dev;
   if (c->broken != SYMHEAP_SUCCESS)
-    return symheap__error(c->broken,
-                          "%s: the comm failed earlier and cannot be used for "
-                          "collectives (destroy it): %s",
-                          fn, c->broken_why);
+    return broken_error(c, fn);
   return SYMHEAP_SUCCESS;
 }
 
@@ -86,10 +91,7 @@ symheap_result_t symheap__dstatus_check(symheap_comm_t c, const char *fn) {
   if (!c->dstatus || !__atomic_load_n(&c->dstatus->done, __ATOMIC_ACQUIRE))
     return SYMHEAP_SUCCESS;
   if (c->broken != SYMHEAP_SUCCESS)
-    return symheap__error(c->broken,
-                          "%s: the comm failed earlier and cannot be used "
-                          "for collectives (destroy it): %s",
-                          fn, c->broken_why);
+    return broken_error(c, fn);
   return symheap__comm_break(c, symheap__dstatus_error(c, fn));
 }
 
