@@ -9,6 +9,26 @@
 
 #include "ucx.h"
 
+/* The context's lists of registrations and imported keys (what close
+ * releases): doubly linked through prev/next, newest first. */
+#define LIST_PUSH(head, n)                                                     \
+  do {                                                                         \
+    (n)->prev = NULL;                                                          \
+    (n)->next = (head);                                                        \
+    if (head)                                                                  \
+      (head)->prev = (n);                                                      \
+    (head) = (n);                                                              \
+  } while (0)
+#define LIST_UNLINK(head, n)                                                   \
+  do {                                                                         \
+    if ((n)->prev)                                                             \
+      (n)->prev->next = (n)->next;                                             \
+    else                                                                       \
+      (head) = (n)->next;                                                      \
+    if ((n)->next)                                                             \
+      (n)->next->prev = (n)->prev;                                             \
+  } while (0)
+
 /* Pack memh's rkey behind the header, or say why it does not fit. */
 static symheap_result_t pack_key(ucx_ctx_t *c, ucx_mr_t *m, void *key,
                                  size_t *key_len) {
@@ -71,27 +91,15 @@ symheap_result_t ucx_mem_register(void *ctx, void *ptr, size_t size,
     free(m);
     return r;
   }
-  m->next = c->mrs;
-  if (c->mrs)
-    c->mrs->prev = m;
-  c->mrs = m;
+  LIST_PUSH(c->mrs, m);
   *mr = m;
   return SYMHEAP_SUCCESS;
-}
-
-static void unlink_mr(ucx_ctx_t *c, ucx_mr_t *m) {
-  if (m->prev)
-    m->prev->next = m->next;
-  else
-    c->mrs = m->next;
-  if (m->next)
-    m->next->prev = m->prev;
 }
 
 void ucx_unmap_all(ucx_ctx_t *c) {
   while (c->mrs) {
     ucx_mr_t *m = c->mrs;
-    unlink_mr(c, m);
+    LIST_UNLINK(c->mrs, m);
     (void)ucx_api.mem_unmap(c->context, m->memh);
     free(m);
   }
@@ -102,7 +110,7 @@ symheap_result_t ucx_mem_deregister(void *ctx, void *mr) {
   ucx_mr_t *m = mr;
   if (!m)
     return c->svc->error(SYMHEAP_ERR_INVALID_ARG, "ucx: deregister of NULL");
-  unlink_mr(c, m);
+  LIST_UNLINK(c->mrs, m);
   ucs_status_t st = ucx_api.mem_unmap(c->context, m->memh);
   free(m);
   return st == UCS_OK ? SYMHEAP_SUCCESS
@@ -138,28 +146,17 @@ symheap_result_t ucx_rkey_import(void *ctx, int peer, const void *key,
   k->base = h.base;
   k->size = h.size;
   k->peer = peer;
-  k->next = c->rkeys;
-  if (c->rkeys)
-    c->rkeys->prev = k;
-  c->rkeys = k;
+  LIST_PUSH(c->rkeys, k);
   *rkey = k;
   return SYMHEAP_SUCCESS;
 }
 
-static void unlink_rkey(ucx_ctx_t *c, ucx_rkey_t *k) {
-  if (k->prev)
-    k->prev->next = k->next;
-  else
-    c->rkeys = k->next;
-  if (k->next)
-    k->next->prev = k->prev;
-}
-
 void ucx_rkey_release(void *ctx, void *rkey) {
+  ucx_ctx_t *c = ctx;
   ucx_rkey_t *k = rkey;
   if (!k)
     return;
-  unlink_rkey(ctx, k);
+  LIST_UNLINK(c->rkeys, k);
   ucx_api.rkey_destroy(k->rkey);
   free(k);
 }
