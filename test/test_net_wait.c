@@ -28,6 +28,7 @@ static symheap_window_t g_win;
 #define SIG_BUSY 0 /* the words the cases wait on */
 #define SIG_IDLE 8
 #define SIG_STORE 16
+#define SIG_WAKE 24 /* the woken_sleeps_again case's puts */
 #define DATA_AT 4096
 /* The wait_turn_ cases use words of their own, this far past the others. */
 #define TURN_BASE 64
@@ -205,6 +206,60 @@ static void case_idle_sleeps(th_ctx_t *c) {
   CHECK_OK(symheap_comm_barrier(c->comm));
 }
 
+/* A wait its engine's fds woke (a peer's operation on this rank) spins a
+ * while, serving the burst that may follow, then sleeps again: rank 0
+ * waits 300 ms on a word nobody writes while rank t of the other host puts
+ * into another of rank 0's words five times, 10 ms apart, from 50 ms on;
+ * the waiting thread ran less than 20% of the wait.  Before, a wakeup's
+ * news stayed with the wait (no turn that did not sleep cleared it), so
+ * its spell of spinning began anew each turn and it spun from the first
+ * put to its end: 250 ms of CPU here, and in a 4-PE OpenSHMEM job across
+ * two namespaces 100-190 ms of a 200 ms wait_until in 3 of 8 loaded runs
+ * (a barrier's arrival from the other host had woken it). */
+static void case_woken_sleeps_again(th_ctx_t *c) {
+  int t = other_host_rank(c);
+  if (t < 0 || !g_fds) {
+    if (c->rank == 0)
+      printf("SKIP %s/%s_woken_sleeps_again: %s\n", tag,
+             g_turns ? "wait_turn" : "signal_wait",
+             t < 0 ? "one host: no net adaptor" : "the adaptor has no wait fds");
+    return;
+  }
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  settle();
+  if (c->rank == t) {
+    struct timespec gap = {0, 50 * 1000 * 1000};
+    for (uint64_t i = 1; i <= 5; i++) {
+      nanosleep(&gap, NULL);
+      gap.tv_nsec = 10 * 1000 * 1000;
+      CHECK_OK(symheap_put(g_win, 0, g_base + SIG_WAKE, &i, 8));
+      CHECK_OK(symheap_quiet(c->comm));
+    }
+  }
+  if (c->rank == 0) {
+    int64_t cpu0 = thread_cpu_us(), t0 = now_ms();
+    symheap_result_t r =
+        await(c, g_base + SIG_IDLE, SYMHEAP_CMP_EQ, 7, NULL, 300);
+    int64_t cpu = thread_cpu_us() - cpu0, took = now_ms() - t0;
+    void *mine = NULL;
+    CHECK_OK(symheap_window_local_ptr(g_win, &mine));
+    uint64_t puts = mine ? *(volatile uint64_t *)(void *)((char *)mine +
+                                                          g_base + SIG_WAKE)
+                         : 0;
+    CHECK(r == SYMHEAP_ERR_TIMEOUT && puts == 5,
+          "a 300 ms wait -> %s, %llu of 5 puts landed meanwhile",
+          symheap_strerror(r), (unsigned long long)puts);
+    int tool = getenv("SYMHEAP_TEST_UNDER_TOOL") != NULL;
+    CHECK(tool || cpu * 5 < took * 1000,
+          "the waiting thread ran %lld us of a %lld ms wait woken by 5 puts "
+          "(bound 20%%): it spun on after its engine's work was done",
+          (long long)cpu, (long long)took);
+    printf("# %s: 300 ms wait woken by 5 puts: %lld us CPU\n", tag,
+           (long long)cpu);
+  }
+  CHECK_OK(symheap_comm_barrier(c->comm));
+}
+
 /* The signal's semantics stay: the data of a put_signal from the other
  * host (or a same-host peer) is there when the wait returns, and a word
  * written by a plain put (nothing wakes a sleep for it) is still seen,
@@ -265,7 +320,8 @@ static void when_window(th_ctx_t *c, void (*fn)(th_ctx_t *c)) {
 static void c_serves(th_ctx_t *c) { when_window(c, case_serves_peers); }
 static void c_idle(th_ctx_t *c) { when_window(c, case_idle_sleeps); }
 static void c_semantics(th_ctx_t *c) { when_window(c, case_semantics); }
-/* The same three as loops of symheap_comm_wait_turn. */
+static void c_woken(th_ctx_t *c) { when_window(c, case_woken_sleeps_again); }
+/* The same cases as loops of symheap_comm_wait_turn. */
 static void turns(th_ctx_t *c, void (*fn)(th_ctx_t *c)) {
   g_turns = 1;
   g_base = TURN_BASE;
@@ -276,6 +332,7 @@ static void turns(th_ctx_t *c, void (*fn)(th_ctx_t *c)) {
 static void t_serves(th_ctx_t *c) { turns(c, case_serves_peers); }
 static void t_idle(th_ctx_t *c) { turns(c, case_idle_sleeps); }
 static void t_semantics(th_ctx_t *c) { turns(c, case_semantics); }
+static void t_woken(th_ctx_t *c) { turns(c, case_woken_sleeps_again); }
 
 /* A comm that is not live, or no state: INVALID_ARG saying why, and the
  * state as it was. */
@@ -310,9 +367,11 @@ static const th_case_t cases[] = {
     {"signal_wait_serves_peers", c_serves},
     {"signal_wait_idle_sleeps", c_idle},
     {"signal_wait_semantics", c_semantics},
+    {"signal_wait_woken_sleeps_again", c_woken},
     {"wait_turn_serves_peers", t_serves},
     {"wait_turn_idle_sleeps", t_idle},
     {"wait_turn_semantics", t_semantics},
+    {"wait_turn_woken_sleeps_again", t_woken},
     {"wait_turn_bad_args", case_turn_bad_args},
     {"free", c_free},
 };

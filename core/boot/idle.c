@@ -27,6 +27,11 @@ int symheap__idle_turn(symheap__idle_t *io) {
       __atomic_load_n(&g_idle_hook, __ATOMIC_ACQUIRE);
   io->nfds = 0;
   int spin = hook && hook(io);
+  /* The hook has taken the news of the last sleep's wakeup: a turn that
+   * does not sleep again must not bring it again (it kept a wait spinning
+   * to its end after one wakeup: the hook's spell of spinning after work
+   * began anew each turn). */
+  io->woke = 0;
   if (io->nfds < 0)
     io->nfds = 0;
   if (io->nfds > SYMHEAP__IDLE_FDS)

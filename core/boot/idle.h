@@ -19,7 +19,7 @@
 #define SYMHEAP__IDLE_FDS 8
 #define SYMHEAP__IDLE_SLEEP_MS 20
 typedef struct {
-  int woke;                   /* in: its last sleep ended on one of fds */
+  int woke; /* in: its last sleep ended on one of fds (each turn clears it) */
   int nfds;                   /* out: how many of fds to poll */
   int fds[SYMHEAP__IDLE_FDS]; /* out: readable when the hook has work */
 } symheap__idle_t;
