@@ -181,6 +181,29 @@ shmem_run_binds() {
 }
 check " symheap-run binds ranks to CPUs (--bind none)" shmem_run_binds
 
+# Every name OpenSHMEM 1.5 defines, deprecated ones included, from C11 (the
+# generics with and without a context too), C99 and C++, each routine
+# linked from the library (no inline paths: each must be exported), run at
+# 2 PEs and alone (test/shmem/shmem_names.c, lists written from the
+# specification).  A missing name fails the build: FAIL names it.
+shmem_names() { # VARIANT COMPILER FLAGS...
+  local v=$1 cc=$2 out=build/test/shmem/shmem_names_$1 err
+  shift 2
+  if ! err=$("$cc" -Wall -Wextra -Werror "$@" test/shmem/shmem_names.c -o "$out" 2>&1); then
+    echo "FAIL shmem_names_build_$v $(grep -m3 -E "error|undefined reference" <<<"$err" | tr '\n' ' ')"
+    return 1
+  fi
+  build/bin/symheap-run -n 2 "$out" && "$out"
+}
+run " shmem every 1.5 name, C11 procs x2" shmem_names c11 build/bin/symheap-oshcc \
+  -std=c11 -pedantic -DSYMHEAP_SHMEM_NO_INLINE
+run " shmem every 1.5 name, C11 inline paths" shmem_names c11_inline build/bin/symheap-oshcc -std=c11
+run " shmem every 1.5 name, C99" shmem_names c99 build/bin/symheap-oshcc -std=c99 -pedantic
+if command -v "${CXX:-c++}" >/dev/null; then
+  run " shmem every 1.5 name, C++" shmem_names cxx build/bin/symheap-oshc++ -x c++ \
+    -DSYMHEAP_SHMEM_NO_INLINE
+fi
+
 # The compiler wrapper as a user's build meets it (test/shmem/oshcc_check.sh).
 # shellcheck source=test/shmem/oshcc_check.sh
 . test/shmem/oshcc_check.sh
