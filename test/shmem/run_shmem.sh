@@ -85,10 +85,39 @@ shmem_env_print() {
     [ "$(grep -c -- "$w" <<<"$out")" -eq 1 ] || { echo "want \"$w\" once"; return 1; }
   done
 }
-check " shmem SHMEM_INFO lists every variable" shmem_env_print SHMEM_INFO \
-  "SHMEM_SYMMETRIC_SIZE " "SHMEM_DEBUG " "SHMEM_VERSION " "SHMEM_INFO " \
-  "SMA_SYMMETRIC_SIZE " "SMA_DEBUG " "SMA_VERSION " "SMA_INFO " \
-  "yields the CPU (default 3000, or 16"
+# The names SHMEM_INFO must list, from the code rather than from its help
+# text (which is what the check compared before, so a variable read with no
+# help line passed): every whole string literal in bindings/openshmem that
+# names a variable (shm__getenv's SHMEM_ names, getenv's, init.c's table
+# of launchers' variables), the SMA_ name of each SHMEM_ one (shm__getenv
+# builds it), and every variable of symheap's core table.
+shmem_info_expected() {
+  {
+    grep -ohE '"[A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9]"' bindings/openshmem/*.c |
+      tr -d '"' | sed -n 'p; s/^SHMEM_/SMA_/p'
+    grep -ohE '^ *\{"[A-Z][A-Z0-9_]*", SYMHEAP_CFG_' core/base/config.c |
+      sed -E 's/^ *\{"([A-Z0-9_]+)".*/\1/'
+    printf '%s\n' SHMEM_SYMMETRIC_SIZE SHMEM_DEBUG SHMEM_VERSION SHMEM_INFO \
+      SMA_SYMMETRIC_SIZE SMA_DEBUG SMA_VERSION SMA_INFO
+  } | sort -u
+}
+# SHMEM_INFO (or SMA_INFO): PE 0 prints each expected name once, as the
+# first word of an indented line with some help after it.
+shmem_info_lists() {
+  local out names v rc=0
+  out=$(env "$1=1" build/bin/symheap-run -n 2 build/test/shmem/test_shmem_zero) || return 1
+  echo "$out"
+  names=$(shmem_info_expected)
+  [ "$(wc -l <<<"$names")" -ge 30 ] || { echo "only $(wc -l <<<"$names") names found"; return 1; }
+  for v in $names; do
+    [ "$(awk -v v="$v" '/^  [A-Z]/ && $1 == v && NF > 1' <<<"$out" | wc -l)" -eq 1 ] ||
+      { echo "$1: $v is read by the code, not listed once with help"; rc=1; }
+  done
+  grep -q "yields the CPU (default 3000, or 16" <<<"$out" || { echo "no SYMHEAP_SHMEM_SPIN help"; rc=1; }
+  return $rc
+}
+check " shmem SHMEM_INFO lists every variable the code reads" shmem_info_lists SHMEM_INFO
+check " shmem SMA_INFO lists every variable the code reads" shmem_info_lists SMA_INFO
 check " shmem SHMEM_VERSION prints the version" shmem_env_print SHMEM_VERSION \
   "(OpenSHMEM 1.5)"
 check " shmem SMA_VERSION prints the version" shmem_env_print SMA_VERSION \
