@@ -118,6 +118,16 @@ shmem_info_lists() {
 }
 check " shmem SHMEM_INFO lists every variable the code reads" shmem_info_lists SHMEM_INFO
 check " shmem SMA_INFO lists every variable the code reads" shmem_info_lists SMA_INFO
+# symheap-info -e (hence docs/env.md) gives the spin count's default the
+# library uses (SHM_SPINS_DEFAULT; it said 64 after round 7 made it 3000).
+shmem_spin_default_documented() {
+  local want got
+  want=$(sed -n 's/^#define SHM_SPINS_DEFAULT \([0-9]*\).*/\1/p' bindings/openshmem/shmem_internal.h)
+  got=$(build/bin/symheap-info -e | awk '$1 == "SYMHEAP_SHMEM_SPIN" {f = 1} f && $1 == "default:" {print $2; exit}')
+  echo "SHM_SPINS_DEFAULT $want, symheap-info -e: $got"
+  [ -n "$want" ] && [ "$want" = "$got" ] && grep -q "SYMHEAP_SHMEM_SPIN\` | openshmem binding | $want |" docs/env.md
+}
+check " shmem SYMHEAP_SHMEM_SPIN's default documented" shmem_spin_default_documented
 check " shmem SHMEM_VERSION prints the version" shmem_env_print SHMEM_VERSION \
   "(OpenSHMEM 1.5)"
 check " shmem SMA_VERSION prints the version" shmem_env_print SMA_VERSION \
