@@ -248,6 +248,7 @@ fi
 . test/shmem/oshcc_check.sh
 check " shmem oshcc with CC=symheap-oshcc (no recursion)" oshcc_no_recursion
 check " shmem oshcc --help and --showme" oshcc_help_showme
+check " shmem oshcc linked from elsewhere, a copy as CC, options anywhere, -v" oshcc_edge_cases
 if have_tool autoconf; then
   check " shmem oshcc as CC of ./configure" oshcc_autotools
 else
@@ -255,6 +256,9 @@ else
 fi
 if have_tool cmake; then
   check " shmem oshcc as CMAKE_C_COMPILER" oshcc_cmake
+  if command -v "${CXX:-c++}" >/dev/null; then
+    check " shmem oshc++ as CMAKE_CXX_COMPILER" oshcxx_cmake
+  fi
 else
   skip_pass "shmem oshcc as CMAKE_C_COMPILER" "no cmake (apt-get install cmake)"
 fi
