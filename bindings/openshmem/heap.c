@@ -298,24 +298,44 @@ static void *heap_resize(void *ptr, struct shm_block *b, size_t size) {
  * new block, a copy and a release.  Deterministic like the rest.  A pointer
  * that is not a live allocation gets NULL and a message (the specification
  * leaves it undefined; other implementations return NULL). */
+/* What other implementations do with a pointer that is not a live
+ * allocation (the specification leaves it undefined): say so, give NULL. */
+static void realloc_not_live(void *ptr) {
+  fprintf(stderr,
+          "symheap-shmem: PE %d: shmem_realloc: %p is not a live symmetric "
+          "allocation; returning NULL\n",
+          shm__s.me, ptr);
+}
+
+/* shmem_realloc(ptr, 0): a free, but a pointer that is not live gets the
+ * message and NULL a realloc gives it, not shmem_free's end of the job;
+ * one barrier, as shmem_free. */
+static void realloc_to_zero(void *ptr) {
+  shmem_barrier_all(); /* nobody still uses it */
+  pthread_mutex_lock(&shm__s.lock);
+  int live = find_block(ptr, NULL) != NULL;
+  if (live)
+    heap_release(ptr);
+  pthread_mutex_unlock(&shm__s.lock);
+  if (!live)
+    realloc_not_live(ptr);
+}
+
 void *shmem_realloc(void *ptr, size_t size) {
   if (!ptr)
     return shmem_malloc(size);
+  shm__require_init("shmem_realloc");
   if (!size) {
-    shmem_free(ptr);
+    realloc_to_zero(ptr);
     return NULL;
   }
-  shm__require_init("shmem_realloc");
   shmem_barrier_all(); /* nobody still reads the old contents */
   pthread_mutex_lock(&shm__s.lock);
   struct shm_block *b = find_block(ptr, NULL);
   void *out = b ? heap_resize(ptr, b, size) : NULL;
   pthread_mutex_unlock(&shm__s.lock);
   if (!b)
-    fprintf(stderr,
-            "symheap-shmem: PE %d: shmem_realloc: %p is not a live symmetric "
-            "allocation; returning NULL\n",
-            shm__s.me, ptr);
+    realloc_not_live(ptr);
   shmem_barrier_all();
   return out;
 }

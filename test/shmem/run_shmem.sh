@@ -132,6 +132,19 @@ check " shmem SHMEM_VERSION prints the version" shmem_env_print SHMEM_VERSION \
   "(OpenSHMEM 1.5)"
 check " shmem SMA_VERSION prints the version" shmem_env_print SMA_VERSION \
   "(OpenSHMEM 1.5)"
+# shrealloc/shmem_realloc of a pointer that is not live (inside a block, a
+# global, and with size 0, which ended the job through shmem_free's check):
+# NULL and a message on each PE, the job goes on (test_shmem_compat's
+# compat_invalid_realloc_gets_null checks the NULLs).
+shmem_realloc_says_why() {
+  local out
+  out=$(build/bin/symheap-run -n 2 build/test/shmem/test_shmem_compat 2>&1) ||
+    { echo "$out" | tail -n 4; return 1; }
+  echo "$out"
+  [ "$(grep -c 'shmem_realloc: .* is not a live symmetric allocation; returning NULL' <<<"$out")" -eq 6 ] &&
+    grep -q '^PASS compat_invalid_realloc_gets_null' <<<"$out" && ! grep -q '^FAIL' <<<"$out"
+}
+check " shmem an invalid shrealloc says why, gets NULL" shmem_realloc_says_why
 # The last PE to reach a barrier releases everyone, even while the group's
 # first PE is stopped (issue 31: waits with more PEs than CPUs).
 for n in 2 4; do
