@@ -205,6 +205,17 @@ static void heap_release(void *ptr) {
   }
 }
 
+/* SHMEM_DEBUG (or SMA_DEBUG) set: why an allocation of size bytes fails. */
+static void say_no_block(const char *fn, size_t size, size_t align) {
+  if (debug)
+    fprintf(stderr,
+            "symheap-shmem: PE %d: %s: no free block of %zu bytes (aligned "
+            "to %zu) in the symmetric heap of %zu bytes (SHMEM_SYMMETRIC_SIZE "
+            "sets it)\n",
+            shm__s.me, fn, size, align ? align : (size_t)SHM_MIN_ALIGN,
+            shm__s.heap_size);
+}
+
 /* Collective allocation: allocate (the same offset everywhere), then a
  * barrier so that no PE writes to the object before every PE has it; zero
  * the bytes first when asked (shmem_calloc). */
@@ -216,13 +227,8 @@ static void *alloc_collective(const char *fn, size_t size, size_t align,
   pthread_mutex_unlock(&shm__s.lock);
   if (p && zero)
     memset(p, 0, size);
-  if (!p && size && debug)
-    fprintf(stderr,
-            "symheap-shmem: PE %d: %s: no free block of %zu bytes (aligned "
-            "to %zu) in the symmetric heap of %zu bytes (SHMEM_SYMMETRIC_SIZE "
-            "sets it)\n",
-            shm__s.me, fn, size, align ? align : (size_t)SHM_MIN_ALIGN,
-            shm__s.heap_size);
+  if (!p && size)
+    say_no_block(fn, size, align);
   shmem_barrier_all();
   return p;
 }
@@ -238,8 +244,14 @@ void *shmem_malloc_with_hints(size_t size, long hints) {
 
 void *shmem_calloc(size_t count, size_t size) {
   size_t bytes;
-  if (__builtin_mul_overflow(count, size, &bytes))
+  if (__builtin_mul_overflow(count, size, &bytes)) {
+    if (debug) /* SHMEM_DEBUG: it said nothing here before */
+      fprintf(stderr,
+              "symheap-shmem: PE %d: shmem_calloc: %zu elements of %zu bytes "
+              "are more than a size_t can count\n",
+              shm__s.me, count, size);
     return alloc_collective("shmem_calloc", 0, 0, 0); /* NULL, collectively */
+  }
   return alloc_collective("shmem_calloc", bytes, 0, 1);
 }
 
@@ -336,6 +348,8 @@ void *shmem_realloc(void *ptr, size_t size) {
   pthread_mutex_unlock(&shm__s.lock);
   if (!b)
     realloc_not_live(ptr);
+  else if (!out)
+    say_no_block("shmem_realloc", size, 0);
   shmem_barrier_all();
   return out;
 }

@@ -145,6 +145,23 @@ shmem_realloc_says_why() {
     grep -q '^PASS compat_invalid_realloc_gets_null' <<<"$out" && ! grep -q '^FAIL' <<<"$out"
 }
 check " shmem an invalid shrealloc says why, gets NULL" shmem_realloc_says_why
+# SHMEM_DEBUG (and its deprecated SMA_DEBUG): every allocation that fails
+# says why (test_shmem_compat's compat_alloc_sizes_that_do_not_fit makes
+# two of each routine fail; shmem_calloc's overflow and shmem_realloc said
+# nothing); unset, none does.
+shmem_debug_says_why() {
+  local var out f
+  for var in SHMEM_DEBUG SMA_DEBUG; do
+    out=$(env "$var=1" build/test/shmem/test_shmem_compat 2>&1 >/dev/null | grep -v "not a live")
+    for f in shmem_malloc shmem_align shmem_calloc shmem_realloc; do
+      [ "$(grep -c "^symheap-shmem: PE 0: $f: " <<<"$out")" -eq 2 ] ||
+        { echo "$var=1: not two failures of $f explained: $out"; return 1; }
+    done
+  done
+  out=$(build/test/shmem/test_shmem_compat 2>&1 >/dev/null)
+  ! grep -q 'no free block\|more than a size_t' <<<"$out" || { echo "unset: $out"; return 1; }
+}
+check " shmem SHMEM_DEBUG explains every failed allocation" shmem_debug_says_why
 # The last PE to reach a barrier releases everyone, even while the group's
 # first PE is stopped (issue 31: waits with more PEs than CPUs).
 for n in 2 4; do
