@@ -73,6 +73,10 @@ shmem_var_refused() {
 check " shmem malformed SYMHEAP_SHMEM_* refused" shmem_var_refused
 run " shmem SHMEM_SYMMETRIC_SIZE=.5m" env SHMEM_SYMMETRIC_SIZE=.5m \
   build/bin/symheap-run -n 2 build/test/shmem/test_shmem_zero
+# A limit, not a cost: a 16 GiB heap per PE, an 8 GiB block, two pages
+# touched, the resident set stays small (issue 31 item 4).
+run " shmem SHMEM_SYMMETRIC_SIZE=16G costs what is touched procs x2" \
+  env SHMEM_SYMMETRIC_SIZE=16G build/bin/symheap-run -n 2 build/test/shmem/test_shmem_reserve
 # SHMEM_INFO names every variable the specification defines; SHMEM_VERSION
 # (and SMA_VERSION) the version; PE 0 prints, once.
 shmem_env_print() {
