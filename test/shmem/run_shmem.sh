@@ -262,7 +262,7 @@ check " symheap-run binds ranks to CPUs (--bind none)" shmem_run_binds
 shmem_names() { # VARIANT COMPILER FLAGS...
   local v=$1 cc=$2 out=build/test/shmem/shmem_names_$1 err
   shift 2
-  if ! err=$("$cc" -Wall -Wextra -Werror "$@" test/shmem/shmem_names.c -o "$out" 2>&1); then
+  if ! err=$("$cc" -Wall -Wextra -Werror -Wredundant-decls "$@" test/shmem/shmem_names.c -o "$out" 2>&1); then
     echo "FAIL shmem_names_build_$v $(grep -m3 -E "error|undefined reference" <<<"$err" | tr '\n' ' ')"
     return 1
   fi
