@@ -258,7 +258,9 @@ check " symheap-run binds ranks to CPUs (--bind none)" shmem_run_binds
 # generics with and without a context too), C99 and C++, each routine
 # linked from the library (no inline paths: each must be exported), run at
 # 2 PEs and alone (test/shmem/shmem_names.c, lists written from the
-# specification).  A missing name fails the build: FAIL names it.
+# specification).  A missing name fails the build: FAIL names it.  The
+# headers also build under warnings programs turn on (-Wredundant-decls,
+# C90's -Wdeclaration-after-statement, C++'s -Wuseless-cast: each failed).
 shmem_names() { # VARIANT COMPILER FLAGS...
   local v=$1 cc=$2 out=build/test/shmem/shmem_names_$1 err
   shift 2
@@ -271,10 +273,13 @@ shmem_names() { # VARIANT COMPILER FLAGS...
 run " shmem every 1.5 name, C11 procs x2" shmem_names c11 build/bin/symheap-oshcc \
   -std=c11 -pedantic -DSYMHEAP_SHMEM_NO_INLINE
 run " shmem every 1.5 name, C11 inline paths" shmem_names c11_inline build/bin/symheap-oshcc -std=c11
-run " shmem every 1.5 name, C99" shmem_names c99 build/bin/symheap-oshcc -std=c99 -pedantic
+run " shmem every 1.5 name, C99" shmem_names c99 build/bin/symheap-oshcc -std=c99 -pedantic \
+  -Wdeclaration-after-statement
 if command -v "${CXX:-c++}" >/dev/null; then
   run " shmem every 1.5 name, C++" shmem_names cxx build/bin/symheap-oshc++ -x c++ \
     -DSYMHEAP_SHMEM_NO_INLINE
+  run " shmem every 1.5 name, C++ inline paths" shmem_names cxx_inline \
+    build/bin/symheap-oshc++ -x c++ -Wuseless-cast
 fi
 
 # The compiler wrapper as a user's build meets it (test/shmem/oshcc_check.sh).

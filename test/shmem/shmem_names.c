@@ -16,6 +16,12 @@
 #include <stdio.h>
 #include <string.h>
 
+/* run_shmem.sh builds the C99 form with -Wdeclaration-after-statement for
+ * the headers' inline code above; this file's own code mixes them. */
+#ifndef __cplusplus
+#pragma GCC diagnostic ignored "-Wdeclaration-after-statement"
+#endif
+
 typedef void (*nm_fn)(void);
 #define NM(f) (nm_fn)(f),
 
