@@ -97,7 +97,7 @@ shmem_env_print() {
 # builds it), and every variable of symheap's core table.
 shmem_info_expected() {
   {
-    grep -ohE '"[A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9]"' bindings/openshmem/*.c |
+    grep -ohE '"[A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9]"' bindings/openshmem/*.[ch] bindings/openshmem/mpp/*.h |
       tr -d '"' | sed -n 'p; s/^SHMEM_/SMA_/p'
     grep -ohE '^ *\{"[A-Z][A-Z0-9_]*", SYMHEAP_CFG_' core/base/config.c |
       sed -E 's/^ *\{"([A-Z0-9_]+)".*/\1/'
