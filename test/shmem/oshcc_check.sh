@@ -101,7 +101,8 @@ C
 # not run (it would look for the library beside itself); --showme and
 # --help anywhere among the arguments, as Open MPI's wrappers take them;
 # "-v" (or -V, --version) alone asks the compiler its version, as
-# autotools do, instead of linking nothing (which failed).
+# autotools do, instead of linking nothing (which failed); -fsyntax-only
+# gets no link flags.
 oshcc_edge_cases() {
   local d=build/test/shmem/oshcc-edge out
   rm -rf "$d" && mkdir -p "$d/bin" "$d/copy/bin" || return 1
@@ -127,6 +128,9 @@ oshcc_edge_cases() {
     return 1
   fi
   "$OSHCC" -c --showme:compile | grep -q -- '-I.*symheap-shmem' || { echo "--showme:compile later"; return 1; }
+  # -fsyntax-only links nothing: clang -Werror refused the unused libraries.
+  out=$("$OSHCC" --showme -fsyntax-only -Werror "$d/t.c")
+  ! grep -q -- '-lsymheap-shmem' <<<"$out" || { echo "-fsyntax-only got the link flags: $out"; return 1; }
   "$OSHCC" -O2 --help | grep -q -- '--showme' || { echo "--help after -O2"; return 1; }
   "$OSHCC" -v >"$d/v.out" 2>&1 || { tail -n 3 "$d/v.out"; echo "symheap-oshcc -v failed"; return 1; }
   grep -qi 'version' "$d/v.out"
