@@ -278,8 +278,12 @@ run " shmem every 1.5 name, C99" shmem_names c99 build/bin/symheap-oshcc -std=c9
 if command -v "${CXX:-c++}" >/dev/null; then
   run " shmem every 1.5 name, C++" shmem_names cxx build/bin/symheap-oshc++ -x c++ \
     -DSYMHEAP_SHMEM_NO_INLINE
+  # -Wuseless-cast is g++'s (clang++ -Werror refuses a warning it lacks).
+  useless_cast=$(echo 'int x;' | "${CXX:-c++}" -Werror -Wuseless-cast -x c++ -fsyntax-only - \
+    2>/dev/null && echo -Wuseless-cast)
+  # shellcheck disable=SC2086 # empty when the compiler lacks it
   run " shmem every 1.5 name, C++ inline paths" shmem_names cxx_inline \
-    build/bin/symheap-oshc++ -x c++ -Wuseless-cast
+    build/bin/symheap-oshc++ -x c++ $useless_cast
 fi
 
 # The compiler wrapper as a user's build meets it (test/shmem/oshcc_check.sh).
