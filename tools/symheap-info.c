@@ -137,12 +137,13 @@ static const binding_var_t binding_vars[] = {
     {"SHMEM_VERSION", "openshmem binding", "(unset)", "any",
      "if set, PE 0 prints the library's version at shmem_init (SMA_VERSION)"},
     {"SHMEM_INFO", "openshmem binding", "(unset)", "any",
-     "if set, PE 0 prints the OpenSHMEM variables with their help at "
-     "shmem_init (SMA_INFO)"},
+     "if set, PE 0 prints every variable the library reads (OpenSHMEM's, "
+     "its own, the launchers', symheap's) with its help at shmem_init "
+     "(SMA_INFO)"},
     {"SYMHEAP_SHMEM_DATA_SEGMENT", "openshmem binding", "1", "0 or 1",
      "0 leaves the data segment alone (statics are then not symmetric)"},
-    {"SYMHEAP_SHMEM_SPIN", "openshmem binding", "64", "0 to 1000000",
-     "pause-spins in a wait before each wait yields the CPU (unset: 64, "
+    {"SYMHEAP_SHMEM_SPIN", "openshmem binding", "3000", "0 to 1000000",
+     "pause-spins in a wait before each wait yields the CPU (unset: 3000, "
      "or 16 with more PEs than CPUs)"},
     {"SYMHEAP_LIBRARY", "python binding", "(unset)", "a path",
      "the libsymheap.so.0 the Python package loads, before its own search"},

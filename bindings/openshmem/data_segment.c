@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "shmem_env.h"
 #include "shmem_internal.h"
 
 struct seg_range {
@@ -69,8 +70,8 @@ static int data_fail(const char *what) {
 }
 
 int shm__data_segment_init(void) {
-  const char *env = getenv("SYMHEAP_SHMEM_DATA_SEGMENT");
-  if (env && strcmp(env, "0") == 0)
+  /* shmem_init checked the variable (0 or 1) before; one reader of it. */
+  if (shm__env_data_segment() == 0)
     return 0;
   struct seg_range r = {0, 0};
   dl_iterate_phdr(find_exe_rw, &r);

@@ -1,7 +1,10 @@
 /* The environment variables OpenSHMEM 1.5 defines, and their deprecated
  * SMA_ names (still required: the 1.5 deprecation table), plus
- * symheap-shmem's own.  SHMEM_INFO prints every one of them with its help,
- * SHMEM_VERSION the library's version; PE 0 prints, once, at shmem_init. */
+ * symheap-shmem's own and the launchers' it looks at.  SHMEM_INFO prints
+ * every one of them with its help, then symheap's own (symheap_var_get),
+ * SHMEM_VERSION the library's version; PE 0 prints, once, at shmem_init.
+ * test/shmem/run_shmem.sh checks that every name this binding reads is
+ * printed: a variable read here needs its line below. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +12,7 @@
 
 #include "shmem.h"
 #include "shmem_env.h"
+#include "symheap.h"
 
 /* The documentation of every variable, printed by SHMEM_INFO. */
 static const struct {
@@ -34,9 +38,31 @@ static const struct {
     {"SYMHEAP_SHMEM_DATA_SEGMENT",
      "0: the program's data and bss are not symmetric (default 1); "
      "symheap-shmem's own"},
-    {"SYMHEAP_*", "symheap's own (docs/env.md): SYMHEAP_DEVICE, "
-                  "SYMHEAP_TIMEOUT_MS, ..."},
+    /* init.c's launched_alone: with none of these (nor symheap-run's
+     * SYMHEAP_RANK, ..., listed with symheap's below) the program is one PE. */
+    {"OMPI_COMM_WORLD_SIZE",
+     "set by Open MPI's mpirun: the PEs join its job (symheap's MPI ccl "
+     "adaptor); without a launcher's variables the program is one PE"},
+    {"PMI_SIZE", "set by a PMI launcher (MPICH's mpiexec, srun): as "
+                 "OMPI_COMM_WORLD_SIZE"},
+    {"PMIX_RANK", "set by a PMIx launcher: as OMPI_COMM_WORLD_SIZE"},
 };
+
+/* symheap's own variables (the core's table, and what adaptors and plugins
+ * declared), each with its help; they were one "SYMHEAP_*" line before. */
+static void print_symheap_vars(void) {
+  int n = 0;
+  if (symheap_var_count(&n) != SYMHEAP_SUCCESS)
+    return;
+  for (int i = 0; i < n; i++) {
+    symheap_var_info_t v;
+    memset(&v, 0, sizeof v);
+    v.struct_size = sizeof v;
+    if (symheap_var_get(i, &v) == SYMHEAP_SUCCESS && v.name)
+      printf("  %-26s %s (symheap's: docs/env.md)\n", v.name,
+             v.help ? v.help : "");
+  }
+}
 
 /* SHMEM_NAME, else its deprecated SMA_NAME. */
 const char *shm__getenv(const char *name) {
@@ -115,6 +141,7 @@ void shm__env_print(int me) {
            SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION);
     for (size_t i = 0; i < sizeof shm_vars / sizeof shm_vars[0]; i++)
       printf("  %-26s %s\n", shm_vars[i].name, shm_vars[i].help);
+    print_symheap_vars();
   }
   fflush(stdout);
 }

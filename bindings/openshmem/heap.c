@@ -205,6 +205,17 @@ static void heap_release(void *ptr) {
   }
 }
 
+/* SHMEM_DEBUG (or SMA_DEBUG) set: why an allocation of size bytes fails. */
+static void say_no_block(const char *fn, size_t size, size_t align) {
+  if (debug)
+    fprintf(stderr,
+            "symheap-shmem: PE %d: %s: no free block of %zu bytes (aligned "
+            "to %zu) in the symmetric heap of %zu bytes (SHMEM_SYMMETRIC_SIZE "
+            "sets it)\n",
+            shm__s.me, fn, size, align ? align : (size_t)SHM_MIN_ALIGN,
+            shm__s.heap_size);
+}
+
 /* Collective allocation: allocate (the same offset everywhere), then a
  * barrier so that no PE writes to the object before every PE has it; zero
  * the bytes first when asked (shmem_calloc). */
@@ -216,13 +227,8 @@ static void *alloc_collective(const char *fn, size_t size, size_t align,
   pthread_mutex_unlock(&shm__s.lock);
   if (p && zero)
     memset(p, 0, size);
-  if (!p && size && debug)
-    fprintf(stderr,
-            "symheap-shmem: PE %d: %s: no free block of %zu bytes (aligned "
-            "to %zu) in the symmetric heap of %zu bytes (SHMEM_SYMMETRIC_SIZE "
-            "sets it)\n",
-            shm__s.me, fn, size, align ? align : (size_t)SHM_MIN_ALIGN,
-            shm__s.heap_size);
+  if (!p && size)
+    say_no_block(fn, size, align);
   shmem_barrier_all();
   return p;
 }
@@ -238,8 +244,14 @@ void *shmem_malloc_with_hints(size_t size, long hints) {
 
 void *shmem_calloc(size_t count, size_t size) {
   size_t bytes;
-  if (__builtin_mul_overflow(count, size, &bytes))
+  if (__builtin_mul_overflow(count, size, &bytes)) {
+    if (debug) /* SHMEM_DEBUG: it said nothing here before */
+      fprintf(stderr,
+              "symheap-shmem: PE %d: shmem_calloc: %zu elements of %zu bytes "
+              "are more than a size_t can count\n",
+              shm__s.me, count, size);
     return alloc_collective("shmem_calloc", 0, 0, 0); /* NULL, collectively */
+  }
   return alloc_collective("shmem_calloc", bytes, 0, 1);
 }
 
@@ -298,24 +310,46 @@ static void *heap_resize(void *ptr, struct shm_block *b, size_t size) {
  * new block, a copy and a release.  Deterministic like the rest.  A pointer
  * that is not a live allocation gets NULL and a message (the specification
  * leaves it undefined; other implementations return NULL). */
+/* What other implementations do with a pointer that is not a live
+ * allocation (the specification leaves it undefined): say so, give NULL. */
+static void realloc_not_live(void *ptr) {
+  fprintf(stderr,
+          "symheap-shmem: PE %d: shmem_realloc: %p is not a live symmetric "
+          "allocation; returning NULL\n",
+          shm__s.me, ptr);
+}
+
+/* shmem_realloc(ptr, 0): a free, but a pointer that is not live gets the
+ * message and NULL a realloc gives it, not shmem_free's end of the job;
+ * one barrier, as shmem_free. */
+static void realloc_to_zero(void *ptr) {
+  shmem_barrier_all(); /* nobody still uses it */
+  pthread_mutex_lock(&shm__s.lock);
+  int live = find_block(ptr, NULL) != NULL;
+  if (live)
+    heap_release(ptr);
+  pthread_mutex_unlock(&shm__s.lock);
+  if (!live)
+    realloc_not_live(ptr);
+}
+
 void *shmem_realloc(void *ptr, size_t size) {
   if (!ptr)
     return shmem_malloc(size);
+  shm__require_init("shmem_realloc");
   if (!size) {
-    shmem_free(ptr);
+    realloc_to_zero(ptr);
     return NULL;
   }
-  shm__require_init("shmem_realloc");
   shmem_barrier_all(); /* nobody still reads the old contents */
   pthread_mutex_lock(&shm__s.lock);
   struct shm_block *b = find_block(ptr, NULL);
   void *out = b ? heap_resize(ptr, b, size) : NULL;
   pthread_mutex_unlock(&shm__s.lock);
   if (!b)
-    fprintf(stderr,
-            "symheap-shmem: PE %d: shmem_realloc: %p is not a live symmetric "
-            "allocation; returning NULL\n",
-            shm__s.me, ptr);
+    realloc_not_live(ptr);
+  else if (!out)
+    say_no_block("shmem_realloc", size, 0);
   shmem_barrier_all();
   return out;
 }

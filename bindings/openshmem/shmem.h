@@ -228,8 +228,8 @@ SYMHEAP_SHMEM_SIZES(SYMHEAP_SHMEM_DECL_SIZE)
 #define SYMHEAP_SHMEM_DECL_CTX_MEM(NAME)                                       \
   void shmem_ctx_##NAME(shmem_ctx_t ctx, void *dest, const void *source,       \
                         size_t nelems, int pe);
-SYMHEAP_SHMEM_DECL_CTX_MEM(putmem)
-SYMHEAP_SHMEM_DECL_CTX_MEM(getmem)
+/* shmem_ctx_putmem and _getmem: shmem_fast.h declares them (its inline
+ * paths call them); again here, -Wredundant-decls failed programs' builds. */
 SYMHEAP_SHMEM_DECL_CTX_MEM(putmem_nbi)
 SYMHEAP_SHMEM_DECL_CTX_MEM(getmem_nbi)
 SYMHEAP_SHMEM_PLAIN_MEM(putmem, symheap_shmem_fast_put)

@@ -57,9 +57,10 @@ void shmem_ctx_getmem(shmem_ctx_t ctx, void *dest, const void *source,
 
 static inline void symheap_shmem_fast_put(void *dest, const void *source,
                                           size_t bytes, int pe) {
+  void *q_; /* declared first: programs build with C90's warnings too */
   if (!bytes) /* any pointer is valid for no bytes (Annex C) */
     return;
-  void *q_ = symheap_shmem_fast_addr(dest, pe);
+  q_ = symheap_shmem_fast_addr(dest, pe);
   if (q_)
     memcpy(q_, source, bytes);
   else
@@ -68,9 +69,10 @@ static inline void symheap_shmem_fast_put(void *dest, const void *source,
 
 static inline void symheap_shmem_fast_get(void *dest, const void *source,
                                           size_t bytes, int pe) {
+  const void *q_;
   if (!bytes)
     return;
-  const void *q_ = symheap_shmem_fast_addr(source, pe);
+  q_ = symheap_shmem_fast_addr(source, pe);
   if (q_)
     memcpy(dest, q_, bytes);
   else
@@ -180,9 +182,9 @@ static inline void symheap_shmem_fast_get(void *dest, const void *source,
                                   SYMHEAP_SHMEM_SEQ);                          \
       return cond;)                                                            \
   SYMHEAP_SHMEM_AMO(T, T, N, fetch_inc, dest, (T * dest, int pe), (dest, pe),  \
-                    return __atomic_fetch_add(q_, (T)1, SYMHEAP_SHMEM_SEQ);)   \
+                    return __atomic_fetch_add(q_, 1, SYMHEAP_SHMEM_SEQ);)      \
   SYMHEAP_SHMEM_AMO_V(T, N, inc, dest, (T * dest, int pe), (dest, pe),         \
-                      __atomic_fetch_add(q_, (T)1, SYMHEAP_SHMEM_SEQ);)        \
+                      __atomic_fetch_add(q_, 1, SYMHEAP_SHMEM_SEQ);)           \
   SYMHEAP_SHMEM_AMO(T, T, N, fetch_add, dest, (T * dest, T value, int pe),     \
                     (dest, value, pe),                                         \
                     return __atomic_fetch_add(q_, value, SYMHEAP_SHMEM_SEQ);)  \

@@ -73,6 +73,10 @@ shmem_var_refused() {
 check " shmem malformed SYMHEAP_SHMEM_* refused" shmem_var_refused
 run " shmem SHMEM_SYMMETRIC_SIZE=.5m" env SHMEM_SYMMETRIC_SIZE=.5m \
   build/bin/symheap-run -n 2 build/test/shmem/test_shmem_zero
+# A limit, not a cost: a 16 GiB heap per PE, an 8 GiB block, two pages
+# touched, the resident set stays small (issue 31 item 4).
+run " shmem SHMEM_SYMMETRIC_SIZE=16G costs what is touched procs x2" \
+  env SHMEM_SYMMETRIC_SIZE=16G build/bin/symheap-run -n 2 build/test/shmem/test_shmem_reserve
 # SHMEM_INFO names every variable the specification defines; SHMEM_VERSION
 # (and SMA_VERSION) the version; PE 0 prints, once.
 shmem_env_print() {
@@ -85,14 +89,83 @@ shmem_env_print() {
     [ "$(grep -c -- "$w" <<<"$out")" -eq 1 ] || { echo "want \"$w\" once"; return 1; }
   done
 }
-check " shmem SHMEM_INFO lists every variable" shmem_env_print SHMEM_INFO \
-  "SHMEM_SYMMETRIC_SIZE " "SHMEM_DEBUG " "SHMEM_VERSION " "SHMEM_INFO " \
-  "SMA_SYMMETRIC_SIZE " "SMA_DEBUG " "SMA_VERSION " "SMA_INFO " \
-  "yields the CPU (default 3000, or 16"
+# The names SHMEM_INFO must list, from the code rather than from its help
+# text (which is what the check compared before, so a variable read with no
+# help line passed): every whole string literal in bindings/openshmem that
+# names a variable (shm__getenv's SHMEM_ names, getenv's, init.c's table
+# of launchers' variables), the SMA_ name of each SHMEM_ one (shm__getenv
+# builds it), and every variable of symheap's core table.
+shmem_info_expected() {
+  {
+    grep -ohE '"[A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9]"' bindings/openshmem/*.[ch] bindings/openshmem/mpp/*.h |
+      tr -d '"' | sed -n 'p; s/^SHMEM_/SMA_/p'
+    grep -ohE '^ *\{"[A-Z][A-Z0-9_]*", SYMHEAP_CFG_' core/base/config.c |
+      sed -E 's/^ *\{"([A-Z0-9_]+)".*/\1/'
+    printf '%s\n' SHMEM_SYMMETRIC_SIZE SHMEM_DEBUG SHMEM_VERSION SHMEM_INFO \
+      SMA_SYMMETRIC_SIZE SMA_DEBUG SMA_VERSION SMA_INFO
+  } | sort -u
+}
+# SHMEM_INFO (or SMA_INFO): PE 0 prints each expected name once, as the
+# first word of an indented line with some help after it.
+shmem_info_lists() {
+  local out names v rc=0
+  out=$(env "$1=1" build/bin/symheap-run -n 2 build/test/shmem/test_shmem_zero) || return 1
+  echo "$out"
+  names=$(shmem_info_expected)
+  [ "$(wc -l <<<"$names")" -ge 30 ] || { echo "only $(wc -l <<<"$names") names found"; return 1; }
+  for v in $names; do
+    [ "$(awk -v v="$v" '/^  [A-Z]/ && $1 == v && NF > 1' <<<"$out" | wc -l)" -eq 1 ] ||
+      { echo "$1: $v is read by the code, not listed once with help"; rc=1; }
+  done
+  grep -q "yields the CPU (default 3000, or 16" <<<"$out" || { echo "no SYMHEAP_SHMEM_SPIN help"; rc=1; }
+  return $rc
+}
+check " shmem SHMEM_INFO lists every variable the code reads" shmem_info_lists SHMEM_INFO
+check " shmem SMA_INFO lists every variable the code reads" shmem_info_lists SMA_INFO
+# symheap-info -e (hence docs/env.md) gives the spin count's default the
+# library uses (SHM_SPINS_DEFAULT; it said 64 after round 7 made it 3000).
+shmem_spin_default_documented() {
+  local want got
+  want=$(sed -n 's/^#define SHM_SPINS_DEFAULT \([0-9]*\).*/\1/p' bindings/openshmem/shmem_internal.h)
+  got=$(build/bin/symheap-info -e | awk '$1 == "SYMHEAP_SHMEM_SPIN" {f = 1} f && $1 == "default:" {print $2; exit}')
+  echo "SHM_SPINS_DEFAULT $want, symheap-info -e: $got"
+  [ -n "$want" ] && [ "$want" = "$got" ] && grep -q "SYMHEAP_SHMEM_SPIN\` | openshmem binding | $want |" docs/env.md
+}
+check " shmem SYMHEAP_SHMEM_SPIN's default documented" shmem_spin_default_documented
 check " shmem SHMEM_VERSION prints the version" shmem_env_print SHMEM_VERSION \
   "(OpenSHMEM 1.5)"
 check " shmem SMA_VERSION prints the version" shmem_env_print SMA_VERSION \
   "(OpenSHMEM 1.5)"
+# shrealloc/shmem_realloc of a pointer that is not live (inside a block, a
+# global, and with size 0, which ended the job through shmem_free's check):
+# NULL and a message on each PE, the job goes on (test_shmem_compat's
+# compat_invalid_realloc_gets_null checks the NULLs).
+shmem_realloc_says_why() {
+  local out
+  out=$(build/bin/symheap-run -n 2 build/test/shmem/test_shmem_compat 2>&1) ||
+    { echo "$out" | tail -n 4; return 1; }
+  echo "$out"
+  [ "$(grep -c 'shmem_realloc: .* is not a live symmetric allocation; returning NULL' <<<"$out")" -eq 6 ] &&
+    grep -q '^PASS compat_invalid_realloc_gets_null' <<<"$out" && ! grep -q '^FAIL' <<<"$out"
+}
+check " shmem an invalid shrealloc says why, gets NULL" shmem_realloc_says_why
+# SHMEM_DEBUG (and its deprecated SMA_DEBUG): every allocation that fails
+# says why (test_shmem_compat's compat_alloc_sizes_that_do_not_fit makes
+# two of each routine fail; shmem_calloc's overflow and shmem_realloc said
+# nothing); unset, none does.
+shmem_debug_says_why() {
+  local var out f
+  for var in SHMEM_DEBUG SMA_DEBUG; do
+    out=$(env "$var=1" build/test/shmem/test_shmem_compat 2>&1 >/dev/null | grep -v "not a live")
+    for f in shmem_malloc shmem_align shmem_calloc shmem_realloc; do
+      [ "$(grep -c "^symheap-shmem: PE 0: $f: " <<<"$out")" -eq 2 ] ||
+        { echo "$var=1: not two failures of $f explained: $out"; return 1; }
+    done
+  done
+  out=$(build/test/shmem/test_shmem_compat 2>&1 >/dev/null)
+  ! grep -q 'no free block\|more than a size_t' <<<"$out" || { echo "unset: $out"; return 1; }
+}
+check " shmem SHMEM_DEBUG explains every failed allocation" shmem_debug_says_why
 # The last PE to reach a barrier releases everyone, even while the group's
 # first PE is stopped (issue 31: waits with more PEs than CPUs).
 for n in 2 4; do
@@ -181,11 +254,44 @@ shmem_run_binds() {
 }
 check " symheap-run binds ranks to CPUs (--bind none)" shmem_run_binds
 
+# Every name OpenSHMEM 1.5 defines, deprecated ones included, from C11 (the
+# generics with and without a context too), C99 and C++, each routine
+# linked from the library (no inline paths: each must be exported), run at
+# 2 PEs and alone (test/shmem/shmem_names.c, lists written from the
+# specification).  A missing name fails the build: FAIL names it.  The
+# headers also build under warnings programs turn on (-Wredundant-decls,
+# C90's -Wdeclaration-after-statement, C++'s -Wuseless-cast: each failed).
+shmem_names() { # VARIANT COMPILER FLAGS...
+  local v=$1 cc=$2 out=build/test/shmem/shmem_names_$1 err
+  shift 2
+  if ! err=$("$cc" -Wall -Wextra -Werror -Wredundant-decls "$@" test/shmem/shmem_names.c -o "$out" 2>&1); then
+    echo "FAIL shmem_names_build_$v $(grep -m3 -E "error|undefined reference" <<<"$err" | tr '\n' ' ')"
+    return 1
+  fi
+  build/bin/symheap-run -n 2 "$out" && "$out"
+}
+run " shmem every 1.5 name, C11 procs x2" shmem_names c11 build/bin/symheap-oshcc \
+  -std=c11 -pedantic -DSYMHEAP_SHMEM_NO_INLINE
+run " shmem every 1.5 name, C11 inline paths" shmem_names c11_inline build/bin/symheap-oshcc -std=c11
+run " shmem every 1.5 name, C99" shmem_names c99 build/bin/symheap-oshcc -std=c99 -pedantic \
+  -Wdeclaration-after-statement
+if command -v "${CXX:-c++}" >/dev/null; then
+  run " shmem every 1.5 name, C++" shmem_names cxx build/bin/symheap-oshc++ -x c++ \
+    -DSYMHEAP_SHMEM_NO_INLINE
+  # -Wuseless-cast is g++'s (clang++ -Werror refuses a warning it lacks).
+  useless_cast=$(echo 'int x;' | "${CXX:-c++}" -Werror -Wuseless-cast -x c++ -fsyntax-only - \
+    2>/dev/null && echo -Wuseless-cast)
+  # shellcheck disable=SC2086 # empty when the compiler lacks it
+  run " shmem every 1.5 name, C++ inline paths" shmem_names cxx_inline \
+    build/bin/symheap-oshc++ -x c++ $useless_cast
+fi
+
 # The compiler wrapper as a user's build meets it (test/shmem/oshcc_check.sh).
 # shellcheck source=test/shmem/oshcc_check.sh
 . test/shmem/oshcc_check.sh
 check " shmem oshcc with CC=symheap-oshcc (no recursion)" oshcc_no_recursion
 check " shmem oshcc --help and --showme" oshcc_help_showme
+check " shmem oshcc linked from elsewhere, a copy as CC, options anywhere, -v" oshcc_edge_cases
 if have_tool autoconf; then
   check " shmem oshcc as CC of ./configure" oshcc_autotools
 else
@@ -193,6 +299,9 @@ else
 fi
 if have_tool cmake; then
   check " shmem oshcc as CMAKE_C_COMPILER" oshcc_cmake
+  if command -v "${CXX:-c++}" >/dev/null; then
+    check " shmem oshc++ as CMAKE_CXX_COMPILER" oshcxx_cmake
+  fi
 else
   skip_pass "shmem oshcc as CMAKE_C_COMPILER" "no cmake (apt-get install cmake)"
 fi

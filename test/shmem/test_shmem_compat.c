@@ -231,6 +231,10 @@ static void test_realloc_invalid(void) {
     static long stack_like;
     r = shrealloc(&stack_like, 512); /* symmetric, but not the heap's */
     SHC_CHECK(r == NULL, "shrealloc(a global) gave %p", r);
+    /* Size 0 frees; a pointer that is not live gets NULL and a message
+     * too (it ended the job, through shmem_free's check). */
+    r = shrealloc(p + 64, 0);
+    SHC_CHECK(r == NULL, "shrealloc(inside a block, 0) gave %p", r);
     p[255] = 5; /* p is still ours */
     shmem_free(p);
   }

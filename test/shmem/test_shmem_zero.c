@@ -111,10 +111,89 @@ static void test_active_set_collectives(void) {
   shmem_alltoall32(NULL, NULL, 0, 0, 0, npes, psync);
   shmem_alltoalls64(NULL, NULL, 1, 1, 0, 0, 0, npes, psync);
   shmem_long_sum_to_all(NULL, NULL, 0, 0, 0, npes, pwrk, psync);
+  /* The other sizes, and every _to_all operation (pWrk NULL too). */
+  shmem_broadcast32(NULL, NULL, 0, 0, 0, 0, npes, psync);
+  shmem_collect64(NULL, NULL, 0, 0, 0, npes, psync);
+  shmem_fcollect32(NULL, NULL, 0, 0, 0, npes, psync);
+  shmem_alltoall64(NULL, NULL, 0, 0, 0, npes, psync);
+  shmem_alltoalls32(NULL, NULL, 2, 2, 0, 0, 0, npes, psync);
+  shmem_short_and_to_all(NULL, NULL, 0, 0, 0, npes, NULL, psync);
+  shmem_int_or_to_all(NULL, NULL, 0, 0, 0, npes, NULL, psync);
+  shmem_longlong_xor_to_all(NULL, NULL, 0, 0, 0, npes, NULL, psync);
+  shmem_float_max_to_all(NULL, NULL, 0, 0, 0, npes, NULL, psync);
+  shmem_longdouble_min_to_all(NULL, NULL, 0, 0, 0, npes, NULL, psync);
+  shmem_complexd_prod_to_all(NULL, NULL, 0, 0, 0, npes, NULL, psync);
   int ok = 1;
   for (int i = 0; i < SHMEM_COLLECT_SYNC_SIZE; i++)
     ok &= psync[i] == SHMEM_SYNC_VALUE;
   SHC_CHECK(ok, "pSync handed back as it was given");
+  shmem_barrier_all();
+  shc_end();
+}
+
+/* The sized and typed forms the cases above leave out, the generics with a
+ * context, and a stack array (not symmetric) for every pointer. */
+static void test_sized_and_generic_ctx(void) {
+  static uint64_t sig;
+  shc_begin("zero_length_sized_strided_signal_generic_ctx");
+  char stack[64];
+  void *loc = stack;
+  int right = (me + 1) % npes;
+  shmem_ctx_t ctx = SHMEM_CTX_DEFAULT;
+  sig = 0;
+  shmem_barrier_all();
+  shmem_put8(NULL, NULL, 0, right);
+  shmem_get16(loc, NULL, 0, right);
+  shmem_ctx_get128_nbi(ctx, loc, loc, 0, right);
+  shmem_iput8(loc, loc, 1, 1, 0, right);
+  shmem_iget16(NULL, NULL, 1, 1, 0, right);
+  shmem_iput128(NULL, NULL, 1, 1, 0, right);
+  shmem_longdouble_iput(loc, loc, 0, 0, 0, right);
+  shmem_iput(ctx, (long *)NULL, (const long *)NULL, 1, 1, 0, right);
+  shmem_iget((int *)loc, (const int *)loc, 1, 1, 0, right);
+  shmem_put_nbi(ctx, (short *)NULL, (const short *)NULL, 0, right);
+  shmem_put8_signal(NULL, NULL, 0, &sig, 1, SHMEM_SIGNAL_SET, me);
+  shmem_put_signal(ctx, (int *)loc, (const int *)loc, 0, &sig, 2,
+                   SHMEM_SIGNAL_SET, me);
+  shmem_ctx_put128_signal_nbi(ctx, NULL, NULL, 0, &sig, 3, SHMEM_SIGNAL_SET,
+                              me);
+  shmem_quiet();
+  SHC_CHECK(sig == 3, "the last signal set: %llu", (unsigned long long)sig);
+  shmem_barrier_all();
+  shc_end();
+}
+
+/* A team other than the world's (every PE but the last, or the one PE):
+ * each collective family and every reduction operation, NULL and stack
+ * pointers; its members still synchronise, the others are not involved. */
+static void test_split_team_collectives(void) {
+  shc_begin("zero_length_split_team_collectives");
+  char stack[64];
+  void *loc = stack;
+  shmem_team_t t = SHMEM_TEAM_INVALID;
+  int size = npes > 1 ? npes - 1 : 1;
+  int rc = shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, size, NULL, 0, &t);
+  SHC_CHECK(rc == 0, "split: %d", rc);
+  if (t != SHMEM_TEAM_INVALID) {
+    rc = shmem_char_broadcast(t, NULL, NULL, 0, 0);
+    rc |= shmem_longdouble_broadcast(t, loc, loc, 0, 0);
+    rc |= shmem_collectmem(t, NULL, NULL, 0);
+    rc |= shmem_int64_collect(t, loc, loc, 0);
+    rc |= shmem_size_fcollect(t, NULL, NULL, 0);
+    rc |= shmem_alltoallmem(t, NULL, NULL, 0);
+    rc |= shmem_uint8_alltoalls(t, NULL, NULL, 3, 2, 0);
+    rc |= shmem_uchar_and_reduce(t, NULL, NULL, 0);
+    rc |= shmem_uint64_or_reduce(t, NULL, NULL, 0);
+    rc |= shmem_int8_xor_reduce(t, loc, loc, 0);
+    rc |= shmem_float_min_reduce(t, NULL, NULL, 0);
+    rc |= shmem_longdouble_max_reduce(t, loc, loc, 0);
+    rc |= shmem_complexd_sum_reduce(t, NULL, NULL, 0);
+    rc |= shmem_complexf_prod_reduce(t, NULL, NULL, 0);
+    rc |= shmem_alltoalls(t, (short *)NULL, (const short *)NULL, 1, 1, 0);
+    rc |= shmem_prod_reduce(t, (double *)loc, (const double *)loc, 0);
+    SHC_CHECK(rc == 0, "a collective on the split team returned non-zero");
+    shmem_team_destroy(t);
+  }
   shmem_barrier_all();
   shc_end();
 }
@@ -142,6 +221,8 @@ int main(void) {
                                       test_signal,
                                       test_team_collectives,
                                       test_active_set_collectives,
-                                      test_p2p};
+                                      test_p2p,
+                                      test_sized_and_generic_ctx,
+                                      test_split_team_collectives};
   return shc_run(&me, &npes, tests, sizeof tests / sizeof tests[0]);
 }
