@@ -451,11 +451,14 @@ symheap_result_t symheap_comm_proxy_check(symheap_comm_t comm);
  * libsymheap_cuda, symheap_dev_barrier, symheap_dev_wait_signal): kernels
  * wait at most SYMHEAP_TIMEOUT_MS for a peer's flag, then record why in the
  * comm's device status and return (docs/device-api.md, "Bounded waits").
- * SUCCESS, or SYMHEAP_ERR_TIMEOUT saying which wait, peer and block; the
- * comm is then broken (every later collective call, and
- * symheap_window_device_view, fails the same way): destroy it.  Local,
- * one host load: call it after synchronising the stream.  Every collective
- * call and symheap_window_device_view check too. */
+ * SUCCESS, or SYMHEAP_ERR_TIMEOUT saying which wait, peer and block, at
+ * every call after a kernel gave up (whatever else broke the comm first);
+ * the comm is then broken (every later collective call, and
+ * symheap_window_device_view, fails too): destroy it.  UNSUPPORTED, naming
+ * host_alloc, where the device adaptor keeps no device status (no
+ * host_alloc) yet the comm's views carry a pad: a give-up could not be
+ * seen.  Local, one host load: call it after synchronising the stream.
+ * Every collective call and symheap_window_device_view check too. */
 symheap_result_t symheap_comm_device_check(symheap_comm_t comm);
 
 /* How this rank reaches peer's copy of a window. */

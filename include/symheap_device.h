@@ -73,8 +73,10 @@
 /* A 32-bit word of this rank's pad that the first kernel thread to give up
  * waiting for a peer sets to 1 (an atomic on its own device memory), so
  * that every other waiter of this rank gives up at its next clock check
- * instead of waiting a timeout of its own (symheap_device_status_t).  In
- * the proxy's 256 bytes, which use only the first 8. */
+ * instead of waiting a timeout of its own (symheap_device_status_t).  Only
+ * through a view with SYMHEAP_VIEW_STATUS: without one nothing would tell
+ * the host, and every later wait would give up unseen.  In the proxy's
+ * 256 bytes, which use only the first 8. */
 #define SYMHEAP_PAD_GAVE_UP_OFFSET (SYMHEAP_PAD_PROXY_OFFSET + 64u)
 
 /* Inside a slot: user signals (64-bit words any rank may set on any rank),
@@ -157,7 +159,7 @@ typedef struct symheap_device_window {
 typedef struct symheap_device_status {
   uint32_t code;   /* 0, or the first failure's symheap_result_t (claimed) */
   uint32_t wait;   /* SYMHEAP_WAIT_* */
-  int32_t peer;    /* the rank waited for (-1: not known) */
+  int32_t peer;    /* the rank waited for (-1: none, symheap_dev_wait_signal) */
   int32_t block;   /* blockIdx.x of the thread that gave up */
   uint64_t want;   /* the flag value it waited for */
   uint64_t seen;   /* what it read last */

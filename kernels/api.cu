@@ -103,6 +103,14 @@ symheap_result_t get_view(symheap_window_t w, symheap_device_window_t *v,
                 "%s: the %s window's comm has no pad (its device adaptor "
                 "cannot clear memory), so it has no collectives",
                 fn, which);
+  /* A kernel that gives up waiting for a peer must be able to say so. */
+  if (!(v->flags & SYMHEAP_VIEW_STATUS))
+    return fail(SYMHEAP_ERR_UNSUPPORTED,
+                "%s: the %s window's comm has no device status "
+                "(SYMHEAP_VIEW_STATUS): its device adaptor has no host_alloc "
+                "(symheap_device_ops), so a kernel that gave up waiting for a "
+                "peer could not say so; no collectives on it",
+                fn, which);
   if (v->nranks > kMaxRanks)
     return fail(SYMHEAP_ERR_UNSUPPORTED,
                 "%s: %d ranks; the collectives handle up to %d", fn, v->nranks,

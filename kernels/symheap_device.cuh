@@ -102,18 +102,22 @@ SYMHEAP_DEV bool symheap_dev__wait_over(symheap_dev_wait_t &c, char *own_pad,
 /* The thread gives up: the first of this rank (the gave-up word) records
  * why in the comm's status (symheap_device_status_t; `done` last, after a
  * system fence), which the host reports as SYMHEAP_ERR_TIMEOUT.  Without a
- * status (a view without SYMHEAP_VIEW_STATUS) the gave-up word is the only
- * record: no printf, whose call would weigh on every collective kernel. */
+ * status (a view without SYMHEAP_VIEW_STATUS: a device adaptor without
+ * host_alloc, or an older library) nothing on the host could read the
+ * gave-up word, so it is left alone: each wait gives up after its own
+ * timeout and tells only its caller (symheap_dev_barrier's result, a
+ * signal below the value wanted); libsymheap_cuda's collectives refuse
+ * such views.  No printf, whose call would weigh on every kernel. */
 SYMHEAP_DEV void symheap_dev__gave_up(const symheap_dev_wait_t &c,
                                       char *own_pad, void *status,
                                       uint32_t wait, int peer, uint64_t want,
                                       uint64_t seen) {
-  if (atomicCAS(symheap_dev__gave_up_word(own_pad), 0u, 1u) != 0u)
-    return; /* recorded already, by this rank's first to give up */
   volatile symheap_device_status_t *s =
       (volatile symheap_device_status_t *)status;
   if (!s)
     return;
+  if (atomicCAS(symheap_dev__gave_up_word(own_pad), 0u, 1u) != 0u)
+    return; /* recorded already, by this rank's first to give up */
   uint64_t now = symheap_dev__now_ns();
   s->code = SYMHEAP_ERR_TIMEOUT;
   s->wait = wait;
@@ -140,32 +144,39 @@ SYMHEAP_DEV uint64_t symheap_dev_signal_add(const symheap_device_window_t &w,
   return symheap_dev_add_release(symheap_device_signal_ptr(&w, peer, index),
                                  value);
 }
-/* Wait until this rank's signal `index` is at least `value` (acquire);
- * returns what it read.  Signals only grow unless the caller resets them, so
- * "at least" lets a waiter that is late see a later value and go on.
- * Bounded by the view's timeout_ns (the comm's SYMHEAP_TIMEOUT_MS): a value
- * below `value` returned means it gave up, which the comm's status records
- * (symheap_comm_device_check); symheap_dev_wait_signal_for takes a timeout
- * of its own and returns SYMHEAP_ERR_TIMEOUT. */
-SYMHEAP_DEV uint64_t symheap_dev_wait_signal(const symheap_device_window_t &w,
-                                             unsigned index, uint64_t value) {
+/* The bounded signal wait; `peer` is what a give-up records (-1: none). */
+SYMHEAP_DEV uint64_t symheap_dev__wait_signal(const symheap_device_window_t &w,
+                                              unsigned index, uint64_t value,
+                                              int peer) {
   const uint64_t *p = symheap_device_signal_ptr(&w, w.rank, index);
   uint64_t v;
   symheap_dev_wait_t c = {0, 0};
   char *own = (char *)symheap_device_pad_ptr(&w, w.rank, 0);
   while ((v = symheap_dev_ld_acquire(p)) < value)
     if (symheap_dev__wait_over(c, own, w.timeout_ns)) {
-      symheap_dev__gave_up(c, own, w.status, SYMHEAP_WAIT_DEV_SIGNAL,
-                           index < (unsigned)w.nranks ? (int)index : -1,
+      symheap_dev__gave_up(c, own, w.status, SYMHEAP_WAIT_DEV_SIGNAL, peer,
                            value, v);
       break;
     }
   return v;
 }
-/* Wait for what `peer` sent with symheap_dev_put_signal(..., value). */
+/* Wait until this rank's signal `index` is at least `value` (acquire);
+ * returns what it read.  Signals only grow unless the caller resets them, so
+ * "at least" lets a waiter that is late see a later value and go on.
+ * Bounded by the view's timeout_ns (the comm's SYMHEAP_TIMEOUT_MS): a value
+ * below `value` returned means it gave up, which the comm's status records
+ * with no peer (-1: any rank may set any signal; symheap_comm_device_check);
+ * symheap_dev_wait_signal_for takes a timeout of its own and returns
+ * SYMHEAP_ERR_TIMEOUT. */
+SYMHEAP_DEV uint64_t symheap_dev_wait_signal(const symheap_device_window_t &w,
+                                             unsigned index, uint64_t value) {
+  return symheap_dev__wait_signal(w, index, value, -1);
+}
+/* Wait for what `peer` sent with symheap_dev_put_signal(..., value); a
+ * give-up records peer. */
 SYMHEAP_DEV uint64_t symheap_dev_wait_signal_from(
     const symheap_device_window_t &w, int peer, uint64_t value) {
-  return symheap_dev_wait_signal(w, (unsigned)peer, value);
+  return symheap_dev__wait_signal(w, (unsigned)peer, value, peer);
 }
 
 /* --- put / get (every thread of the block calls them) ------------------- */

@@ -38,6 +38,7 @@ void case_window_cache(th_ctx_t *c);
 void case_signals(th_ctx_t *c);
 void case_slots_exhausted(th_ctx_t *c);
 void case_device_timeout(th_ctx_t *c);
+void case_device_timeout_after_break(th_ctx_t *c);
 /* multirank_state.c */
 void case_info(th_ctx_t *c);
 void case_stale_handles(th_ctx_t *c);

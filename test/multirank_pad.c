@@ -1,5 +1,6 @@
 /* The multi-rank suite (test_multirank.c): the comm's pad and the windows'
  * signal slots through the device view, and more windows than slots. */
+#include "comm/comm.h" /* symheap__comm_break: a comm broken otherwise */
 #include "multirank.h"
 
 /* The comm pad and the windows' signal slots, through the device view: the
@@ -95,6 +96,28 @@ void case_slots_exhausted(th_ctx_t *c) {
     CHECK_OK(symheap_free(c->comm, w[i]));
 }
 
+/* A comm whose device adaptor has no host_alloc has no device status:
+ * where its views carry a pad (kernels of them wait for peers),
+ * symheap_comm_device_check cannot say that no kernel gave up, so it says
+ * UNSUPPORTED naming the missing member, every time, and the comm works
+ * on (not broken).  Before: SUCCESS, while a give-up went unrecorded. */
+static void no_status(th_ctx_t *c, symheap_comm_t sub, symheap_window_t w,
+                      const symheap_device_window_t *v) {
+  (void)c;
+  CHECK(!v->status && !v->timeout_ns, "no status flag, but status %p",
+        v->status);
+  for (int i = 0; i < 2 && (v->flags & SYMHEAP_VIEW_PAD); i++) {
+    CHECK_ERR(symheap_comm_device_check(sub), SYMHEAP_ERR_UNSUPPORTED);
+    CHECK(strstr(symheap_last_error(), "no host_alloc"), "message: %s",
+          symheap_last_error());
+  }
+  if (!(v->flags & SYMHEAP_VIEW_PAD)) /* no pad: no kernel waits */
+    CHECK_OK(symheap_comm_device_check(sub));
+  CHECK_OK(symheap_comm_barrier(sub));
+  CHECK_OK(symheap_free(sub, w));
+  CHECK_OK(symheap_comm_destroy(sub));
+}
+
 /* A kernel that gave up waiting for a peer (symheap_device.h, "Waits that
  * give up") breaks its comm: the view carries the comm's status and
  * timeout; once the status is written (CPU stores stand in for a kernel
@@ -111,15 +134,12 @@ void case_device_timeout(th_ctx_t *c) {
     return;
   CHECK_OK(symheap_malloc(sub, 4096, 0, &w));
   CHECK_OK(symheap_window_device_view(w, &v));
-  CHECK_OK(symheap_comm_device_check(sub));
   CHECK_ERR(symheap_comm_device_check(NULL), SYMHEAP_ERR_INVALID_ARG);
-  if (!(v.flags & SYMHEAP_VIEW_STATUS)) { /* no host_alloc (hip) */
-    CHECK(!v.status && !v.timeout_ns, "no status flag, but status %p",
-          v.status);
-    CHECK_OK(symheap_free(sub, w));
-    CHECK_OK(symheap_comm_destroy(sub));
+  if (!(v.flags & SYMHEAP_VIEW_STATUS)) { /* no host_alloc (hip, example) */
+    no_status(c, sub, w, &v);
     return;
   }
+  CHECK_OK(symheap_comm_device_check(sub));
   symheap_comm_info_t info = SYMHEAP_COMM_INFO_INIT;
   CHECK_OK(symheap_comm_get_info(sub, &info));
   CHECK(v.status && v.timeout_ns == (uint64_t)info.timeout_ms * 1000000u,
@@ -152,5 +172,55 @@ void case_device_timeout(th_ctx_t *c) {
         symheap_last_error());
   CHECK_ERR(symheap_free(sub, w), SYMHEAP_ERR_TIMEOUT);
   CHECK_ERR(symheap_comm_device_check(sub), SYMHEAP_ERR_TIMEOUT);
+  CHECK(strstr(symheap_last_error(), want), "check again: %s",
+        symheap_last_error());
   CHECK_OK(symheap_comm_destroy(sub)); /* takes the window with it */
+}
+
+/* A kernel that gives up on a comm that something else broke first (here
+ * the core's own break, as a failed connection to a peer does it, on every
+ * rank: a mismatched collective is a MISMATCH on most ccls but a 30 s
+ * timeout under MPI): symheap_comm_device_check and the view say
+ * SYMHEAP_ERR_TIMEOUT with what the status records, at every call (they
+ * said REMOTE, "failed earlier", before), while the comm's collectives
+ * keep the first cause's code.  The status a symheap_dev_wait_signal
+ * leaves: no peer (-1). */
+void case_device_timeout_after_break(th_ctx_t *c) {
+  symheap_comm_t sub = NULL;
+  symheap_window_t w = NULL;
+  symheap_device_window_t v;
+  CHECK_OK(symheap_comm_split(c->comm, 0, c->rank, &sub));
+  if (!sub)
+    return;
+  CHECK_OK(symheap_malloc(sub, 4096, 0, &w));
+  CHECK_OK(symheap_window_device_view(w, &v));
+  symheap__comm_break(sub, symheap__error(SYMHEAP_ERR_REMOTE,
+                                          "test: a peer's link failed"));
+  CHECK_ERR(symheap_comm_barrier(sub), SYMHEAP_ERR_REMOTE);
+  if (!(v.flags & SYMHEAP_VIEW_STATUS)) /* no host_alloc: case above */
+    goto out;
+  CHECK_OK(symheap_comm_device_check(sub)); /* no kernel gave up yet */
+  volatile symheap_device_status_t *s = v.status;
+  s->code = SYMHEAP_ERR_TIMEOUT;
+  s->wait = SYMHEAP_WAIT_DEV_SIGNAL;
+  s->peer = -1;
+  s->want = 5;
+  s->seen = 4;
+  __atomic_store_n(&s->done, 1u, __ATOMIC_RELEASE);
+  for (int i = 0; i < 3; i++) {
+    CHECK_ERR(symheap_comm_device_check(sub), SYMHEAP_ERR_TIMEOUT);
+    const char *e = symheap_last_error();
+    CHECK(strstr(e, "gave up waiting for a rank it cannot name") &&
+              strstr(e, "symheap_dev_wait_signal") && !strstr(e, "earlier"),
+          "check %d: %s", i, e);
+  }
+  symheap_device_window_t again;
+  CHECK_ERR(symheap_window_device_view(w, &again), SYMHEAP_ERR_TIMEOUT);
+  CHECK(strstr(symheap_last_error(), "symheap_dev_wait_signal"), "view: %s",
+        symheap_last_error());
+  CHECK_ERR(symheap_comm_barrier(sub), SYMHEAP_ERR_REMOTE);
+  CHECK(strstr(symheap_last_error(), "a peer's link failed"), "barrier: %s",
+        symheap_last_error());
+out:
+  CHECK_OK(symheap_comm_destroy(sub));
 }

@@ -331,6 +331,7 @@ static const th_case_t cases[] = {
     {"signals", case_signals},
     {"slots_exhausted", case_slots_exhausted},
     {"device_timeout_breaks_comm", case_device_timeout},
+    {"device_timeout_after_break", case_device_timeout_after_break},
     {"split_pairs_halves_strided", case_split},
     {"split_local", case_split_local},
     {"two_hosts", case_two_hosts},

@@ -23,7 +23,9 @@ SYMHEAP__EXPORT symheap_result_t symheap_comm_device_check(symheap_comm_t c) {
   const char *fn = "symheap_comm_device_check";
   if (symheap__comm_check(c, fn) != SYMHEAP_SUCCESS)
     return SYMHEAP_ERR_INVALID_ARG;
-  return symheap__dstatus_check(c, fn);
+  /* Never "no kernel gave up" where nothing could have said so. */
+  symheap_result_t r = symheap__dstatus_missing(c, fn);
+  return r != SYMHEAP_SUCCESS ? r : symheap__dstatus_check(c, fn);
 }
 
 SYMHEAP__EXPORT symheap_result_t symheap_comm_size(symheap_comm_t c,

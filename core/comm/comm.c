@@ -65,13 +65,11 @@ symheap_result_t symheap__comm_enter(symheap_comm_t c, const char *fn) {
   c->call_counted = 0;
   c->call_deadline_ms = symheap__now_ms() + c->timeout_ms;
   symheap__log_set_rank(c->rank);
-  /* A kernel that gave up waiting for a peer breaks the comm here. */
-  symheap_result_t dev = symheap__dstatus_check(c, fn);
-  if (dev != SYMHEAP_SUCCESS)
-    return dev;
+  /* A comm broken earlier keeps that cause's code; else a kernel that
+   * gave up waiting for a peer breaks it here. */
   if (c->broken != SYMHEAP_SUCCESS)
     return broken_error(c, fn);
-  return SYMHEAP_SUCCESS;
+  return symheap__dstatus_check(c, fn);
 }
 
 symheap_result_t symheap__comm_allgather(symheap_comm_t c, const void *in,
@@ -87,12 +85,15 @@ symheap_result_t symheap__comm_allgather(symheap_comm_t c, const void *in,
   return r == SYMHEAP_SUCCESS ? r : symheap__comm_break(c, r);
 }
 
+/* Every check after a kernel gave up says so (SYMHEAP_ERR_TIMEOUT and what
+ * the status records), not "failed earlier" with whatever broke the comm
+ * first; the first breaks the comm, unless something else did already
+ * (whose code the comm's collectives keep). */
 symheap_result_t symheap__dstatus_check(symheap_comm_t c, const char *fn) {
-  if (!c->dstatus || !__atomic_load_n(&c->dstatus->done, __ATOMIC_ACQUIRE))
-    return SYMHEAP_SUCCESS;
-  if (c->broken != SYMHEAP_SUCCESS)
-    return broken_error(c, fn);
-  return symheap__comm_break(c, symheap__dstatus_error(c, fn));
+  symheap_result_t r = symheap__dstatus_error(c, fn);
+  if (r != SYMHEAP_SUCCESS && c->broken == SYMHEAP_SUCCESS)
+    symheap__comm_break(c, r);
+  return r;
 }
 
 symheap_result_t symheap__comm_break(symheap_comm_t c, symheap_result_t r) {

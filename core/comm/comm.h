@@ -172,12 +172,16 @@ symheap_result_t symheap__multicast_disabled_by(const char **by);
  * logged): later collectives refuse with it.  Returns r. */
 symheap_result_t symheap__comm_break(symheap_comm_t c, symheap_result_t r);
 /* The device status (symheap_device_status_t; dev_status.c), made with the
- * pad and freed with it; check (comm.c) breaks the comm with
- * SYMHEAP_ERR_TIMEOUT once a kernel has recorded a wait that gave up (one
- * host load when not). */
+ * pad and freed with it; check (comm.c) returns SYMHEAP_ERR_TIMEOUT with
+ * the recorded wait at every call once a kernel has recorded one that gave
+ * up, and breaks the comm the first time (one host load when not). */
 symheap_result_t symheap__dstatus_open(symheap_comm_t c);
 void symheap__dstatus_close(symheap_comm_t c);
 symheap_result_t symheap__dstatus_check(symheap_comm_t c, const char *fn);
+/* UNSUPPORTED naming the missing host_alloc where the comm has a pad
+ * (kernels of its views wait for peers) but no status to say that one
+ * gave up; else SUCCESS. */
+symheap_result_t symheap__dstatus_missing(symheap_comm_t c, const char *fn);
 /* The error a recorded status says (set as the thread's message), or
  * SUCCESS; breaks nothing (comm.c's check does). */
 symheap_result_t symheap__dstatus_error(symheap_comm_t c, const char *fn);

@@ -17,9 +17,10 @@ symheap_result_t symheap__dstatus_open(symheap_comm_t c) {
   const symheap_device_ops *d = &c->dev.ops;
   void *host = NULL, *dev = NULL;
   if (!d->host_alloc) {
-    SYMHEAP_INFO("device adaptor '%s' has no host_alloc: a kernel that gives "
-                 "up waiting for a peer records why only in the pad, which "
-                 "no call reads (docs/device-api.md, \"Without a status\")",
+    SYMHEAP_INFO("device adaptor '%s' has no host_alloc: the comm has no "
+                 "device status, so libsymheap_cuda's collectives refuse "
+                 "it and symheap_comm_device_check says UNSUPPORTED "
+                 "(docs/device-api.md, \"Without a status\")",
                  d->name);
     return SYMHEAP_SUCCESS;
   }
@@ -60,6 +61,18 @@ static const char *wait_name(uint32_t w) {
   return w < sizeof names / sizeof names[0] ? names[w] : names[0];
 }
 
+symheap_result_t symheap__dstatus_missing(symheap_comm_t c, const char *fn) {
+  if (c->dstatus || !c->pad_ready)
+    return SYMHEAP_SUCCESS; /* no pad: no view's kernel waits for a peer */
+  return symheap__error(
+      SYMHEAP_ERR_UNSUPPORTED,
+      "%s: device adaptor '%s' has no host_alloc (symheap_device_ops), so "
+      "the comm has no device status: whether a kernel gave up waiting for "
+      "a peer cannot be known here (docs/device-api.md, \"Without a "
+      "status\")",
+      fn, c->dev.ops.name);
+}
+
 symheap_result_t symheap__dstatus_error(symheap_comm_t c, const char *fn) {
   volatile symheap_device_status_t *s = c->dstatus;
   if (!s || !__atomic_load_n(&s->done, __ATOMIC_ACQUIRE))
@@ -67,13 +80,17 @@ symheap_result_t symheap__dstatus_error(symheap_comm_t c, const char *fn) {
   symheap_result_t code = (symheap_result_t)s->code;
   if (code == SYMHEAP_SUCCESS)
     code = SYMHEAP_ERR_TIMEOUT;
+  /* peer -1: a wait that knows no peer (symheap_dev_wait_signal). */
+  char whom[32] = "a rank it cannot name";
+  if (s->peer >= 0)
+    snprintf(whom, sizeof whom, "rank %d", (int)s->peer);
   return symheap__error(
       code,
-      "%s: a kernel of rank %d gave up waiting for rank %d after "
+      "%s: a kernel of rank %d gave up waiting for %s after "
       "SYMHEAP_TIMEOUT_MS (%d ms; it waited %llu ms): block %d, %s, flag "
       "%llu wanted, %llu seen.  A peer died, or did not make the same "
       "collective call; the comm is broken (destroy it)",
-      fn, c->rank, (int)s->peer, c->timeout_ms,
+      fn, c->rank, whom, c->timeout_ms,
       (unsigned long long)(s->waited_ns / 1000000u), (int)s->block,
       wait_name(s->wait), (unsigned long long)s->want,
       (unsigned long long)s->seen);

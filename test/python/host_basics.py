@@ -1,6 +1,6 @@
 """test_host.py's cases of a comm and its windows: the error table, init
 from the environment and from a unique id, peers and the flat view, split,
-registration, errors, DLPack and the device view."""
+registration, errors, DLPack, the device view and the device check."""
 import ctypes
 import os
 import re
@@ -227,3 +227,42 @@ def case_device_view(comm):
             check(v.peer_ptrs[p] == ptr, "peer_ptrs[%d]" % p)
             check(ptr == v.flat_base + p * v.stride, "stride")
         del flat
+
+
+def case_device_check(comm):
+    """comm.device_check(): None while no kernel gave up; once this rank's
+    device status says one did (written here the way a kernel writes it:
+    the fields, then done), symheap.TimeoutError with the recorded wait at
+    every call, the device view refused alike, and the comm, broken, still
+    destroyed.  A split, so comm stays whole; UnsupportedError where the
+    device adaptor keeps no status (no host_alloc)."""
+    sub = comm.split(0, comm.rank)
+    w = sub.empty((16,), "int64")
+    v = symheap.DeviceWindow.from_buffer_copy(w.device_view())
+    if not v.flags & _lib.VIEW_STATUS:
+        check(v.status is None, "status %r without the flag" % v.status)
+        if v.flags & _lib.VIEW_PAD:
+            e = raises(symheap.UnsupportedError, sub.device_check)
+            check("host_alloc" in str(e), str(e))
+        w.free()
+        sub.destroy()
+        return
+    check(sub.device_check() is None, "a clean status")
+    check(v.timeout_ns == sub.info()["timeout_ms"] * 1000000,
+          "timeout_ns %d" % v.timeout_ns)
+    sub.barrier()  # every rank saw its clean status
+    s = symheap.DeviceStatus.from_address(v.status)
+    peer = (comm.rank + 1) % comm.size
+    s.code, s.wait, s.peer, s.block = 7, 9, peer, 2  # TIMEOUT, DEV_BARRIER
+    s.want, s.seen, s.waited_ns = 4, 3, 2 * 10**9
+    s.done = 1
+    for _ in range(2):
+        e = raises(symheap.TimeoutError, sub.device_check)
+        check(isinstance(e, TimeoutError), "not a builtins.TimeoutError")
+        check("gave up waiting for rank %d" % peer in str(e) and
+              "symheap_dev_barrier" in str(e), str(e))
+    e = raises(symheap.TimeoutError, w.device_view)
+    check("symheap_dev_barrier" in str(e), str(e))
+    raises(TypeError, sub.device_check, 1)
+    sub.destroy()  # broken: local, and takes w with it
+    raises(symheap.InvalidArgError, sub.device_check)

@@ -20,7 +20,8 @@ except ImportError:
               "apt-get install python3-numpy)" % sys.executable)
     sys.exit(0)
 import symheap  # noqa: E402  (PYTHONPATH: the build tree's site-packages)
-from host_basics import (case_device_view, case_dlpack, case_errors,  # noqa: E402
+from host_basics import (case_device_check,  # noqa: E402
+                         case_device_view, case_dlpack, case_errors,
                          case_errors_table, case_init_env, case_init_uid,
                          case_peers_and_flat, case_register, case_split)
 from host_fast import case_fast_tensor_entry, case_window_lookup  # noqa: E402
@@ -60,6 +61,7 @@ def main():
               case_gc_free_during_collective, comm)
     t.run("python-dlpack", case_dlpack, comm)
     t.run("python-device-view", case_device_view, comm)
+    t.run("python-device-check", case_device_check, comm)
     if comm.heap_info()["enabled"]:
         t.run("python-heap", case_heap, comm)
     else:

@@ -18,7 +18,7 @@ from .errors import (DeviceError, Error, InternalError, InvalidArgError,
                      MismatchError, NoMemoryError, PluginError, RemoteError,
                      SystemError, TimeoutError, UnsupportedError)
 from .window import Window
-from ._lib import DeviceWindow, last_error
+from ._lib import DeviceStatus, DeviceWindow, last_error
 from . import cuda  # noqa: F401  (loads libsymheap_cuda.so on first use)
 
 library_path = _lib.path
@@ -36,5 +36,6 @@ __all__ = ["init", "init_torch", "unique_id", "Comm", "Window", "Error",
            "InvalidArgError", "MismatchError", "UnsupportedError",
            "NoMemoryError", "SystemError", "DeviceError", "TimeoutError",
            "RemoteError", "PluginError",
-           "InternalError", "DeviceWindow", "COLOR_NONE", "cuda", "version",
+           "InternalError", "DeviceWindow", "DeviceStatus", "COLOR_NONE",
+           "cuda", "version",
            "last_error"]

@@ -112,7 +112,24 @@ class DeviceWindow(ctypes.Structure):
         ("world_ranks", c_int32 * MAX_PEERS), ("local_rank", c_int32),
         ("local_nranks", c_int32), ("reachable", c_uint64),
         ("rdma_addr", c_uint64 * MAX_PEERS),
-        ("rdma_rkey", c_uint32 * MAX_PEERS), ("reserved", c_uint64 * 4)]
+        ("rdma_rkey", c_uint32 * MAX_PEERS), ("proxy_ring", c_void_p),
+        ("proxy_window", c_uint64), ("status", c_void_p),
+        ("timeout_ns", c_uint64)]
+
+
+VIEW_PAD = 0x4      # SYMHEAP_VIEW_PAD
+VIEW_STATUS = 0x80  # SYMHEAP_VIEW_STATUS: status and timeout_ns are valid
+
+
+class DeviceStatus(ctypes.Structure):
+    """symheap_device_status_t (include/symheap_device.h): where a kernel of
+    this rank records a wait that gave up (DeviceWindow.status points at
+    it, host memory mapped into the device); Comm.device_check reads it."""
+    _fields_ = [
+        ("code", c_uint32), ("wait", c_uint32), ("peer", c_int32),
+        ("block", c_int32), ("want", c_uint64), ("seen", c_uint64),
+        ("waited_ns", c_uint64), ("done", c_uint32), ("pad_", c_uint32),
+        ("reserved", c_uint64 * 4)]
 
 
 def struct_dict(s):
@@ -145,6 +162,7 @@ _PROTOS = {
     "symheap_comm_allgather": (_R, [c_void_p, c_void_p, c_void_p, c_size_t]),
     "symheap_comm_get_info": (_R, [c_void_p, P(CommInfo)]),
     "symheap_comm_get_stats": (_R, [c_void_p, P(CommStats)]),
+    "symheap_comm_device_check": (_R, [c_void_p]),
     "symheap_mem_alloc": (_R, [c_void_p, c_size_t, P(c_void_p)]),
     "symheap_mem_free": (_R, [c_void_p, c_void_p]),
     "symheap_window_register": (_R, [c_void_p, c_void_p, c_size_t, c_uint,

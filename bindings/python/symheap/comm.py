@@ -204,6 +204,17 @@ class Comm:
         self._alive()
         _lib.call("symheap_heap_trim", self._h)
 
+    def device_check(self):
+        """symheap_comm_device_check: raises symheap.TimeoutError (a
+        builtins.TimeoutError too), saying which wait, peer and block, once
+        a kernel of this rank gave up waiting for a peer (the comm is then
+        broken: destroy it), at every call after; UnsupportedError where
+        the device adaptor keeps no device status (no host_alloc), so a
+        give-up could not be seen.  Local, one host load: call it after
+        synchronising the stream (torch.cuda.synchronize)."""
+        self._alive()
+        _lib.call("symheap_comm_device_check", self._h)
+
     def world_rank(self, rank):
         """The job-wide rank of `rank` of this comm."""
         self._alive()
