@@ -435,7 +435,8 @@ typedef struct {
   uint64_t since_ns; /* 0: a new wait (the first turn sets it) */
   uint32_t turns;    /* turns taken */
   int32_t woke;      /* the last sleep ended on an engine's descriptor */
-  uint64_t reserved[2]; /* zero: room to grow without changing the size */
+  uint64_t kicks;    /* the core's mark of what its last sleep saw */
+  uint64_t reserved[1]; /* zero: room to grow without changing the size */
 } symheap_wait_state_t;
 symheap_result_t symheap_comm_wait_turn(symheap_comm_t comm,
                                         symheap_wait_state_t *state);

@@ -3,8 +3,8 @@
  * the engines progressed, spinning while they have work, asleep on their
  * wait fds while idle, naps for plain stores.  The wait's state lives in
  * the caller's symheap_wait_state_t between turns (its start, the turn
- * count, whether the last sleep woke on a descriptor); the descriptors
- * are armed afresh each turn. */
+ * count, whether the last sleep woke on a descriptor, the kicks it saw:
+ * boot/idle.h); the descriptors are armed afresh each turn. */
 #include "comm/comm.h"
 #include "comm/net_stage.h"
 #include "onesided.h"
@@ -27,8 +27,10 @@ symheap_comm_wait_turn(symheap_comm_t c, symheap_wait_state_t *st) {
     st->since_ns = w.t0;
   w.turn = st->turns;
   w.io.woke = st->woke != 0;
+  w.io.kicks = st->kicks;
   (void)symheap__net_wait_step(c->netc, &w);
   st->turns = w.turn;
   st->woke = w.io.woke;
+  st->kicks = w.io.kicks;
   return SYMHEAP_SUCCESS;
 }

@@ -1,8 +1,11 @@
 /* The waits' idle hook (idle.h). */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/internal.h"
 #include "idle.h"
@@ -13,7 +16,7 @@ static int (*g_idle_hook)(symheap__idle_t *io);
 /* The host services' wait_progress: one turn of the hook, its fds
  * unused (the caller's loop polls something else: MPI_Test). */
 static int idle_once(void) {
-  symheap__idle_t io = {0, 0, {0}};
+  symheap__idle_t io = {0, 0, {0}, 0};
   return symheap__idle_turn(&io);
 }
 
@@ -39,19 +42,62 @@ int symheap__idle_turn(symheap__idle_t *io) {
   return spin;
 }
 
+/* Kicks (symheap__idle_kick): a count, and an eventfd the sleeps poll
+ * beside their descriptors, written only while some thread sleeps.  A
+ * sleeper counts itself, then compares the count with the one it saw as
+ * its last sleep ended: a kicker counts, then looks for sleepers (both
+ * sequentially consistent), so either the sleeper sees the new count and
+ * does not sleep, or the kicker sees the sleeper and wakes it.  A
+ * semaphore: each of several sleepers (ranks as threads) takes one wake;
+ * a wake nobody took costs a later sleep one turn. */
+static uint64_t g_kicks;
+static int g_sleepers;
+static int g_kick_fd = -1;
+static pthread_once_t g_kick_once = PTHREAD_ONCE_INIT;
+
+static void kick_open(void) {
+  int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
+  __atomic_store_n(&g_kick_fd, fd, __ATOMIC_RELEASE); /* -1: no kicks */
+}
+
+void symheap__idle_kick(void) {
+  __atomic_add_fetch(&g_kicks, 1, __ATOMIC_SEQ_CST);
+  uint64_t n = (uint64_t)__atomic_load_n(&g_sleepers, __ATOMIC_SEQ_CST);
+  int fd = __atomic_load_n(&g_kick_fd, __ATOMIC_ACQUIRE);
+  if (n && fd >= 0 && write(fd, &n, sizeof n) < 0) {
+    /* full (2^64 - 2 wakes nobody took): the sleepers have plenty */
+  }
+}
+
 void symheap__idle_sleep(symheap__idle_t *io, uint64_t ns) {
   const uint64_t most = (uint64_t)SYMHEAP__IDLE_SLEEP_MS * 1000000u;
   if (io->nfds && ns > most)
     ns = most;
-  struct pollfd p[SYMHEAP__IDLE_FDS];
-  for (int i = 0; i < io->nfds; i++)
+  pthread_once(&g_kick_once, kick_open);
+  int kfd = __atomic_load_n(&g_kick_fd, __ATOMIC_ACQUIRE), n = io->nfds;
+  struct pollfd p[SYMHEAP__IDLE_FDS + 1];
+  for (int i = 0; i < n; i++)
     p[i] = (struct pollfd){io->fds[i], POLLIN, 0};
+  if (kfd >= 0)
+    p[n] = (struct pollfd){kfd, POLLIN, 0};
   struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
-  io->woke = ppoll(p, (nfds_t)io->nfds, &ts, NULL) > 0;
+  __atomic_add_fetch(&g_sleepers, 1, __ATOMIC_SEQ_CST);
+  int r = 0;
+  if (__atomic_load_n(&g_kicks, __ATOMIC_SEQ_CST) == io->kicks)
+    r = ppoll(p, (nfds_t)(n + (kfd >= 0)), &ts, NULL);
+  __atomic_sub_fetch(&g_sleepers, 1, __ATOMIC_SEQ_CST);
+  io->woke = 0;
+  for (int i = 0; r > 0 && i < n; i++)
+    io->woke |= p[i].revents != 0;
+  uint64_t one;
+  if (r > 0 && kfd >= 0 && p[n].revents && read(kfd, &one, sizeof one) < 0) {
+    /* another sleeper took this wake: it was one for both */
+  }
+  io->kicks = __atomic_load_n(&g_kicks, __ATOMIC_SEQ_CST);
 }
 
 void symheap__idle_pause(int ms) {
-  symheap__idle_t io = {0, 0, {0}};
+  symheap__idle_t io = {0, 0, {0}, 0};
   uint64_t end = symheap__now_ns() + (uint64_t)(ms < 0 ? 0 : ms) * 1000000u;
   for (unsigned turn = 1;; turn++) {
     uint64_t now = symheap__now_ns();

@@ -22,6 +22,7 @@ typedef struct {
   int woke; /* in: its last sleep ended on one of fds (each turn clears it) */
   int nfds;                   /* out: how many of fds to poll */
   int fds[SYMHEAP__IDLE_FDS]; /* out: readable when the hook has work */
+  uint64_t kicks; /* the kicks counted as the last sleep ended (below) */
 } symheap__idle_t;
 /* Set once per process (later calls replace it). */
 void symheap__sock_set_idle_hook(int (*hook)(symheap__idle_t *io));
@@ -30,9 +31,17 @@ void symheap__sock_set_idle_hook(int (*hook)(symheap__idle_t *io));
  * set or it has nothing to do). */
 int symheap__idle_turn(symheap__idle_t *io);
 /* Sleep at most ns (below SYMHEAP__IDLE_SLEEP_MS where io has
- * descriptors), woken early by one of io's descriptors: io->woke says
- * whether one did, for the hook's next turn. */
+ * descriptors), woken early by one of io's descriptors (io->woke says
+ * whether one did, for the hook's next turn) or by a kick.  No sleep at
+ * all where a kick came since io's last sleep ended: its caller looked at
+ * its condition in between, maybe before the kicker's work. */
 void symheap__idle_sleep(symheap__idle_t *io, uint64_t ns);
+/* Work a sleeping wait may be waiting for was done by another thread of
+ * this process (comm/net_comm.c's progress thread applied what a peer
+ * sent: the descriptor that woke the thread wakes a wait only if the wait
+ * reaches its poll before the thread has read it).  Wakes the threads in
+ * symheap__idle_sleep; cheap where none sleeps (an atomic add). */
+void symheap__idle_kick(void);
 /* ms of a retry's pause, the hook's turns taken meanwhile. */
 void symheap__idle_pause(int ms);
 

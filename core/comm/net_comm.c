@@ -120,6 +120,9 @@ static int progress_turn(symheap__netc_t *n) {
   symheap__stage_drain(n, 0);
   if (!n->thread_sleeps)
     return 0;
+  /* A wait asleep on the same descriptors may have lost the wakeup to
+   * this thread, which has now applied what woke both. */
+  symheap__idle_kick();
   /* Staged work the drain could not finish (an acknowledgement whose lock
    * was taken, a descriptor another thread's progress took in): no fd
    * would wake the sleep for it, so nap (50 us) and drain again. */

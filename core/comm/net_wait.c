@@ -29,7 +29,7 @@
 #define NAP_MAX_NS 20000000u
 
 void symheap__net_wait_begin(symheap__net_wait_t *w, int timeout_ms) {
-  w->io = (symheap__idle_t){0, 0, {0}};
+  w->io = (symheap__idle_t){0, 0, {0}, 0};
   w->turn = 0;
   w->t0 = symheap__now_ns();
   w->span = (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000u;
