@@ -306,10 +306,6 @@ static void *heap_resize(void *ptr, struct shm_block *b, size_t size) {
   return out;
 }
 
-/* Grows in place when the next block is free and big enough; otherwise a
- * new block, a copy and a release.  Deterministic like the rest.  A pointer
- * that is not a live allocation gets NULL and a message (the specification
- * leaves it undefined; other implementations return NULL). */
 /* What other implementations do with a pointer that is not a live
  * allocation (the specification leaves it undefined): say so, give NULL. */
 static void realloc_not_live(void *ptr) {
@@ -333,6 +329,11 @@ static void realloc_to_zero(void *ptr) {
     realloc_not_live(ptr);
 }
 
+/* Grows in place when the next block is free and big enough; otherwise a
+ * new block, a copy and a release.  Deterministic like the rest.  A pointer
+ * that is not a live allocation gets NULL and a message (the specification
+ * leaves it undefined; other implementations return NULL), size 0 as
+ * well. */
 void *shmem_realloc(void *ptr, size_t size) {
   if (!ptr)
     return shmem_malloc(size);

@@ -7,8 +7,10 @@
  * X-macros leave out is missed here.  test/shmem/run_shmem.sh builds this
  * with symheap-oshcc and symheap-oshc++ (-DSYMHEAP_SHMEM_NO_INLINE: every
  * routine linked from the library, so each must be exported) and runs it
- * on one PE: a missing name fails the build, naming it; the run checks the
- * constants' values and that no routine's address is NULL. */
+ * at 2 PEs and alone: a missing name fails the build (or the link), naming
+ * it, which is the check of the routines (a linked function's address is
+ * never NULL: the count printed is a tally); the run checks the constants'
+ * values, shmem_sync's forms and, in C11, the generics. */
 #include <mpp/shmem.h>
 #include <shmem.h>
 #include <shmemx.h>
