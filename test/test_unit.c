@@ -182,6 +182,14 @@ static void test_config(void) {
   expect_env_error("SYMHEAP_HEAP_CHUNK", more, "physical memory");
   if (phys < (1ull << 40))
     expect_env_error("SYMHEAP_HEAP_CHUNK", "1T", "physical memory");
+  /* A chunk is committed inside the reservation: one larger than it is
+   * refused naming both (it grew the reservation silently), the default
+   * chunk too where only the reserve is set. */
+  setenv("SYMHEAP_HEAP_RESERVE", "64M", 1);
+  expect_env_error("SYMHEAP_HEAP_CHUNK", "128M", "SYMHEAP_HEAP_RESERVE=64M");
+  unsetenv("SYMHEAP_HEAP_RESERVE");
+  expect_env_error("SYMHEAP_HEAP_RESERVE", "16M",
+                   "SYMHEAP_HEAP_CHUNK=64M (its default) is larger");
   th_end();
 
   /* A net adaptor's variable is refused at every comm init, not only when

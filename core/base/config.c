@@ -118,11 +118,14 @@ static const symheap__cfg_var_t cfg_vars[] = {
     {"SYMHEAP_HEAP_RESERVE", SYMHEAP_CFG_SIZE, "64G", 1, 0, NULL,
      "address space per rank reserved for the heap (bytes, or with a K, M, G "
      "or T suffix); it costs address space only: memory is committed in "
-     "chunks as allocations need it"},
-    {"SYMHEAP_HEAP_CHUNK", SYMHEAP_CFG_SIZE, "64M", 1, -1, NULL,
+     "chunks as allocations need it. Set, a reservation that fails fails "
+     "symheap_malloc; unset, symheap_malloc then registers each allocation "
+     "(with a warning)"},
+    {"SYMHEAP_HEAP_CHUNK", SYMHEAP_CFG_SIZE, "64M", 1, 0, NULL,
      "bytes of memory per rank the heap commits (and symheap_heap_trim "
      "releases) at a time, rounded up to the device's granularity; at most "
-     "the machine's physical memory"},
+     "SYMHEAP_HEAP_RESERVE, and where chunks are host memory (the host "
+     "adaptor), at most the machine's physical memory"},
     {"SYMHEAP_HEAP_THRESHOLD", SYMHEAP_CFG_SIZE, "1G", 0, 0, NULL,
      "symheap_malloc of more bytes than this is its own registration instead "
      "of a heap allocation"},
@@ -246,14 +249,6 @@ symheap_result_t symheap__cfg_bool(const char *name, int *value) {
   return SYMHEAP_SUCCESS;
 }
 
-/* A SIZE variable's upper bound (0: none): its max, or the machine's
- * memory. */
-static uint64_t size_max(const symheap__cfg_var_t *var) {
-  return var->max > 0 ? (uint64_t)var->max
-         : var->max < 0 ? symheap__phys_bytes()
-                        : 0;
-}
-
 static symheap_result_t parse_size(const symheap__cfg_var_t *var,
                                    const char *s, uint64_t *out) {
   int ok;
@@ -263,15 +258,10 @@ static symheap_result_t parse_size(const symheap__cfg_var_t *var,
                           "%s='%s' is not a size of at least %ld bytes (a "
                           "number of bytes, or with a K, M, G or T suffix)",
                           var->name, s, var->min);
-  uint64_t most = size_max(var);
-  if (most && v > most)
+  if (var->max > 0 && v > (uint64_t)var->max)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "%s='%s' is more than %s (%llu bytes): it could "
-                          "never be committed",
-                          var->name, s,
-                          var->max < 0 ? "this machine's physical memory"
-                                       : "its maximum",
-                          (unsigned long long)most);
+                          "%s='%s' is more than its maximum (%ld bytes)",
+                          var->name, s, var->max);
   *out = v;
   return SYMHEAP_SUCCESS;
 }

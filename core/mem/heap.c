@@ -15,12 +15,24 @@
 _Static_assert(sizeof(symheap__heap_rec_t) <= sizeof(symheap_shareable_t),
                "heap records live in the comm's handle scratch");
 
+/* Whether the device adaptor's chunks are this host's memory: the CPU
+ * maps them (the host adaptor), where a GPU's are the device's own. */
+static int host_memory(symheap_comm_t c) {
+  return (c->caps.caps & SYMHEAP_CAP_HOST_ACCESS) != 0;
+}
+
+symheap_result_t symheap__heap_vars_check(symheap_comm_t c) {
+  symheap__heap_cfg_t cfg;
+  return symheap__heap_config(c->caps.granularity, host_memory(c), &cfg);
+}
+
 /* Local: read the variables once per comm. */
 symheap_result_t symheap__heap_state(symheap_comm_t c) {
   if (c->heap_state)
     return SYMHEAP_SUCCESS;
   symheap__heap_cfg_t cfg;
-  symheap_result_t r = symheap__heap_config(c->caps.granularity, &cfg);
+  symheap_result_t r =
+      symheap__heap_config(c->caps.granularity, host_memory(c), &cfg);
   if (r != SYMHEAP_SUCCESS)
     return r;
   /* Chunks are physical memory mapped into a reservation (VMM), by symheap
