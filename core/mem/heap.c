@@ -84,12 +84,14 @@ symheap_result_t symheap__heap_create(symheap_comm_t c) {
     heap_free_struct(h);
     return symheap__error(SYMHEAP_ERR_NO_MEMORY, "heap: no memory");
   }
+  char var[96];
+  symheap__heap_var_text("SYMHEAP_HEAP_RESERVE", var, sizeof var);
   if (c->heap_reserve > SIZE_MAX / (size_t)c->nranks) {
     heap_free_struct(h);
     return symheap__error(SYMHEAP_ERR_NO_MEMORY,
-                          "%d x SYMHEAP_HEAP_RESERVE (%llu) does not fit in "
-                          "the address space",
-                          c->nranks, (unsigned long long)c->heap_reserve);
+                          "%s cannot be reserved for the heap: %d ranks x "
+                          "%llu bytes do not fit in the address space",
+                          var, c->nranks, (unsigned long long)c->heap_reserve);
   }
   size_t total = (size_t)c->heap_reserve * (size_t)c->nranks;
   void *va = NULL;
@@ -97,7 +99,11 @@ symheap_result_t symheap__heap_create(symheap_comm_t c) {
                                            c->caps.granularity, &va);
   if (r != SYMHEAP_SUCCESS) {
     heap_free_struct(h);
-    return symheap__error_context(r, "reserving %zu bytes for the heap", total);
+    return symheap__error_context(r,
+                                  "%s cannot be reserved for the heap (%zu "
+                                  "bytes of address space for %d rank%s)",
+                                  var, total, c->nranks,
+                                  c->nranks == 1 ? "" : "s");
   }
   symheap__map_t *m = symheap__map_new(c, 0, &heap_map_hooks);
   if (!m) {
