@@ -36,7 +36,9 @@ static const symheap__cfg_var_t cfg_vars[] = {
     {"SYMHEAP_IPC_SOCKET", SYMHEAP_CFG_STRING, "abstract", 0, 0, NULL,
      "where the local bootstrap and descriptor exchange listen: 'abstract' "
      "(Linux abstract Unix sockets, per network namespace) or an absolute "
-     "directory for filesystem sockets (crosses namespaces that share it)"},
+     "directory for filesystem sockets (crosses namespaces that share it), "
+     "which must exist and be writable: one that is not is refused at "
+     "symheap_get_unique_id and comm init"},
     {"SYMHEAP_BOOTSTRAP", SYMHEAP_CFG_CHOICE, "unix", 0, 0, "unix|tcp",
      "how symheap_get_unique_id's ranks meet: unix (rank 0's Unix socket, "
      "one host, SO_PEERCRED) or tcp (rank 0's TCP port on the interface "
@@ -46,7 +48,8 @@ static const symheap__cfg_var_t cfg_vars[] = {
      "the interface the TCP bootstrap's rank 0 listens on, as "
      "NCCL_SOCKET_IFNAME: comma-separated name prefixes, '^' first to "
      "exclude them, '=' first for exact names; unset: the first interface "
-     "that is up with an address, loopback last"},
+     "that is up with an address, loopback last. One that admits no "
+     "interface up with an address is refused, listing this host's"},
     {"SYMHEAP_RUN_ROOT_REPORT", SYMHEAP_CFG_BOOL, "0", 0, 0, NULL,
      "set by symheap-run --hosts on rank 0 only: rank 0 picks its TCP "
      "bootstrap address when it joins and writes it to its stdout in one "
