@@ -141,11 +141,65 @@ static void growth_faults(th_ctx_t *c, void *arg) {
   th_end();
 }
 
-/* The heap's reservation fails on one rank: every rank goes on without a
- * heap, allocating by registration. */
+/* The heap's reservation fails on one rank where SYMHEAP_HEAP_RESERVE is
+ * set (test_heap sets 256M): symheap_malloc fails on every rank, the
+ * failing one naming the variable, its value and why, and changes
+ * nothing (no reservation, no allocation, the heap still on), so the next
+ * call, without the fault, is the heap's.  Before, every rank went on
+ * without a heap, said only at INFO. */
+static void set_reservation_fails(th_ctx_t *c, void *arg) {
+  (void)arg;
+  th_begin("heap_record", "set_reservation_fails_the_call", c->rank);
+  barrier(c);
+  if (c->rank == 0) {
+    th_record_reset(0);
+    th_record_fault("va_reserve", c->n - 1, 1, SYMHEAP_ERR_NO_MEMORY);
+  }
+  barrier(c);
+  symheap_window_t w = NULL;
+  symheap_comm_stats_t s0 = SYMHEAP_COMM_STATS_INIT, s1 = s0;
+  CHECK_OK(symheap_comm_get_stats(c->comm, &s0));
+  symheap_result_t r = symheap_malloc(c->comm, 4096, 0, &w);
+  char why[SYMHEAP_ERROR_MAX];
+  snprintf(why, sizeof why, "%s", symheap_last_error());
+  CHECK_OK(symheap_comm_get_stats(c->comm, &s1));
+  CHECK(r != SYMHEAP_SUCCESS, "symheap_malloc succeeded after the heap's "
+                              "reservation failed on rank %d",
+        c->n - 1);
+  if (c->rank == c->n - 1)
+    CHECK(r == SYMHEAP_ERR_NO_MEMORY &&
+              strstr(why, "SYMHEAP_HEAP_RESERVE=256M cannot be reserved") &&
+              strstr(why, "injected"),
+          "the failing rank: %s: %s", symheap_strerror(r), why);
+  same_everywhere(c, r, "symheap_malloc, a reservation failed");
+  symheap_heap_info_t h = info(c);
+  CHECK(h.enabled && h.reserved == 0 && h.allocations == 0 &&
+            s1.allocations_live == s0.allocations_live &&
+            s1.va_reserved == s0.va_reserved,
+        "the failed call changed something: heap enabled %d, reserved %llu, "
+        "live allocations %llu -> %llu, VA reserved %llu -> %llu",
+        h.enabled, (unsigned long long)h.reserved,
+        (unsigned long long)s0.allocations_live,
+        (unsigned long long)s1.allocations_live,
+        (unsigned long long)s0.va_reserved, (unsigned long long)s1.va_reserved);
+  if (r == SYMHEAP_SUCCESS)
+    CHECK_OK(symheap_free(c->comm, w));
+  CHECK_OK(symheap_malloc(c->comm, 4096, 0, &w));
+  h = info(c);
+  CHECK(h.enabled && h.reserved == 256u << 20 && h.allocations == 1,
+        "the next malloc: heap enabled %d, reserved %llu, %llu allocations",
+        h.enabled, (unsigned long long)h.reserved,
+        (unsigned long long)h.allocations);
+  CHECK_OK(symheap_free(c->comm, w));
+  th_end();
+}
+
+/* The heap's reservation fails on one rank, SYMHEAP_HEAP_RESERVE unset:
+ * every rank goes on without a heap, allocating by registration (the
+ * warning it logs: test_heap_record below). */
 static void no_reservation(th_ctx_t *c, void *arg) {
   (void)arg;
-  th_begin("heap_record", "reservation_fails", c->rank);
+  th_begin("heap_record", "default_reservation_fails", c->rank);
   barrier(c);
   if (c->rank == 0) {
     th_record_reset(0);
@@ -252,6 +306,41 @@ static void peer_death(void) {
   th_end();
 }
 
+/* no_reservation with SYMHEAP_HEAP_RESERVE unset and the log in a file:
+ * the fallback is said at WARN (the default level), naming the variable
+ * and its default; before, at INFO, the default log said nothing. */
+static void default_reservation_warns(void) {
+  char keep[64] = "";
+  if (getenv("SYMHEAP_HEAP_RESERVE"))
+    snprintf(keep, sizeof keep, "%s", getenv("SYMHEAP_HEAP_RESERVE"));
+  char path[] = "/tmp/symheap-heap-log-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd >= 0)
+    close(fd);
+  unsetenv("SYMHEAP_HEAP_RESERVE");
+  if (fd >= 0)
+    setenv("SYMHEAP_DEBUG_FILE", path, 1);
+  th_run_threads(3, no_reservation, NULL);
+  unsetenv("SYMHEAP_DEBUG_FILE");
+  if (keep[0])
+    setenv("SYMHEAP_HEAP_RESERVE", keep, 1);
+  th_begin("heap_record", "default_reservation_fallback_warns", 0);
+  char buf[8192] = "";
+  FILE *f = fd >= 0 ? fopen(path, "r") : NULL;
+  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  buf[n] = '\0';
+  if (f)
+    fclose(f);
+  if (fd >= 0)
+    unlink(path);
+  CHECK(f != NULL, "no log file");
+  CHECK(strstr(buf, " WARN: no heap: ") &&
+            strstr(buf, "SYMHEAP_HEAP_RESERVE=64G (its default) cannot be "
+                        "reserved"),
+        "the log lacks the fallback's warning: '%s'", buf);
+  th_end();
+}
+
 void test_heap_record(void) {
   int own_timeout = getenv("SYMHEAP_TIMEOUT_MS") == NULL;
   if (own_timeout)
@@ -270,7 +359,8 @@ void test_heap_record(void) {
   th_run_threads(2, growth_faults, &injected);
   th_run_threads(3, growth_faults, &injected);
   printf("# %d faults injected in heap growth\n", injected);
-  th_run_threads(3, no_reservation, NULL);
+  th_run_threads(3, set_reservation_fails, NULL);
+  default_reservation_warns();
   th_record_reset(0);
   setenv("SYMHEAP_HEAP", "0", 1);
   th_run_threads(2, heap_off, NULL);

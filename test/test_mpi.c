@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "harness.h"
@@ -106,6 +107,61 @@ static void net_progress_in_mpi_wait(int rank, int n) {
   th_end();
 }
 
+/* This thread's voluntary context switches (sleeps) and CPU time. */
+static void thread_use(long *sleeps, int64_t *cpu_us) {
+  struct rusage u;
+  getrusage(RUSAGE_THREAD, &u);
+  *sleeps = u.ru_nvcsw;
+  *cpu_us = (int64_t)u.ru_utime.tv_sec * 1000000 + u.ru_utime.tv_usec +
+            (int64_t)u.ru_stime.tv_sec * 1000000 + u.ru_stime.tv_usec;
+}
+
+/* A rank in an MPI-ccl collective with a net engine that has no wait fds
+ * (the "loop" adaptor: wait_progress stays nonzero for the whole wait)
+ * naps after a burst of busy turns, still polling MPI_Test: rank 0 comes
+ * to the barrier 300 ms late, and each other rank's wait there must have
+ * slept (voluntary context switches; nanosleep is one, sched_yield is
+ * not).  Before, it spun with yields for the whole 300 ms: no sleep. */
+static void busy_engine_wait_naps(int rank, int n) {
+  th_begin("mpi", "busy_engine_wait_naps", rank);
+  char host[32];
+  snprintf(host, sizeof host, "mpi-host-%d", rank < n / 2 ? 0 : 1);
+  setenv("SYMHEAP_HOST_ID", host, 1);
+  setenv("SYMHEAP_NET", "loop", 1);
+  setenv("SYMHEAP_NET_PROGRESS", "none", 1);
+  setenv("SYMHEAP_TIMEOUT_MS", "5000", 1);
+  symheap_comm_t c = NULL;
+  CHECK_OK(symheap_comm_init_mpi(&c, MPI_COMM_WORLD));
+  if (c) {
+    CHECK_OK(symheap_comm_barrier(c));
+    if (rank == 0) {
+      struct timespec late = {0, 300 * 1000 * 1000};
+      nanosleep(&late, NULL);
+    }
+    long s0, s1;
+    int64_t cpu0, cpu1, t0 = now_ms();
+    thread_use(&s0, &cpu0);
+    CHECK_OK(symheap_comm_barrier(c));
+    thread_use(&s1, &cpu1);
+    int64_t wall = now_ms() - t0;
+    if (rank != 0) {
+      printf("# rank %d waited %lld ms: %ld sleeps, %lld ms of CPU\n", rank,
+             (long long)wall, s1 - s0, (long long)((cpu1 - cpu0) / 1000));
+      /* At most 50 us a nap: thousands in 300 ms; 20 is generous. */
+      CHECK(wall < 150 || s1 - s0 >= 20,
+            "rank %d waited %lld ms in the barrier and slept %ld times "
+            "(%lld ms of CPU): it spun",
+            rank, (long long)wall, s1 - s0, (long long)((cpu1 - cpu0) / 1000));
+    }
+    CHECK_OK(symheap_comm_destroy(c));
+  }
+  unsetenv("SYMHEAP_HOST_ID");
+  unsetenv("SYMHEAP_NET");
+  unsetenv("SYMHEAP_NET_PROGRESS");
+  unsetenv("SYMHEAP_TIMEOUT_MS");
+  th_end();
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank, n;
@@ -183,9 +239,11 @@ int main(int argc, char **argv) {
 
   if (comm)
     CHECK_OK(symheap_comm_destroy(comm));
-  if (n >= 2 && symheap_register_net_adaptor(&net_loop_ops) == SYMHEAP_SUCCESS)
+  if (n >= 2 &&
+      symheap_register_net_adaptor(&net_loop_ops) == SYMHEAP_SUCCESS) {
     net_progress_in_mpi_wait(rank, n);
-  else if (n >= 2)
+    busy_engine_wait_naps(rank, n);
+  } else if (n >= 2)
     printf("FAIL mpi/register_loop: %s\n", symheap_last_error());
   MPI_Finalize();
   return th_total_failures() ? 1 : 0;

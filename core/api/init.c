@@ -15,6 +15,7 @@
 #include "comm/ccl_env.h"
 #include "comm/net.h"
 #include "init.h"
+#include "mem/heap.h"
 #include "proxy.h"
 #include "win/window.h"
 
@@ -51,6 +52,12 @@ static void pad_close(symheap_comm_t c) {
   symheap__dstatus_close(c);
 }
 
+/* The device, and the heap's variables as it takes them (a GPU's chunks
+ * may be more than this host's memory, the host adaptor's may not). */
+static symheap_result_t device_setup(symheap_comm_t c) {
+  return symheap__comm_device(c, symheap__heap_vars_check);
+}
+
 typedef struct {
   const char *name;
   symheap_result_t (*setup)(symheap_comm_t c); /* collective; NULL: none */
@@ -59,7 +66,7 @@ typedef struct {
 
 /* Up in this order at init, down in the reverse at destroy. */
 static const stage_t stages[] = {
-    {"device", symheap__comm_device, symheap__comm_device_close},
+    {"device", device_setup, symheap__comm_device_close},
     {"descriptor mesh", mesh_setup, symheap__mesh_close},
     /* allocations and mappings: made by calls, not at init */
     {"memory", NULL, symheap__mem_close},

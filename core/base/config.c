@@ -36,7 +36,9 @@ static const symheap__cfg_var_t cfg_vars[] = {
     {"SYMHEAP_IPC_SOCKET", SYMHEAP_CFG_STRING, "abstract", 0, 0, NULL,
      "where the local bootstrap and descriptor exchange listen: 'abstract' "
      "(Linux abstract Unix sockets, per network namespace) or an absolute "
-     "directory for filesystem sockets (crosses namespaces that share it)"},
+     "directory for filesystem sockets (crosses namespaces that share it), "
+     "which must exist and be writable: one that is not is refused at "
+     "symheap_get_unique_id and comm init"},
     {"SYMHEAP_BOOTSTRAP", SYMHEAP_CFG_CHOICE, "unix", 0, 0, "unix|tcp",
      "how symheap_get_unique_id's ranks meet: unix (rank 0's Unix socket, "
      "one host, SO_PEERCRED) or tcp (rank 0's TCP port on the interface "
@@ -46,7 +48,8 @@ static const symheap__cfg_var_t cfg_vars[] = {
      "the interface the TCP bootstrap's rank 0 listens on, as "
      "NCCL_SOCKET_IFNAME: comma-separated name prefixes, '^' first to "
      "exclude them, '=' first for exact names; unset: the first interface "
-     "that is up with an address, loopback last"},
+     "that is up with an address, loopback last. One that admits no "
+     "interface up with an address is refused, listing this host's"},
     {"SYMHEAP_RUN_ROOT_REPORT", SYMHEAP_CFG_BOOL, "0", 0, 0, NULL,
      "set by symheap-run --hosts on rank 0 only: rank 0 picks its TCP "
      "bootstrap address when it joins and writes it to its stdout in one "
@@ -118,11 +121,14 @@ static const symheap__cfg_var_t cfg_vars[] = {
     {"SYMHEAP_HEAP_RESERVE", SYMHEAP_CFG_SIZE, "64G", 1, 0, NULL,
      "address space per rank reserved for the heap (bytes, or with a K, M, G "
      "or T suffix); it costs address space only: memory is committed in "
-     "chunks as allocations need it"},
-    {"SYMHEAP_HEAP_CHUNK", SYMHEAP_CFG_SIZE, "64M", 1, -1, NULL,
+     "chunks as allocations need it. Set, a reservation that fails fails "
+     "symheap_malloc; unset, symheap_malloc then registers each allocation "
+     "(with a warning)"},
+    {"SYMHEAP_HEAP_CHUNK", SYMHEAP_CFG_SIZE, "64M", 1, 0, NULL,
      "bytes of memory per rank the heap commits (and symheap_heap_trim "
      "releases) at a time, rounded up to the device's granularity; at most "
-     "the machine's physical memory"},
+     "SYMHEAP_HEAP_RESERVE, and where chunks are host memory (the host "
+     "adaptor), at most the machine's physical memory"},
     {"SYMHEAP_HEAP_THRESHOLD", SYMHEAP_CFG_SIZE, "1G", 0, 0, NULL,
      "symheap_malloc of more bytes than this is its own registration instead "
      "of a heap allocation"},
@@ -246,14 +252,6 @@ symheap_result_t symheap__cfg_bool(const char *name, int *value) {
   return SYMHEAP_SUCCESS;
 }
 
-/* A SIZE variable's upper bound (0: none): its max, or the machine's
- * memory. */
-static uint64_t size_max(const symheap__cfg_var_t *var) {
-  return var->max > 0 ? (uint64_t)var->max
-         : var->max < 0 ? symheap__phys_bytes()
-                        : 0;
-}
-
 static symheap_result_t parse_size(const symheap__cfg_var_t *var,
                                    const char *s, uint64_t *out) {
   int ok;
@@ -263,15 +261,10 @@ static symheap_result_t parse_size(const symheap__cfg_var_t *var,
                           "%s='%s' is not a size of at least %ld bytes (a "
                           "number of bytes, or with a K, M, G or T suffix)",
                           var->name, s, var->min);
-  uint64_t most = size_max(var);
-  if (most && v > most)
+  if (var->max > 0 && v > (uint64_t)var->max)
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
-                          "%s='%s' is more than %s (%llu bytes): it could "
-                          "never be committed",
-                          var->name, s,
-                          var->max < 0 ? "this machine's physical memory"
-                                       : "its maximum",
-                          (unsigned long long)most);
+                          "%s='%s' is more than its maximum (%ld bytes)",
+                          var->name, s, var->max);
   *out = v;
   return SYMHEAP_SUCCESS;
 }

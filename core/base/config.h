@@ -16,8 +16,8 @@ typedef enum {
   SYMHEAP_CFG_BOOL, /* 0 or 1 */
   SYMHEAP_CFG_CHOICE,
   /* bytes, K/M/G/T suffix (size.h); at least min; max > 0: at most max
-   * bytes, max < 0: at most the machine's physical memory (memory that is
-   * committed, where more could never be backed) */
+   * bytes (bounds that depend on the device, as the heap chunk's physical
+   * memory, are its reader's: mem/heap_config.c) */
   SYMHEAP_CFG_SIZE,
 } symheap__cfg_kind_t;
 

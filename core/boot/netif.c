@@ -72,6 +72,24 @@ static const struct ifaddrs *choose(const struct ifaddrs *all,
   return v6;
 }
 
+/* The names of the interfaces that are up with an address, each once, for
+ * a refusal to list ("none" when there are none). */
+static void usable_names(const struct ifaddrs *all, char *out, size_t len) {
+  size_t at = 0;
+  out[0] = '\0';
+  for (const struct ifaddrs *i = all; i && at + 1 < len; i = i->ifa_next) {
+    int seen = 0;
+    for (const struct ifaddrs *j = all; j != i && !seen; j = j->ifa_next)
+      seen = usable(j) && strcmp(j->ifa_name, i->ifa_name) == 0;
+    if (!usable(i) || seen)
+      continue;
+    int n = snprintf(out + at, len - at, "%s%s", at ? ", " : "", i->ifa_name);
+    at += n > 0 ? (size_t)n : 0;
+  }
+  if (!out[0])
+    snprintf(out, len, "none");
+}
+
 symheap_result_t symheap__tcp_pick_addr(char *ip, size_t len, char *ifname) {
   const char *spec = NULL;
   symheap_result_t r = symheap__cfg_string("SYMHEAP_SOCKET_IFNAME", &spec);
@@ -84,11 +102,15 @@ symheap_result_t symheap__tcp_pick_addr(char *ip, size_t len, char *ifname) {
   if (!i && !spec)
     i = choose(all, "lo"); /* nothing else: this host alone */
   if (!i) {
+    char names[256];
+    usable_names(all, names, sizeof names);
     freeifaddrs(all);
     return symheap__error(SYMHEAP_ERR_INVALID_ARG,
                           "SYMHEAP_SOCKET_IFNAME='%s' admits no interface "
-                          "that is up with an address (see ip -br addr)",
-                          spec ? spec : "");
+                          "that is up with an address (this host's: %s); it "
+                          "is comma-separated name prefixes, '^' first to "
+                          "exclude them, '=' first for exact names",
+                          spec ? spec : "", names);
   }
   addr_text(i, ip, len);
   snprintf(ifname, 16, "%s", i->ifa_name);

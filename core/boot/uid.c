@@ -2,6 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/config.h"
 #include "uid.h"
@@ -37,6 +39,24 @@ symheap_result_t symheap__ipc_socket_mode(int *abstract, const char **dir) {
                           "'abstract' or an absolute directory path of at most "
                           "48 characters",
                           v);
+  /* This rank binds its sockets there: a directory that is missing or
+   * closed to it would fail only later, at a bind in the middle of a join
+   * (or never, in a comm of one rank). */
+  struct stat st;
+  const char *why = NULL;
+  if (stat(v, &st) != 0)
+    why = strerror(errno);
+  else if (!S_ISDIR(st.st_mode))
+    why = "not a directory";
+  else if (access(v, W_OK | X_OK) != 0)
+    why = errno == EROFS ? "a read-only file system"
+                         : "not writable by this process";
+  if (why)
+    return symheap__error(SYMHEAP_ERR_INVALID_ARG,
+                          "SYMHEAP_IPC_SOCKET='%s' cannot hold this rank's "
+                          "filesystem sockets: %s (it names an existing "
+                          "directory this process can write, or 'abstract')",
+                          v, why);
   *abstract = 0;
   *dir = v;
   return SYMHEAP_SUCCESS;

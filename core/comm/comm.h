@@ -209,8 +209,12 @@ symheap_comm_t symheap__comm_alloc(const symheap_ccl_ops *ops, void *ctx,
  * node-local team follows.  `why` says how the device was chosen. */
 symheap_result_t symheap__comm_join(symheap_comm_t c, char *why, size_t len);
 /* Collective: the device adaptor's context (with plugin hooks), its
- * capabilities checked, the multicast policy and the window cache. */
-symheap_result_t symheap__comm_device(symheap_comm_t c);
+ * capabilities checked, the multicast policy and the window cache.
+ * `check` (a higher floor's, or NULL): variables that depend on the
+ * device (the heap's), checked before the agreement, so that one rank's
+ * refusal fails every rank's init. */
+symheap_result_t symheap__comm_device(symheap_comm_t c,
+                                      symheap_result_t (*check)(symheap_comm_t));
 void symheap__comm_device_close(symheap_comm_t c);
 /* The ccl's context (when owned) and the struct's memory; the struct itself
  * is retired, never freed, so a stale handle finds it dead. */

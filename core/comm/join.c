@@ -157,7 +157,8 @@ symheap_result_t symheap__comm_join(symheap_comm_t c, char *why, size_t len) {
 }
 
 /* Phase 3 (comm.h). */
-symheap_result_t symheap__comm_device(symheap_comm_t c) {
+symheap_result_t symheap__comm_device(symheap_comm_t c,
+                                      symheap_result_t (*check)(symheap_comm_t)) {
   symheap_device_init_t args = {sizeof args, c->rank, c->nranks, c->local_rank,
                                 c->local_nranks};
   symheap_result_t r =
@@ -176,6 +177,8 @@ symheap_result_t symheap__comm_device(symheap_comm_t c) {
   if (r == SYMHEAP_SUCCESS)
     r = symheap__cfg_int("SYMHEAP_WINDOW_CACHE", &keep);
   c->cache_max = (int)keep;
+  if (r == SYMHEAP_SUCCESS && check)
+    r = check(c);
   return symheap__agree(c, r, 0, NULL, 0, NULL);
 }
 

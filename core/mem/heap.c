@@ -15,12 +15,24 @@
 _Static_assert(sizeof(symheap__heap_rec_t) <= sizeof(symheap_shareable_t),
                "heap records live in the comm's handle scratch");
 
+/* Whether the device adaptor's chunks are this host's memory: the CPU
+ * maps them (the host adaptor), where a GPU's are the device's own. */
+static int host_memory(symheap_comm_t c) {
+  return (c->caps.caps & SYMHEAP_CAP_HOST_ACCESS) != 0;
+}
+
+symheap_result_t symheap__heap_vars_check(symheap_comm_t c) {
+  symheap__heap_cfg_t cfg;
+  return symheap__heap_config(c->caps.granularity, host_memory(c), &cfg);
+}
+
 /* Local: read the variables once per comm. */
 symheap_result_t symheap__heap_state(symheap_comm_t c) {
   if (c->heap_state)
     return SYMHEAP_SUCCESS;
   symheap__heap_cfg_t cfg;
-  symheap_result_t r = symheap__heap_config(c->caps.granularity, &cfg);
+  symheap_result_t r =
+      symheap__heap_config(c->caps.granularity, host_memory(c), &cfg);
   if (r != SYMHEAP_SUCCESS)
     return r;
   /* Chunks are physical memory mapped into a reservation (VMM), by symheap
@@ -72,12 +84,14 @@ symheap_result_t symheap__heap_create(symheap_comm_t c) {
     heap_free_struct(h);
     return symheap__error(SYMHEAP_ERR_NO_MEMORY, "heap: no memory");
   }
+  char var[96];
+  symheap__heap_var_text("SYMHEAP_HEAP_RESERVE", var, sizeof var);
   if (c->heap_reserve > SIZE_MAX / (size_t)c->nranks) {
     heap_free_struct(h);
     return symheap__error(SYMHEAP_ERR_NO_MEMORY,
-                          "%d x SYMHEAP_HEAP_RESERVE (%llu) does not fit in "
-                          "the address space",
-                          c->nranks, (unsigned long long)c->heap_reserve);
+                          "%s cannot be reserved for the heap: %d ranks x "
+                          "%llu bytes do not fit in the address space",
+                          var, c->nranks, (unsigned long long)c->heap_reserve);
   }
   size_t total = (size_t)c->heap_reserve * (size_t)c->nranks;
   void *va = NULL;
@@ -85,7 +99,11 @@ symheap_result_t symheap__heap_create(symheap_comm_t c) {
                                            c->caps.granularity, &va);
   if (r != SYMHEAP_SUCCESS) {
     heap_free_struct(h);
-    return symheap__error_context(r, "reserving %zu bytes for the heap", total);
+    return symheap__error_context(r,
+                                  "%s cannot be reserved for the heap (%zu "
+                                  "bytes of address space for %d rank%s)",
+                                  var, total, c->nranks,
+                                  c->nranks == 1 ? "" : "s");
   }
   symheap__map_t *m = symheap__map_new(c, 0, &heap_map_hooks);
   if (!m) {

@@ -42,6 +42,10 @@ enum {
   SYMHEAP__ROUTE_FULL = 3,     /* wanted, but the reservation cannot hold it */
 };
 
+/* Local, at comm init (before the device's agreement): the heap's
+ * variables as this comm's device takes them, refused now rather than at
+ * the first symheap_malloc. */
+symheap_result_t symheap__heap_vars_check(symheap_comm_t c);
 /* Local: read the heap's variables (once per comm). */
 symheap_result_t symheap__heap_state(symheap_comm_t c);
 /* Local: the reservation (address space only). */

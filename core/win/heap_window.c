@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/config.h"
 #include "mem/heap.h"
 #include "window.h"
 
@@ -131,13 +132,20 @@ symheap_result_t symheap__heap_malloc(symheap_comm_t c, symheap_result_t pre,
       size <= c->heap_threshold) {
     me.route = SYMHEAP__ROUTE_HEAP;
     created = !c->heap;
-    if (!c->heap && symheap__heap_create(c) != SYMHEAP_SUCCESS) {
-      SYMHEAP_INFO("no heap: %s; symheap_malloc registers each allocation",
-                   symheap__error_peek());
-      symheap__error_clear();
-      me.route = SYMHEAP__ROUTE_NO_HEAP;
+    if (!c->heap && (r = symheap__heap_create(c)) != SYMHEAP_SUCCESS) {
+      /* A reservation the user asked for fails the call, saying why (every
+       * rank, through the agreement); the default's falls back to a
+       * registration per allocation, out loud. */
+      if (!symheap__cfg_raw("SYMHEAP_HEAP_RESERVE")) {
+        SYMHEAP_WARN("no heap: %s; symheap_malloc registers each allocation "
+                     "(set SYMHEAP_HEAP_RESERVE lower, or SYMHEAP_HEAP=0)",
+                     symheap__error_peek());
+        symheap__error_clear();
+        r = SYMHEAP_SUCCESS;
+        me.route = SYMHEAP__ROUTE_NO_HEAP;
+      }
     }
-    if (me.route == SYMHEAP__ROUTE_HEAP)
+    if (me.route == SYMHEAP__ROUTE_HEAP && r == SYMHEAP_SUCCESS)
       me.route = symheap__heap_plan(c, len, &me, &r);
     if (me.route == SYMHEAP__ROUTE_HEAP && r == SYMHEAP_SUCCESS)
       r = window_new(c, &w);

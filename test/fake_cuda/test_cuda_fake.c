@@ -136,6 +136,44 @@ static void test_device_choice(void) {
   th_end();
 }
 
+/* A heap chunk is device memory here, and a GPU's memory may be more than
+ * this host's: SYMHEAP_HEAP_CHUNK above the host's physical memory is
+ * taken (the cap is the host adaptor's, whose chunks are host memory).
+ * Before, every comm init refused it, whatever the device. */
+static void test_chunk_above_host_memory(void) {
+  th_begin("cuda", "heap_chunk_above_host_memory_taken", 0);
+  unsigned long long phys = (unsigned long long)sysconf(_SC_PHYS_PAGES) *
+                            (unsigned long long)sysconf(_SC_PAGESIZE);
+  unsigned long long gib = (phys >> 30) + 2; /* whole GiB: whole granules */
+  char keep[64] = "", chunk[32], reserve[32];
+  if (getenv("SYMHEAP_HEAP_RESERVE"))
+    snprintf(keep, sizeof keep, "%s", getenv("SYMHEAP_HEAP_RESERVE"));
+  snprintf(chunk, sizeof chunk, "%lluG", gib);
+  snprintf(reserve, sizeof reserve, "%lluG", 2 * gib);
+  setenv("SYMHEAP_HEAP_CHUNK", chunk, 1);
+  setenv("SYMHEAP_HEAP_RESERVE", reserve, 1);
+  symheap_unique_id_t id;
+  symheap_comm_t c = NULL;
+  CHECK_OK(symheap_get_unique_id(&id));
+  symheap_result_t r = symheap_comm_init(&c, 1, &id, 0);
+  CHECK(r == SYMHEAP_SUCCESS,
+        "SYMHEAP_HEAP_CHUNK=%s (host memory: %llu bytes) on cuda: %s: %s",
+        chunk, phys, symheap_strerror(r), symheap_last_error());
+  symheap_heap_info_t h = SYMHEAP_HEAP_INFO_INIT;
+  if (c)
+    CHECK_OK(symheap_heap_get_info(c, &h));
+  CHECK(!c || h.chunk_size == gib << 30, "chunk size %llu, not %s",
+        (unsigned long long)h.chunk_size, chunk);
+  if (c)
+    CHECK_OK(symheap_comm_destroy(c));
+  unsetenv("SYMHEAP_HEAP_CHUNK");
+  if (keep[0])
+    setenv("SYMHEAP_HEAP_RESERVE", keep, 1);
+  else
+    unsetenv("SYMHEAP_HEAP_RESERVE");
+  th_end();
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: test_cuda_fake PATH/libcuda.so.1\n");
@@ -163,6 +201,7 @@ int main(int argc, char **argv) {
   /* Processes first, before this process has threads. */
   asym_processes();
   test_device_choice();
+  test_chunk_above_host_memory();
   sweep_t plain = {0, 0, 0}, mc = {SYMHEAP_WINDOW_MULTICAST, 0, 0},
           heap = {0, 0, 1};
   th_run_threads(2, sweep, &heap);

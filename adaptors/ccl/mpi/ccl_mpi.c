@@ -46,6 +46,31 @@ static int progress_others(const mpi_ctx_t *m) {
          m->svc->wait_progress();
 }
 
+/* Busy engines: pure spinning (a yield every BUSY_YIELD turns) for the
+ * first BUSY_SPIN_TURNS turns, a burst of peers' operations served at spin
+ * speed; then naps from BUSY_NAP_MIN_NS growing to BUSY_NAP_MAX_NS, so that
+ * an engine that stays busy for the whole wait (one without wait fds)
+ * does not cost a CPU for the whole collective, while each peer operation
+ * still waits at most a nap for this rank's progress. */
+#define BUSY_YIELD 64u
+#define BUSY_SPIN_TURNS 1000u
+#define BUSY_NAP_MIN_NS 20000
+#define BUSY_NAP_MAX_NS 50000
+#define BUSY_NAP_STEP_NS 5000
+
+static void busy_turn(unsigned *busy, struct timespec *nap) {
+  if (++*busy <= BUSY_SPIN_TURNS) {
+    if (*busy % BUSY_YIELD == 0)
+      sched_yield();
+    return;
+  }
+  nap->tv_nsec = nap->tv_nsec < BUSY_NAP_MIN_NS ? BUSY_NAP_MIN_NS
+                 : nap->tv_nsec < BUSY_NAP_MAX_NS
+                     ? nap->tv_nsec + BUSY_NAP_STEP_NS
+                     : BUSY_NAP_MAX_NS;
+  nanosleep(nap, NULL);
+}
+
 /* Poll a nonblocking collective until it completes or the deadline passes:
  * MPI's own waits have no timeout, and every symheap wait has one.  Each
  * turn progresses the core's net adaptors too: a peer of another host may
@@ -53,9 +78,10 @@ static int progress_others(const mpi_ctx_t *m) {
  * memory over tcp;ofi_rxm) before it can enter this very collective. */
 static symheap_result_t wait_for(const mpi_ctx_t *m, MPI_Request *req,
                                  int timeout_ms, const char *what) {
-  struct timespec nap = {0, 0};
+  struct timespec nap = {0, 0}, busy_nap = {0, 0};
+  unsigned busy = 0; /* turns in a row with the engines busy */
   uint64_t t0 = m->svc->now_ns(); /* the core's clock */
-  for (unsigned turn = 1;; turn++) {
+  for (;;) {
     int done = 0;
     int err = MPI_Test(req, &done, MPI_STATUS_IGNORE);
     if (err != MPI_SUCCESS)
@@ -70,11 +96,12 @@ static symheap_result_t wait_for(const mpi_ctx_t *m, MPI_Request *req,
                            "MPI: %s did not complete within %d ms (a rank "
                            "did not arrive)",
                            what, timeout_ms);
-    if (progress_others(m)) { /* engines busy: spin, yielding now and then */
-      if (turn % 64 == 0)
-        sched_yield();
+    if (progress_others(m)) { /* engines busy: spin, then nap briefly */
+      busy_turn(&busy, &busy_nap);
       continue;
     }
+    busy = 0;
+    busy_nap.tv_nsec = 0;
     /* Spin briefly, then back off to 100 us: setup latency, not a CPU. */
     if (ms > 1 && nap.tv_nsec < 100000)
       nap.tv_nsec += 5000;
