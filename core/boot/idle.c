@@ -49,17 +49,56 @@ int symheap__idle_turn(symheap__idle_t *io) {
  * sequentially consistent), so either the sleeper sees the new count and
  * does not sleep, or the kicker sees the sleeper and wakes it.  A
  * semaphore: each of several sleepers (ranks as threads) takes one wake;
- * a wake nobody took costs a later sleep one turn. */
+ * a wake nobody took costs a later sleep one turn.
+ * The eventfd is open only while a kicker may kick (symheap__idle_kicks_
+ * hold) or a sleep still polls it: a process that never opens a net
+ * engine keeps no descriptor of ours, and the last close gives it back
+ * (the tests count a comm's descriptors). */
 static uint64_t g_kicks;
 static int g_sleepers;
-static int g_kick_fd = -1;
-static pthread_once_t g_kick_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t g_kick_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_kick_fd = -1; /* atomic reads; changed under g_kick_lock */
+static int g_kick_refs;    /* kickers holding it */
+static int g_kick_users;   /* sleeps polling it now */
 
-static void kick_open(void) {
-  int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
-  __atomic_store_n(&g_kick_fd, fd, __ATOMIC_RELEASE); /* -1: no kicks */
+static void kick_fd_drop(void) { /* under g_kick_lock */
+  if (g_kick_refs == 0 && g_kick_users == 0 && g_kick_fd >= 0) {
+    close(g_kick_fd);
+    __atomic_store_n(&g_kick_fd, -1, __ATOMIC_RELEASE);
+  }
 }
 
+void symheap__idle_kicks_hold(int on) {
+  pthread_mutex_lock(&g_kick_lock);
+  if (on && g_kick_refs++ == 0 && g_kick_fd < 0)
+    __atomic_store_n(&g_kick_fd,
+                     eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE),
+                     __ATOMIC_RELEASE); /* -1: no kicks, the naps remain */
+  if (!on && g_kick_refs > 0)
+    g_kick_refs--;
+  kick_fd_drop();
+  pthread_mutex_unlock(&g_kick_lock);
+}
+
+static int kick_take(void) {
+  pthread_mutex_lock(&g_kick_lock);
+  int fd = g_kick_fd;
+  if (fd >= 0)
+    g_kick_users++;
+  pthread_mutex_unlock(&g_kick_lock);
+  return fd;
+}
+
+static void kick_give(int fd) {
+  if (fd < 0)
+    return;
+  pthread_mutex_lock(&g_kick_lock);
+  g_kick_users--;
+  kick_fd_drop();
+  pthread_mutex_unlock(&g_kick_lock);
+}
+
+/* The kicker holds the descriptor open (symheap__idle_kicks_hold). */
 void symheap__idle_kick(void) {
   __atomic_add_fetch(&g_kicks, 1, __ATOMIC_SEQ_CST);
   uint64_t n = (uint64_t)__atomic_load_n(&g_sleepers, __ATOMIC_SEQ_CST);
@@ -73,8 +112,7 @@ void symheap__idle_sleep(symheap__idle_t *io, uint64_t ns) {
   const uint64_t most = (uint64_t)SYMHEAP__IDLE_SLEEP_MS * 1000000u;
   if (io->nfds && ns > most)
     ns = most;
-  pthread_once(&g_kick_once, kick_open);
-  int kfd = __atomic_load_n(&g_kick_fd, __ATOMIC_ACQUIRE), n = io->nfds;
+  int kfd = kick_take(), n = io->nfds;
   struct pollfd p[SYMHEAP__IDLE_FDS + 1];
   for (int i = 0; i < n; i++)
     p[i] = (struct pollfd){io->fds[i], POLLIN, 0};
@@ -93,6 +131,7 @@ void symheap__idle_sleep(symheap__idle_t *io, uint64_t ns) {
   if (r > 0 && kfd >= 0 && p[n].revents && read(kfd, &one, sizeof one) < 0) {
     /* another sleeper took this wake: it was one for both */
   }
+  kick_give(kfd);
   io->kicks = __atomic_load_n(&g_kicks, __ATOMIC_SEQ_CST);
 }
 

@@ -42,6 +42,9 @@ void symheap__idle_sleep(symheap__idle_t *io, uint64_t ns);
  * reaches its poll before the thread has read it).  Wakes the threads in
  * symheap__idle_sleep; cheap where none sleeps (an atomic add). */
 void symheap__idle_kick(void);
+/* A kicker begins (on = 1) or ends (0): the descriptor the sleeps poll
+ * for kicks is open while one holds it. */
+void symheap__idle_kicks_hold(int on);
 /* ms of a retry's pause, the hook's turns taken meanwhile. */
 void symheap__idle_pause(int ms);
 

@@ -200,6 +200,8 @@ static symheap_result_t start_progress(symheap__netc_t *n) {
                           n->ops.name);
   }
   n->thread_on = 1;
+  if (n->thread_sleeps)
+    symheap__idle_kicks_hold(1); /* it kicks the waits (progress_turn) */
   return SYMHEAP_SUCCESS;
 }
 
@@ -210,6 +212,8 @@ static void stop_progress(symheap__netc_t *n) {
       (void)!write(n->stop_fd, &(uint64_t){1}, sizeof(uint64_t));
     pthread_join(n->thread, NULL);
     n->thread_on = 0;
+    if (n->thread_sleeps)
+      symheap__idle_kicks_hold(0);
   }
   if (n->stop_fd >= 0) {
     close(n->stop_fd);
