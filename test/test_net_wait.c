@@ -279,8 +279,9 @@ static int cmp_i64(const void *a, const void *b) {
  * here 0.1-0.4 ms).  Before, the progress thread, asleep on the same
  * descriptor, often read the peer's message and applied the put first;
  * the wait's poll then saw nothing to read and slept on (here the latest
- * of five was 7-9 ms late in 4 of 6 runs; 4 PEs of OpenSHMEM across two
- * namespaces: woken 5-12 ms after the put in 10 of 22 runs). */
+ * of five was 7-9 ms late in 3 of 6 runs, 3.2 ms in a fourth; OpenSHMEM's
+ * 4 PEs across two namespaces: woken 5-11 ms after the put in 6 of 27
+ * runs). */
 static void case_put_seen_at_once(th_ctx_t *c) {
   int t = other_host_rank(c);
   if (t < 0 || !g_fds) {
