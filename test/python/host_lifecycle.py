@@ -226,3 +226,36 @@ def case_module_main(comm):
     check(py.returncode == 0 and c.returncode == 0, py.stderr)
     check(py.stdout == c.stdout and "device adaptors" in py.stdout,
           "python -m symheap differs from symheap-info")
+
+
+# A job of one rank that exits with arrays over window memory still alive,
+# held by a module imported before symheap (so they die after symheap's own
+# modules are cleared), and a capsule nobody took; PYTHONMALLOC=debug fills
+# freed memory, so a deleter called through a freed struct always crashes.
+_EXIT_SCRIPT = r"""
+import collections, sys
+import numpy as np, symheap
+comm = symheap.init()
+w = comm.empty((6, 7), "float64")
+collections._symheap_arrays = [np.from_dlpack(w), w.local, w.local[2:]]
+collections._symheap_capsule = w.__dlpack__()
+print("exiting", flush=True)
+"""
+
+
+def case_exit_with_live_export(comm):
+    """Interpreter exit with a DLPack export alive ends the process cleanly
+    (it died of SIGILL at exit on a GPU machine: the consumer called the
+    deleter through a struct freed with _dlpack's globals)."""
+    if comm.rank != 0:
+        return
+    run = os.path.normpath(os.path.join(
+        os.path.dirname(symheap.library_path), "..", "bin", "symheap-run"))
+    env = dict(os.environ, PYTHONMALLOC="debug")
+    for _ in range(2):
+        p = subprocess.run([run, "-n", "1", sys.executable, "-c", _EXIT_SCRIPT],
+                           env=env, capture_output=True, text=True,
+                           timeout=60)
+        check(p.returncode == 0 and p.stdout == "exiting\n",
+              "rc %d, stdout %r, stderr %s" % (p.returncode, p.stdout,
+                                               p.stderr[-400:]))

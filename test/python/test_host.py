@@ -25,8 +25,9 @@ from host_basics import (case_device_check,  # noqa: E402
                          case_errors_table, case_init_env, case_init_uid,
                          case_peers_and_flat, case_register, case_split)
 from host_fast import case_fast_tensor_entry, case_window_lookup  # noqa: E402
-from host_lifecycle import (case_gc_free_during_collective,  # noqa: E402
-                            case_heap, case_module_main, case_no_leak,
+from host_lifecycle import (case_exit_with_live_export,  # noqa: E402
+                            case_gc_free_during_collective, case_heap,
+                            case_module_main, case_no_leak,
                             case_torchrun_bootstrap)
 from host_refusals import (case_destroy_refused,  # noqa: E402
                            case_interrupt_deferred, case_refusals_agreed)
@@ -68,6 +69,7 @@ def main():
         t.skip("python-heap", "the heap is off here (SYMHEAP_HEAP=0)")
     t.run("python-destroy-refused", case_destroy_refused, comm)
     t.run("python-module-main", case_module_main, comm)
+    t.run("python-exit-with-live-export", case_exit_with_live_export, comm)
     comm.destroy()
     return t.exit()
 

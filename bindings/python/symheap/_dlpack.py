@@ -8,6 +8,7 @@ Window).  The consumer calls the deleter when its array or tensor dies; the
 deleter drops the holder, and with it the reference, so a window cannot be
 freed while an array over it lives (Window.free refuses until then).
 """
+import atexit
 import ctypes
 import itertools
 import threading
@@ -87,6 +88,32 @@ _api.PyCapsule_New.restype = ctypes.py_object
 _api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, _CAPSULE_DTOR]
 _api.PyCapsule_IsValid.restype = ctypes.c_int
 _api.PyCapsule_IsValid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+_api.Py_IncRef.restype = None
+_api.Py_IncRef.argtypes = [ctypes.py_object]
+
+
+def _pin_at_exit():
+    # An array or tensor still alive at interpreter exit can die after this
+    # module's globals are cleared (held by a module imported before
+    # symheap, or by torch's own teardown).  Its consumer then called the
+    # deleter through a struct already freed with _live: the process died
+    # of SIGILL or SIGSEGV at exit (test_host.py on a GPU machine, where
+    # failed cases left tensors alive).  So each export still alive keeps
+    # its holder for good, a reference nobody drops, with no deleter (DLPack
+    # lets it be NULL; NumPy and PyTorch check), and the functions called
+    # back stay too (a capsule nobody took calls _capsule_destructor).
+    with _lock:
+        holders = list(_live.values())
+    for h in holders:
+        m = h[0]
+        ctypes.c_void_p.from_address(
+            ctypes.addressof(m) + type(m).deleter.offset).value = None
+        _api.Py_IncRef(h)
+    for f in (_deleter, _capsule_destructor):
+        _api.Py_IncRef(f)
+
+
+atexit.register(_pin_at_exit)
 _api.PyCapsule_GetPointer.restype = ctypes.c_void_p
 _api.PyCapsule_GetPointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
 
