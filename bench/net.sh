@@ -20,6 +20,8 @@
 #            --hosts A:1,B:1 --rsh 'ip netns exec', SYMHEAP_NET=ofi
 #   symheap_noprog  the same with SYMHEAP_NET_PROGRESS=none (no progress
 #            thread: the target's waits alone progress)
+#   symheap_x the same with the environment NET_BENCH_X_ENV adds (VAR=VALUE
+#            words): an A/B of a setting in one run
 #   oshmem   Open MPI's OSHMEM (oshrun, spml ucx, UCX over tcp)
 #   mpi      MPI-3 RMA (mpirun, pml/osc ucx, UCX over tcp)
 # the libfabric engines on --provider (default tcp;ofi_rxm), or on the one
@@ -53,8 +55,13 @@ make -s lib build/bin/symheap-run net-bench >/dev/null || exit 1
 mkdir -p build/bench "$OUT"
 cc -O2 -Wall -Wextra -Werror -Iinclude -o build/bench/net-onesided \
   bench/net_onesided.c -Lbuild/lib -lsymheap -Wl,-rpath,"$PWD/build/lib" || exit 1
-oshcc -O2 -DNB_SHMEM -o build/bench/net-oshmem bench/net_onesided.c || exit 1
-mpicc -O2 -DNB_MPI -o build/bench/net-mpi bench/net_onesided.c || exit 1
+# The peers only where asked for (the lent GPU machines have no Open MPI).
+case ",$ENGINES_ARG," in *,oshmem,*)
+  oshcc -O2 -DNB_SHMEM -o build/bench/net-oshmem bench/net_onesided.c || exit 1 ;;
+esac
+case ",$ENGINES_ARG," in *,mpi,*)
+  mpicc -O2 -DNB_MPI -o build/bench/net-mpi bench/net_onesided.c || exit 1 ;;
+esac
 
 . test/netns.sh
 netns_setup "net bench" || exit 1
@@ -113,10 +120,12 @@ run_engine() { # ENGINE[@PROVIDER]
   raw | adaptor) probe "$p" "${1%%@*}" --passive ;;
   raw_spin) probe "$p" raw ;;
   raw_idle) probe "$p" raw --idle ;;
-  symheap | symheap_noprog)
-    local prog=auto
+  symheap | symheap_noprog | symheap_x)
+    local prog=auto x=
     [ "${1%%@*}" = symheap_noprog ] && prog=none
-    SYMHEAP_NET=ofi SYMHEAP_NET_PROVIDER="$p" SYMHEAP_NET_DOMAIN=nbveth \
+    [ "${1%%@*}" = symheap_x ] && x=${NET_BENCH_X_ENV:-}
+    # shellcheck disable=SC2086 # NET_BENCH_X_ENV: several VAR=VALUE words
+    env $x SYMHEAP_NET=ofi SYMHEAP_NET_PROVIDER="$p" SYMHEAP_NET_DOMAIN=nbveth \
       SYMHEAP_NET_PROGRESS=$prog timeout 300 \
       build/bin/symheap-run --hosts "$NETNS_A:1,$NETNS_B:1" \
       --rsh "ip netns exec" build/bench/net-onesided $QUICK |

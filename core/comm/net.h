@@ -46,6 +46,10 @@ typedef struct symheap__netc {
    * (not the progress thread): while it moves, the engine is progressed
    * already and the progress thread stands aside. */
   unsigned long calls;
+  /* When (now_ns) a wait's idle turn last progressed the engine.  While
+   * that is recent the wait is running and serves peers itself, and a
+   * sleeping progress thread keeps off the engine (net_comm.c). */
+  uint64_t wait_seen;
   /* Until then (now_ns) the waits spin on this engine: it had work (a
    * wakeup on its wait fds, or work pending when they would sleep). */
   uint64_t spin_until;

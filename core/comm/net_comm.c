@@ -45,12 +45,15 @@ static int idle_one(symheap__netc_t *n, symheap__idle_t *io, uint64_t now) {
     __atomic_store_n(&n->spin_until, now + WAIT_SPIN_NS, __ATOMIC_RELAXED);
   if (n->locked && pthread_mutex_trylock(&n->lock) != 0)
     return 1;
-  /* Uncounted where the thread sleeps on the engine's fds: it stays there
-   * while the wait spins, so a waiting rank the scheduler leaves off the
-   * CPU (a loaded machine: a spinning waiter runs again only after every
-   * other runnable task) is still served at its thread's wakeup. */
+  /* Uncounted where the thread sleeps on the engine's fds: the thread
+   * keeps off the engine only while this wait is seen running (wait_seen,
+   * progress_main), and takes it back within WAIT_SEEN_NS of the wait's
+   * last turn, so a waiting rank the scheduler leaves off the CPU (a
+   * loaded machine: a spinning waiter runs again only after every other
+   * runnable task) is still served at its thread's wakeup. */
   if (!n->thread_sleeps)
     __atomic_add_fetch(&n->calls, 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&n->wait_seen, now, __ATOMIC_RELAXED);
   (void)n->ops.progress(n->ctx);
   int spin = 1, k = -1;
   if (n->has_wait_fds &&
@@ -103,6 +106,16 @@ static int net_idle(symheap__idle_t *io) {
  * long, then sleeps; the comm's thread issuing every few us keeps it
  * aside). */
 #define PROGRESS_ASIDE_SLEEP_NS 1000000ull
+/* Where it sleeps on the engine's fds, a wait that took a turn within
+ * WAIT_SEEN_NS is running and serves peers itself: the thread naps
+ * BESIDE_NAP_NS at a time and stays off the engine.  Asleep on the same
+ * fds, it woke for every message the spinning wait was about to take, and
+ * took CPU and the engine's lock from it: on the quiet 2-CPU machine, put +
+ * quiet at 16-256 KiB ran 1.12-2.07x the spinning floor with the thread
+ * and 1.00-1.15x without it (docs/perf/net.md, rounds 8 and 9).  A wait
+ * descheduled or asleep hands the engine back within about both. */
+#define WAIT_SEEN_NS 100000ull /* 100 us: a spinning wait turns every ~1 us */
+#define BESIDE_NAP_NS 200000L
 #define SLEEP_FDS 8
 #define SLEEP_MS 200 /* a bound on a sleep, should a wakeup be missed */
 
@@ -152,6 +165,7 @@ static void *progress_main(void *arg) {
   symheap__netc_t *n = arg;
   struct timespec nap = {0, 50 * 1000}; /* idle cost: a wakeup per 50 us */
   struct timespec aside = {0, 2 * 1000 * 1000};
+  struct timespec beside = {0, BESIDE_NAP_NS};
   unsigned long seen = 0;
   uint64_t quiet_since = symheap__now_ns();
   while (!__atomic_load_n(&n->stop, __ATOMIC_ACQUIRE)) {
@@ -165,6 +179,11 @@ static void *progress_main(void *arg) {
      * for milliseconds, and the engine is its until it does.) */
     int mine = t - quiet_since >= (n->thread_sleeps ? PROGRESS_ASIDE_SLEEP_NS
                                                     : PROGRESS_ASIDE_NS);
+    if (n->thread_sleeps &&
+        __atomic_load_n(&n->wait_seen, __ATOMIC_RELAXED) + WAIT_SEEN_NS > t) {
+      nanosleep(&beside, NULL); /* a wait is serving: keep off the engine */
+      continue;
+    }
     if (mine && progress_turn(n))
       continue;
     /* Peers' staged puts land even while this rank computes (a drain
