@@ -22,9 +22,6 @@
 #            thread: the target's waits alone progress)
 #   symheap_x the same with the environment NET_BENCH_X_ENV adds (VAR=VALUE
 #            words): an A/B of a setting in one run
-#            (the symheap engines' SYMHEAP_NET_DOMAIN is nbveth unless
-#            NET_BENCH_DOMAIN says otherwise: "subnet" names the veths'
-#            subnet, which the lent GPU machines' libfabric needs)
 #   oshmem   Open MPI's OSHMEM (oshrun, spml ucx, UCX over tcp)
 #   mpi      MPI-3 RMA (mpirun, pml/osc ucx, UCX over tcp)
 # the libfabric engines on --provider (default tcp;ofi_rxm), or on the one
@@ -96,8 +93,6 @@ NET=${NETNS_IP_A%.*}.0/24
 OMPI=(--mca plm_rsh_agent "$AGENT" -n 2 --host "$NETNS_IP_A:1,$NETNS_IP_B:1"
   --map-by node --bind-to none --mca oob_tcp_if_include "$NET"
   --mca btl_tcp_if_include "$NET" -x UCX_TLS=self,tcp -x UCX_NET_DEVICES=nbveth)
-DOMAIN=${NET_BENCH_DOMAIN:-nbveth}
-[ "$DOMAIN" = subnet ] && DOMAIN=$NET
 INA=(ip netns exec "$NETNS_A")
 INB=(ip netns exec "$NETNS_B")
 
@@ -130,7 +125,7 @@ run_engine() { # ENGINE[@PROVIDER]
     [ "${1%%@*}" = symheap_noprog ] && prog=none
     [ "${1%%@*}" = symheap_x ] && x=${NET_BENCH_X_ENV:-}
     # shellcheck disable=SC2086 # NET_BENCH_X_ENV: several VAR=VALUE words
-    env $x SYMHEAP_NET=ofi SYMHEAP_NET_PROVIDER="$p" SYMHEAP_NET_DOMAIN="$DOMAIN" \
+    env $x SYMHEAP_NET=ofi SYMHEAP_NET_PROVIDER="$p" SYMHEAP_NET_DOMAIN=nbveth \
       SYMHEAP_NET_PROGRESS=$prog timeout 300 \
       build/bin/symheap-run --hosts "$NETNS_A:1,$NETNS_B:1" \
       --rsh "ip netns exec" build/bench/net-onesided $QUICK |
