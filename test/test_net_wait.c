@@ -111,7 +111,12 @@ static void settle(void) {
  * and napped 20 us between turns, counted as calls, so its progress thread
  * stood aside and each get waited for the waiter's next turn: on this
  * loaded machine (load 14-19) 9-110 calls per 10 ms and 156-691 gets in
- * 200 ms, against 241-2040 calls and 1134-3361 gets after. */
+ * 200 ms, against 241-2040 calls and 1134-3361 gets after.
+ * On an engine without wait fds (SYMHEAP_NET=loop) the wait cannot tell a
+ * burst from idleness: after its first 1 ms it naps 20-100 us between
+ * turns (no_fds_naps), so t still takes a turn more than 10 times per
+ * 10 ms (here 60-70, and rank 0 got 800-900 times in 200 ms; spinning
+ * for the whole wait, before: 4900-5900 and 1400-1700). */
 static void case_serves_peers(th_ctx_t *c) {
   int t = other_host_rank(c);
   if (t < 0 || !g_loop) {
@@ -143,7 +148,8 @@ static void case_serves_peers(th_ctx_t *c) {
   }
   long mine = (long)((double)(net_loop_progress_calls() - before) * 10.0 /
                      ((double)(now_ms() - t0) + 1.0));
-  long least = getenv("SYMHEAP_TEST_UNDER_TOOL") ? 30 : 200;
+  int tool = getenv("SYMHEAP_TEST_UNDER_TOOL") != NULL;
+  long least = !g_fds ? (tool ? 3 : 10) : tool ? 30 : 200;
   if (c->rank == t) {
     printf("# %s: rank %d in signal_wait_until: %ld progress calls per 10 "
            "ms\n",
@@ -151,8 +157,10 @@ static void case_serves_peers(th_ctx_t *c) {
     CHECK(mine > least,
           "rank %d, in symheap_signal_wait_until while rank 0 got from it "
           "for 200 ms, called progress itself %ld times per 10 ms (bound "
-          "%ld): it napped instead of spinning while its engine was busy",
-          t, mine, least);
+          "%ld): %s",
+          t, mine, least,
+          g_fds ? "it napped instead of spinning while its engine was busy"
+                : "its naps between turns were too long");
   }
   if (c->rank == 0)
     printf("# %s: rank 0: %ld gets in 200 ms\n", tag, gets);
@@ -204,6 +212,50 @@ static void case_idle_sleeps(th_ctx_t *c) {
     printf("# %s: idle 200 ms wait: %lld us CPU, %ld sleeps, %ld progress "
            "calls\n",
            tag, (long long)cpu, sleeps, calls);
+  CHECK_OK(symheap_comm_barrier(c->comm));
+}
+
+/* On an engine with manual progress and no wait fds (SYMHEAP_NET=loop;
+ * ucx or an ofi provider without them), an idle wait cannot sleep on the
+ * engine, yet it need not spin for its whole length either: every rank
+ * waits 300 ms on a word nobody writes, gets a clear TIMEOUT after 300 ms,
+ * and its thread ran less than 30% of the wait (after a spin of 1 ms it
+ * naps 20-100 us between progress turns).  Before, the hook's "cannot
+ * sleep" read as "busy" and the wait spun to its end: 240-300 ms of CPU. */
+static void case_no_fds_naps(th_ctx_t *c) {
+  if (g_per_host >= c->n || g_fds) {
+    if (c->rank == 0)
+      printf("SKIP %s/%s_no_fds_naps: %s\n", tag,
+             g_turns ? "wait_turn" : "signal_wait",
+             g_per_host >= c->n ? "one host: no net adaptor"
+                                : "the adaptor has wait fds (idle_sleeps "
+                                  "covers its waits)");
+    return;
+  }
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  settle();
+  long sleeps0 = thread_sleeps();
+  int64_t cpu0 = thread_cpu_us(), t0 = now_ms();
+  uint64_t seen = 1;
+  symheap_result_t r =
+      await(c, g_base + SIG_IDLE, SYMHEAP_CMP_EQ, 7, &seen, 300);
+  int64_t cpu = thread_cpu_us() - cpu0, took = now_ms() - t0;
+  long sleeps = thread_sleeps() - sleeps0;
+  CHECK(r == SYMHEAP_ERR_TIMEOUT &&
+            (g_turns || strstr(symheap_last_error(), "still 0 after 300 ms")) &&
+            seen == 0,
+        "an unsatisfied 300 ms wait -> %s: %s (observed %llu)",
+        symheap_strerror(r), symheap_last_error(), (unsigned long long)seen);
+  CHECK(took >= 300 && took < 1300, "a 300 ms wait took %lld ms",
+        (long long)took);
+  int tool = getenv("SYMHEAP_TEST_UNDER_TOOL") != NULL;
+  CHECK(tool || cpu * 10 < took * 3000,
+        "the waiting thread ran %lld us of a %lld ms idle wait on an engine "
+        "without wait fds (bound 30%%): it spun instead of napping",
+        (long long)cpu, (long long)took);
+  printf("# %s: rank %d: idle 300 ms wait without wait fds: %lld us CPU, "
+         "%ld sleeps\n",
+         tag, c->rank, (long long)cpu, sleeps);
   CHECK_OK(symheap_comm_barrier(c->comm));
 }
 
@@ -388,6 +440,7 @@ static void when_window(th_ctx_t *c, void (*fn)(th_ctx_t *c)) {
 }
 static void c_serves(th_ctx_t *c) { when_window(c, case_serves_peers); }
 static void c_idle(th_ctx_t *c) { when_window(c, case_idle_sleeps); }
+static void c_no_fds(th_ctx_t *c) { when_window(c, case_no_fds_naps); }
 static void c_semantics(th_ctx_t *c) { when_window(c, case_semantics); }
 static void c_woken(th_ctx_t *c) { when_window(c, case_woken_sleeps_again); }
 static void c_at_once(th_ctx_t *c) { when_window(c, case_put_seen_at_once); }
@@ -401,6 +454,7 @@ static void turns(th_ctx_t *c, void (*fn)(th_ctx_t *c)) {
 }
 static void t_serves(th_ctx_t *c) { turns(c, case_serves_peers); }
 static void t_idle(th_ctx_t *c) { turns(c, case_idle_sleeps); }
+static void t_no_fds(th_ctx_t *c) { turns(c, case_no_fds_naps); }
 static void t_semantics(th_ctx_t *c) { turns(c, case_semantics); }
 static void t_woken(th_ctx_t *c) { turns(c, case_woken_sleeps_again); }
 static void t_at_once(th_ctx_t *c) { turns(c, case_put_seen_at_once); }
@@ -437,11 +491,13 @@ static const th_case_t cases[] = {
     {"window", case_window},
     {"signal_wait_serves_peers", c_serves},
     {"signal_wait_idle_sleeps", c_idle},
+    {"signal_wait_no_fds_naps", c_no_fds},
     {"signal_wait_semantics", c_semantics},
     {"signal_wait_woken_sleeps_again", c_woken},
     {"signal_wait_put_seen_at_once", c_at_once},
     {"wait_turn_serves_peers", t_serves},
     {"wait_turn_idle_sleeps", t_idle},
+    {"wait_turn_no_fds_naps", t_no_fds},
     {"wait_turn_semantics", t_semantics},
     {"wait_turn_woken_sleeps_again", t_woken},
     {"wait_turn_put_seen_at_once", t_at_once},

@@ -101,7 +101,7 @@ symheap_result_t symheap__sock_connect(const symheap__sockname_t *n,
 
 #define SPIN_YIELD 64u /* about every 100 us */
 int symheap__sock_wait(int fd, short events, int64_t deadline_ms) {
-  symheap__idle_t io = {0, 0, {0}, 0};
+  symheap__idle_t io = {0, 0, {0}, 0, 0};
   for (unsigned turns = 0;;) {
     int64_t left = deadline_ms - symheap__now_ms();
     if (left < 0)
