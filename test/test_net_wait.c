@@ -220,8 +220,9 @@ static void case_idle_sleeps(th_ctx_t *c) {
  * engine, yet it need not spin for its whole length either: every rank
  * waits 300 ms on a word nobody writes, gets a clear TIMEOUT after 300 ms,
  * and its thread ran less than 30% of the wait (after a spin of 1 ms it
- * naps 20-100 us between progress turns).  Before, the hook's "cannot
- * sleep" read as "busy" and the wait spun to its end: 240-300 ms of CPU. */
+ * naps 20-100 us between progress turns: 39-62 ms of CPU here, loaded).
+ * Before, the hook's "cannot sleep" read as "busy" and the wait spun to its
+ * end: 146-299 ms of CPU (less only where its yields gave the CPU away). */
 static void case_no_fds_naps(th_ctx_t *c) {
   if (g_per_host >= c->n || g_fds) {
     if (c->rank == 0)

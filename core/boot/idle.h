@@ -55,8 +55,8 @@ void symheap__idle_kicks_hold(int on);
  * burst of peers' operations is served at spin speed), then 20 us growing
  * by a sixteenth of the time waited since, to 100 us: a peer's operation
  * on this rank completes only at its next turn on an engine with manual
- * progress, so the nap stays short (and the CPU a wait costs, a few
- * percent instead of all of it). */
+ * progress, so the nap stays short (yet the wait no longer costs a
+ * whole CPU). */
 #define SYMHEAP__IDLE_NAP_SPIN_NS 1000000u
 uint64_t symheap__idle_nap_ns(uint64_t waited_ns);
 /* ms of a retry's pause, the hook's turns taken meanwhile. */

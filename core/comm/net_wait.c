@@ -12,6 +12,15 @@
  * turn, counted as calls, so the thread stood aside and a waiting rank
  * never slept on the fds: docs/perf/net.md.)
  *
+ * An engine without wait fds (the test adaptor "loop"; ucx or an ofi
+ * provider without them) cannot say whether it has work: the hook spins
+ * with io->nap_ok, and the wait, after its first 1 ms, naps 20 us growing
+ * to 100 us between its turns (symheap__idle_nap_ns).  Short, since on
+ * such an engine a peer's operation on this rank completes only at its
+ * next turn; yet an idle wait no longer costs a whole CPU (test_net_wait's
+ * no_fds_naps, 300 ms idle: 39-62 ms of CPU on a loaded machine, 146-299
+ * ms before).
+ *
  * Nothing wakes a sleep for a plain store (a same-host peer's put, a
  * kernel, the user's own): after a short spin and, where no engine of
  * this comm wakes the wait, some yields (a same-host peer may need this
