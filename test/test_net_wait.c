@@ -66,6 +66,24 @@ static int other_host_rank(th_ctx_t *c) {
   return t < c->n ? t : -1;
 }
 
+/* A case that does not apply here: rank 0 says why on a SKIP line named
+ * for the wait under test (signal_wait_ or wait_turn_), and it returns 1;
+ * 0 where why is NULL (the case runs). */
+static int skipped(th_ctx_t *c, const char *name, const char *why) {
+  if (why && c->rank == 0)
+    printf("SKIP %s/%s_%s: %s\n", tag, g_turns ? "wait_turn" : "signal_wait",
+           name, why);
+  return why != NULL;
+}
+
+/* Why a case that needs rank t of the other host and wait fds does not
+ * apply (NULL: it does). */
+static const char *peer_with_fds(int t) {
+  return t < 0 ? "one host: no net adaptor"
+         : !g_fds ? "the adaptor has no wait fds"
+                  : NULL;
+}
+
 /* Waits until this rank's word at off compares cmp (EQ or GE) with value:
  * symheap_signal_wait_until, or (g_turns) a loop of symheap_comm_wait_turn
  * on the word's low 4 bytes, as a binding's own wait would loop; either
@@ -119,15 +137,12 @@ static void settle(void) {
  * for the whole wait, before: 4900-5900 and 1400-1700). */
 static void case_serves_peers(th_ctx_t *c) {
   int t = other_host_rank(c);
-  if (t < 0 || !g_loop) {
-    if (c->rank == 0)
-      printf("SKIP %s/%s_serves_peers: %s\n", tag,
-             g_turns ? "wait_turn" : "signal_wait",
-             t < 0 ? "one host: no net adaptor"
-                   : "SYMHEAP_NET is not the test adaptor (it counts "
-                     "progress calls)");
+  if (skipped(c, "serves_peers",
+              t < 0     ? "one host: no net adaptor"
+              : !g_loop ? "SYMHEAP_NET is not the test adaptor (it counts "
+                          "progress calls)"
+                        : NULL))
     return;
-  }
   uint64_t v = 0, one = 1;
   CHECK_OK(symheap_comm_barrier(c->comm));
   long before = net_loop_progress_calls(), gets = 0;
@@ -175,13 +190,12 @@ static void case_serves_peers(th_ctx_t *c) {
  * loaded that its yields gave the CPU away for milliseconds each, it
  * stayed in its yields and passed: 0.9 ms, no sleep). */
 static void case_idle_sleeps(th_ctx_t *c) {
-  if (g_per_host < c->n && !g_fds) {
-    if (c->rank == 0)
-      printf("SKIP %s/%s_idle_sleeps: the adaptor has no wait fds "
-             "(its waits spin, as every wait does on it)\n",
-             tag, g_turns ? "wait_turn" : "signal_wait");
+  if (skipped(c, "idle_sleeps",
+              g_per_host < c->n && !g_fds
+                  ? "the adaptor has no wait fds (no_fds_naps covers its "
+                    "waits)"
+                  : NULL))
     return;
-  }
   CHECK_OK(symheap_comm_barrier(c->comm));
   settle();
   long progress0 = g_loop ? net_loop_progress_calls() : 0;
@@ -224,15 +238,12 @@ static void case_idle_sleeps(th_ctx_t *c) {
  * Before, the hook's "cannot sleep" read as "busy" and the wait spun to its
  * end: 146-299 ms of CPU (less only where its yields gave the CPU away). */
 static void case_no_fds_naps(th_ctx_t *c) {
-  if (g_per_host >= c->n || g_fds) {
-    if (c->rank == 0)
-      printf("SKIP %s/%s_no_fds_naps: %s\n", tag,
-             g_turns ? "wait_turn" : "signal_wait",
-             g_per_host >= c->n ? "one host: no net adaptor"
-                                : "the adaptor has wait fds (idle_sleeps "
-                                  "covers its waits)");
+  if (skipped(c, "no_fds_naps",
+              g_per_host >= c->n ? "one host: no net adaptor"
+              : g_fds ? "the adaptor has wait fds (idle_sleeps covers its "
+                        "waits)"
+                      : NULL))
     return;
-  }
   CHECK_OK(symheap_comm_barrier(c->comm));
   settle();
   long sleeps0 = thread_sleeps();
@@ -272,13 +283,8 @@ static void case_no_fds_naps(th_ctx_t *c) {
  * (a barrier's arrival from the other host had woken it). */
 static void case_woken_sleeps_again(th_ctx_t *c) {
   int t = other_host_rank(c);
-  if (t < 0 || !g_fds) {
-    if (c->rank == 0)
-      printf("SKIP %s/%s_woken_sleeps_again: %s\n", tag,
-             g_turns ? "wait_turn" : "signal_wait",
-             t < 0 ? "one host: no net adaptor" : "the adaptor has no wait fds");
+  if (skipped(c, "woken_sleeps_again", peer_with_fds(t)))
     return;
-  }
   CHECK_OK(symheap_comm_barrier(c->comm));
   settle();
   if (c->rank == t) {
@@ -337,13 +343,8 @@ static int cmp_i64(const void *a, const void *b) {
  * runs). */
 static void case_put_seen_at_once(th_ctx_t *c) {
   int t = other_host_rank(c);
-  if (t < 0 || !g_fds) {
-    if (c->rank == 0)
-      printf("SKIP %s/%s_put_seen_at_once: %s\n", tag,
-             g_turns ? "wait_turn" : "signal_wait",
-             t < 0 ? "one host: no net adaptor" : "the adaptor has no wait fds");
+  if (skipped(c, "put_seen_at_once", peer_with_fds(t)))
     return;
-  }
   enum { ROUNDS = 7 };
   int64_t late[ROUNDS];
   for (int i = 0; i < ROUNDS; i++) {
