@@ -150,13 +150,17 @@ void symheap__idle_sleep(symheap__idle_t *io, uint64_t ns) {
 
 void symheap__idle_pause(int ms) {
   symheap__idle_t io = {0, 0, {0}, 0, 0};
-  uint64_t end = symheap__now_ns() + (uint64_t)(ms < 0 ? 0 : ms) * 1000000u;
+  uint64_t t0 = symheap__now_ns();
+  uint64_t end = t0 + (uint64_t)(ms < 0 ? 0 : ms) * 1000000u;
   for (unsigned turn = 1;; turn++) {
     uint64_t now = symheap__now_ns();
     if (now >= end)
       return;
+    uint64_t nap = 0;
     if (!symheap__idle_turn(&io))
       symheap__idle_sleep(&io, end - now);
+    else if (io.nap_ok && (nap = symheap__idle_nap_ns(now - t0)) != 0)
+      symheap__idle_sleep(&io, nap < end - now ? nap : end - now);
     else if (turn % 64 == 0) /* spinning on busy engines: yield now and then */
       sched_yield();
   }
