@@ -79,7 +79,7 @@ static int skipped(th_ctx_t *c, const char *name, const char *why) {
 /* Why a case that needs rank t of the other host and wait fds does not
  * apply (NULL: it does). */
 static const char *peer_with_fds(int t) {
-  return t < 0 ? "one host: no net adaptor"
+  return t < 0    ? "one host: no net adaptor"
          : !g_fds ? "the adaptor has no wait fds"
                   : NULL;
 }
@@ -297,14 +297,14 @@ static void case_no_fds_barrier_naps(th_ctx_t *c) {
   if (c->rank == 0)
     return;
   int tool = getenv("SYMHEAP_TEST_UNDER_TOOL") != NULL;
-  CHECK(took >= 290, "a barrier rank 0 joined after 300 ms ended after %lld "
-        "ms", (long long)took);
+  CHECK(took >= 290, "a barrier rank 0 joined after 300 ms ended after %lld ms",
+        (long long)took);
   CHECK(tool || cpu * 10 < took * 3000,
         "the thread ran %lld us of a %lld ms barrier on an engine without "
         "wait fds (bound 30%%): it spun instead of napping",
         (long long)cpu, (long long)took);
-  printf("# %s: rank %d: a 300 ms barrier without wait fds: %lld us CPU\n",
-         tag, c->rank, (long long)cpu);
+  printf("# %s: rank %d: a 300 ms barrier without wait fds: %lld us CPU\n", tag,
+         c->rank, (long long)cpu);
 }
 
 /* A wait its engine's fds woke (a peer's operation on this rank) spins a

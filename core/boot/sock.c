@@ -120,9 +120,8 @@ int symheap__sock_wait(int fd, short events, int64_t deadline_ms) {
      * descriptors to sleep on, the spin turns into short naps after a
      * while (boot/idle.h), not a CPU for the whole wait. */
     int spin = symheap__idle_turn(&io);
-    uint64_t nap = spin && io.nap_ok
-                       ? symheap__idle_nap_ns(symheap__now_ns() - t0)
-                       : 0;
+    uint64_t nap =
+        spin && io.nap_ok ? symheap__idle_nap_ns(symheap__now_ns() - t0) : 0;
     int n = io.nfds;
     for (int i = 0; i < n; i++)
       p[1 + i] = (struct pollfd){io.fds[i], POLLIN, 0};
