@@ -185,6 +185,13 @@ $(BUILD)/test/test_embed: examples/embed/test_embed.c examples/embed/minicoll.c 
 	  -Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_ALL)
 tests: $(BUILD)/test/test_embed
 
+# The C layout of the structures the Python binding mirrors with ctypes,
+# which test/python/host_basics.py compares with its own (no library).
+$(BUILD)/test/py_layout: test/py_layout.c $(wildcard include/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $<
+tests: $(BUILD)/test/py_layout
+
 # Broken plugins for test_plugins, one per kind of refusal.
 BAD_PLUGINS := $(foreach n,1 2 3 4 5 6 7 8 9 10,$(BUILD)/test/bad_plugins/bad$(n).so)
 $(BUILD)/test/bad_plugins/bad%.so: test/plugins/bad_plugin.c $(wildcard include/*.h)

@@ -118,6 +118,21 @@ static void no_status(th_ctx_t *c, symheap_comm_t sub, symheap_window_t w,
   CHECK_OK(symheap_comm_destroy(sub));
 }
 
+/* The device-timeout cases' comm: a sub-comm of the suite's (so that the
+ * suite's own stays whole when the case breaks it), a 4 KiB window *w on
+ * it and *v its device view; NULL where the split failed (said already). */
+static symheap_comm_t sub_with_view(th_ctx_t *c, symheap_window_t *w,
+                                    symheap_device_window_t *v) {
+  symheap_comm_t sub = NULL;
+  memset(v, 0, sizeof *v);
+  CHECK_OK(symheap_comm_split(c->comm, 0, c->rank, &sub));
+  if (!sub)
+    return NULL;
+  CHECK_OK(symheap_malloc(sub, 4096, 0, w));
+  CHECK_OK(symheap_window_device_view(*w, v));
+  return sub;
+}
+
 /* A kernel that gave up waiting for a peer (symheap_device.h, "Waits that
  * give up") breaks its comm: the view carries the comm's status and
  * timeout; once the status is written (CPU stores stand in for a kernel
@@ -126,14 +141,11 @@ static void no_status(th_ctx_t *c, symheap_comm_t sub, symheap_window_t w,
  * SYMHEAP_ERR_TIMEOUT naming the wait, and the comm can still be
  * destroyed.  A sub-comm, so the suite's own comm stays whole. */
 void case_device_timeout(th_ctx_t *c) {
-  symheap_comm_t sub = NULL;
   symheap_window_t w = NULL;
   symheap_device_window_t v;
-  CHECK_OK(symheap_comm_split(c->comm, 0, c->rank, &sub));
+  symheap_comm_t sub = sub_with_view(c, &w, &v);
   if (!sub)
     return;
-  CHECK_OK(symheap_malloc(sub, 4096, 0, &w));
-  CHECK_OK(symheap_window_device_view(w, &v));
   CHECK_ERR(symheap_comm_device_check(NULL), SYMHEAP_ERR_INVALID_ARG);
   if (!(v.flags & SYMHEAP_VIEW_STATUS)) { /* no host_alloc (hip, example) */
     no_status(c, sub, w, &v);
@@ -186,14 +198,11 @@ void case_device_timeout(th_ctx_t *c) {
  * keep the first cause's code.  The status a symheap_dev_wait_signal
  * leaves: no peer (-1). */
 void case_device_timeout_after_break(th_ctx_t *c) {
-  symheap_comm_t sub = NULL;
   symheap_window_t w = NULL;
   symheap_device_window_t v;
-  CHECK_OK(symheap_comm_split(c->comm, 0, c->rank, &sub));
+  symheap_comm_t sub = sub_with_view(c, &w, &v);
   if (!sub)
     return;
-  CHECK_OK(symheap_malloc(sub, 4096, 0, &w));
-  CHECK_OK(symheap_window_device_view(w, &v));
   symheap__comm_break(sub, symheap__error(SYMHEAP_ERR_REMOTE,
                                           "test: a peer's link failed"));
   CHECK_ERR(symheap_comm_barrier(sub), SYMHEAP_ERR_REMOTE);

@@ -141,6 +141,18 @@ static void growth_faults(th_ctx_t *c, void *arg) {
   th_end();
 }
 
+/* The heap's next reservation (va_reserve) fails on the last rank, an
+ * injected NO_MEMORY, armed by rank 0 between two barriers so every rank
+ * calls after it is armed. */
+static void reservation_fails_on_last(th_ctx_t *c) {
+  barrier(c);
+  if (c->rank == 0) {
+    th_record_reset(0);
+    th_record_fault("va_reserve", c->n - 1, 1, SYMHEAP_ERR_NO_MEMORY);
+  }
+  barrier(c);
+}
+
 /* The heap's reservation fails on one rank where SYMHEAP_HEAP_RESERVE is
  * set (test_heap sets 256M): symheap_malloc fails on every rank, the
  * failing one naming the variable, its value and why, and changes
@@ -150,12 +162,7 @@ static void growth_faults(th_ctx_t *c, void *arg) {
 static void set_reservation_fails(th_ctx_t *c, void *arg) {
   (void)arg;
   th_begin("heap_record", "set_reservation_fails_the_call", c->rank);
-  barrier(c);
-  if (c->rank == 0) {
-    th_record_reset(0);
-    th_record_fault("va_reserve", c->n - 1, 1, SYMHEAP_ERR_NO_MEMORY);
-  }
-  barrier(c);
+  reservation_fails_on_last(c);
   symheap_window_t w = NULL;
   symheap_comm_stats_t s0 = SYMHEAP_COMM_STATS_INIT, s1 = s0;
   CHECK_OK(symheap_comm_get_stats(c->comm, &s0));
@@ -200,12 +207,7 @@ static void set_reservation_fails(th_ctx_t *c, void *arg) {
 static void no_reservation(th_ctx_t *c, void *arg) {
   (void)arg;
   th_begin("heap_record", "default_reservation_fails", c->rank);
-  barrier(c);
-  if (c->rank == 0) {
-    th_record_reset(0);
-    th_record_fault("va_reserve", c->n - 1, 1, SYMHEAP_ERR_NO_MEMORY);
-  }
-  barrier(c);
+  reservation_fails_on_last(c);
   symheap_window_t w;
   symheap_comm_stats_t s0 = SYMHEAP_COMM_STATS_INIT, s1 = s0;
   CHECK_OK(symheap_comm_get_stats(c->comm, &s0));

@@ -42,6 +42,25 @@ static int64_t now_ms(void) {
   return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+/* The net cases' setting: the first half of the ranks on one pretend host,
+ * the rest on another, the "loop" adaptor between them with no progress
+ * thread (only the waits progress it), a 5 s timeout; cleared after. */
+static void two_hosts_env(int rank, int n) {
+  char host[32];
+  snprintf(host, sizeof host, "mpi-host-%d", rank < n / 2 ? 0 : 1);
+  setenv("SYMHEAP_HOST_ID", host, 1);
+  setenv("SYMHEAP_NET", "loop", 1);
+  setenv("SYMHEAP_NET_PROGRESS", "none", 1);
+  setenv("SYMHEAP_TIMEOUT_MS", "5000", 1);
+}
+
+static void two_hosts_env_clear(void) {
+  unsetenv("SYMHEAP_HOST_ID");
+  unsetenv("SYMHEAP_NET");
+  unsetenv("SYMHEAP_NET_PROGRESS");
+  unsetenv("SYMHEAP_TIMEOUT_MS");
+}
+
 /* A rank inside a collective of the MPI ccl (MPI_Ibarrier polled with
  * MPI_Test) progresses the net adaptor, through the host services'
  * wait_progress: rank 0 gets from and adds to a rank of the other
@@ -51,12 +70,7 @@ static int64_t now_ms(void) {
  * the MPI ccl's wait progressed nothing, and rank 0's get timed out. */
 static void net_progress_in_mpi_wait(int rank, int n) {
   th_begin("mpi", "net_progress_in_mpi_collective", rank);
-  char host[32];
-  snprintf(host, sizeof host, "mpi-host-%d", rank < n / 2 ? 0 : 1);
-  setenv("SYMHEAP_HOST_ID", host, 1);
-  setenv("SYMHEAP_NET", "loop", 1);
-  setenv("SYMHEAP_NET_PROGRESS", "none", 1);
-  setenv("SYMHEAP_TIMEOUT_MS", "5000", 1);
+  two_hosts_env(rank, n);
   setenv("SYMHEAP_HEAP_CHUNK", "1M", 1);
   setenv("SYMHEAP_HEAP_RESERVE", "16M", 1);
   symheap_comm_t c = NULL;
@@ -100,10 +114,7 @@ static void net_progress_in_mpi_wait(int rank, int n) {
     CHECK_OK(symheap_free(c, w));
   if (c)
     CHECK_OK(symheap_comm_destroy(c));
-  unsetenv("SYMHEAP_HOST_ID");
-  unsetenv("SYMHEAP_NET");
-  unsetenv("SYMHEAP_NET_PROGRESS");
-  unsetenv("SYMHEAP_TIMEOUT_MS");
+  two_hosts_env_clear();
   th_end();
 }
 
@@ -124,12 +135,7 @@ static void thread_use(long *sleeps, int64_t *cpu_us) {
  * not).  Before, it spun with yields for the whole 300 ms: no sleep. */
 static void busy_engine_wait_naps(int rank, int n) {
   th_begin("mpi", "busy_engine_wait_naps", rank);
-  char host[32];
-  snprintf(host, sizeof host, "mpi-host-%d", rank < n / 2 ? 0 : 1);
-  setenv("SYMHEAP_HOST_ID", host, 1);
-  setenv("SYMHEAP_NET", "loop", 1);
-  setenv("SYMHEAP_NET_PROGRESS", "none", 1);
-  setenv("SYMHEAP_TIMEOUT_MS", "5000", 1);
+  two_hosts_env(rank, n);
   symheap_comm_t c = NULL;
   CHECK_OK(symheap_comm_init_mpi(&c, MPI_COMM_WORLD));
   if (c) {
@@ -155,10 +161,7 @@ static void busy_engine_wait_naps(int rank, int n) {
     }
     CHECK_OK(symheap_comm_destroy(c));
   }
-  unsetenv("SYMHEAP_HOST_ID");
-  unsetenv("SYMHEAP_NET");
-  unsetenv("SYMHEAP_NET_PROGRESS");
-  unsetenv("SYMHEAP_TIMEOUT_MS");
+  two_hosts_env_clear();
   th_end();
 }
 

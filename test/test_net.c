@@ -319,14 +319,19 @@ static long late_barrier_calls(th_ctx_t *c, long (*count)(void)) {
 /* A waiting rank progresses the adaptor continuously, not once per 1 ms
  * poll slice (which cost each peer's operation on its memory up to 1 ms:
  * docs/perf/net.md): while rank 0 enters a barrier 100 ms late, the rank
- * of the other host that waits on its socket calls progress() more than 3
- * times per millisecond of its wait (1 ms slices: at most 1; spinning,
- * even under valgrind, far more). */
+ * of the other host that waits on its socket calls progress() more than
+ * 1.5 times per millisecond of its wait (1 ms slices: at most 1).  The
+ * "loop" adaptor has no wait fds, so after 1 ms the wait naps 20-100 us
+ * between its turns (boot/idle.h): 51-66 calls per 10 ms here; it spun,
+ * thousands, before. */
 static void case_wait_progress(th_ctx_t *c) {
   long most = late_barrier_calls(c, net_loop_progress_calls);
   if (most < 0)
     return;
-  CHECK(most > 30,
+  if (c->rank == 0)
+    printf("# %s: a 100 ms barrier: at most %ld progress calls per 10 ms\n",
+           tag, most);
+  CHECK(most > 15,
         "the other host's waiting ranks called progress at most %ld times "
         "per 10 ms of a 100 ms wait",
         most);
@@ -379,14 +384,20 @@ static void case_wait_spins_while_busy(th_ctx_t *c, symheap_window_t w) {
   if (!all)
     return;
   CHECK_OK(symheap_comm_allgather(c->comm, &mine, all, sizeof mine));
-  /* Spinning: 700-1000 per 10 ms here (loaded); before, 0. */
-  long least = getenv("SYMHEAP_TEST_UNDER_TOOL") ? 30 : 100;
+  /* Spinning: 700-1000 per 10 ms here (loaded); before, 0.  Without wait
+   * fds (loop, loop_signal) the engine cannot say it is busy: after 1 ms
+   * the barrier naps 20-100 us between turns, 46-57 per 10 ms here (it
+   * spun for the whole wait before, a CPU for as long as it lasted). */
+  int tool = getenv("SYMHEAP_TEST_UNDER_TOOL") != NULL;
+  long least = !g_sleep ? (tool ? 3 : 10) : tool ? 30 : 100;
   if (c->rank == 0 && t < c->n)
     CHECK(all[t] > least,
           "rank %d, in a barrier while rank 0 got from it for 200 ms, "
-          "called progress itself %ld times per 10 ms: it left the engine "
-          "to its progress thread instead of spinning",
-          t, all[t]);
+          "called progress itself %ld times per 10 ms (bound %ld): %s",
+          t, all[t], least,
+          g_sleep ? "it left the engine to its progress thread instead of "
+                    "spinning"
+                  : "its naps between turns were too long");
   free(all);
 }
 

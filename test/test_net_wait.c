@@ -66,6 +66,24 @@ static int other_host_rank(th_ctx_t *c) {
   return t < c->n ? t : -1;
 }
 
+/* A case that does not apply here: rank 0 says why on a SKIP line named
+ * for the wait under test (signal_wait_ or wait_turn_), and it returns 1;
+ * 0 where why is NULL (the case runs). */
+static int skipped(th_ctx_t *c, const char *name, const char *why) {
+  if (why && c->rank == 0)
+    printf("SKIP %s/%s_%s: %s\n", tag, g_turns ? "wait_turn" : "signal_wait",
+           name, why);
+  return why != NULL;
+}
+
+/* Why a case that needs rank t of the other host and wait fds does not
+ * apply (NULL: it does). */
+static const char *peer_with_fds(int t) {
+  return t < 0    ? "one host: no net adaptor"
+         : !g_fds ? "the adaptor has no wait fds"
+                  : NULL;
+}
+
 /* Waits until this rank's word at off compares cmp (EQ or GE) with value:
  * symheap_signal_wait_until, or (g_turns) a loop of symheap_comm_wait_turn
  * on the word's low 4 bytes, as a binding's own wait would loop; either
@@ -111,18 +129,20 @@ static void settle(void) {
  * and napped 20 us between turns, counted as calls, so its progress thread
  * stood aside and each get waited for the waiter's next turn: on this
  * loaded machine (load 14-19) 9-110 calls per 10 ms and 156-691 gets in
- * 200 ms, against 241-2040 calls and 1134-3361 gets after. */
+ * 200 ms, against 241-2040 calls and 1134-3361 gets after.
+ * On an engine without wait fds (SYMHEAP_NET=loop) the wait cannot tell a
+ * burst from idleness: after its first 1 ms it naps 20-100 us between
+ * turns (no_fds_naps), so t still takes a turn more than 10 times per
+ * 10 ms (here 60-70, and rank 0 got 800-900 times in 200 ms; spinning
+ * for the whole wait, before: 4900-5900 and 1400-1700). */
 static void case_serves_peers(th_ctx_t *c) {
   int t = other_host_rank(c);
-  if (t < 0 || !g_loop) {
-    if (c->rank == 0)
-      printf("SKIP %s/%s_serves_peers: %s\n", tag,
-             g_turns ? "wait_turn" : "signal_wait",
-             t < 0 ? "one host: no net adaptor"
-                   : "SYMHEAP_NET is not the test adaptor (it counts "
-                     "progress calls)");
+  if (skipped(c, "serves_peers",
+              t < 0     ? "one host: no net adaptor"
+              : !g_loop ? "SYMHEAP_NET is not the test adaptor (it counts "
+                          "progress calls)"
+                        : NULL))
     return;
-  }
   uint64_t v = 0, one = 1;
   CHECK_OK(symheap_comm_barrier(c->comm));
   long before = net_loop_progress_calls(), gets = 0;
@@ -145,7 +165,8 @@ static void case_serves_peers(th_ctx_t *c) {
   long own = net_loop_progress_calls() - before;
   long others = net_loop_progress_calls_all() - all_before - own;
   long mine = (long)((double)own * 10.0 / ((double)(now_ms() - t0) + 1.0));
-  long least = getenv("SYMHEAP_TEST_UNDER_TOOL") ? 30 : 200;
+  int tool = getenv("SYMHEAP_TEST_UNDER_TOOL") != NULL;
+  long least = !g_fds ? (tool ? 3 : 10) : tool ? 30 : 200;
   if (c->rank == t) {
     printf("# %s: rank %d in signal_wait_until: %ld progress calls per 10 "
            "ms\n",
@@ -153,8 +174,10 @@ static void case_serves_peers(th_ctx_t *c) {
     CHECK(mine > least,
           "rank %d, in symheap_signal_wait_until while rank 0 got from it "
           "for 200 ms, called progress itself %ld times per 10 ms (bound "
-          "%ld): it napped instead of spinning while its engine was busy",
-          t, mine, least);
+          "%ld): %s",
+          t, mine, least,
+          g_fds ? "it napped instead of spinning while its engine was busy"
+                : "its naps between turns were too long");
   }
   /* Its progress thread, asleep on the same fds, keeps off the engine
    * while the wait runs: 6-20 calls against the wait's 36000-45000 here.
@@ -166,7 +189,7 @@ static void case_serves_peers(th_ctx_t *c) {
    * thread 10-18% of them.  So the bound holds only where the wait ran at
    * 600 calls per 10 ms or more (900-2200 here, before and after). */
   const char *prog = getenv("SYMHEAP_NET_PROGRESS");
-  int ran = mine >= 600 && !getenv("SYMHEAP_TEST_UNDER_TOOL");
+  int ran = mine >= 600 && !tool;
   if (c->rank == t && g_fds && !(prog && strcmp(prog, "none") == 0)) {
     printf("# %s: rank %d's other threads: %ld progress calls while it "
            "made %ld%s\n",
@@ -191,13 +214,12 @@ static void case_serves_peers(th_ctx_t *c) {
  * loaded that its yields gave the CPU away for milliseconds each, it
  * stayed in its yields and passed: 0.9 ms, no sleep). */
 static void case_idle_sleeps(th_ctx_t *c) {
-  if (g_per_host < c->n && !g_fds) {
-    if (c->rank == 0)
-      printf("SKIP %s/%s_idle_sleeps: the adaptor has no wait fds "
-             "(its waits spin, as every wait does on it)\n",
-             tag, g_turns ? "wait_turn" : "signal_wait");
+  if (skipped(c, "idle_sleeps",
+              g_per_host < c->n && !g_fds
+                  ? "the adaptor has no wait fds (no_fds_naps covers its "
+                    "waits)"
+                  : NULL))
     return;
-  }
   CHECK_OK(symheap_comm_barrier(c->comm));
   settle();
   long progress0 = g_loop ? net_loop_progress_calls() : 0;
@@ -231,6 +253,84 @@ static void case_idle_sleeps(th_ctx_t *c) {
   CHECK_OK(symheap_comm_barrier(c->comm));
 }
 
+/* On an engine with manual progress and no wait fds (SYMHEAP_NET=loop;
+ * ucx or an ofi provider without them), an idle wait cannot sleep on the
+ * engine, yet it need not spin for its whole length either: every rank
+ * waits 300 ms on a word nobody writes, gets a clear TIMEOUT after 300 ms,
+ * and its thread ran less than 30% of the wait (after a spin of 1 ms it
+ * naps 20-100 us between progress turns: 39-62 ms of CPU here, loaded).
+ * Before, the hook's "cannot sleep" read as "busy" and the wait spun to its
+ * end: 146-299 ms of CPU (less only where its yields gave the CPU away). */
+static void case_no_fds_naps(th_ctx_t *c) {
+  if (skipped(c, "no_fds_naps",
+              g_per_host >= c->n ? "one host: no net adaptor"
+              : g_fds ? "the adaptor has wait fds (idle_sleeps covers its "
+                        "waits)"
+                      : NULL))
+    return;
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  settle();
+  long sleeps0 = thread_sleeps();
+  int64_t cpu0 = thread_cpu_us(), t0 = now_ms();
+  uint64_t seen = 1;
+  symheap_result_t r =
+      await(c, g_base + SIG_IDLE, SYMHEAP_CMP_EQ, 7, &seen, 300);
+  int64_t cpu = thread_cpu_us() - cpu0, took = now_ms() - t0;
+  long sleeps = thread_sleeps() - sleeps0;
+  CHECK(r == SYMHEAP_ERR_TIMEOUT &&
+            (g_turns || strstr(symheap_last_error(), "still 0 after 300 ms")) &&
+            seen == 0,
+        "an unsatisfied 300 ms wait -> %s: %s (observed %llu)",
+        symheap_strerror(r), symheap_last_error(), (unsigned long long)seen);
+  CHECK(took >= 300 && took < 1300, "a 300 ms wait took %lld ms",
+        (long long)took);
+  int tool = getenv("SYMHEAP_TEST_UNDER_TOOL") != NULL;
+  CHECK(tool || cpu * 10 < took * 3000,
+        "the waiting thread ran %lld us of a %lld ms idle wait on an engine "
+        "without wait fds (bound 30%%): it spun instead of napping",
+        (long long)cpu, (long long)took);
+  printf("# %s: rank %d: idle 300 ms wait without wait fds: %lld us CPU, "
+         "%ld sleeps\n",
+         tag, c->rank, (long long)cpu, sleeps);
+  CHECK_OK(symheap_comm_barrier(c->comm));
+}
+
+/* The same for the waits of a collective (symheap_comm_barrier: the
+ * socket waits of the boot floor, boot/sock.c, and its pauses): rank 0
+ * sleeps 300 ms outside symheap before it joins a barrier the others
+ * wait in, and their threads ran less than 30% of the wait (41-46 ms of
+ * CPU here).  Before, the socket waits spun for the whole wait: 294 ms of
+ * CPU in a 301 ms barrier. */
+static void case_no_fds_barrier_naps(th_ctx_t *c) {
+  if (g_per_host >= c->n || g_fds) {
+    if (c->rank == 0)
+      printf("SKIP %s/no_fds_barrier_naps: %s\n", tag,
+             g_per_host >= c->n ? "one host: no net adaptor"
+                                : "the adaptor has wait fds");
+    return;
+  }
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  settle();
+  int64_t cpu0 = thread_cpu_us(), t0 = now_ms();
+  if (c->rank == 0) {
+    struct timespec late = {0, 300 * 1000 * 1000};
+    nanosleep(&late, NULL);
+  }
+  CHECK_OK(symheap_comm_barrier(c->comm));
+  int64_t cpu = thread_cpu_us() - cpu0, took = now_ms() - t0;
+  if (c->rank == 0)
+    return;
+  int tool = getenv("SYMHEAP_TEST_UNDER_TOOL") != NULL;
+  CHECK(took >= 290, "a barrier rank 0 joined after 300 ms ended after %lld ms",
+        (long long)took);
+  CHECK(tool || cpu * 10 < took * 3000,
+        "the thread ran %lld us of a %lld ms barrier on an engine without "
+        "wait fds (bound 30%%): it spun instead of napping",
+        (long long)cpu, (long long)took);
+  printf("# %s: rank %d: a 300 ms barrier without wait fds: %lld us CPU\n", tag,
+         c->rank, (long long)cpu);
+}
+
 /* A wait its engine's fds woke (a peer's operation on this rank) spins a
  * while, serving the burst that may follow, then sleeps again: rank 0
  * waits 300 ms on a word nobody writes while rank t of the other host puts
@@ -243,13 +343,8 @@ static void case_idle_sleeps(th_ctx_t *c) {
  * (a barrier's arrival from the other host had woken it). */
 static void case_woken_sleeps_again(th_ctx_t *c) {
   int t = other_host_rank(c);
-  if (t < 0 || !g_fds) {
-    if (c->rank == 0)
-      printf("SKIP %s/%s_woken_sleeps_again: %s\n", tag,
-             g_turns ? "wait_turn" : "signal_wait",
-             t < 0 ? "one host: no net adaptor" : "the adaptor has no wait fds");
+  if (skipped(c, "woken_sleeps_again", peer_with_fds(t)))
     return;
-  }
   CHECK_OK(symheap_comm_barrier(c->comm));
   settle();
   if (c->rank == t) {
@@ -308,13 +403,8 @@ static int cmp_i64(const void *a, const void *b) {
  * runs). */
 static void case_put_seen_at_once(th_ctx_t *c) {
   int t = other_host_rank(c);
-  if (t < 0 || !g_fds) {
-    if (c->rank == 0)
-      printf("SKIP %s/%s_put_seen_at_once: %s\n", tag,
-             g_turns ? "wait_turn" : "signal_wait",
-             t < 0 ? "one host: no net adaptor" : "the adaptor has no wait fds");
+  if (skipped(c, "put_seen_at_once", peer_with_fds(t)))
     return;
-  }
   enum { ROUNDS = 7 };
   int64_t late[ROUNDS];
   for (int i = 0; i < ROUNDS; i++) {
@@ -412,6 +502,7 @@ static void when_window(th_ctx_t *c, void (*fn)(th_ctx_t *c)) {
 }
 static void c_serves(th_ctx_t *c) { when_window(c, case_serves_peers); }
 static void c_idle(th_ctx_t *c) { when_window(c, case_idle_sleeps); }
+static void c_no_fds(th_ctx_t *c) { when_window(c, case_no_fds_naps); }
 static void c_semantics(th_ctx_t *c) { when_window(c, case_semantics); }
 static void c_woken(th_ctx_t *c) { when_window(c, case_woken_sleeps_again); }
 static void c_at_once(th_ctx_t *c) { when_window(c, case_put_seen_at_once); }
@@ -425,6 +516,7 @@ static void turns(th_ctx_t *c, void (*fn)(th_ctx_t *c)) {
 }
 static void t_serves(th_ctx_t *c) { turns(c, case_serves_peers); }
 static void t_idle(th_ctx_t *c) { turns(c, case_idle_sleeps); }
+static void t_no_fds(th_ctx_t *c) { turns(c, case_no_fds_naps); }
 static void t_semantics(th_ctx_t *c) { turns(c, case_semantics); }
 static void t_woken(th_ctx_t *c) { turns(c, case_woken_sleeps_again); }
 static void t_at_once(th_ctx_t *c) { turns(c, case_put_seen_at_once); }
@@ -461,15 +553,18 @@ static const th_case_t cases[] = {
     {"window", case_window},
     {"signal_wait_serves_peers", c_serves},
     {"signal_wait_idle_sleeps", c_idle},
+    {"signal_wait_no_fds_naps", c_no_fds},
     {"signal_wait_semantics", c_semantics},
     {"signal_wait_woken_sleeps_again", c_woken},
     {"signal_wait_put_seen_at_once", c_at_once},
     {"wait_turn_serves_peers", t_serves},
     {"wait_turn_idle_sleeps", t_idle},
+    {"wait_turn_no_fds_naps", t_no_fds},
     {"wait_turn_semantics", t_semantics},
     {"wait_turn_woken_sleeps_again", t_woken},
     {"wait_turn_put_seen_at_once", t_at_once},
     {"wait_turn_bad_args", case_turn_bad_args},
+    {"no_fds_barrier_naps", case_no_fds_barrier_naps},
     {"free", c_free},
 };
 

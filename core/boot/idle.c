@@ -16,7 +16,7 @@ static int (*g_idle_hook)(symheap__idle_t *io);
 /* The host services' wait_progress: one turn of the hook, its fds
  * unused (the caller's loop polls something else: MPI_Test). */
 static int idle_once(void) {
-  symheap__idle_t io = {0, 0, {0}, 0};
+  symheap__idle_t io = {0, 0, {0}, 0, 0};
   return symheap__idle_turn(&io);
 }
 
@@ -29,7 +29,10 @@ int symheap__idle_turn(symheap__idle_t *io) {
   int (*hook)(symheap__idle_t *) =
       __atomic_load_n(&g_idle_hook, __ATOMIC_ACQUIRE);
   io->nfds = 0;
+  io->nap_ok = 0;
   int spin = hook && hook(io);
+  if (!spin)
+    io->nap_ok = 0;
   /* The hook has taken the news of the last sleep's wakeup: a turn that
    * does not sleep again must not bring it again (it kept a wait spinning
    * to its end after one wakeup: the hook's spell of spinning after work
@@ -40,6 +43,16 @@ int symheap__idle_turn(symheap__idle_t *io) {
   if (io->nfds > SYMHEAP__IDLE_FDS)
     io->nfds = SYMHEAP__IDLE_FDS;
   return spin;
+}
+
+#define NAP_MIN_NS 20000u
+#define NAP_MAX_NS 100000u
+
+uint64_t symheap__idle_nap_ns(uint64_t waited_ns) {
+  if (waited_ns < SYMHEAP__IDLE_NAP_SPIN_NS)
+    return 0;
+  uint64_t ns = NAP_MIN_NS + (waited_ns - SYMHEAP__IDLE_NAP_SPIN_NS) / 16;
+  return ns < NAP_MAX_NS ? ns : NAP_MAX_NS;
 }
 
 /* Kicks (symheap__idle_kick): a count, and an eventfd the sleeps poll
@@ -136,14 +149,18 @@ void symheap__idle_sleep(symheap__idle_t *io, uint64_t ns) {
 }
 
 void symheap__idle_pause(int ms) {
-  symheap__idle_t io = {0, 0, {0}, 0};
-  uint64_t end = symheap__now_ns() + (uint64_t)(ms < 0 ? 0 : ms) * 1000000u;
+  symheap__idle_t io = {0, 0, {0}, 0, 0};
+  uint64_t t0 = symheap__now_ns();
+  uint64_t end = t0 + (uint64_t)(ms < 0 ? 0 : ms) * 1000000u;
   for (unsigned turn = 1;; turn++) {
     uint64_t now = symheap__now_ns();
     if (now >= end)
       return;
+    uint64_t nap = 0;
     if (!symheap__idle_turn(&io))
       symheap__idle_sleep(&io, end - now);
+    else if (io.nap_ok && (nap = symheap__idle_nap_ns(now - t0)) != 0)
+      symheap__idle_sleep(&io, nap < end - now ? nap : end - now);
     else if (turn % 64 == 0) /* spinning on busy engines: yield now and then */
       sched_yield();
   }

@@ -15,7 +15,11 @@
  * (armed: an engine's wait objects) that the wait's sleep also polls, at
  * most SYMHEAP__IDLE_SLEEP_MS at a time (a provider may lose a wakeup).
  * Nonzero from it: poll without sleeping (the CPU yielded now and then)
- * and call it again. */
+ * and call it again.  Where it spins only because it has nothing to sleep
+ * on (an engine without descriptors, or one another thread holds), not for
+ * work it saw, it says so (nap_ok): the wait then naps briefly between its
+ * turns once it has spun a while (symheap__idle_nap_ns), rather than
+ * spinning for its whole length. */
 #define SYMHEAP__IDLE_FDS 8
 #define SYMHEAP__IDLE_SLEEP_MS 20
 typedef struct {
@@ -23,6 +27,7 @@ typedef struct {
   int nfds;                   /* out: how many of fds to poll */
   int fds[SYMHEAP__IDLE_FDS]; /* out: readable when the hook has work */
   uint64_t kicks; /* the kicks counted as the last sleep ended (below) */
+  int nap_ok;     /* out, with nonzero: no work seen, nothing to sleep on */
 } symheap__idle_t;
 /* Set once per process (later calls replace it). */
 void symheap__sock_set_idle_hook(int (*hook)(symheap__idle_t *io));
@@ -45,6 +50,15 @@ void symheap__idle_kick(void);
 /* A kicker begins (on = 1) or ends (0): the descriptor the sleeps poll
  * for kicks is open while one holds it. */
 void symheap__idle_kicks_hold(int on);
+/* The nap between the turns of a wait waited_ns long whose hook spins
+ * with nap_ok: 0 (spin on) for its first SYMHEAP__IDLE_NAP_SPIN_NS (a
+ * burst of peers' operations is served at spin speed), then 20 us growing
+ * by a sixteenth of the time waited since, to 100 us: a peer's operation
+ * on this rank completes only at its next turn on an engine with manual
+ * progress, so the nap stays short (yet the wait no longer costs a
+ * whole CPU). */
+#define SYMHEAP__IDLE_NAP_SPIN_NS 1000000u
+uint64_t symheap__idle_nap_ns(uint64_t waited_ns);
 /* ms of a retry's pause, the hook's turns taken meanwhile. */
 void symheap__idle_pause(int ms);
 

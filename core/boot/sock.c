@@ -101,7 +101,8 @@ symheap_result_t symheap__sock_connect(const symheap__sockname_t *n,
 
 #define SPIN_YIELD 64u /* about every 100 us */
 int symheap__sock_wait(int fd, short events, int64_t deadline_ms) {
-  symheap__idle_t io = {0, 0, {0}, 0};
+  symheap__idle_t io = {0, 0, {0}, 0, 0};
+  uint64_t t0 = symheap__now_ns();
   for (unsigned turns = 0;;) {
     int64_t left = deadline_ms - symheap__now_ms();
     if (left < 0)
@@ -115,16 +116,23 @@ int symheap__sock_wait(int fd, short events, int64_t deadline_ms) {
      * is busy (spinning, as MPI's and OpenSHMEM's waits do, yielding the
      * CPU every SPIN_YIELD turns: ranks may outnumber cores), or hands
      * out the engine's wait descriptors to sleep on beside the socket
-     * (comm/net_comm.c). */
+     * (comm/net_comm.c).  Where it spins only because an engine has no
+     * descriptors to sleep on, the spin turns into short naps after a
+     * while (boot/idle.h), not a CPU for the whole wait. */
     int spin = symheap__idle_turn(&io);
+    uint64_t nap =
+        spin && io.nap_ok ? symheap__idle_nap_ns(symheap__now_ns() - t0) : 0;
     int n = io.nfds;
     for (int i = 0; i < n; i++)
       p[1 + i] = (struct pollfd){io.fds[i], POLLIN, 0};
     int64_t tmo = spin ? 0 : left > 1000000 ? 1000000 : left;
     if (n && tmo > SYMHEAP__IDLE_SLEEP_MS)
       tmo = SYMHEAP__IDLE_SLEEP_MS;
+    struct timespec ts = {(time_t)(tmo / 1000), (long)(tmo % 1000) * 1000000};
+    if (nap && left > 0)
+      ts = (struct timespec){0, (long)nap};
     io.woke = 0;
-    int r = poll(p, (nfds_t)(1 + n), (int)tmo);
+    int r = ppoll(p, (nfds_t)(1 + n), &ts, NULL);
     if (r > 0 && p[0].revents)
       return 1;
     if (r > 0) { /* the engine has work: the hook takes it at once */
@@ -132,7 +140,7 @@ int symheap__sock_wait(int fd, short events, int64_t deadline_ms) {
       continue;
     }
     if (r == 0 && spin && left > 0) {
-      if (++turns % SPIN_YIELD == 0)
+      if (!nap && ++turns % SPIN_YIELD == 0)
         sched_yield();
       continue;
     }

@@ -37,14 +37,19 @@ static int g_manual; /* open adaptors with manual progress the waits drive */
 #define WAIT_SPIN_NS 5000000ull /* 5 ms */
 
 /* One adaptor's part of a wait's idle turn (net_idle): progress, then
- * spin (1) while it was busy in the last WAIT_SPIN_NS or cannot sleep,
- * else arm its wait fds into io (0).  Never waits for the lock: its
- * holder progresses the engine. */
+ * IDLE_BUSY while it was busy in the last WAIT_SPIN_NS (or has staged
+ * work no fd wakes for), IDLE_BLIND where it has no wait fds to sleep on
+ * (and so no word of work either: the wait may nap briefly between turns),
+ * else IDLE_ARMED with its wait fds armed into io.  Never waits for the
+ * lock: its holder progresses the engine (busy where the engine has fds,
+ * as before; blind where it has none). */
+enum { IDLE_ARMED, IDLE_BUSY, IDLE_BLIND };
 static int idle_one(symheap__netc_t *n, symheap__idle_t *io, uint64_t now) {
   if (io->woke)
     __atomic_store_n(&n->spin_until, now + WAIT_SPIN_NS, __ATOMIC_RELAXED);
+  int cannot = n->has_wait_fds ? IDLE_BUSY : IDLE_BLIND;
   if (n->locked && pthread_mutex_trylock(&n->lock) != 0)
-    return 1;
+    return cannot;
   /* Uncounted where the thread sleeps on the engine's fds: the thread
    * keeps off the engine only while this wait is seen running (wait_seen,
    * progress_main), and takes it back within WAIT_SEEN_NS of the wait's
@@ -55,7 +60,7 @@ static int idle_one(symheap__netc_t *n, symheap__idle_t *io, uint64_t now) {
     __atomic_add_fetch(&n->calls, 1, __ATOMIC_RELAXED);
   __atomic_store_n(&n->wait_seen, now, __ATOMIC_RELAXED);
   (void)n->ops.progress(n->ctx);
-  int spin = 1, k = -1;
+  int spin = cannot, k = -1;
   if (n->has_wait_fds &&
       now >= __atomic_load_n(&n->spin_until, __ATOMIC_RELAXED) &&
       io->nfds < SYMHEAP__IDLE_FDS) {
@@ -64,14 +69,14 @@ static int idle_one(symheap__netc_t *n, symheap__idle_t *io, uint64_t now) {
     if (k == 0) /* work pending: busy */
       __atomic_store_n(&n->spin_until, now + WAIT_SPIN_NS, __ATOMIC_RELAXED);
     else if (k > 0 && io->nfds + k <= SYMHEAP__IDLE_FDS)
-      spin = 0;
+      spin = IDLE_ARMED;
   }
   if (n->locked)
     pthread_mutex_unlock(&n->lock);
   symheap__stage_drain(n, 0); /* peers' staged puts, if any */
-  if (!spin && symheap__stage_pending(n))
-    spin = 1; /* staged work no fd wakes for */
-  if (!spin)
+  if (spin != IDLE_BUSY && symheap__stage_pending(n))
+    spin = IDLE_BUSY; /* staged work no fd wakes for */
+  if (spin == IDLE_ARMED)
     io->nfds += k;
   return spin;
 }
@@ -81,17 +86,22 @@ static int idle_one(symheap__netc_t *n, symheap__idle_t *io, uint64_t now) {
  * progresses the open adaptors (a peer's operation on this rank completes
  * only when it progresses) and spins while they are busy, then sleeps on
  * their wait fds beside its socket; an adaptor without wait fds keeps it
- * spinning.  0: nothing to spin for. */
+ * spinning, with io->nap_ok where none is busy (the wait's turns may be
+ * spaced by short naps: boot/idle.h).  0: nothing to spin for. */
 static int net_idle(symheap__idle_t *io) {
   if (__atomic_load_n(&g_manual, __ATOMIC_RELAXED) <= 0)
     return 0;
-  int spin = 0;
+  int busy = 0, blind = 0;
   uint64_t now = symheap__now_ns();
   pthread_mutex_lock(&g_list);
-  for (symheap__netc_t *n = g_open; n; n = n->next)
-    spin |= idle_one(n, io, now);
+  for (symheap__netc_t *n = g_open; n; n = n->next) {
+    int s = idle_one(n, io, now);
+    busy |= s == IDLE_BUSY;
+    blind |= s == IDLE_BLIND;
+  }
   pthread_mutex_unlock(&g_list);
-  return spin;
+  io->nap_ok = blind && !busy;
+  return busy || blind;
 }
 
 /* The progress thread: a turn every 50 us while no other thread calls the

@@ -12,6 +12,15 @@
  * turn, counted as calls, so the thread stood aside and a waiting rank
  * never slept on the fds: docs/perf/net.md.)
  *
+ * An engine without wait fds (the test adaptor "loop"; ucx or an ofi
+ * provider without them) cannot say whether it has work: the hook spins
+ * with io->nap_ok, and the wait, after its first 1 ms, naps 20 us growing
+ * to 100 us between its turns (symheap__idle_nap_ns).  Short, since on
+ * such an engine a peer's operation on this rank completes only at its
+ * next turn; yet an idle wait no longer costs a whole CPU (test_net_wait's
+ * no_fds_naps, 300 ms idle: 39-62 ms of CPU on a loaded machine, 146-299
+ * ms before).
+ *
  * Nothing wakes a sleep for a plain store (a same-host peer's put, a
  * kernel, the user's own): after a short spin and, where no engine of
  * this comm wakes the wait, some yields (a same-host peer may need this
@@ -29,7 +38,7 @@
 #define NAP_MAX_NS 20000000u
 
 void symheap__net_wait_begin(symheap__net_wait_t *w, int timeout_ms) {
-  w->io = (symheap__idle_t){0, 0, {0}, 0};
+  w->io = (symheap__idle_t){0, 0, {0}, 0, 0};
   w->turn = 0;
   w->t0 = symheap__now_ns();
   w->span = (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000u;
@@ -48,13 +57,17 @@ int symheap__net_wait_turn(symheap__netc_t *n, symheap__net_wait_t *w) {
   if (turn && waited >= w->span)
     return 0;
   symheap__idle_t *io = &w->io;
+  uint64_t left = w->span > waited ? w->span - waited : 0;
   if (symheap__idle_turn(io)) { /* the engines are busy: spin */
-    if (turn % BUSY_YIELD == BUSY_YIELD - 1)
+    /* Or only cannot be slept on: after a spin, short naps. */
+    uint64_t nap = io->nap_ok ? symheap__idle_nap_ns(waited) : 0;
+    if (nap && left)
+      symheap__idle_sleep(io, nap < left ? nap : left);
+    else if (turn % BUSY_YIELD == BUSY_YIELD - 1)
       sched_yield();
     return 1;
   }
   w->own = !io->nfds && n; /* an engine the hook does not drive */
-  uint64_t left = w->span > waited ? w->span - waited : 0;
   if (turn < SPIN_TURNS || !left)
     return 1;
   /* Where no descriptor wakes this wait for this comm's writers. */

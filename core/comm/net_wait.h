@@ -21,7 +21,8 @@ void symheap__net_wait_begin(symheap__net_wait_t *w, int timeout_ms);
  * still progresses the engine once), else 1 after one turn of waiting.
  * A turn is the idle hook's (boot/idle.h: the open engines with manual
  * progress progressed, spinning while they have work, else asleep on their
- * wait fds).  Where the hook does not drive n (this comm's adaptor, NULL
+ * wait fds; where one has no wait fds, spinning 1 ms, then napping 20-100
+ * us a turn).  Where the hook does not drive n (this comm's adaptor, NULL
  * for none: one with automatic progress), the turn sets w->own and the
  * caller progresses n itself, with the staged puts it delivers
  * (symheap__net_turn: the staging's, which this file may not call;

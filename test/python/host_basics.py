@@ -4,6 +4,7 @@ registration, errors, DLPack, the device view and the device check."""
 import ctypes
 import os
 import re
+import subprocess
 
 import numpy as np
 import symheap
@@ -35,6 +36,45 @@ def case_errors_table(comm):
             check(issubclass(cls, symheap.Error), "%s is no Error" % cls)
     check(issubclass(symheap.InvalidArgError, ValueError),
           "InvalidArgError is not a ValueError")
+
+
+def case_struct_layout(comm):
+    # The ctypes structures against the C ones, member by member, as a small
+    # C program of the build prints them (test/py_layout.c): the library's
+    # views (DeviceWindow, DeviceStatus, UniqueId) whole; the caller-sized
+    # ones (struct_size) may stop early, never skip or move a member.
+    exe = os.environ.get("SYMHEAP_TEST_LAYOUT",
+                         os.path.join(ROOT, "build", "test", "py_layout"))
+    check(os.access(exe, os.X_OK), "%s is missing: make tests builds it" % exe)
+    if not os.access(exe, os.X_OK):
+        return
+    sizes, members = {}, {}
+    for line in subprocess.check_output([exe], text=True).splitlines():
+        w = line.split()
+        if w[0] == "S":
+            sizes[w[1]], members[w[1]] = int(w[2]), []
+        elif w[0] == "F":
+            members[w[1]].append((w[2], int(w[3]), int(w[4])))
+    for name, whole in (("DeviceStatus", True), ("DeviceWindow", True),
+                        ("UniqueId", True), ("CommInfo", False),
+                        ("CommStats", False), ("HeapInfo", False)):
+        cls = getattr(_lib, name)
+        mine = [(f, getattr(cls, f).offset, getattr(cls, f).size)
+                for f, _ in cls._fields_]
+        c = members.get(name, [])
+        check(mine == c[:len(mine)], "%s: ctypes %s, C %s" % (name, mine, c))
+        size = ctypes.sizeof(cls)
+        check(size == sizes.get(name) if whole else
+              size <= sizes.get(name, 0),
+              "%s: ctypes size %d, C %s" % (name, size, sizes.get(name)))
+    # DeviceStatus.wait's names against the header's SYMHEAP_WAIT_*.
+    text = open(os.path.join(ROOT, "include", "symheap_device.h")).read()
+    waits = re.findall(r"#define SYMHEAP_(WAIT_\w+) (\d+)", text)
+    check(len(waits) >= 10, "SYMHEAP_WAIT_* not found: %s" % waits)
+    for n, v in waits:
+        check(getattr(_lib, n, None) == int(v),
+              "_lib.%s is %r, the header says %s" % (n, getattr(_lib, n, None),
+                                                     v))
 
 
 def case_init_env(comm):
@@ -253,7 +293,8 @@ def case_device_check(comm):
     sub.barrier()  # every rank saw its clean status
     s = symheap.DeviceStatus.from_address(v.status)
     peer = (comm.rank + 1) % comm.size
-    s.code, s.wait, s.peer, s.block = 7, 9, peer, 2  # TIMEOUT, DEV_BARRIER
+    s.code, s.wait = symheap.TimeoutError.code, _lib.WAIT_DEV_BARRIER
+    s.peer, s.block = peer, 2
     s.want, s.seen, s.waited_ns = 4, 3, 2 * 10**9
     s.done = 1
     for _ in range(2):

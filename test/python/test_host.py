@@ -23,7 +23,8 @@ import symheap  # noqa: E402  (PYTHONPATH: the build tree's site-packages)
 from host_basics import (case_device_check,  # noqa: E402
                          case_device_view, case_dlpack, case_errors,
                          case_errors_table, case_init_env, case_init_uid,
-                         case_peers_and_flat, case_register, case_split)
+                         case_peers_and_flat, case_register, case_split,
+                         case_struct_layout)
 from host_fast import case_fast_tensor_entry, case_window_lookup  # noqa: E402
 from host_lifecycle import (case_exit_with_live_export,  # noqa: E402
                             case_gc_free_during_collective, case_heap,
@@ -38,6 +39,7 @@ def main():
     t = Cases(comm, comm.rank)
     cycles = int(os.environ.get("CYCLES", "1000"))
     t.run("python-errors-table", case_errors_table, comm)
+    t.run("python-struct-layout", case_struct_layout, comm)
     t.run("python-init-env", case_init_env, comm)
     # Before the cases that leave mappings in the window cache.
     t.run("python-no-leak-%d-cycles" % cycles, case_no_leak, comm, cycles)

@@ -84,30 +84,19 @@ typedef void (*nm_fn)(void);
   NM(shmem_get##B##_nbi) NM(shmem_ctx_get##B##_nbi) NM(shmem_put##B##_signal)  \
   NM(shmem_ctx_put##B##_signal) NM(shmem_put##B##_signal_nbi)                  \
   NM(shmem_ctx_put##B##_signal_nbi)
+/* A routine and its context form: shmem_T_X and shmem_ctx_T_X. */
+#define NM_CTX(T, X) NM(shmem_##T##_##X) NM(shmem_ctx_##T##_##X)
 #define NM_AMO_STD_ROUTINES(T)                                                 \
-  NM(shmem_##T##_atomic_fetch_inc) NM(shmem_ctx_##T##_atomic_fetch_inc)        \
-  NM(shmem_##T##_atomic_inc) NM(shmem_ctx_##T##_atomic_inc)                    \
-  NM(shmem_##T##_atomic_fetch_add) NM(shmem_ctx_##T##_atomic_fetch_add)        \
-  NM(shmem_##T##_atomic_add) NM(shmem_ctx_##T##_atomic_add)                    \
-  NM(shmem_##T##_atomic_compare_swap)                                          \
-  NM(shmem_ctx_##T##_atomic_compare_swap)                                      \
-  NM(shmem_##T##_atomic_fetch_inc_nbi)                                         \
-  NM(shmem_ctx_##T##_atomic_fetch_inc_nbi)                                     \
-  NM(shmem_##T##_atomic_fetch_add_nbi)                                         \
-  NM(shmem_ctx_##T##_atomic_fetch_add_nbi)                                     \
-  NM(shmem_##T##_atomic_compare_swap_nbi)                                      \
-  NM(shmem_ctx_##T##_atomic_compare_swap_nbi)
+  NM_CTX(T, atomic_fetch_inc) NM_CTX(T, atomic_inc)                            \
+  NM_CTX(T, atomic_fetch_add) NM_CTX(T, atomic_add)                            \
+  NM_CTX(T, atomic_compare_swap) NM_CTX(T, atomic_fetch_inc_nbi)               \
+  NM_CTX(T, atomic_fetch_add_nbi) NM_CTX(T, atomic_compare_swap_nbi)
 #define NM_AMO_EXT_ROUTINES(T)                                                 \
-  NM(shmem_##T##_atomic_fetch) NM(shmem_ctx_##T##_atomic_fetch)                \
-  NM(shmem_##T##_atomic_set) NM(shmem_ctx_##T##_atomic_set)                    \
-  NM(shmem_##T##_atomic_swap) NM(shmem_ctx_##T##_atomic_swap)                  \
-  NM(shmem_##T##_atomic_fetch_nbi) NM(shmem_ctx_##T##_atomic_fetch_nbi)        \
-  NM(shmem_##T##_atomic_swap_nbi) NM(shmem_ctx_##T##_atomic_swap_nbi)
+  NM_CTX(T, atomic_fetch) NM_CTX(T, atomic_set) NM_CTX(T, atomic_swap)         \
+  NM_CTX(T, atomic_fetch_nbi) NM_CTX(T, atomic_swap_nbi)
 #define NM_AMO_BIT1(T, OP)                                                     \
-  NM(shmem_##T##_atomic_##OP) NM(shmem_ctx_##T##_atomic_##OP)                  \
-  NM(shmem_##T##_atomic_fetch_##OP) NM(shmem_ctx_##T##_atomic_fetch_##OP)      \
-  NM(shmem_##T##_atomic_fetch_##OP##_nbi)                                      \
-  NM(shmem_ctx_##T##_atomic_fetch_##OP##_nbi)
+  NM_CTX(T, atomic_##OP) NM_CTX(T, atomic_fetch_##OP)                          \
+  NM_CTX(T, atomic_fetch_##OP##_nbi)
 #define NM_AMO_BIT_ROUTINES(T)                                                 \
   NM_AMO_BIT1(T, and) NM_AMO_BIT1(T, or) NM_AMO_BIT1(T, xor)
 #define NM_P2P_ROUTINES(T)                                                     \

@@ -132,6 +132,20 @@ class DeviceStatus(ctypes.Structure):
         ("reserved", c_uint64 * 4)]
 
 
+# DeviceStatus.wait: what a kernel gave up waiting for (SYMHEAP_WAIT_* of
+# include/symheap_device.h; a test compares the names and values).
+WAIT_BARRIER = 1      # the collectives' barrier (block flags)
+WAIT_LL = 2           # the LL all-reduce/reduce-scatter data
+WAIT_PUSH = 3         # the push all-reduce's block flags
+WAIT_LL128 = 4        # the LL128 all-reduce's line flags
+WAIT_BCAST_PIPE = 5   # the pipelined broadcast's progress
+WAIT_A2A_READY = 6    # all-to-all: a peer entering the call
+WAIT_A2A_DATA = 7     # all-to-all: a peer's data sent
+WAIT_CE_FLAG = 8      # a copy-engine path's flag (kernel)
+WAIT_DEV_BARRIER = 9  # symheap_dev_barrier
+WAIT_DEV_SIGNAL = 10  # symheap_dev_wait_signal
+
+
 def struct_dict(s):
     """A caller-sized struct as a dict (struct_size left out, text decoded)."""
     out = {}
