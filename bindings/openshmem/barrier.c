@@ -49,6 +49,8 @@ void shm__barrier(const struct shm_group *g) {
     barrier_net(g);
     return;
   }
+  if (shm__oversubscribed())
+    (void)shm__note_cpu(); /* the last to arrive may never wait (wait.c) */
   int root = shm__group_pe(g, 0);
   long *count = (long *)shm__peer(&g->sync[0], root);
   /* The last to arrive releases everyone: no PE has to be scheduled
@@ -72,7 +74,7 @@ void shm__barrier(const struct shm_group *g) {
     if (shm__oversubscribed())
       sched_yield();
   } else {
-    shm__wait_raised(&g->sync[1], 1, root);
+    shm__wait_released(&g->sync[1], root);
     __atomic_sub_fetch(&g->sync[1], 1, __ATOMIC_RELAXED);
   }
   __atomic_thread_fence(__ATOMIC_SEQ_CST);

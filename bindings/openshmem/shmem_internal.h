@@ -28,6 +28,10 @@ struct shm_ctrl {
   int pid;             /* this PE's process, for the liveness check */
   int sleepers;        /* this PE's waits asleep in a futex (wait.c) */
   int cpu;             /* 1 + the CPU this PE's last wait began on, or 0 */
+  /* This PE's waits asleep in the kernel: with more PEs than CPUs, a PE
+   * sharing its CPU stays awake while every other one there sleeps
+   * (wait.c, mates_asleep). */
+  int asleep;
   uint64_t team_slots; /* on PE 0: which team slots are taken */
   long team_sync[SHM_MAX_TEAMS][SHM_SYNC_WORDS];
   /* On a group's first PE: the word its members sleep on while they wait
@@ -117,10 +121,12 @@ struct shm_spin {
   long long next_check_ns;
   int shared_cpu; /* with more PEs than CPUs: another PE's wait began on
                      this wait's CPU (wait.c) */
+  int awake;            /* may stay awake for its CPU (a barrier's wait) */
+  long long awake_from; /* when it began to stay awake for its CPU (ns) */
   symheap_wait_state_t net; /* across hosts: the core's wait turns */
 };
 #define SHM_SPIN_INIT                                                          \
-  { 0, 0, 0, {0} }
+  { 0, 0, 0, 0, 0, {0} }
 void shm__spin(struct shm_spin *s);
 /* A global exit asked for, or a PE gone: end the job (every wait's turn). */
 void shm__turn_checks(struct shm_spin *s);
@@ -135,9 +141,17 @@ void shm__spin_on(struct shm_spin *s, const void *word, int seen);
 void shm__wake(int pe, const void *word);
 /* More PEs than this process has CPUs (waits sleep almost at once). */
 int shm__oversubscribed(void);
+/* Notes this PE's CPU in its control page, where the PEs sharing it look
+ * (wait.c); returns it, or -1.  At each wait's start and each barrier's
+ * arrival: a PE that is always the last to arrive never waits. */
+int shm__note_cpu(void);
 /* Until this PE's release flag (sync[1] of a group whose first PE is
  * root) holds n or more; returns what it held.  One host only. */
 long shm__wait_raised(const long *flag, long n, int root);
+/* A barrier's wait for its release (flag at 1 or more): the same, but
+ * with more PEs than CPUs it stays awake a while where every other PE of
+ * its CPU sleeps (wait.c, turn_over). */
+void shm__wait_released(const long *flag, int root);
 /* After raising members' flags of a group whose first PE is root: wakes
  * whichever of them sleep, with one system call. */
 void shm__wake_group(int root);

@@ -7,9 +7,11 @@
  * word the library itself writes (barrier arrivals and releases, signals)
  * sleeps in a futex on that word, and the writer wakes it when the word's PE
  * says it has sleepers; other waits (user variables written by plain stores)
- * sleep 1 ms at most per turn, after the yields.  Every turn also ends the job
- * when a PE called shmem_global_exit or a PE's process is gone (a bounded
- * wait). */
+ * sleep 1 ms at most per turn, after the yields.  A barrier's wait stays
+ * awake a while instead where every other PE of its CPU sleeps (turn_over:
+ * on a virtual machine an idle CPU takes ~100 us to wake).  Every turn also
+ * ends the job when a PE called shmem_global_exit or a PE's process is gone
+ * (a bounded wait). */
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -42,6 +44,11 @@
  * waiting awake there costs: docs/perf/openshmem.md, round 6). */
 #ifndef SHM_ALONE_AWAKE
 #define SHM_ALONE_AWAKE 1
+#endif
+/* With more PEs than CPUs, a barrier's wait whose CPU's other PEs all
+ * sleep stays awake (yields) this long before it sleeps too (turn_over). */
+#ifndef SHM_AWAKE_NS
+#define SHM_AWAKE_NS 100000LL
 #endif
 #define SHM_YIELDS_UNDERSUBSCRIBED 20000
 #define SHM_NET_SPINS 64
@@ -185,22 +192,72 @@ int shm__oversubscribed(void) {
   return v - 1;
 }
 
+int shm__note_cpu(void) {
+  int cpu = sched_getcpu();
+  if (cpu >= 0)
+    __atomic_store_n(&shm__s.ctrl->cpu, cpu + 1, __ATOMIC_RELAXED);
+  return cpu;
+}
+
 /* Whether another PE of this host last began a wait on this PE's CPU
  * (each PE notes its CPU in its control page as a wait begins).  A hint:
  * a PE that has moved since its last wait is counted where it was, and
  * a wrong answer costs time only (a few more yields, or an early sleep).
  * One pass over the PEs per wait, not per turn. */
 static int cpu_shared(void) {
-  int cpu = sched_getcpu();
+  int cpu = shm__note_cpu();
   if (cpu < 0)
     return 1;
-  __atomic_store_n(&shm__s.ctrl->cpu, cpu + 1, __ATOMIC_RELAXED);
   for (int p = 0; p < shm__s.npes; p++) {
     if (p == shm__s.me || shm__remote(p))
       continue;
     const struct shm_ctrl *c = (const struct shm_ctrl *)shm__s.heap_peer[p];
     if (__atomic_load_n(&c->cpu, __ATOMIC_RELAXED) == cpu + 1)
       return 1;
+  }
+  return 0;
+}
+
+/* Whether every other PE of this host that last waited on this PE's CPU
+ * is asleep in the kernel.  Then none of them needs the CPU, and if this
+ * PE slept too the CPU would go idle, and waking it again costs far more
+ * than the barrier: on the 2-CPU virtual machine, a futex wake of an idle
+ * CPU took 100-120 us (both PEs of one CPU asleep in every 4-PE barrier:
+ * 75-86 us each, against 11-15 us when that CPU stays busy). */
+static int mates_asleep(void) {
+  int cpu = __atomic_load_n(&shm__s.ctrl->cpu, __ATOMIC_RELAXED);
+  for (int p = 0; p < shm__s.npes; p++) {
+    if (p == shm__s.me || shm__remote(p))
+      continue;
+    const struct shm_ctrl *c = (const struct shm_ctrl *)shm__s.heap_peer[p];
+    if (__atomic_load_n(&c->cpu, __ATOMIC_RELAXED) == cpu &&
+        !__atomic_load_n(&c->asleep, __ATOMIC_RELAXED))
+      return 0;
+  }
+  return 1;
+}
+
+/* An oversubscribed wait's turn after its spins: yield, and sleep (0) once
+ * the few yields are done.  A barrier's wait (s->awake) whose CPU's other
+ * PEs all sleep stays awake (yields) up to SHM_AWAKE_NS instead, so that
+ * the CPU does not go idle.  Only where they sleep: a PE that shares the
+ * CPU and is awake (the one awaited, often) gets it by this one's sleep,
+ * which a yield does not do reliably (a variant that stayed awake while
+ * its CPU's other PE merely waited made the last arriver's CPU mate yield
+ * all through a 4-PE barrier, 75-110 us each).  Only a barrier's: every
+ * wait staying awake made OSU's 4-PE broadcasts of 4 B-16 KiB 1.2-2.2x
+ * slower (1.4-2.4 us against 1.0-1.3; docs/perf/openshmem.md, round 9). */
+static int turn_over(struct shm_spin *s, unsigned spins) {
+  if (s->n < spins + SHM_YIELDS_BEFORE_SLEEP) {
+    sched_yield();
+    return 1;
+  }
+  long long t = now_ns();
+  if (!s->awake_from)
+    s->awake_from = t;
+  if (s->awake && t - s->awake_from < SHM_AWAKE_NS && mates_asleep()) {
+    sched_yield();
+    return 1;
   }
   return 0;
 }
@@ -228,8 +285,9 @@ static int turn_busy(struct shm_spin *s) {
 #endif
     return 1;
   }
-  if (s->n < spins + (over ? SHM_YIELDS_BEFORE_SLEEP
-                           : SHM_YIELDS_UNDERSUBSCRIBED)) {
+  if (over)
+    return turn_over(s, spins);
+  if (s->n < spins + SHM_YIELDS_UNDERSUBSCRIBED) {
     sched_yield();
     return 1;
   }
@@ -243,12 +301,14 @@ void shm__spin_on(struct shm_spin *s, const void *word, int seen) {
   }
   if (turn_busy(s))
     return;
+  __atomic_add_fetch(&shm__s.ctrl->asleep, 1, __ATOMIC_RELAXED);
   if (word) {
     sleep_on(word, seen);
   } else {
     struct timespec ts = {0, SHM_SLEEP_NS};
     nanosleep(&ts, NULL);
   }
+  __atomic_sub_fetch(&shm__s.ctrl->asleep, 1, __ATOMIC_RELAXED);
 }
 
 /* A group's flags and PE root's wake word (see shm_ctrl): the waiter
@@ -258,8 +318,9 @@ void shm__spin_on(struct shm_spin *s, const void *word, int seen) {
  * either the raiser sees a sleeper or the sleeper sees its flag).  One
  * FUTEX_WAKE then wakes every member, where a wake per member's word let
  * the first one woken take the CPU from the waker before the next wake. */
-long shm__wait_raised(const long *flag, long n, int root) {
+static long wait_raised(const long *flag, long n, int root, int awake) {
   struct shm_spin s = SHM_SPIN_INIT;
+  s.awake = awake;
   struct shm_ctrl *c = (struct shm_ctrl *)shm__s.heap_peer[root];
   long v;
   while ((v = __atomic_load_n(flag, __ATOMIC_ACQUIRE)) < n) {
@@ -268,11 +329,22 @@ long shm__wait_raised(const long *flag, long n, int root) {
     struct timespec ts = {0, SHM_SLEEP_NS};
     __atomic_fetch_add(&c->wake_sleepers, 1, __ATOMIC_SEQ_CST);
     int gen = __atomic_load_n(&c->wake_gen, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(flag, __ATOMIC_SEQ_CST) < n)
+    if (__atomic_load_n(flag, __ATOMIC_SEQ_CST) < n) {
+      __atomic_add_fetch(&shm__s.ctrl->asleep, 1, __ATOMIC_RELAXED);
       syscall(SYS_futex, &c->wake_gen, FUTEX_WAIT, gen, &ts, NULL, 0);
+      __atomic_sub_fetch(&shm__s.ctrl->asleep, 1, __ATOMIC_RELAXED);
+    }
     __atomic_fetch_sub(&c->wake_sleepers, 1, __ATOMIC_SEQ_CST);
   }
   return v;
+}
+
+long shm__wait_raised(const long *flag, long n, int root) {
+  return wait_raised(flag, n, root, 0);
+}
+
+void shm__wait_released(const long *flag, int root) {
+  (void)wait_raised(flag, 1, root, 1);
 }
 
 void shm__wake_group(int root) {
