@@ -46,7 +46,7 @@
 #define SHM_ALONE_AWAKE 1
 #endif
 /* With more PEs than CPUs, a barrier's wait whose CPU's other PEs all
- * sleep stays awake (yields) this long before it sleeps too (turn_over). */
+ * sleep stays awake (spins) this long before it sleeps too (turn_over). */
 #ifndef SHM_AWAKE_NS
 #define SHM_AWAKE_NS 100000LL
 #endif
@@ -239,14 +239,15 @@ static int mates_asleep(void) {
 
 /* An oversubscribed wait's turn after its spins: yield, and sleep (0) once
  * the few yields are done.  A barrier's wait (s->awake) whose CPU's other
- * PEs all sleep stays awake (yields) up to SHM_AWAKE_NS instead, so that
- * the CPU does not go idle.  Only where they sleep: a PE that shares the
- * CPU and is awake (the one awaited, often) gets it by this one's sleep,
- * which a yield does not do reliably (a variant that stayed awake while
- * its CPU's other PE merely waited made the last arriver's CPU mate yield
- * all through a 4-PE barrier, 75-110 us each).  Only a barrier's: every
- * wait staying awake made OSU's 4-PE broadcasts of 4 B-16 KiB 1.2-2.2x
- * slower (1.4-2.4 us against 1.0-1.3; docs/perf/openshmem.md, round 9). */
+ * PEs all sleep spins up to SHM_AWAKE_NS instead, so that the CPU does not
+ * go idle.  Only where they sleep: a PE that shares the CPU and is awake
+ * (the one awaited, often) gets it by this one's sleep, which a yield does
+ * not do reliably (a variant that stayed awake while its CPU's other PE
+ * merely waited made the last arriver's CPU mate yield all through a 4-PE
+ * barrier, 75-110 us each).  Only a barrier's: every wait staying awake
+ * made OSU's 4-PE broadcasts of 4 B-16 KiB 1.2-2.2x slower (1.4-2.4 us
+ * against 1.0-1.3).  Spinning, not yielding: yields made them 1.1-1.9x
+ * slower where spins made them 1.0-1.4x (docs/perf/openshmem.md, round 9). */
 static int turn_over(struct shm_spin *s, unsigned spins) {
   if (s->n < spins + SHM_YIELDS_BEFORE_SLEEP) {
     sched_yield();
@@ -256,7 +257,9 @@ static int turn_over(struct shm_spin *s, unsigned spins) {
   if (!s->awake_from)
     s->awake_from = t;
   if (s->awake && t - s->awake_from < SHM_AWAKE_NS && mates_asleep()) {
-    sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
     return 1;
   }
   return 0;
