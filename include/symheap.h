@@ -422,14 +422,15 @@ symheap_result_t symheap_signal_wait_until(symheap_window_t win, size_t offset,
  * several words, a lock it retries), with the turns
  * symheap_signal_wait_until takes.  The caller zeroes a
  * symheap_wait_state_t (= {0}), then loops: while its condition is
- * false, one symheap_comm_wait_turn.  A turn progresses the net adaptors; while they
- * have work it returns at once (spinning, the CPU yielded now and then);
- * once they are idle it sleeps on their wait descriptors (a peer's
- * operation wakes it), after a first short spin (and, where no descriptor
- * can wake it, some yields); an adaptor without wait descriptors cannot
- * say whether it has work, and there, after 1 ms, a turn naps 20-100 us.  A store by a peer of this host wakes no
- * sleep: a sleep lasts a sixteenth of the time the wait has taken so far
- * (20 us to 20 ms), so such a store is seen within about 6% of the wait.
+ * false, one symheap_comm_wait_turn.  A turn progresses the net adaptors;
+ * while they have work it returns at once (spinning, the CPU yielded now
+ * and then); once they are idle it sleeps on their wait descriptors (a
+ * peer's operation wakes it), after a first short spin (and, where no
+ * descriptor can wake it, some yields).  An adaptor without wait
+ * descriptors cannot say whether it has work: there, after 1 ms, a turn
+ * naps 20-100 us.  A store by a peer of this host wakes no sleep: a sleep
+ * lasts a sixteenth of the time the wait has taken so far (20 us to
+ * 20 ms), so such a store is seen within about 6% of the wait.
  * No timeout: the caller bounds its loop.  INVALID_ARG for a comm that is
  * not live or a NULL state (the state unchanged). */
 typedef struct {

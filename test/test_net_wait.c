@@ -180,7 +180,7 @@ static void case_serves_peers(th_ctx_t *c) {
                 : "its naps between turns were too long");
   }
   /* Its progress thread, asleep on the same fds, keeps off the engine
-   * while the wait runs: 6-20 calls against the wait's 36000-45000 here.
+   * while the wait runs: 6-64 calls against the wait's 26000-45000 here.
    * Before, it woke for most gets the wait was about to answer and
    * progressed the engine beside it: 678-970 against 18000-32000 (2.4-4.6%).
    * The bound is 1%.  A wait the scheduler keeps off the CPU is not seen
