@@ -85,7 +85,9 @@ class CommStats(ctypes.Structure):
         (n, c_uint64) for n in (
             "windows_live", "allocations_live", "bytes_allocated",
             "bytes_registered", "va_reserved", "bytes_mapped",
-            "descriptors_held", "multicast_objects", "mappings_cached")]
+            "descriptors_held", "multicast_objects", "mappings_cached",
+            "heap_reserved", "heap_committed", "heap_used",
+            "heap_allocations")]
 
 
 class HeapInfo(ctypes.Structure):

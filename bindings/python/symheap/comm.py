@@ -172,7 +172,8 @@ class Comm:
 
     def stats(self):
         """symheap_comm_get_stats as a dict (windows_live, bytes_mapped,
-        descriptors_held, ...)."""
+        descriptors_held, ..., heap_reserved, heap_committed, heap_used,
+        heap_allocations)."""
         self._alive()
         s = _lib.CommStats()
         s.struct_size = ctypes.sizeof(s)
