@@ -205,6 +205,29 @@ static void case_serves_peers(th_ctx_t *c) {
     printf("# %s: rank 0: %ld gets in 200 ms\n", tag, gets);
 }
 
+/* A wait of ms on a word nobody writes (SIG_IDLE): it must end in a clear
+ * TIMEOUT, having seen the word still 0, after ms to ms + 1 s.  Gives the
+ * waiting thread's CPU time (us), the wait's length (ms) and its sleeps. */
+static void idle_wait(th_ctx_t *c, int ms, int64_t *cpu, int64_t *took,
+                      long *sleeps) {
+  char still[32];
+  snprintf(still, sizeof still, "still 0 after %d ms", ms);
+  long sleeps0 = thread_sleeps();
+  int64_t cpu0 = thread_cpu_us(), t0 = now_ms();
+  uint64_t seen = 1;
+  symheap_result_t r =
+      await(c, g_base + SIG_IDLE, SYMHEAP_CMP_EQ, 7, &seen, ms);
+  *cpu = thread_cpu_us() - cpu0;
+  *took = now_ms() - t0;
+  *sleeps = thread_sleeps() - sleeps0;
+  CHECK(r == SYMHEAP_ERR_TIMEOUT &&
+            (g_turns || strstr(symheap_last_error(), still)) && seen == 0,
+        "an unsatisfied %d ms wait -> %s: %s (observed %llu)", ms,
+        symheap_strerror(r), symheap_last_error(), (unsigned long long)seen);
+  CHECK(*took >= ms && *took < ms + 1000, "a %d ms wait took %lld ms", ms,
+        (long long)*took);
+}
+
 /* A wait that nothing satisfies uses little CPU: 200 ms on a word nobody
  * writes ends in a clear TIMEOUT after 200 ms, and the waiting thread ran
  * less than 10% of it and went to sleep fewer than 400 times (asleep on
@@ -223,21 +246,10 @@ static void case_idle_sleeps(th_ctx_t *c) {
   CHECK_OK(symheap_comm_barrier(c->comm));
   settle();
   long progress0 = g_loop ? net_loop_progress_calls() : 0;
-  long sleeps0 = thread_sleeps();
-  int64_t cpu0 = thread_cpu_us(), t0 = now_ms();
-  uint64_t seen = 1;
-  symheap_result_t r =
-      await(c, g_base + SIG_IDLE, SYMHEAP_CMP_EQ, 7, &seen, 200);
-  int64_t cpu = thread_cpu_us() - cpu0, took = now_ms() - t0;
-  long sleeps = thread_sleeps() - sleeps0;
+  int64_t cpu, took;
+  long sleeps;
+  idle_wait(c, 200, &cpu, &took, &sleeps);
   long calls = g_loop ? net_loop_progress_calls() - progress0 : 0;
-  CHECK(r == SYMHEAP_ERR_TIMEOUT &&
-            (g_turns || strstr(symheap_last_error(), "still 0 after 200 ms")) &&
-            seen == 0,
-        "an unsatisfied 200 ms wait -> %s: %s (observed %llu)",
-        symheap_strerror(r), symheap_last_error(), (unsigned long long)seen);
-  CHECK(took >= 200 && took < 1200, "a 200 ms wait took %lld ms",
-        (long long)took);
   int tool = getenv("SYMHEAP_TEST_UNDER_TOOL") != NULL;
   CHECK(tool || cpu * 10 < took * 1000,
         "the waiting thread ran %lld us of a %lld ms idle wait (bound 10%%)",
@@ -270,20 +282,9 @@ static void case_no_fds_naps(th_ctx_t *c) {
     return;
   CHECK_OK(symheap_comm_barrier(c->comm));
   settle();
-  long sleeps0 = thread_sleeps();
-  int64_t cpu0 = thread_cpu_us(), t0 = now_ms();
-  uint64_t seen = 1;
-  symheap_result_t r =
-      await(c, g_base + SIG_IDLE, SYMHEAP_CMP_EQ, 7, &seen, 300);
-  int64_t cpu = thread_cpu_us() - cpu0, took = now_ms() - t0;
-  long sleeps = thread_sleeps() - sleeps0;
-  CHECK(r == SYMHEAP_ERR_TIMEOUT &&
-            (g_turns || strstr(symheap_last_error(), "still 0 after 300 ms")) &&
-            seen == 0,
-        "an unsatisfied 300 ms wait -> %s: %s (observed %llu)",
-        symheap_strerror(r), symheap_last_error(), (unsigned long long)seen);
-  CHECK(took >= 300 && took < 1300, "a 300 ms wait took %lld ms",
-        (long long)took);
+  int64_t cpu, took;
+  long sleeps;
+  idle_wait(c, 300, &cpu, &took, &sleeps);
   int tool = getenv("SYMHEAP_TEST_UNDER_TOOL") != NULL;
   CHECK(tool || cpu * 10 < took * 3000,
         "the waiting thread ran %lld us of a %lld ms idle wait on an engine "
