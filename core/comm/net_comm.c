@@ -122,10 +122,14 @@ static int net_idle(symheap__idle_t *io) {
  * fds, it woke for every message the spinning wait was about to take, and
  * took CPU and the engine's lock from it: on the quiet 2-CPU machine, put +
  * quiet at 16-256 KiB ran 1.12-2.07x the spinning floor with the thread
- * and 1.00-1.15x without it (docs/perf/net.md, rounds 8 and 9).  A wait
- * descheduled or asleep hands the engine back within about both. */
+ * and 1.00-1.15x without it (docs/perf/net.md, rounds 8 and 9).  Its naps
+ * still cost: at 200 us, put bandwidth at 4-32 KiB was 4-15% under 1 ms's
+ * in six runs (round 10).  1 ms is also how long the thread keeps aside
+ * after the rank's own calls (PROGRESS_ASIDE_SLEEP_NS): a wait descheduled
+ * or asleep, or one that returned, hands the engine back within about
+ * 1.1 ms. */
 #define WAIT_SEEN_NS 100000ull /* 100 us: a spinning wait turns every ~1 us */
-#define BESIDE_NAP_NS 200000L
+#define BESIDE_NAP_NS 1000000L
 #define SLEEP_FDS 8
 #define SLEEP_MS 200 /* a bound on a sleep, should a wakeup be missed */
 
