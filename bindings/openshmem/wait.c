@@ -253,10 +253,12 @@ static int turn_over(struct shm_spin *s, unsigned spins) {
     sched_yield();
     return 1;
   }
+  if (!s->awake)
+    return 0;
   long long t = now_ns();
   if (!s->awake_from)
     s->awake_from = t;
-  if (s->awake && t - s->awake_from < SHM_AWAKE_NS && mates_asleep()) {
+  if (t - s->awake_from < SHM_AWAKE_NS && mates_asleep()) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
