@@ -697,6 +697,7 @@ $(BUILD)/lib/libsymheap-shmem.so: $(SHMEM_OBJS) $(SHMEM_DIR)/shmem.map $(BUILD)/
 	  -Wl,-rpath,'$$ORIGIN' $(LDFLAGS_ALL)
 	ln -sf libsymheap-shmem.so.0 $@
 $(BUILD)/lib/libsymheap-shmem.a: $(SHMEM_OBJS)
+	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $(SHMEM_OBJS)
 $(SHMEM_INC)/%.h: $(SHMEM_DIR)/%.h
 	@mkdir -p $(dir $@)

@@ -18,7 +18,13 @@
  * [0] arrivals (counted at the group's first PE), [1] release flag,
  * [2] a scratch word (collect sizes, a new team's slot). */
 #define SHM_SYNC_WORDS 4
-#define SHM_EAGER 16384
+/* Eager collectives' data copied through the control block up to this many
+ * bytes a PE (coll.c); above it, read from the caller's source, whose owner
+ * waits for its readers.  The copy in and out costs more than that wait
+ * from 8 KiB on: OSU at 2 PEs, broadcast 8-16 KiB took 1.4-2.4 us with
+ * 16 KiB here and 0.35 with 4 KiB (docs/perf/openshmem.md, round 11).
+ * Also where reductions of 3 PEs or more are split (coll.c). */
+#define SHM_EAGER 4096
 /* A wait's pause-spins before it yields, with a CPU for each PE (init.c). */
 #define SHM_SPINS_DEFAULT 3000
 
@@ -123,10 +129,11 @@ struct shm_spin {
                      this wait's CPU (wait.c) */
   int awake;            /* may stay awake for its CPU (a barrier's wait) */
   long long awake_from; /* when it began to stay awake for its CPU (ns) */
+  long long yield_from; /* when an oversubscribed wait began to yield (ns) */
   symheap_wait_state_t net; /* across hosts: the core's wait turns */
 };
 #define SHM_SPIN_INIT                                                          \
-  { 0, 0, 0, 0, 0, {0} }
+  { 0, 0, 0, 0, 0, 0, {0} }
 void shm__spin(struct shm_spin *s);
 /* A global exit asked for, or a PE gone: end the job (every wait's turn). */
 void shm__turn_checks(struct shm_spin *s);

@@ -2,8 +2,9 @@
  * within a few hundred nanoseconds), then yield a while, then sleep in the
  * kernel until woken or 1 ms passes.  Sleeping matters when PEs outnumber
  * the CPUs (or other work shares them): a waiter that only yields keeps
- * taking the CPU the PE it waits for needs (a 4-PE barrier on 2 loaded
- * cores took 280-350 us with yields only, 40-70 times a 2-PE one).  A wait on a
+ * taking turns of a CPU (a 4-PE barrier on 2 cores loaded by other jobs
+ * took 280-350 us with yields only, 40-70 times a 2-PE one, in round 6);
+ * but sleeping at once costs a wakeup each wait (SHM_YIELD_NS).  A wait on a
  * word the library itself writes (barrier arrivals and releases, signals)
  * sleeps in a futex on that word, and the writer wakes it when the word's PE
  * says it has sleepers; other waits (user variables written by plain stores)
@@ -28,17 +29,35 @@
 #include "shmem_peer.h"
 
 /* Spins and yields before a wait sleeps.  With more PEs than CPUs, a few
- * of each (a waiter that spins or yields takes turns the PE it waits for
- * needs: the last to arrive then wakes everyone at once, shm__wake_group);
- * with a CPU for each PE, many yields (a sleeper on a loaded machine waits
- * for the scheduler to run it again when woken: 2-PE broadcasts of 128 KiB
- * took 400-650 us sleeping against 8-17 us for Open MPI's spinning PEs).
- * Across hosts, the core's wait turns (net_turn). */
-#ifndef SHM_YIELDS_BEFORE_SLEEP
-#define SHM_YIELDS_BEFORE_SLEEP 2
+ * spins, then SHM_YIELDS_FIRST yields, then yields for SHM_YIELD_NS more:
+ * a yield hands the CPU to the PE awaited when it shares this CPU, and a
+ * sleep costs a wakeup, which on a virtual machine whose CPU went idle
+ * takes 50-250 us.  Sleeping after the 2 yields, 4-PE collectives on 2
+ * quiet CPUs took 17-35 us at 4 B-16 KiB against 2-4 us for Open MPI's
+ * oshmem, whose waits yield and never sleep; yielding 20 us, 100 us or
+ * 1 ms more, 0.5-4 us.  Beside two busy loops (other programs on the
+ * CPUs) a sleeper, once woken, runs before them and a yielder after them:
+ * there 100 us more cost up to 1.2x and 1 ms made broadcasts 2.7x slower
+ * (docs/perf/openshmem.md, round 11).  A longer wait sleeps, so a PE kept
+ * waiting by a slow peer costs no CPU.  With a CPU for each PE, many yields (a sleeper
+ * on a loaded machine waits for the scheduler to run it again when woken:
+ * 2-PE broadcasts of 128 KiB took 400-650 us sleeping against 8-17 us for
+ * Open MPI's spinning PEs).  Across hosts, the core's wait turns
+ * (net_turn). */
+#ifndef SHM_YIELD_NS
+#define SHM_YIELD_NS 100000LL
 #endif
+/* Yields before that budget's clock starts.  Beside two busy loops, where
+ * a yield may give a loop its whole slice, the budget counted from the
+ * first yield made 4-PE broadcasts of 8 B 2.5x slower (1507-1573 us
+ * against 577-634) than counted after 2 yields, as before round 11. */
+#define SHM_YIELDS_FIRST 2
+/* Pause-spins before those yields: a pause is ~50 ns here, and the PE
+ * awaited often shares this CPU.  16 kept OSU's 4-PE broadcasts of 4-256 B
+ * at 0.6 us, 2-6 at 0.3 (Open MPI's: 0.2-0.3); fewer were also faster for
+ * the barrier, fcollect and reduce (round 11). */
 #ifndef SHM_SPINS_OVERSUBSCRIBED
-#define SHM_SPINS_OVERSUBSCRIBED 16
+#define SHM_SPINS_OVERSUBSCRIBED 2
 #endif
 /* 0: a PE alone on its CPU sleeps as early as the others (to measure what
  * waiting awake there costs: docs/perf/openshmem.md, round 6). */
@@ -46,7 +65,8 @@
 #define SHM_ALONE_AWAKE 1
 #endif
 /* With more PEs than CPUs, a barrier's wait whose CPU's other PEs all
- * sleep stays awake (spins) this long before it sleeps too (turn_over). */
+ * sleep stays awake (spins) this long after its yields before it sleeps
+ * too (turn_over). */
 #ifndef SHM_AWAKE_NS
 #define SHM_AWAKE_NS 100000LL
 #endif
@@ -237,25 +257,31 @@ static int mates_asleep(void) {
   return 1;
 }
 
-/* An oversubscribed wait's turn after its spins: yield, and sleep (0) once
- * the few yields are done.  A barrier's wait (s->awake) whose CPU's other
- * PEs all sleep spins up to SHM_AWAKE_NS instead, so that the CPU does not
- * go idle.  Only where they sleep: a PE that shares the CPU and is awake
- * (the one awaited, often) gets it by this one's sleep, which a yield does
- * not do reliably (a variant that stayed awake while its CPU's other PE
- * merely waited made the last arriver's CPU mate yield all through a 4-PE
+/* An oversubscribed wait's turn after its spins: yield SHM_YIELDS_FIRST
+ * times, then for SHM_YIELD_NS more, then sleep (0).  A barrier's wait (s->awake) whose CPU's other PEs all
+ * sleep spins up to SHM_AWAKE_NS more instead, so that the CPU does not go
+ * idle.  Only where they sleep: a PE that shares the CPU and is awake (the
+ * one awaited, often) gets it by this one's sleep, which a yield does not
+ * do reliably (a variant that stayed awake while its CPU's other PE merely
+ * waited made the last arriver's CPU mate yield all through a 4-PE
  * barrier, 75-110 us each).  Only a barrier's: every wait staying awake
  * made OSU's 4-PE broadcasts of 4 B-16 KiB 1.2-2.2x slower (1.4-2.4 us
  * against 1.0-1.3).  Spinning, not yielding: yields made them 1.1-1.9x
  * slower where spins made them 1.0-1.4x (docs/perf/openshmem.md, round 9). */
 static int turn_over(struct shm_spin *s, unsigned spins) {
-  if (s->n < spins + SHM_YIELDS_BEFORE_SLEEP) {
+  if (s->n < spins + SHM_YIELDS_FIRST) {
+    sched_yield();
+    return 1;
+  }
+  long long t = now_ns();
+  if (!s->yield_from)
+    s->yield_from = t;
+  if (t - s->yield_from < SHM_YIELD_NS) {
     sched_yield();
     return 1;
   }
   if (!s->awake)
     return 0;
-  long long t = now_ns();
   if (!s->awake_from)
     s->awake_from = t;
   if (t - s->awake_from < SHM_AWAKE_NS && mates_asleep()) {
@@ -268,14 +294,13 @@ static int turn_over(struct shm_spin *s, unsigned spins) {
 }
 
 /* Whether this turn spun or yielded (0: time to sleep).  With more PEs
- * than CPUs a wait sleeps almost at once when another PE shares its CPU:
- * every pause or yield there is a turn the PE it waits for may need (a
- * yield storm of three waiters kept a 4-PE barrier on 2 loaded CPUs at
- * 270 us).  A PE alone on its CPU waits as an undersubscribed one does:
- * its turns are no one else's in the job, and asleep it gives its CPU to
- * other programs and waits for them when woken (a 4-PE broadcast whose
- * root sat alone on a CPU loaded by others: 685 us, where the same PEs on
- * one CPU took 0.5 us). */
+ * than CPUs a wait that shares its CPU with another PE spins only a few
+ * times (a pause there is a turn the PE it waits for may need), then
+ * yields, then sleeps (turn_over).  A PE alone on its CPU waits as an
+ * undersubscribed one does: its turns are no one else's in the job, and
+ * asleep it gives its CPU to other programs and waits for them when woken
+ * (a 4-PE broadcast whose root sat alone on a CPU loaded by others: 685
+ * us, where the same PEs on one CPU took 0.5 us). */
 static int turn_busy(struct shm_spin *s) {
   shm__turn_checks(s);
   int over = shm__oversubscribed();

@@ -85,7 +85,7 @@ static void back_to_back(int me, int npes) {
 /* Sizes around the eager limit and far above it, every root. */
 static void sizes(int me, int npes) {
   shc_begin("bcast_sizes_eager_and_pulled");
-  static const size_t sz[] = {1, 8, 4095, 16384, 16385, 65536, 1 << 20};
+  static const size_t sz[] = {1, 8, 4095, 4096, 4097, 16384, 16385, 65536, 1 << 20};
   char *src = shmem_malloc(1 << 20), *dst = shmem_malloc(1 << 20);
   for (size_t s = 0; s < sizeof sz / sizeof sz[0]; s++)
     for (int root = 0; root < npes; root++) {
@@ -105,31 +105,35 @@ static void sizes(int me, int npes) {
   shc_end();
 }
 
-/* collect where PE p gives 5000 + p * 7000 ints (some above the 16 KiB
- * eager limit, read from their source, others copied eagerly), twice back
- * to back into two dests, then a reduction of each size class. */
+/* collect where PE p gives 500 + p * 1500 ints (PE 0's 2000 B under the
+ * 4 KiB eager limit, copied eagerly; the others' above it, read from their
+ * source), twice back to back into two dests, then a reduction of each
+ * size class. */
 static void collect_mixed(int me, int npes) {
   shc_begin("collect_mixed_eager_and_large");
   size_t total = 0;
   for (int p = 0; p < npes; p++)
-    total += 5000 + (size_t)p * 7000;
-  int *src = shmem_malloc(sizeof(int) * (5000 + (size_t)npes * 7000));
+    total += 500 + (size_t)p * 1500;
+  int *src = shmem_malloc(sizeof(int) * (500 + (size_t)npes * 1500));
   int *d1 = shmem_malloc(sizeof(int) * total), *d2 = shmem_malloc(sizeof(int) * total);
-  size_t mine = 5000 + (size_t)me * 7000;
+  size_t mine = 500 + (size_t)me * 1500;
   for (size_t i = 0; i < mine; i++)
     src[i] = me * 1000000 + (int)i;
   shmem_int_collect(SHMEM_TEAM_WORLD, d1, src, mine);
   shmem_int_collect(SHMEM_TEAM_WORLD, d2, src, mine);
   size_t at = 0;
   for (int p = 0; p < npes; p++)
-    for (size_t i = 0; i < 5000 + (size_t)p * 7000; i++, at++) {
+    for (size_t i = 0; i < 500 + (size_t)p * 1500; i++, at++) {
       SHC_CHECK(d1[at] == p * 1000000 + (int)i, "first [%d][%zu] = %d", p, i, d1[at]);
       SHC_CHECK(d2[at] == p * 1000000 + (int)i, "second [%d][%zu] = %d", p, i, d2[at]);
     }
   long *ls = shmem_malloc(sizeof(long) * 8192), *ld = shmem_malloc(sizeof(long) * 8192);
   for (int i = 0; i < 8192; i++)
     ls[i] = me + i;
-  for (size_t n = 1; n <= 8192; n *= 8) {
+  /* 512 longs: the eager limit; 513: just above it (split at 3+ PEs). */
+  static const size_t ns[] = {1, 8, 64, 512, 513, 4096, 8192};
+  for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+    size_t n = ns[k];
     shmem_long_sum_reduce(SHMEM_TEAM_WORLD, ld, ls, n);
     for (size_t i = 0; i < n; i++)
       SHC_CHECK(ld[i] == (long)npes * (long)i + (long)npes * (npes - 1) / 2,
