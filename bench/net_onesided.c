@@ -11,7 +11,8 @@
  * symmetric buffers); --private takes them from malloc'd memory instead.
  * Rows (rank 0), like the probe's: put_quiet/get <bytes> <usec>,
  * fetch_add 8 <usec>, put_bw <bytes> <MB/s>; '#' lines are comments.
- *   PROG [--quick] [--private] */
+ * --bw: the bandwidth rows alone (a quicker A/B of them).
+ *   PROG [--quick] [--private] [--bw] */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,13 +210,15 @@ static void bandwidth(int quick) {
 }
 
 int main(int argc, char **argv) {
-  int quick = 0, priv = 0;
+  int quick = 0, priv = 0, bw_only = 0;
   b_init(&argc, &argv);
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick"))
       quick = 1;
     else if (!strcmp(argv[i], "--private"))
       priv = 1;
+    else if (!strcmp(argv[i], "--bw"))
+      bw_only = 1;
   }
   if (npes != 2) {
     if (me == 0)
@@ -228,9 +231,11 @@ int main(int argc, char **argv) {
   if (me == 0)
     printf("# engine: %s; buffers %s\n", ENGINE,
            priv ? "private (malloc)" : "the symmetric region");
-  latency("put_quiet", 0, quick);
-  latency("get", 1, quick);
-  latency("fetch_add", 2, quick);
+  if (!bw_only) {
+    latency("put_quiet", 0, quick);
+    latency("get", 1, quick);
+    latency("fetch_add", 2, quick);
+  }
   bandwidth(quick);
   b_barrier();
   if (me == 0) {
