@@ -39,11 +39,11 @@
  * CPUs) a sleeper, once woken, runs before them and a yielder after them:
  * there 100 us more cost up to 1.2x and 1 ms made broadcasts 2.7x slower
  * (docs/perf/openshmem.md, round 11).  A longer wait sleeps, so a PE kept
- * waiting by a slow peer costs no CPU.  With a CPU for each PE, many yields (a sleeper
- * on a loaded machine waits for the scheduler to run it again when woken:
- * 2-PE broadcasts of 128 KiB took 400-650 us sleeping against 8-17 us for
- * Open MPI's spinning PEs).  Across hosts, the core's wait turns
- * (net_turn). */
+ * waiting by a slow peer costs no CPU.  With a CPU for each PE, many
+ * yields (a sleeper on a loaded machine waits for the scheduler to run it
+ * again when woken: 2-PE broadcasts of 128 KiB took 400-650 us sleeping
+ * against 8-17 us for Open MPI's spinning PEs).  Across hosts, the core's
+ * wait turns (net_turn). */
 #ifndef SHM_YIELD_NS
 #define SHM_YIELD_NS 100000LL
 #endif
@@ -258,16 +258,17 @@ static int mates_asleep(void) {
 }
 
 /* An oversubscribed wait's turn after its spins: yield SHM_YIELDS_FIRST
- * times, then for SHM_YIELD_NS more, then sleep (0).  A barrier's wait (s->awake) whose CPU's other PEs all
- * sleep spins up to SHM_AWAKE_NS more instead, so that the CPU does not go
- * idle.  Only where they sleep: a PE that shares the CPU and is awake (the
- * one awaited, often) gets it by this one's sleep, which a yield does not
- * do reliably (a variant that stayed awake while its CPU's other PE merely
- * waited made the last arriver's CPU mate yield all through a 4-PE
- * barrier, 75-110 us each).  Only a barrier's: every wait staying awake
- * made OSU's 4-PE broadcasts of 4 B-16 KiB 1.2-2.2x slower (1.4-2.4 us
- * against 1.0-1.3).  Spinning, not yielding: yields made them 1.1-1.9x
- * slower where spins made them 1.0-1.4x (docs/perf/openshmem.md, round 9). */
+ * times, then for SHM_YIELD_NS more, then sleep (0).  A barrier's wait
+ * (s->awake) whose CPU's other PEs all sleep spins up to SHM_AWAKE_NS more
+ * instead, so that the CPU does not go idle.  Only where they sleep: a PE
+ * that shares the CPU and is awake (the one awaited, often) gets it by
+ * this one's sleep, which a yield does not do reliably (a variant that
+ * stayed awake while its CPU's other PE merely waited made the last
+ * arriver's CPU mate yield all through a 4-PE barrier, 75-110 us each).
+ * Only a barrier's: every wait staying awake made OSU's 4-PE broadcasts of
+ * 4 B-16 KiB 1.2-2.2x slower (1.4-2.4 us against 1.0-1.3).  Spinning, not
+ * yielding: yields made them 1.1-1.9x slower where spins made them
+ * 1.0-1.4x (docs/perf/openshmem.md, round 9). */
 static int turn_over(struct shm_spin *s, unsigned spins) {
   if (s->n < spins + SHM_YIELDS_FIRST) {
     sched_yield();

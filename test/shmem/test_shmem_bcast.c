@@ -85,7 +85,8 @@ static void back_to_back(int me, int npes) {
 /* Sizes around the eager limit and far above it, every root. */
 static void sizes(int me, int npes) {
   shc_begin("bcast_sizes_eager_and_pulled");
-  static const size_t sz[] = {1, 8, 4095, 4096, 4097, 16384, 16385, 65536, 1 << 20};
+  static const size_t sz[] = {1,     8,     4095,  4096,   4097,
+                              16384, 16385, 65536, 1 << 20};
   char *src = shmem_malloc(1 << 20), *dst = shmem_malloc(1 << 20);
   for (size_t s = 0; s < sizeof sz / sizeof sz[0]; s++)
     for (int root = 0; root < npes; root++) {
