@@ -106,6 +106,9 @@ static void sizes(int me, int npes) {
   shc_end();
 }
 
+/* PE p's share of collect_mixed, in ints. */
+static size_t mixed_count(int p) { return 500 + (size_t)p * 1500; }
+
 /* collect where PE p gives 500 + p * 1500 ints (PE 0's 2000 B under the
  * 4 KiB eager limit, copied eagerly; the others' above it, read from their
  * source), twice back to back into two dests, then a reduction of each
@@ -114,17 +117,17 @@ static void collect_mixed(int me, int npes) {
   shc_begin("collect_mixed_eager_and_large");
   size_t total = 0;
   for (int p = 0; p < npes; p++)
-    total += 500 + (size_t)p * 1500;
-  int *src = shmem_malloc(sizeof(int) * (500 + (size_t)npes * 1500));
+    total += mixed_count(p);
+  int *src = shmem_malloc(sizeof(int) * mixed_count(npes));
   int *d1 = shmem_malloc(sizeof(int) * total), *d2 = shmem_malloc(sizeof(int) * total);
-  size_t mine = 500 + (size_t)me * 1500;
+  size_t mine = mixed_count(me);
   for (size_t i = 0; i < mine; i++)
     src[i] = me * 1000000 + (int)i;
   shmem_int_collect(SHMEM_TEAM_WORLD, d1, src, mine);
   shmem_int_collect(SHMEM_TEAM_WORLD, d2, src, mine);
   size_t at = 0;
   for (int p = 0; p < npes; p++)
-    for (size_t i = 0; i < 500 + (size_t)p * 1500; i++, at++) {
+    for (size_t i = 0; i < mixed_count(p); i++, at++) {
       SHC_CHECK(d1[at] == p * 1000000 + (int)i, "first [%d][%zu] = %d", p, i, d1[at]);
       SHC_CHECK(d2[at] == p * 1000000 + (int)i, "second [%d][%zu] = %d", p, i, d2[at]);
     }
