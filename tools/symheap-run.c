@@ -92,6 +92,18 @@ static void signal_all(int sig) {
       kill(-pids[r], sig);
 }
 
+/* Which ranks the SIGKILL after the grace period is for: a rank that
+ * ignores the signal that asked it to stop, or takes longer than 2 s to
+ * exit on it, is told apart from one that stopped when asked. */
+static void say_killing(void) {
+  for (int r = 0; r < nranks; r++)
+    if (pids[r] > 0)
+      fprintf(stderr,
+              "symheap-run: rank %d did not stop within 2 s of being "
+              "asked to; killing it (SIGKILL)\n",
+              r);
+}
+
 static int rank_of(pid_t pid) {
   for (int r = 0; r < nranks; r++)
     if (pids[r] == pid)
@@ -284,13 +296,15 @@ static int bind_decide(void) {
 }
 
 /* In the child: rank r of the job, then the program. */
-static void exec_rank(int r, pid_t launcher, char **prog) {
+static void exec_rank(int r, pid_t launcher, const sigset_t *mask,
+                      char **prog) {
   char num[16];
   /* Die with the launcher, however it dies; if it is gone already (before
    * prctl took effect), go now. */
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != launcher)
     _exit(127);
   setpgid(0, 0);
+  run_fork_child(mask);
   if (CPU_COUNT(&bind_sets[r]) &&
       sched_setaffinity(0, sizeof bind_sets[r], &bind_sets[r]) != 0)
     fprintf(stderr, "symheap-run: rank %d: cannot bind: %s\n", r,
@@ -298,9 +312,6 @@ static void exec_rank(int r, pid_t launcher, char **prog) {
   snprintf(num, sizeof num, "%d", r);
   setenv("SYMHEAP_RANK", num, 1);
   setenv("SYMHEAP_LOCAL_RANK", num, 1);
-  signal(SIGINT, SIG_DFL);
-  signal(SIGTERM, SIG_DFL);
-  signal(SIGHUP, SIG_DFL);
   execvp(prog[0], prog);
   fprintf(stderr, "symheap-run: cannot run %s: %s\n", prog[0], strerror(errno));
   _exit(127);
@@ -321,67 +332,85 @@ static int start_ranks(char **prog) {
   setenv("SYMHEAP_NRANKS", num, 1);
   pid_t launcher = getpid();
   for (int r = 0; r < nranks; r++) {
+    sigset_t mask;
+    run_fork_begin(&mask);
     pid_t pid = fork();
+    if (pid == 0)
+      exec_rank(r, launcher, &mask, prog);
+    if (pid > 0)
+      setpgid(pid, pid); /* also here, so no signal can race the child's */
+    run_fork_end(&mask);
     if (pid < 0) {
       fprintf(stderr, "symheap-run: fork: %s\n", strerror(errno));
       signal_all(SIGKILL);
       return 2;
     }
-    if (pid == 0)
-      exec_rank(r, launcher, prog);
-    setpgid(pid, pid); /* also here, so no signal can race the child's */
     pids[r] = pid;
   }
   return 0;
 }
 
 /* Until every rank is gone: the first failure (or a signal to us) stops
- * the others, SIGTERM then SIGKILL after 2 s.  The job's exit status. */
+ * the others, SIGTERM then SIGKILL after 2 s.  The job's exit status.
+ * SIGCHLD and the signals passed on are blocked here and taken with
+ * sigtimedwait, so one that comes at any moment is acted on at once.
+ * Before, a blocking waitpid learned of a signal only by EINTR, and one
+ * that came while the ranks were being started (before waitpid) was left
+ * until the job ended by itself. */
 static int wait_ranks(void) {
   int live = nranks, result = 0, failed = -1;
   time_t kill_at = 0;
+  sigset_t set, old;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCHLD);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  sigprocmask(SIG_BLOCK, &set, &old);
   while (live > 0) {
     int status;
-    pid_t pid = waitpid(-1, &status, kill_at ? WNOHANG : 0);
-    if (pid < 0 && errno == EINTR) {
-      if (got_signal && failed < 0) {
-        fprintf(stderr, "symheap-run: got signal %d, stopping all ranks\n",
-                (int)got_signal);
-        signal_all((int)got_signal);
-        result = 128 + (int)got_signal;
-        failed = nranks; /* not a rank, but stop waiting politely */
-        kill_at = time(NULL) + 2;
-      }
-      continue;
-    }
-    if (pid == 0) { /* WNOHANG: nothing yet */
-      if (time(NULL) >= kill_at) {
-        signal_all(SIGKILL);
-        kill_at = 0;
-      } else {
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-      }
-      continue;
-    }
-    if (pid < 0)
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid < 0 && errno != EINTR)
       break;
-    int r = rank_of(pid);
-    if (r < 0)
-      continue;
-    pids[r] = 0;
-    live--;
-    int bad = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    if (bad && failed < 0) {
-      failed = r;
-      result = describe(r, status);
-      if (live > 0) {
-        fprintf(stderr, "symheap-run: stopping the other %d rank(s)\n", live);
-        signal_all(SIGTERM);
-        kill_at = time(NULL) + 2;
+    int r = pid > 0 ? rank_of(pid) : -1;
+    if (r >= 0) {
+      pids[r] = 0;
+      live--;
+      int bad = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+      if (bad && failed < 0) {
+        failed = r;
+        result = describe(r, status);
+        if (live > 0) {
+          fprintf(stderr, "symheap-run: stopping the other %d rank(s)\n",
+                  live);
+          signal_all(SIGTERM);
+          kill_at = time(NULL) + 2;
+        }
       }
     }
+    if (pid > 0)
+      continue; /* reap every rank that has ended before waiting again */
+    if (got_signal && failed < 0) {
+      fprintf(stderr, "symheap-run: got signal %d, stopping all ranks\n",
+              (int)got_signal);
+      signal_all((int)got_signal);
+      result = 128 + (int)got_signal;
+      failed = nranks; /* not a rank, but stop waiting politely */
+      kill_at = time(NULL) + 2;
+    }
+    if (kill_at && time(NULL) >= kill_at) {
+      say_killing();
+      signal_all(SIGKILL);
+      kill_at = 0;
+    }
+    /* A rank's end (SIGCHLD) or a signal to us wakes this at once; the
+     * timeout only bounds it (20 ms while a SIGKILL is due). */
+    struct timespec ts = {kill_at ? 0 : 1, kill_at ? 20 * 1000 * 1000 : 0};
+    int sig = sigtimedwait(&set, NULL, &ts);
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP)
+      got_signal = sig;
   }
+  sigprocmask(SIG_SETMASK, &old, NULL);
   return result;
 }
 

@@ -44,19 +44,22 @@ static int read_line(char *buf, size_t len) {
 }
 
 static pid_t start(char **prog) {
+  sigset_t mask;
+  run_fork_begin(&mask);
   pid_t agent = getpid(), pid = fork();
-  if (pid != 0)
+  if (pid != 0) {
+    if (pid > 0)
+      setpgid(pid, pid);
+    run_fork_end(&mask);
     return pid;
+  }
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != agent)
     _exit(127);
   setpgid(0, 0);
+  run_fork_child(&mask);
   int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (null >= 0)
     dup2(null, STDIN_FILENO);
-  signal(SIGINT, SIG_DFL);
-  signal(SIGTERM, SIG_DFL);
-  signal(SIGHUP, SIG_DFL);
-  signal(SIGPIPE, SIG_DFL);
   execvp(prog[0], prog);
   fprintf(stderr, "symheap-run: cannot run %s: %s\n", prog[0], strerror(errno));
   _exit(127);
@@ -77,8 +80,15 @@ static int watch(pid_t pid) {
       kill(-pid, (int)got);
       got = 0;
     }
-    if (kill_at && time(NULL) >= kill_at)
+    if (kill_at && time(NULL) >= kill_at) {
+      const char *rank = getenv("SYMHEAP_RANK");
+      fprintf(stderr,
+              "symheap-run --agent: rank %s did not stop within 2 s of "
+              "SIGTERM; killing it (SIGKILL)\n",
+              rank ? rank : "?");
       kill(-pid, SIGKILL);
+      kill_at = 0;
+    }
     struct pollfd p = {STDIN_FILENO, POLLIN, 0};
     if (!open_in || poll(&p, 1, 100) <= 0) {
       if (!open_in)
@@ -126,6 +136,5 @@ int run_agent(char **prog) {
     fprintf(stderr, "symheap-run --agent: fork: %s\n", strerror(errno));
     return 127;
   }
-  setpgid(pid, pid);
   return watch(pid);
 }

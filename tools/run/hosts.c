@@ -154,28 +154,29 @@ static int launch(run_job_t *job, int r, int local_rank, const char *self,
   if (!argv || pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) ||
       pipe2(err, O_CLOEXEC))
     return -1;
+  sigset_t mask;
+  run_fork_begin(&mask);
   pid_t launcher = getpid(), pid = fork();
-  if (pid < 0)
-    return -1;
   if (pid == 0) {
     /* Dies with the launcher, however it dies: then the agent's stdin
      * closes, and it stops the rank. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != launcher)
       _exit(127);
     setpgid(0, 0);
+    run_fork_child(&mask);
     dup2(in[0], 0);
     dup2(out[1], 1);
     dup2(err[1], 2);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
-    signal(SIGPIPE, SIG_DFL);
     execvp(argv[0], argv);
     fprintf(stderr, "symheap-run: cannot run %s: %s\n", argv[0],
             strerror(errno));
     _exit(127);
   }
-  setpgid(pid, pid);
+  if (pid > 0)
+    setpgid(pid, pid);
+  run_fork_end(&mask);
+  if (pid < 0)
+    return -1;
   close(in[0]);
   close(out[1]);
   close(err[1]);

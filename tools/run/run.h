@@ -4,6 +4,7 @@
 #define SYMHEAP_RUN_H
 
 #include <sched.h>
+#include <signal.h>
 
 /* One --hosts entry: a host and how many ranks it runs. */
 typedef struct {
@@ -33,6 +34,17 @@ int run_agent(char **prog);
 /* run/signals.c: handler for SIGINT, SIGTERM and SIGHUP (no SA_RESTART: a
  * blocking wait returns EINTR and the caller passes the signal on). */
 void run_catch_signals(void (*handler)(int));
+/* Around each fork of a rank (or its start command): run_fork_begin blocks
+ * those signals in the parent, which calls run_fork_end once fork returns;
+ * the child calls run_fork_child, which puts every signal the launcher
+ * handles back to its default and only then unblocks them.  A signal that
+ * came in between (symheap-run stopping the job while this rank starts)
+ * then ends the child at once.  Before, it ran the launcher's handler,
+ * which the child still had until exec, and was lost: the rank went on to
+ * run and stopped only at the SIGKILL 2 s later. */
+void run_fork_begin(sigset_t *old);
+void run_fork_end(const sigset_t *old);
+void run_fork_child(const sigset_t *old);
 
 /* run/bind.c: a cpulist ("0-3,8") into set; 0, or -1 if it is not one. */
 int run_parse_cpulist(const char *s, cpu_set_t *set);

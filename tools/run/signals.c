@@ -5,11 +5,30 @@
 
 #include "run.h"
 
+static const int passed_on[] = {SIGINT, SIGTERM, SIGHUP};
+#define N_PASSED_ON (sizeof passed_on / sizeof passed_on[0])
+
 void run_catch_signals(void (*handler)(int)) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = handler;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGHUP, &sa, NULL);
+  for (size_t i = 0; i < N_PASSED_ON; i++)
+    sigaction(passed_on[i], &sa, NULL);
+}
+
+void run_fork_begin(sigset_t *old) {
+  sigset_t set;
+  sigemptyset(&set);
+  for (size_t i = 0; i < N_PASSED_ON; i++)
+    sigaddset(&set, passed_on[i]);
+  sigprocmask(SIG_BLOCK, &set, old);
+}
+
+void run_fork_end(const sigset_t *old) { sigprocmask(SIG_SETMASK, old, NULL); }
+
+void run_fork_child(const sigset_t *old) {
+  for (size_t i = 0; i < N_PASSED_ON; i++)
+    signal(passed_on[i], SIG_DFL);
+  signal(SIGPIPE, SIG_DFL);
+  sigprocmask(SIG_SETMASK, old, NULL);
 }
