@@ -525,6 +525,7 @@ run " python symheap.torch on stand-ins (torchrun-like) procs x3" \
   bash test/python/test_torch_stub.sh 3
 # symheap-run's placement: core, none, numa (a fake sysfs: GPU NUMA nodes).
 run "symheap-run binding (core/none/numa)" build/test/test_run_bind
+. test/launcher_checks.sh
 . test/shell_checks.sh
 . test/shmem/run_shmem.sh
 # OpenSHMEM across two network namespaces over tcp;ofi_rxm (issue 27 step

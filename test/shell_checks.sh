@@ -11,53 +11,6 @@ check_needs() {
   check "$@"
 }
 
-# symheap-run stops the job when a rank fails and returns that rank's status.
-# The other ranks would sleep 600 s: symheap-run returning 7 inside the
-# timeout, with none of them left, is what says they were stopped (before,
-# a wall-clock bound of 10 s, which a stalled CI machine once broke).
-# Forty runs of 8 ranks, none of which needs the SIGKILL: a SIGTERM that
-# came while a rank was still starting ran the launcher's handler, which the
-# rank had until exec, and was lost (before run_fork_begin: one of the
-# first three runs, every time).
-run_propagates_failure() {
-  local dir out rc i p left
-  dir=$(mktemp -d) || return 1
-  for i in $(seq 1 40); do
-    rm -f "$dir"/pid.*
-    timeout 120 build/bin/symheap-run -n 8 sh -c \
-      'if [ "$SYMHEAP_RANK" = 1 ]; then exit 7; fi
-       echo $$ > "$0/pid.$SYMHEAP_RANK"; exec sleep 600' "$dir" >"$dir/out" 2>&1
-    rc=$?
-    out=$(cat "$dir/out")
-    left=
-    for p in $(cat "$dir"/pid.* 2>/dev/null); do
-      # A zombie is dead (a container's init may not reap orphans).
-      [ -e /proc/$p ] && [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" != Z ] &&
-        { left="$left $p"; kill -9 "$p"; }
-    done
-    if [ $rc -ne 7 ] || ! grep -q "rank 1 exited with status 7" <<<"$out" ||
-        [ -n "$left" ] || grep -q "did not stop within" <<<"$out"; then
-      echo "run $i: status $rc (expected 7), ranks left:${left:- none}"
-      echo "$out"
-      rm -rf "$dir"
-      return 1
-    fi
-  done
-  echo "$out"
-  rm -rf "$dir"
-}
-check "symheap-run: failing rank ends the job" run_propagates_failure
-
-run_reports_signal() {
-  local out rc
-  out=$(build/bin/symheap-run -n 2 sh -c \
-    'if [ "$SYMHEAP_RANK" = 0 ]; then kill -9 $$; fi; sleep 30' 2>&1)
-  rc=$?
-  echo "$out"
-  [ $rc -eq 137 ] && grep -q "rank 0 was killed by signal 9" <<<"$out"
-}
-check "symheap-run: killed rank is reported" run_reports_signal
-
 # --hosts, followed literally with odd input: a host name that would be an
 # option of the remote-start command is refused before anything runs; a
 # rank 0 that ends (status 0) before joining is no success, since the other
@@ -557,83 +510,6 @@ ccl_name_refused() {
 }
 check "SYMHEAP_CCL: an unknown ccl is refused, naming the loaded ones" ccl_name_refused
 
-# symheap-run's ranks never outlive it: SIGHUP and SIGTERM are forwarded,
-# and SIGKILL of the launcher kills them too (PR_SET_PDEATHSIG).
-ranks_die_with_launcher() {
-  local dir sig launcher p alive
-  for sig in HUP TERM KILL; do
-    dir=$(mktemp -d)
-    build/bin/symheap-run -n 3 sh -c "echo \$\$ > $dir/pid.\$SYMHEAP_RANK; exec sleep 60" \
-      >/dev/null 2>&1 &
-    launcher=$!
-    for _ in $(seq 100); do [ "$(ls "$dir" | wc -l)" -eq 3 ] && break; sleep 0.05; done
-    [ "$(ls "$dir" | wc -l)" -eq 3 ] || { echo "ranks did not start"; return 1; }
-    kill -$sig $launcher
-    wait $launcher 2>/dev/null
-    sleep 0.5
-    alive=""
-    # A zombie is dead (a container's init may not reap orphans).
-    for p in $(cat "$dir"/pid.*); do
-      [ -e /proc/$p ] && [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" != Z ] &&
-        alive="$alive $p"
-    done
-    if [ -n "$alive" ]; then
-      echo "after SIG$sig to symheap-run, ranks still alive:$alive"
-      kill -9 $alive 2>/dev/null
-      return 1
-    fi
-    rm -rf "$dir"
-  done
-}
-check "symheap-run: ranks die with it (SIGHUP, SIGTERM, SIGKILL)" ranks_die_with_launcher
-
-# A SIGTERM to symheap-run while it is still starting the ranks stops the
-# job.  Before, symheap-run learned of a signal only when it broke a
-# blocking waitpid (EINTR); one that came earlier, while ranks were being
-# forked, was left until the ranks ended by themselves: 4 runs in 10 of 64
-# ranks that sleep 600 s.  Each run sends the signal as soon as rank 0 has
-# started, and waits 30 s at most for symheap-run to end.
-signal_while_starting() {
-  local dir i k pid rc p left
-  for i in $(seq 1 10); do
-    dir=$(mktemp -d) || return 1
-    build/bin/symheap-run -n 64 --bind none sh -c \
-      'echo $$ > "$0/pid.$SYMHEAP_RANK"; exec sleep 600' "$dir" >"$dir.out" 2>&1 &
-    pid=$!
-    for ((k = 0; k < 200000; k++)); do [ -e "$dir/pid.0" ] && break; done
-    kill -TERM $pid
-    for k in $(seq 300); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
-    kill -0 $pid 2>/dev/null && kill -9 $pid # its ranks die with it
-    { wait $pid; } 2>/dev/null # no "Killed" notice from bash
-    rc=$?
-    left=
-    for p in $(cat "$dir"/pid.* 2>/dev/null); do
-      [ -e /proc/$p ] && [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" != Z ] &&
-        { left="$left $p"; kill -9 "$p"; }
-    done
-    if [ $rc -ne 143 ] || [ -n "$left" ]; then
-      echo "run $i: status $rc (expected 143), ranks left:${left:- none}"
-      cat "$dir.out"
-      rm -rf "$dir" "$dir.out"
-      return 1
-    fi
-    rm -rf "$dir" "$dir.out"
-  done
-  echo "10 runs: symheap-run ended with 143 and no rank was left"
-}
-check "symheap-run: a signal while the ranks start stops them" signal_while_starting
-
-# When one rank fails, the others are stopped, and what they had written
-# survives.
-other_ranks_output_survives() {
-  local out
-  out=$(build/bin/symheap-run -n 3 sh -c \
-    'if [ "$SYMHEAP_RANK" = 0 ]; then sleep 0.5; exit 3; fi; echo "rank $SYMHEAP_RANK last line"; exec sleep 30' 2>&1)
-  grep -q "rank 1 last line" <<<"$out" && grep -q "rank 2 last line" <<<"$out" ||
-    { echo "$out"; return 1; }
-}
-check "symheap-run: a failed job keeps the other ranks' output" other_ranks_output_survives
-
 # symheap-info exits non-zero, saying why, when the environment as set would
 # make comm init fail; 0 when it would work.
 info_exit_status() {
@@ -661,7 +537,9 @@ launch_errors_early() {
     out=$(SYMHEAP_TIMEOUT_MS=30000 build/bin/symheap-run -n 3 sh -c \
       "trap '' TERM; ${case_cmd%%|*}; exec build/test/test_multirank" 2>&1)
     grep -q "${case_cmd#*|}" <<<"$out" || { echo "no '${case_cmd#*|}' in:"; echo "$out" | head -5; return 1; }
-    [ $((SECONDS - start)) -lt 10 ] || { echo "took $((SECONDS - start)) s: ${case_cmd%%|*}"; return 1; }
+    # Under the 30 s a rank would wait for a missing one (before: 10 s,
+    # which a stalled CI machine broke in a check of the same shape).
+    [ $((SECONDS - start)) -lt 25 ] || { echo "took $((SECONDS - start)) s: ${case_cmd%%|*}"; return 1; }
     # Every rank reports it, not only the one launched wrong.
     [ "$(grep -c "${case_cmd#*|}" <<<"$out")" -ge 3 ] ||
       { echo "only one rank was told: ${case_cmd#*|}"; echo "$out" | head; return 1; }
@@ -672,7 +550,7 @@ launch_errors_early() {
     "trap '' TERM; if [ \$SYMHEAP_RANK = 0 ]; then ulimit -n 16; fi; exec build/test/test_multirank" 2>&1)
   [ "$(grep -c 'out of file descriptors' <<<"$out")" -ge 8 ] ||
     { echo "EMFILE not named on every rank:"; echo "$out" | head -5; return 1; }
-  [ $((SECONDS - start)) -lt 20 ] || { echo "EMFILE case took $((SECONDS - start)) s"; return 1; }
+  [ $((SECONDS - start)) -lt 25 ] || { echo "EMFILE case took $((SECONDS - start)) s"; return 1; }
 }
 check "launch errors: every rank told why, at once" launch_errors_early
 

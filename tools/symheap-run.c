@@ -34,7 +34,9 @@
 #include "run/run.h"
 #include "symheap.h"
 
-static pid_t *pids;
+static pid_t *pids;   /* rank r's pid while it runs; 0 once reaped */
+static pid_t *groups; /* rank r's process group, kept once it is reaped */
+static int started;   /* ranks forked so far */
 static int nranks;
 static run_job_t job = {0, NULL, 0, "ssh", NULL, 1};
 static char *hosts_spec;
@@ -53,10 +55,11 @@ static void usage(FILE *f) {
          "Starts N ranks of PROGRAM on this host.  Each gets SYMHEAP_RANK,\n"
          "SYMHEAP_NRANKS, SYMHEAP_LOCAL_RANK and SYMHEAP_UNIQUE_ID, which\n"
          "symheap_comm_init_env reads.  If one rank fails, the others are\n"
-         "stopped (SIGTERM, then SIGKILL after 2 s) and symheap-run exits\n"
-         "with the failed rank's status (128+signal if it was killed).\n"
-         "SIGINT, SIGTERM and SIGHUP to symheap-run go to every rank; if\n"
-         "symheap-run is killed outright, its ranks are killed with it.\n"
+         "stopped (SIGTERM, then SIGKILL after 2 s, with what they started)\n"
+         "and symheap-run exits with the failed rank's status (128+signal\n"
+         "if it was killed).  SIGINT, SIGTERM and SIGHUP to symheap-run go\n"
+         "to every rank (a second one kills them at once); if symheap-run\n"
+         "is killed outright, its ranks are killed with it.\n"
          "--hosts HOST:COUNT,... starts the ranks on those hosts in order\n"
          "(ranks 0..COUNT-1 on the first), each through CMD HOST (default\n"
          "ssh; e.g. --rsh 'ip netns exec' for network namespaces; host\n"
@@ -85,23 +88,38 @@ static void hex(const unsigned char *in, size_t n, char *out) {
 }
 
 /* Each rank leads its own process group, so stopping a rank also stops what
- * it started (a shell's children, a debugger's inferior). */
+ * it started (a shell's children, a debugger's inferior), even once the
+ * rank itself has ended. */
 static void signal_all(int sig) {
-  for (int r = 0; r < nranks; r++)
-    if (pids[r] > 0)
-      kill(-pids[r], sig);
+  for (int r = 0; r < started; r++)
+    if (groups[r] > 0)
+      kill(-groups[r], sig);
 }
 
-/* Which ranks the SIGKILL after the grace period is for: a rank that
- * ignores the signal that asked it to stop, or takes longer than 2 s to
- * exit on it, is told apart from one that stopped when asked. */
+/* A process of some rank's group is left (the rank, or what it started). */
+static int groups_alive(void) {
+  for (int r = 0; r < started; r++)
+    if (groups[r] > 0 && kill(-groups[r], 0) == 0)
+      return 1;
+  return 0;
+}
+
+/* Whom the SIGKILL after the grace period is for: a rank that ignores the
+ * signal that asked it to stop, or takes longer to exit on it, is told
+ * apart from one that stopped when asked. */
 static void say_killing(void) {
-  for (int r = 0; r < nranks; r++)
+  for (int r = 0; r < started; r++) {
     if (pids[r] > 0)
       fprintf(stderr,
-              "symheap-run: rank %d did not stop within 2 s of being "
+              "symheap-run: rank %d did not stop within %d ms of being "
               "asked to; killing it (SIGKILL)\n",
-              r);
+              r, RUN_GRACE_MS);
+    else if (groups[r] > 0 && kill(-groups[r], 0) == 0)
+      fprintf(stderr,
+              "symheap-run: what rank %d started did not stop within %d ms; "
+              "killing it (SIGKILL)\n",
+              r, RUN_GRACE_MS);
+  }
 }
 
 static int rank_of(pid_t pid) {
@@ -317,8 +335,9 @@ static void exec_rank(int r, pid_t launcher, const sigset_t *mask,
   _exit(127);
 }
 
-/* Every rank forked, with the job's environment; 0, or 2 after a failure
- * (the ranks started so far killed). */
+/* Every rank forked, with the job's environment (or fewer, when a signal
+ * to symheap-run came meanwhile: wait_ranks stops those); 0, or 2 after a
+ * failure (the ranks started so far killed). */
 static int start_ranks(char **prog) {
   symheap_unique_id_t id;
   if (symheap_get_unique_id(&id) != SYMHEAP_SUCCESS) {
@@ -331,7 +350,7 @@ static int start_ranks(char **prog) {
   snprintf(num, sizeof num, "%d", nranks);
   setenv("SYMHEAP_NRANKS", num, 1);
   pid_t launcher = getpid();
-  for (int r = 0; r < nranks; r++) {
+  for (int r = 0; r < nranks && !got_signal; r++) {
     sigset_t mask;
     run_fork_begin(&mask);
     pid_t pid = fork();
@@ -345,21 +364,60 @@ static int start_ranks(char **prog) {
       signal_all(SIGKILL);
       return 2;
     }
-    pids[r] = pid;
+    pids[r] = groups[r] = pid;
+    started = r + 1;
   }
   return 0;
 }
 
-/* Until every rank is gone: the first failure (or a signal to us) stops
- * the others, SIGTERM then SIGKILL after 2 s.  The job's exit status.
+/* A rank has ended: the first failure stops the others. */
+static void rank_ended(int r, int status, int *live, int *failed,
+                       int *result, long long *kill_at) {
+  pids[r] = 0;
+  (*live)--;
+  /* An empty group is forgotten: its id may be taken by another program's
+   * group, long before this job stops.  (One that what the rank started
+   * keeps alive is in use, and stays ours while it is.) */
+  if (kill(-groups[r], 0) != 0)
+    groups[r] = 0;
+  if ((WIFEXITED(status) && WEXITSTATUS(status) == 0) || *failed >= 0)
+    return;
+  *failed = r;
+  *result = describe(r, status);
+  if (*live > 0) {
+    fprintf(stderr, "symheap-run: stopping the other %d rank(s)\n", *live);
+    signal_all(SIGTERM);
+    *kill_at = run_now_ms() + RUN_GRACE_MS;
+  }
+}
+
+/* A signal to us: the first is passed on to every rank, a second kills
+ * them (as does one that comes after a rank's failure began the stop). */
+static void got_one(int sig, int *failed, int *result, long long *kill_at) {
+  if (*failed < 0) {
+    fprintf(stderr, "symheap-run: got signal %d, stopping all ranks\n", sig);
+    signal_all(sig);
+    *result = 128 + sig;
+    *failed = nranks; /* not a rank, but stop waiting politely */
+    *kill_at = run_now_ms() + RUN_GRACE_MS;
+  } else {
+    fprintf(stderr, "symheap-run: signal %d again; killing every rank\n",
+            sig);
+    signal_all(SIGKILL);
+    *kill_at = 0;
+  }
+}
+
+/* Until every rank is gone, and once a stop began, every process of their
+ * groups (or RUN_GRACE_MS, then SIGKILL).  The job's exit status.
  * SIGCHLD and the signals passed on are blocked here and taken with
  * sigtimedwait, so one that comes at any moment is acted on at once.
  * Before, a blocking waitpid learned of a signal only by EINTR, and one
  * that came while the ranks were being started (before waitpid) was left
  * until the job ended by itself. */
-static int wait_ranks(void) {
-  int live = nranks, result = 0, failed = -1;
-  time_t kill_at = 0;
+static int wait_ranks(int live) {
+  int result = 0, failed = -1;
+  long long kill_at = 0;
   sigset_t set, old;
   sigemptyset(&set);
   sigaddset(&set, SIGCHLD);
@@ -367,45 +425,37 @@ static int wait_ranks(void) {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGHUP);
   sigprocmask(SIG_BLOCK, &set, &old);
-  while (live > 0) {
+  while (live > 0 || got_signal || (kill_at && groups_alive())) {
     int status;
-    pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid < 0 && errno != EINTR)
+    pid_t pid = live > 0 ? waitpid(-1, &status, WNOHANG) : 0;
+    if (pid < 0 && errno != EINTR) {
+      fprintf(stderr, "symheap-run: waitpid: %s, with %d rank(s) running\n",
+              strerror(errno), live);
+      result = result ? result : 2;
       break;
-    int r = pid > 0 ? rank_of(pid) : -1;
-    if (r >= 0) {
-      pids[r] = 0;
-      live--;
-      int bad = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-      if (bad && failed < 0) {
-        failed = r;
-        result = describe(r, status);
-        if (live > 0) {
-          fprintf(stderr, "symheap-run: stopping the other %d rank(s)\n",
-                  live);
-          signal_all(SIGTERM);
-          kill_at = time(NULL) + 2;
-        }
-      }
     }
+    int r = pid > 0 ? rank_of(pid) : -1;
+    if (r >= 0)
+      rank_ended(r, status, &live, &failed, &result, &kill_at);
     if (pid > 0)
       continue; /* reap every rank that has ended before waiting again */
-    if (got_signal && failed < 0) {
-      fprintf(stderr, "symheap-run: got signal %d, stopping all ranks\n",
-              (int)got_signal);
-      signal_all((int)got_signal);
-      result = 128 + (int)got_signal;
-      failed = nranks; /* not a rank, but stop waiting politely */
-      kill_at = time(NULL) + 2;
+    if (got_signal) {
+      int sig = (int)got_signal;
+      got_signal = 0;
+      got_one(sig, &failed, &result, &kill_at);
     }
-    if (kill_at && time(NULL) >= kill_at) {
+    long long now = run_now_ms();
+    if (kill_at && now >= kill_at) {
       say_killing();
       signal_all(SIGKILL);
       kill_at = 0;
     }
-    /* A rank's end (SIGCHLD) or a signal to us wakes this at once; the
-     * timeout only bounds it (20 ms while a SIGKILL is due). */
-    struct timespec ts = {kill_at ? 0 : 1, kill_at ? 20 * 1000 * 1000 : 0};
+    /* A rank's end (SIGCHLD) or a signal to us wakes this at once; what a
+     * rank started is no child of ours, and is looked at every 20 ms. */
+    long long ms = kill_at ? kill_at - now : 1000;
+    if (live == 0 && ms > 20)
+      ms = 20;
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
     int sig = sigtimedwait(&set, NULL, &ts);
     if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP)
       got_signal = sig;
@@ -427,13 +477,15 @@ int main(int argc, char **argv) {
   if (bind_decide() != 0)
     return 2;
   pids = calloc((size_t)nranks, sizeof *pids);
-  if (!pids)
+  groups = calloc((size_t)nranks, sizeof *groups);
+  if (!pids || !groups)
     return 2;
   run_catch_signals(on_signal);
   rc = start_ranks(&argv[prog]);
   if (rc == 0)
-    rc = wait_ranks();
+    rc = wait_ranks(started);
   free(pids);
+  free(groups);
   free(bind_sets);
   return rc;
 }

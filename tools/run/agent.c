@@ -57,6 +57,7 @@ static pid_t start(char **prog) {
     _exit(127);
   setpgid(0, 0);
   run_fork_child(&mask);
+  signal(SIGPIPE, SIG_DFL);
   int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (null >= 0)
     dup2(null, STDIN_FILENO);
@@ -69,7 +70,7 @@ static pid_t start(char **prog) {
  * (SIGTERM, SIGKILL 2 s later). */
 static int watch(pid_t pid) {
   int open_in = 1;
-  time_t kill_at = 0;
+  long long kill_at = 0;
   char line[64];
   for (;;) {
     int status;
@@ -80,12 +81,12 @@ static int watch(pid_t pid) {
       kill(-pid, (int)got);
       got = 0;
     }
-    if (kill_at && time(NULL) >= kill_at) {
+    if (kill_at && run_now_ms() >= kill_at) {
       const char *rank = getenv("SYMHEAP_RANK");
       fprintf(stderr,
-              "symheap-run --agent: rank %s did not stop within 2 s of "
+              "symheap-run --agent: rank %s did not stop within %d ms of "
               "SIGTERM; killing it (SIGKILL)\n",
-              rank ? rank : "?");
+              rank ? rank : "?", RUN_GRACE_MS);
       kill(-pid, SIGKILL);
       kill_at = 0;
     }
@@ -99,7 +100,7 @@ static int watch(pid_t pid) {
     if (read_line(line, sizeof line) < 0) {
       open_in = 0;
       kill(-pid, SIGTERM);
-      kill_at = time(NULL) + 2;
+      kill_at = run_now_ms() + RUN_GRACE_MS;
     } else if (sscanf(line, "signal %d", &sig) == 1 && sig > 0 && sig < 65) {
       kill(-pid, sig);
     }

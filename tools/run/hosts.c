@@ -164,6 +164,7 @@ static int launch(run_job_t *job, int r, int local_rank, const char *self,
       _exit(127);
     setpgid(0, 0);
     run_fork_child(&mask);
+    signal(SIGPIPE, SIG_DFL);
     dup2(in[0], 0);
     dup2(out[1], 1);
     dup2(err[1], 2);
@@ -310,9 +311,21 @@ static int open_streams(void) {
   return n;
 }
 
+/* At the end of the grace period: what is still running is killed. */
+static void kill_the_rest(void) {
+  for (int r = 0; r < nranks; r++)
+    if (ranks[r].pid && !ranks[r].reaped)
+      fprintf(stderr,
+              "symheap-run: rank %d did not stop within %d ms of being asked "
+              "to; killing its start command (SIGKILL)\n",
+              r, RUN_GRACE_MS);
+  signal_all(0);
+}
+
 /* The first failure (or a signal to us) stops the rest: the signal, then
- * after 2 s the start commands killed and the agents' stdin closed. */
-static int supervise(int *failed, time_t *kill_at) {
+ * after RUN_GRACE_MS the start commands killed and the agents' stdin
+ * closed; a second signal to us does that at once. */
+static int supervise(int *failed, long long *kill_at) {
   int result = 0;
   for (int r = 0; r < nranks; r++) {
     if (!ranks[r].reaped || *failed >= 0)
@@ -324,20 +337,26 @@ static int supervise(int *failed, time_t *kill_at) {
       if (live() > 0) {
         fprintf(stderr, "symheap-run: stopping the other %d rank(s)\n", live());
         signal_all(SIGTERM);
-        *kill_at = time(NULL) + 2;
+        *kill_at = run_now_ms() + RUN_GRACE_MS;
       }
     }
   }
-  if (got_signal && *failed < 0) {
-    fprintf(stderr, "symheap-run: got signal %d, stopping all ranks\n",
-            (int)got_signal);
-    signal_all((int)got_signal);
-    result = 128 + (int)got_signal;
+  int sig = (int)got_signal;
+  got_signal = 0;
+  if (sig && *failed < 0) {
+    fprintf(stderr, "symheap-run: got signal %d, stopping all ranks\n", sig);
+    signal_all(sig);
+    result = 128 + sig;
     *failed = nranks;
-    *kill_at = time(NULL) + 2;
-  }
-  if (*kill_at && time(NULL) >= *kill_at) {
+    *kill_at = run_now_ms() + RUN_GRACE_MS;
+  } else if (sig) {
+    fprintf(stderr, "symheap-run: signal %d again; killing every rank\n",
+            sig);
     signal_all(0);
+    *kill_at = 0;
+  }
+  if (*kill_at && run_now_ms() >= *kill_at) {
+    kill_the_rest();
     *kill_at = 0;
   }
   return result;
@@ -403,7 +422,7 @@ int run_hosts(run_job_t *job) {
                     "(symheap_comm_init_env), so the other ranks were not "
                     "started\n");
   int failed = started < 0 ? nranks : -1, result = started < 0 ? 2 : 0;
-  time_t kill_at = started < 0 ? time(NULL) : 0;
+  long long kill_at = started < 0 ? run_now_ms() : 0;
   if (started < 0)
     signal_all(SIGKILL);
   while (live() > 0) {

@@ -32,7 +32,8 @@ int run_hosts(run_job_t *job);
 int run_agent(char **prog);
 
 /* run/signals.c: handler for SIGINT, SIGTERM and SIGHUP (no SA_RESTART: a
- * blocking wait returns EINTR and the caller passes the signal on). */
+ * blocking wait returns EINTR and the caller passes the signal on); also
+ * puts SIGCHLD back to its default, for waitpid. */
 void run_catch_signals(void (*handler)(int));
 /* Around each fork of a rank (or its start command): run_fork_begin blocks
  * those signals in the parent, which calls run_fork_end once fork returns;
@@ -41,10 +42,17 @@ void run_catch_signals(void (*handler)(int));
  * came in between (symheap-run stopping the job while this rank starts)
  * then ends the child at once.  Before, it ran the launcher's handler,
  * which the child still had until exec, and was lost: the rank went on to
- * run and stopped only at the SIGKILL 2 s later. */
+ * run and stopped only at the SIGKILL 2 s later.  (SIGPIPE is the caller's:
+ * the launchers that ignore it put it back themselves.) */
 void run_fork_begin(sigset_t *old);
 void run_fork_end(const sigset_t *old);
 void run_fork_child(const sigset_t *old);
+
+/* Ranks asked to stop (a failure, or a signal to symheap-run) are killed
+ * (SIGKILL) RUN_GRACE_MS later, on CLOCK_MONOTONIC (run_now_ms); a second
+ * signal to symheap-run kills them at once. */
+#define RUN_GRACE_MS 2000
+long long run_now_ms(void);
 
 /* run/bind.c: a cpulist ("0-3,8") into set; 0, or -1 if it is not one. */
 int run_parse_cpulist(const char *s, cpu_set_t *set);
