@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "shmem_env.h"
@@ -88,9 +89,20 @@ int shm__data_segment_init(void) {
     symheap_mem_free(shm__s.comm, mem);
     return data_fail("symheap_mem_alloc gave memory that is not page-aligned");
   }
-  /* Nothing may write the segment between the copy and the remap. */
+  /* Nothing may write the segment between the copy and the remap.  The
+   * system call itself, not mremap: a library that interposes mremap may
+   * drop the new address, and UCX's memory hooks (SYMHEAP_NET=ucx) did,
+   * so the pages went elsewhere and the statics stayed private: every put
+   * to one was lost, with no error.  Where it landed is checked as well. */
   raw_copy(mem, (void *)lo, len);
-  void *at = mremap(mem, 0, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)lo);
+  void *at = (void *)syscall(SYS_mremap, mem, (size_t)0, len,
+                             MREMAP_MAYMOVE | MREMAP_FIXED, (void *)lo);
+  if (at != MAP_FAILED && at != (void *)lo) {
+    munmap(at, len);
+    symheap_mem_free(shm__s.comm, mem);
+    return data_fail("mremap put the backend's memory at another address "
+                     "than the data segment's");
+  }
   if (at == MAP_FAILED) {
     char why[256];
     snprintf(why, sizeof why,
