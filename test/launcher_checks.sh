@@ -238,3 +238,45 @@ other_ranks_output_survives() {
     { echo "$out"; return 1; }
 }
 check "symheap-run: a failed job keeps the other ranks' output" other_ranks_output_survives
+
+# SYMHEAP_BOOTSTRAP is read in any case, by the library and by symheap-run
+# alike (before: symheap-run took "TCP" for the Unix bootstrap and started
+# the ranks without the TCP rendezvous the library then looked for, and
+# every rank failed: "cannot listen ... Address already in use").
+bootstrap_any_case() {
+  local v
+  for v in TCP Tcp; do
+    SYMHEAP_BOOTSTRAP=$v timeout 60 build/bin/symheap-run -n 2 \
+      build/test/test_net_boot join || { echo "SYMHEAP_BOOTSTRAP=$v failed"; return 1; }
+  done
+}
+check "symheap-run: SYMHEAP_BOOTSTRAP=TCP is tcp" bootstrap_any_case
+
+# A command line without a program, or without a rank count, says which is
+# missing before the usage text (before: the usage text alone).
+missing_parts_named() {
+  local out
+  out=$(build/bin/symheap-run -n 2 2>&1)
+  [ $? -eq 2 ] && grep -q "no program to run" <<<"$out" || { echo "$out" | head -3; return 1; }
+  out=$(build/bin/symheap-run true 2>&1)
+  [ $? -eq 2 ] && grep -q "how many ranks" <<<"$out" || { echo "$out" | head -3; return 1; }
+}
+check "symheap-run: a missing program or rank count is named" missing_parts_named
+
+# Across hosts (--hosts, through each rank's agent; localhost runs here): a
+# rank that dies of SIGSEGV is the one blamed, and its death is said.  The
+# agent wakes as its rank ends; before, it looked every 100 ms, so rank 0,
+# which saw its peer gone, always ended first: "rank 0 exited with status
+# 1", and the crash was never named (6 runs in 6).
+hosts_crash_named() {
+  local out rc i
+  for i in 1 2 3; do
+    out=$(timeout 60 build/bin/symheap-run --hosts localhost:1,localhost:2 \
+      build/test/test_net_boot crash 2>&1)
+    rc=$?
+    [ $rc -eq 139 ] && grep -q "rank 1 was killed by signal 11" <<<"$out" &&
+      grep -q "symheap-run: rank 1 exited with status 139" <<<"$out" ||
+      { echo "run $i: status $rc (expected 139)"; echo "$out" | grep -v READY | head; return 1; }
+  done
+}
+check "symheap-run --hosts: a rank's crash is named, and blamed" hosts_crash_named

@@ -8,10 +8,12 @@
  *   test_net_boot join      init after SYMHEAP_TEST_JOIN_DELAY_MS on ranks
  *                           other than 0 (strangers knock meanwhile), then a
  *                           barrier and an allgather */
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -208,6 +210,17 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "fail") == 0 && c.rank == c.n - 1)
       return 3;
     sleep(120);
+  } else if (strcmp(mode, "crash") == 0) {
+    /* Rank 1 dies of SIGSEGV (no core file) once every rank is in; the
+     * others, in a barrier, see it gone and fail (launcher_checks.sh). */
+    CHECK_OK(symheap_comm_barrier(c.comm));
+    if (c.rank == 1) {
+      struct rlimit none = {0, 0};
+      setrlimit(RLIMIT_CORE, &none);
+      kill(getpid(), SIGSEGV);
+    }
+    if (symheap_comm_barrier(c.comm) != SYMHEAP_SUCCESS)
+      return 1;
   } else {
     th_begin(tag, "joined_despite_strangers", c.rank);
     CHECK_OK(symheap_comm_barrier(c.comm));

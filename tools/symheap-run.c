@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -220,6 +221,11 @@ static int parse_args(int argc, char **argv, int *rc) {
     }
   }
   if ((nranks == 0 && !hosts_spec) || i >= argc) {
+    /* Which is missing, before the whole usage text. */
+    if (i >= argc)
+      fprintf(stderr, "symheap-run: no program to run\n");
+    else
+      fprintf(stderr, "symheap-run: how many ranks: -n N or --hosts\n");
     usage(stderr);
     return -1;
   }
@@ -231,7 +237,9 @@ static int parse_args(int argc, char **argv, int *rc) {
 static int maybe_hosts(char **prog) {
   const char *boot = getenv("SYMHEAP_BOOTSTRAP");
   char local[32];
-  if (!hosts_spec && !(boot && strcmp(boot, "tcp") == 0))
+  /* Read as the library reads it, in any case (before: "TCP" ran the job
+   * on one host with a TCP bootstrap nobody had set up for it). */
+  if (!hosts_spec && !(boot && strcasecmp(boot, "tcp") == 0))
     return -1;
   if (!hosts_spec) { /* one host: the output as without TCP, untagged */
     snprintf(local, sizeof local, "localhost:%d", nranks);

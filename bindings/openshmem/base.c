@@ -46,12 +46,16 @@ void shm__exit_all(int status) {
 }
 
 void shm__fatal(const char *fmt, ...) {
+  /* One write of the whole line: PEs that fail together (stderr is
+   * unbuffered) wrote their prefixes and messages interleaved on one line. */
+  char line[1024];
+  int n = snprintf(line, sizeof line, "symheap-shmem: PE %d: ", shm__s.me);
   va_list ap;
-  fprintf(stderr, "symheap-shmem: PE %d: ", shm__s.me);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  if (n >= 0 && (size_t)n < sizeof line)
+    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
+  fprintf(stderr, "%s\n", line);
   shm__exit_all(1);
 }
 

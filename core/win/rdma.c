@@ -51,7 +51,7 @@ symheap_result_t symheap__rdma_setup(symheap_comm_t c) {
   if (r != SYMHEAP_SUCCESS || without >= 0)
     symheap__rdma_close(c);
   if (r != SYMHEAP_SUCCESS)
-    return symheap__error_context(r, "RDMA registration (SYMHEAP_NET)");
+    return symheap__error_context(r, "net adaptor (SYMHEAP_NET)");
   if (!want)
     snprintf(c->net_why, sizeof c->net_why, "%s",
              mode == NET_NONE

@@ -66,20 +66,50 @@ static pid_t start(char **prog) {
   _exit(127);
 }
 
+static void on_child(int sig) { (void)sig; }
+
+/* The rank's status for symheap-run (128+signal if it was killed); a death
+ * by a signal nobody here sent is said here, since the launcher sees only
+ * this agent's exit code (before: "rank 1 exited with status 139", and a
+ * crash read as an error exit). */
+static int rank_status(int status, int asked) {
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status);
+  int sig = WTERMSIG(status);
+  if (!asked) {
+    const char *rank = getenv("SYMHEAP_RANK");
+    fprintf(stderr, "symheap-run --agent: rank %s was killed by signal %d (%s)\n",
+            rank ? rank : "?", sig, strsignal(sig));
+  }
+  return 128 + sig;
+}
+
 /* Until the rank exits: signals from stdin or to us go to it; EOF stops it
- * (SIGTERM, SIGKILL 2 s later). */
+ * (SIGTERM, SIGKILL RUN_GRACE_MS later).  SIGCHLD is blocked but for the
+ * ppoll, so the rank's end wakes this at once (before: within 100 ms, and
+ * a peer that noticed it first often ended first). */
 static int watch(pid_t pid) {
-  int open_in = 1;
+  int open_in = 1, asked = 0;
   long long kill_at = 0;
   char line[64];
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_child;
+  sigaction(SIGCHLD, &sa, NULL);
+  sigset_t chld, waiting;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, &waiting);
+  sigdelset(&waiting, SIGCHLD);
   for (;;) {
     int status;
     pid_t w = waitpid(pid, &status, WNOHANG);
     if (w == pid)
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      return rank_status(status, asked);
     if (got) {
       kill(-pid, (int)got);
       got = 0;
+      asked = 1;
     }
     if (kill_at && run_now_ms() >= kill_at) {
       const char *rank = getenv("SYMHEAP_RANK");
@@ -91,18 +121,18 @@ static int watch(pid_t pid) {
       kill_at = 0;
     }
     struct pollfd p = {STDIN_FILENO, POLLIN, 0};
-    if (!open_in || poll(&p, 1, 100) <= 0) {
-      if (!open_in)
-        poll(NULL, 0, 50);
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    if (ppoll(&p, open_in ? 1 : 0, &ts, &waiting) <= 0 || !open_in)
       continue;
-    }
     int sig;
     if (read_line(line, sizeof line) < 0) {
       open_in = 0;
+      asked = 1;
       kill(-pid, SIGTERM);
       kill_at = run_now_ms() + RUN_GRACE_MS;
     } else if (sscanf(line, "signal %d", &sig) == 1 && sig > 0 && sig < 65) {
       kill(-pid, sig);
+      asked = 1;
     }
   }
 }

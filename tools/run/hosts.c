@@ -283,6 +283,11 @@ static void signal_all(int sig) {
   }
 }
 
+static int died_of_signal(int r) {
+  int st = ranks[r].status;
+  return WIFSIGNALED(st) || (WEXITSTATUS(st) > 128 && WEXITSTATUS(st) < 128 + 65);
+}
+
 static int status_code(int r) {
   int st = ranks[r].status;
   if (WIFSIGNALED(st)) {
@@ -326,19 +331,24 @@ static void kill_the_rest(void) {
  * after RUN_GRACE_MS the start commands killed and the agents' stdin
  * closed; a second signal to us does that at once. */
 static int supervise(int *failed, long long *kill_at) {
-  int result = 0;
-  for (int r = 0; r < nranks; r++) {
-    if (!ranks[r].reaped || *failed >= 0)
-      continue;
+  int result = 0, pick = -1;
+  /* Of the failures seen at once, one that died of a signal (an agent
+   * exits 128+signal) is the likelier cause: the others may be its peers,
+   * which failed because it was gone. */
+  for (int r = 0; r < nranks && *failed < 0; r++) {
     int st = ranks[r].status;
-    if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
-      *failed = r;
-      result = status_code(r);
-      if (live() > 0) {
-        fprintf(stderr, "symheap-run: stopping the other %d rank(s)\n", live());
-        signal_all(SIGTERM);
-        *kill_at = run_now_ms() + RUN_GRACE_MS;
-      }
+    if (!ranks[r].reaped || (WIFEXITED(st) && WEXITSTATUS(st) == 0))
+      continue;
+    if (pick < 0 || (!died_of_signal(pick) && died_of_signal(r)))
+      pick = r;
+  }
+  if (pick >= 0) {
+    *failed = pick;
+    result = status_code(pick);
+    if (live() > 0) {
+      fprintf(stderr, "symheap-run: stopping the other %d rank(s)\n", live());
+      signal_all(SIGTERM);
+      *kill_at = run_now_ms() + RUN_GRACE_MS;
     }
   }
   int sig = (int)got_signal;
