@@ -78,7 +78,8 @@ static int rank_status(int status, int asked) {
   int sig = WTERMSIG(status);
   if (!asked) {
     const char *rank = getenv("SYMHEAP_RANK");
-    fprintf(stderr, "symheap-run --agent: rank %s was killed by signal %d (%s)\n",
+    fprintf(stderr,
+            "symheap-run --agent: rank %s was killed by signal %d (%s)\n",
             rank ? rank : "?", sig, strsignal(sig));
   }
   return 128 + sig;

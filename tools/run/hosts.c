@@ -285,7 +285,8 @@ static void signal_all(int sig) {
 
 static int died_of_signal(int r) {
   int st = ranks[r].status;
-  return WIFSIGNALED(st) || (WEXITSTATUS(st) > 128 && WEXITSTATUS(st) < 128 + 65);
+  return WIFSIGNALED(st) ||
+         (WEXITSTATUS(st) > 128 && WEXITSTATUS(st) < 128 + 65);
 }
 
 static int status_code(int r) {
@@ -360,8 +361,7 @@ static int supervise(int *failed, long long *kill_at) {
     *failed = nranks;
     *kill_at = run_now_ms() + RUN_GRACE_MS;
   } else if (sig) {
-    fprintf(stderr, "symheap-run: signal %d again; killing every rank\n",
-            sig);
+    fprintf(stderr, "symheap-run: signal %d again; killing every rank\n", sig);
     signal_all(0);
     *kill_at = 0;
   }
