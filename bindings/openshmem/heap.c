@@ -29,6 +29,10 @@ static struct shm_block *blocks;
 static void *heap_mem;
 /* SHMEM_DEBUG: say why an allocation fails. */
 static int debug;
+/* The largest alignment (a power of two, 1 GiB at most) at which every
+ * PE's heap starts at the same remainder: an object aligned to it here is
+ * aligned, at the same offset, on every PE (heap_agree_align). */
+static size_t common_align;
 
 /* Each PE's copy of the heap: mapped here (this host), or reached through
  * the network (another host: no address, shm__s.remote set).  A PE that is
@@ -55,6 +59,31 @@ static int heap_peers(void) {
     }
     shm__s.heap_peer[i] = p;
   }
+  return 0;
+}
+
+/* Each PE's heap starts where its process mapped it, aligned to a page and
+ * maybe no more; an alignment the starts do not share cannot be given at
+ * one offset on every PE (before: shmem_align(8192) padded by this PE's
+ * address, so the offsets differed between PEs in one run in three, and a
+ * put through one PE's pointer landed elsewhere in another's heap). */
+static int heap_agree_align(void) {
+  uint64_t mine = (uint64_t)(uintptr_t)shm__s.heap_base, diff = 0;
+  uint64_t *all = calloc((size_t)shm__s.npes, sizeof *all);
+  if (!all)
+    return -1;
+  symheap_result_t r =
+      symheap_comm_allgather(shm__s.comm, &mine, all, sizeof mine);
+  for (int p = 0; p < shm__s.npes && r == SYMHEAP_SUCCESS; p++)
+    diff |= all[p] - all[0];
+  free(all);
+  if (r != SYMHEAP_SUCCESS) {
+    fprintf(stderr, "symheap-shmem: shmem_init: heap addresses: %s\n",
+            symheap_last_error());
+    return -1;
+  }
+  diff |= (uint64_t)1 << 30;
+  common_align = (size_t)(diff & -diff); /* its lowest set bit */
   return 0;
 }
 
@@ -108,7 +137,7 @@ int shm__heap_init(void) {
     return -1;
   blocks->off = ctrl;
   blocks->size = size - ctrl;
-  return 0;
+  return heap_agree_align();
 }
 
 /* The heap's window and block list go (shmem_finalize; collective). */
@@ -142,6 +171,8 @@ static size_t heap_round(size_t size) {
 static void *heap_alloc(size_t size, size_t align) {
   if (align < SHM_MIN_ALIGN)
     align = SHM_MIN_ALIGN;
+  if (align > common_align)
+    return NULL; /* the same on every PE: common_align is agreed */
   size = heap_round(size);
   if (size == 0 || size > shm__s.heap_size)
     return NULL;
@@ -207,7 +238,13 @@ static void heap_release(void *ptr) {
 
 /* SHMEM_DEBUG (or SMA_DEBUG) set: why an allocation of size bytes fails. */
 static void say_no_block(const char *fn, size_t size, size_t align) {
-  if (debug)
+  if (align > common_align && (debug || shm__s.me == 0))
+    fprintf(stderr,
+            "symheap-shmem: PE %d: %s: an alignment of %zu bytes cannot be "
+            "given at one offset on every PE: their symmetric heaps start at "
+            "addresses that agree only to %zu bytes\n",
+            shm__s.me, fn, align, common_align);
+  else if (debug)
     fprintf(stderr,
             "symheap-shmem: PE %d: %s: no free block of %zu bytes (aligned "
             "to %zu) in the symmetric heap of %zu bytes (SHMEM_SYMMETRIC_SIZE "

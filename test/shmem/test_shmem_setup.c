@@ -79,6 +79,42 @@ static void test_statics(void) {
   shc_end();
 }
 
+/* shmem_align at 4 KiB to 1 MiB: an object the allocator gives is aligned
+ * here and symmetric (a put through this PE's pointer lands in the
+ * neighbour's object), and one it refuses is refused on every PE.  Before,
+ * the padding came from this PE's address: at 8 KiB the offsets differed
+ * between PEs in one run in three, from 32 KiB in most. */
+static void test_align(void) {
+  shc_begin("setup_align");
+  static int given, everywhere;
+  int right = (me + 1) % npes, left = (me + npes - 1) % npes;
+  for (size_t align = 4096; align <= ((size_t)1 << 20); align *= 2) {
+    long *p = shmem_align(align, 64);
+    given = p != NULL;
+    shmem_barrier_all();
+    shmem_int_sum_reduce(SHMEM_TEAM_WORLD, &everywhere, &given, 1);
+    SHC_CHECK(everywhere == 0 || everywhere == npes,
+              "shmem_align(%zu) gave an object on %d of %d PEs", align,
+              everywhere, npes);
+    SHC_CHECK(p || align > 4096, "shmem_align(%zu) refused", align);
+    if (!p || everywhere != npes) {
+      shmem_free(p);
+      continue;
+    }
+    SHC_CHECK(((uintptr_t)p & (align - 1)) == 0, "align(%zu) gives %p", align,
+              (void *)p);
+    *p = -1;
+    shmem_barrier_all();
+    shmem_long_p(p, 1000 + me, right);
+    shmem_barrier_all();
+    SHC_CHECK(*p == 1000 + left,
+              "shmem_align(%zu): PE %d's put landed elsewhere (here %ld)", align,
+              left, *p);
+    shmem_free(p);
+  }
+  shc_end();
+}
+
 static void test_memory(void) {
   shc_begin("setup_memory");
   int right = (me + 1) % npes, left = (me + npes - 1) % npes;
@@ -167,6 +203,7 @@ int main(int argc, char **argv) {
   test_query();
   test_statics();
   test_memory();
+  test_align();
   test_threads();
   shmem_finalize();
   /* Statics stay usable after finalize. */
