@@ -59,6 +59,26 @@ void shm__fatal(const char *fmt, ...) {
   shm__exit_all(1);
 }
 
+void shm__range_fatal(const void *addr, size_t bytes) {
+  uintptr_t a = (uintptr_t)addr;
+  const char *what = NULL;
+  size_t left = 0;
+  if (a - (uintptr_t)shm__s.heap_base < shm__s.heap_size) {
+    what = "symmetric heap";
+    left = shm__s.heap_size - (a - (uintptr_t)shm__s.heap_base);
+  } else if (a - (uintptr_t)shm__s.data_base < shm__s.data_size) {
+    what = "program's data and bss";
+    left = shm__s.data_size - (a - (uintptr_t)shm__s.data_base);
+  }
+  if (what)
+    shm__fatal("%zu bytes at %p run past the end of the %s (%zu bytes left "
+               "there)",
+               bytes, addr, what, left);
+  shm__fatal("address %p is not symmetric (neither in the symmetric heap nor "
+             "in the program's data or bss)",
+             addr);
+}
+
 void shm__require_init(const char *fn) {
   if (!shm__s.initialized) {
     fprintf(stderr, "symheap-shmem: %s called before shmem_init\n", fn);

@@ -141,5 +141,5 @@ void shm__getmem(void *dest, const void *src, size_t bytes, int pe) {
   if (shm__remote(pe))
     shm__net_get(dest, src, bytes, pe, 0);
   else
-    memcpy(dest, shm__peer(src, pe), bytes);
+    memcpy(dest, shm__peer_n(src, bytes, pe), bytes);
 }

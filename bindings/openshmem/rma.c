@@ -17,7 +17,7 @@ static inline void shm_put(shmem_ctx_t ctx, void *dest, const void *src,
   if (shm__remote(pe))
     shm__net_put(dest, src, bytes, pe, 0);
   else
-    memcpy(shm__peer(dest, pe), src, bytes);
+    memcpy(shm__peer_n(dest, bytes, pe), src, bytes);
 }
 
 static inline void shm_get(shmem_ctx_t ctx, void *dest, const void *src,
@@ -28,7 +28,7 @@ static inline void shm_get(shmem_ctx_t ctx, void *dest, const void *src,
   if (shm__remote(pe))
     shm__net_get(dest, src, bytes, pe, 0);
   else
-    memcpy(dest, shm__peer(src, pe), bytes);
+    memcpy(dest, shm__peer_n(src, bytes, pe), bytes);
 }
 
 static inline void shm_put_nbi(shmem_ctx_t ctx, void *dest, const void *src,
@@ -39,7 +39,7 @@ static inline void shm_put_nbi(shmem_ctx_t ctx, void *dest, const void *src,
   if (shm__remote(pe))
     shm__net_put(dest, src, bytes, pe, 1);
   else
-    memcpy(shm__peer(dest, pe), src, bytes);
+    memcpy(shm__peer_n(dest, bytes, pe), src, bytes);
 }
 
 static inline void shm_get_nbi(shmem_ctx_t ctx, void *dest, const void *src,
@@ -50,7 +50,7 @@ static inline void shm_get_nbi(shmem_ctx_t ctx, void *dest, const void *src,
   if (shm__remote(pe))
     shm__net_get(dest, src, bytes, pe, 1);
   else
-    memcpy(dest, shm__peer(src, pe), bytes);
+    memcpy(dest, shm__peer_n(src, bytes, pe), bytes);
 }
 
 /* Strided: element k goes from src[k*sst] to dest[k*dst]. */
@@ -59,6 +59,20 @@ static void shm_strided(char *d, ptrdiff_t dst, const char *s, ptrdiff_t sst,
   for (size_t k = 0; k < n; k++)
     memcpy(d + (ptrdiff_t)k * dst * (ptrdiff_t)elem,
            s + (ptrdiff_t)k * sst * (ptrdiff_t)elem, elem);
+}
+
+/* The bytes n elements at a positive stride span (SIZE_MAX when that does
+ * not fit a size_t, which no region holds), checked as one range; a stride
+ * of 0 or below is checked at its first element. */
+static size_t strided_span(ptrdiff_t stride, size_t n, size_t elem) {
+  size_t span;
+  if (stride <= 0)
+    return elem;
+  if (__builtin_mul_overflow(n - 1, (size_t)stride, &span) ||
+      __builtin_mul_overflow(span, elem, &span) ||
+      __builtin_add_overflow(span, elem, &span))
+    return SIZE_MAX;
+  return span;
 }
 
 static void shm_iput(shmem_ctx_t ctx, void *dest, const void *src,
@@ -70,7 +84,8 @@ static void shm_iput(shmem_ctx_t ctx, void *dest, const void *src,
   if (shm__remote(pe))
     shm__net_strided(dest, dst, src, sst, n, elem, pe, 1);
   else
-    shm_strided(shm__peer(dest, pe), dst, src, sst, n, elem);
+    shm_strided(shm__peer_n(dest, strided_span(dst, n, elem), pe), dst, src,
+                sst, n, elem);
 }
 
 static void shm_iget(shmem_ctx_t ctx, void *dest, const void *src,
@@ -82,7 +97,8 @@ static void shm_iget(shmem_ctx_t ctx, void *dest, const void *src,
   if (shm__remote(pe))
     shm__net_strided(dest, dst, src, sst, n, elem, pe, 0);
   else
-    shm_strided(dest, dst, shm__peer(src, pe), sst, n, elem);
+    shm_strided(dest, dst, shm__peer_n(src, strided_span(sst, n, elem), pe),
+                sst, n, elem);
 }
 
 /* The signal is updated after the data, with release order, so a PE that
@@ -176,7 +192,7 @@ static void shm_put_signal(shmem_ctx_t ctx, void *dest, const void *src,
     if (shm__remote(w_))                                                       \
       shm__net_put(dest, &value, sizeof(T), w_, 0);                            \
     else                                                                       \
-      *(volatile T *)shm__peer(dest, w_) = value;                              \
+      *(volatile T *)shm__peer_n(dest, sizeof(T), w_) = value;                 \
   }                                                                            \
   void shmem_##N##_p(T *dest, T value, int pe) {                               \
     shmem_ctx_##N##_p(D, dest, value, pe);                                     \
@@ -185,7 +201,7 @@ static void shm_put_signal(shmem_ctx_t ctx, void *dest, const void *src,
     int w_ = shm__ctx_pe(ctx, pe);                                             \
     T v_;                                                                      \
     if (!shm__remote(w_))                                                      \
-      return *(volatile const T *)shm__peer(source, w_);                       \
+      return *(volatile const T *)shm__peer_n(source, sizeof(T), w_);          \
     shm__net_get(&v_, source, sizeof(T), w_, 0);                               \
     return v_;                                                                 \
   }                                                                            \

@@ -33,17 +33,26 @@ struct symheap_shmem_fast {
 };
 extern struct symheap_shmem_fast symheap_shmem_fast;
 
-/* Where addr lives on PE pe, or NULL when the library must decide. */
-static inline void *symheap_shmem_fast_addr(const void *addr, int pe) {
+/* Where the bytes at addr live on PE pe, or NULL when the library must
+ * decide (it says what is wrong: a range that runs past the heap's or the
+ * data segment's end is the library's to refuse, as a start outside). */
+static inline void *symheap_shmem_fast_range(const void *addr, size_t bytes,
+                                             int pe) {
   const struct symheap_shmem_fast *f = &symheap_shmem_fast;
   uintptr_t a = (uintptr_t)addr;
   if ((unsigned)pe >= (unsigned)f->npes)
     return NULL;
-  if (a - f->heap_base < f->heap_size)
+  if (a - f->heap_base < f->heap_size &&
+      bytes <= f->heap_size - (a - f->heap_base))
     return (void *)(a + (uintptr_t)f->heap_delta[pe]);
-  if (a - f->data_base < f->data_size)
+  if (a - f->data_base < f->data_size &&
+      bytes <= f->data_size - (a - f->data_base))
     return (void *)(a + (uintptr_t)f->data_delta[pe]);
   return NULL;
+}
+/* Where the byte at addr lives on PE pe, or NULL (as above). */
+static inline void *symheap_shmem_fast_addr(const void *addr, int pe) {
+  return symheap_shmem_fast_range(addr, 1, pe);
 }
 
 void shmem_ctx_putmem(shmem_ctx_t ctx, void *dest, const void *source,
@@ -60,7 +69,7 @@ static inline void symheap_shmem_fast_put(void *dest, const void *source,
   void *q_; /* declared first: programs build with C90's warnings too */
   if (!bytes) /* any pointer is valid for no bytes (Annex C) */
     return;
-  q_ = symheap_shmem_fast_addr(dest, pe);
+  q_ = symheap_shmem_fast_range(dest, bytes, pe);
   if (q_)
     memcpy(q_, source, bytes);
   else
@@ -72,7 +81,7 @@ static inline void symheap_shmem_fast_get(void *dest, const void *source,
   const void *q_;
   if (!bytes)
     return;
-  q_ = symheap_shmem_fast_addr(source, pe);
+  q_ = symheap_shmem_fast_range(source, bytes, pe);
   if (q_)
     memcpy(dest, q_, bytes);
   else
@@ -98,14 +107,14 @@ static inline void symheap_shmem_fast_get(void *dest, const void *source,
     symheap_shmem_fast_get(dest, source, nelems * sizeof(T), pe);              \
   }                                                                            \
   static inline void shmem_##N##_p(T *dest, T value, int pe) {                 \
-    T *q_ = (T *)symheap_shmem_fast_addr(dest, pe);                            \
+    T *q_ = (T *)symheap_shmem_fast_range(dest, sizeof(T), pe);                \
     if (q_)                                                                    \
       *(volatile T *)q_ = value;                                               \
     else                                                                       \
       shmem_ctx_##N##_p(SHMEM_CTX_DEFAULT, dest, value, pe);                   \
   }                                                                            \
   static inline T shmem_##N##_g(const T *source, int pe) {                     \
-    const T *q_ = (const T *)symheap_shmem_fast_addr(source, pe);              \
+    const T *q_ = (const T *)symheap_shmem_fast_range(source, sizeof(T), pe);  \
     if (q_)                                                                    \
       return *(const volatile T *)q_;                                          \
     return shmem_ctx_##N##_g(SHMEM_CTX_DEFAULT, source, pe);                   \
@@ -122,7 +131,7 @@ static inline void symheap_shmem_fast_get(void *dest, const void *source,
   RET shmem_ctx_##N##_atomic_##OP(shmem_ctx_t ctx,                             \
                                   SYMHEAP_SHMEM_UNPAREN PARAMS);               \
   static inline RET shmem_##N##_atomic_##OP PARAMS {                           \
-    T *q_ = (T *)symheap_shmem_fast_addr(ADDR, pe);                            \
+    T *q_ = (T *)symheap_shmem_fast_range(ADDR, sizeof(T), pe);                \
     if (q_) {                                                                  \
       EXPR                                                                     \
     }                                                                          \
@@ -133,7 +142,7 @@ static inline void symheap_shmem_fast_get(void *dest, const void *source,
   void shmem_ctx_##N##_atomic_##OP(shmem_ctx_t ctx,                            \
                                    SYMHEAP_SHMEM_UNPAREN PARAMS);              \
   static inline void shmem_##N##_atomic_##OP PARAMS {                          \
-    T *q_ = (T *)symheap_shmem_fast_addr(ADDR, pe);                            \
+    T *q_ = (T *)symheap_shmem_fast_range(ADDR, sizeof(T), pe);                \
     if (q_) {                                                                  \
       EXPR return;                                                             \
     }                                                                          \

@@ -111,6 +111,9 @@ struct shm_group {
  * saying why. */
 void shm__fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 __attribute__((noreturn));
+/* [addr, addr + bytes) is not all in the heap or all in the data segment:
+ * says which (not symmetric, or running past the region's end) and ends. */
+void shm__range_fatal(const void *addr, size_t bytes) __attribute__((noreturn));
 void shm__require_init(const char *fn);
 /* Every PE is asked to exit with `status` (at its next wait); this one
  * exits now.  shmem_global_exit is this. */

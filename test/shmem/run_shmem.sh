@@ -205,6 +205,18 @@ shmem_before_init() {
   shmem_exit_status 1 --before-init && grep -q 'before shmem_init' "$LOGDIR/shmem-exit.out"
 }
 check " shmem a call before shmem_init is refused" shmem_before_init
+# An access that runs past the heap's or the data segment's end, or starts
+# nowhere, on this PE or another: refused, saying which (test_shmem_exit
+# --overrun).  Before, only the start was checked (and on this PE nothing).
+shmem_overrun() {
+  local what
+  for what in heap get data iput self_null; do
+    shmem_exit_status 1 --overrun $what &&
+      grep -q 'run past the end of the\|is not symmetric' "$LOGDIR/shmem-exit.out" ||
+      { echo "--overrun $what"; return 1; }
+  done
+}
+check " shmem an access past its region is refused" shmem_overrun
 
 shmem_cxx() {
   build/bin/symheap-oshc++ -O2 -Wall -Wextra -Werror test/shmem/cxx_check.cpp \

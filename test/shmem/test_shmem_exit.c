@@ -7,12 +7,42 @@
  *                     instead of waiting for ever.
  *   --before-init     an RMA call before shmem_init ends the program with
  *                     status 1 and a message instead of crashing.
+ *   --overrun WHAT    PE 0 makes an access that runs past its region (heap
+ *                     put or get of 2 GiB from a heap object, data: a put
+ *                     past the data segment's, iput: a stride of 2^40) or
+ *                     that starts nowhere (self_null: a put to itself
+ *                     through NULL): the job ends with status 1, saying
+ *                     so, where before the bytes went past the region
+ *                     (another PE's control page) or the PE crashed.
  * A PE that gets past the barrier prints "FAIL ..." (it should not). */
 #include <shmem.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+static char data_seg[64];
+
+/* --overrun: PE 0's access to obj (1 MiB, symmetric); it must not
+ * return. */
+static void overrun(const char *what, char *obj) {
+  size_t heap = (size_t)1 << 20, past = heap + 65536;
+  volatile size_t huge = (size_t)1 << 31; /* no compile-time overflow */
+  char *buf = calloc(1, past);
+  if (!obj || !buf)
+    return;
+  if (strcmp(what, "heap") == 0)
+    shmem_putmem(obj, buf, huge, 1);
+  else if (strcmp(what, "get") == 0)
+    shmem_getmem(buf, obj, huge, 1); /* refused before a byte */
+  else if (strcmp(what, "data") == 0)
+    shmem_putmem(data_seg, buf, huge, 1);
+  else if (strcmp(what, "iput") == 0)
+    shmem_long_iput((long *)obj, (long *)buf, (ptrdiff_t)1 << 40, 1, 2, 1);
+  else if (strcmp(what, "self_null") == 0)
+    shmem_long_put(NULL, (long *)buf, 1, 0);
+  printf("FAIL exit overrun %s returned\n", what);
+}
 
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--before-init") == 0) {
@@ -28,13 +58,18 @@ int main(int argc, char **argv) {
       usleep(300 * 1000); /* the others are in the barrier by now */
       shmem_global_exit(atoi(argv[2]));
     }
+  } else if (argc > 2 && strcmp(argv[1], "--overrun") == 0) {
+    char *obj = shmem_malloc((size_t)1 << 20); /* collective: every PE */
+    if (me == 0)
+      overrun(argv[2], obj);
   } else if (argc > 1 && strcmp(argv[1], "--pe-dies") == 0) {
     if (me == npes - 1) {
       usleep(300 * 1000);
       _exit(0);
     }
   } else {
-    fprintf(stderr, "usage: %s --global-exit S | --pe-dies\n", argv[0]);
+    fprintf(stderr, "usage: %s --global-exit S | --pe-dies | --overrun W\n",
+            argv[0]);
     return 2;
   }
   shmem_barrier_all();
