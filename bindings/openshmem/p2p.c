@@ -5,7 +5,7 @@
  * them). */
 #include <stdint.h>
 
-#include "shmem_internal.h"
+#include "shmem_peer.h"
 
 #define SHM_IGNORED(status, i) ((status) && (status)[i])
 
@@ -56,6 +56,17 @@ static int all_ignored(size_t n, const int *status) {
     shm__fatal("unknown comparison operator %d", cmp);                         \
   }
 
+/* The n words a wait or test looks at are this PE's symmetric ones (the
+ * specification's "remotely accessible"), or the job ends, saying so;
+ * before, NULL crashed the PE.  None for n = 0 (Annex C). */
+static inline void check_words(const void *iv, size_t n, size_t elem) {
+  size_t bytes;
+  if (n && !__builtin_mul_overflow(n, elem, &bytes))
+    (void)shm__peer_n(iv, bytes, shm__s.me);
+  else if (n)
+    shm__range_fatal(iv, SIZE_MAX);
+}
+
 #define SHM_DEF_P2P(T, N)                                                      \
   static int sat_##N(T *iv, size_t i, int cmp, const T *vals, T val) {         \
     T x = __atomic_load_n(&iv[i], __ATOMIC_ACQUIRE);                           \
@@ -64,6 +75,7 @@ static int all_ignored(size_t n, const int *status) {
   }                                                                            \
   static int all_##N(T *iv, size_t n, const int *st, int cmp, const T *vals,   \
                      T val) {                                                  \
+    check_words(iv, n, sizeof(T));                                             \
     for (size_t i = 0; i < n; i++)                                             \
       if (!SHM_IGNORED(st, i) && !sat_##N(iv, i, cmp, vals, val))              \
         return 0;                                                              \
@@ -72,6 +84,7 @@ static int all_ignored(size_t n, const int *status) {
   static size_t any_##N(T *iv, size_t n, const int *st, int cmp,               \
                         const T *vals, T val) {                                \
     size_t s0 = n ? any_start++ % n : 0;                                       \
+    check_words(iv, n, sizeof(T));                                             \
     for (size_t k = 0; k < n; k++) {                                           \
       size_t i = (s0 + k) % n;                                                 \
       if (!SHM_IGNORED(st, i) && sat_##N(iv, i, cmp, vals, val))               \
@@ -82,6 +95,7 @@ static int all_ignored(size_t n, const int *status) {
   static size_t some_##N(T *iv, size_t n, size_t *idx, const int *st, int cmp, \
                          const T *vals, T val) {                               \
     size_t c = 0;                                                              \
+    check_words(iv, n, sizeof(T));                                             \
     for (size_t i = 0; i < n; i++)                                             \
       if (!SHM_IGNORED(st, i) && sat_##N(iv, i, cmp, vals, val))               \
         idx[c++] = i;                                                          \
@@ -145,6 +159,7 @@ static int all_ignored(size_t n, const int *status) {
                          (T)0);                                                \
   }                                                                            \
   int shmem_##N##_test(T *ivar, int cmp, T cmp_value) {                        \
+    check_words(ivar, 1, sizeof(T));                                           \
     return test_result(sat_##N(ivar, 0, cmp, NULL, cmp_value));                \
   }                                                                            \
   int shmem_##N##_test_all(T *ivars, size_t nelems, const int *status,         \
@@ -192,6 +207,7 @@ uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp,
                                  uint64_t cmp_value) {
   struct shm_spin spin = SHM_SPIN_INIT;
   uint64_t v;
+  check_words(sig_addr, 1, 8);
   if (shm__s.net) { /* written through the network engine: it progresses */
     if (cmp < SHMEM_CMP_EQ || cmp > SHMEM_CMP_LE)
       shm__fatal("unknown comparison operator %d", cmp);

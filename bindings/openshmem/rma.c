@@ -282,7 +282,9 @@ SHM_DEF_SIGSIZED(putmem_signal, 1)
 SHM_DEF_SIGSIZED(putmem_signal_nbi, 1)
 
 uint64_t shmem_signal_fetch(const uint64_t *sig_addr) {
-  return __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
+  /* This PE's own signal word: symmetric, like every other. */
+  return __atomic_load_n((const uint64_t *)shm__peer_n(sig_addr, 8, shm__s.me),
+                         __ATOMIC_ACQUIRE);
 }
 
 void shmem_ctx_signal_add(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal,

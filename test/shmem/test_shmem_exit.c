@@ -11,7 +11,9 @@
  *                     put or get of 2 GiB from a heap object, data: a put
  *                     past the data segment's, iput: a stride of 2^40) or
  *                     that starts nowhere (self_null: a put to itself
- *                     through NULL): the job ends with status 1, saying
+ *                     through NULL; wait_null, test_null, signal_null: a
+ *                     wait, test or signal_fetch on NULL): the job ends
+ *                     with status 1, saying
  *                     so, where before the bytes went past the region
  *                     (another PE's control page) or the PE crashed.
  * A PE that gets past the barrier prints "FAIL ..." (it should not). */
@@ -41,6 +43,12 @@ static void overrun(const char *what, char *obj) {
     shmem_long_iput((long *)obj, (long *)buf, (ptrdiff_t)1 << 40, 1, 2, 1);
   else if (strcmp(what, "self_null") == 0)
     shmem_long_put(NULL, (long *)buf, 1, 0);
+  else if (strcmp(what, "wait_null") == 0)
+    shmem_long_wait_until(NULL, SHMEM_CMP_EQ, 1);
+  else if (strcmp(what, "test_null") == 0)
+    shmem_long_test_all(NULL, 2, NULL, SHMEM_CMP_EQ, 1);
+  else if (strcmp(what, "signal_null") == 0)
+    shmem_signal_fetch(NULL);
   printf("FAIL exit overrun %s returned\n", what);
 }
 
