@@ -40,6 +40,9 @@ struct shm_ctrl {
   int asleep;
   uint64_t team_slots; /* on PE 0: which team slots are taken */
   long team_sync[SHM_MAX_TEAMS][SHM_SYNC_WORDS];
+  /* A split's arguments as this PE gave them, twice (team.c, same_split),
+   * per parent team's slot: the members compare them in one reduction. */
+  long split_args[SHM_MAX_TEAMS][6];
   /* On a group's first PE: the word its members sleep on while they wait
    * for their release flags (wait.c, shm__wait_raised), and how many do. */
   _Alignas(64) int wake_gen;

@@ -13,6 +13,7 @@
 #if defined(__SANITIZE_THREAD__)
 #pragma GCC diagnostic ignored "-Wtsan"
 #endif
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,6 +163,39 @@ static void give_slot(int s) {
  * form a team.  The new team's first PE takes a slot and writes it into
  * every parent PE's scratch word (-2 if none was free); a barrier before and
  * after keeps the word from being overwritten while someone reads it. */
+/* Minimum of the first three, maximum of the last three (same_split). */
+static void min_max3(void *acc, const void *in, size_t n) {
+  long *a = acc;
+  const long *b = in;
+  (void)n; /* always 6: below the eager limit, never split in slices */
+  for (int i = 0; i < 3; i++) {
+    a[i] = b[i] < a[i] ? b[i] : a[i];
+    a[3 + i] = b[3 + i] > a[3 + i] ? b[3 + i] : a[3 + i];
+  }
+}
+
+/* Whether every member of parent asked for the same team (one reduction of
+ * each argument's minimum and maximum).  The specification leaves
+ * mismatched arguments undefined; before, PEs that disagreed left with
+ * different teams (one a team, another SHMEM_TEAM_INVALID), and the next
+ * collective on it hung. */
+static int same_split(shmem_team_t parent, const struct shm_group *g,
+                      int first, int stride, int size) {
+  long *mine = shm__s.ctrl->split_args[parent->slot], all[6];
+  long v[3] = {first, stride, size};
+  for (int i = 0; i < 3; i++)
+    mine[i] = mine[3 + i] = v[i];
+  shm__reduce(g, all, mine, 6, sizeof(long), min_max3);
+  int same = all[0] == all[3] && all[1] == all[4] && all[2] == all[5];
+  if (!same && parent->me == 0)
+    fprintf(stderr,
+            "symheap-shmem: PE %d: a team split whose members gave different "
+            "arguments (start %ld..%ld, stride %ld..%ld, size %ld..%ld): "
+            "SHMEM_TEAM_INVALID on every member\n",
+            shm__s.me, all[0], all[3], all[1], all[4], all[2], all[5]);
+  return same;
+}
+
 static int split(shmem_team_t parent, int first, int stride, int size,
                  const shmem_team_config_t *config, long mask,
                  shmem_team_t *out) {
@@ -171,6 +205,9 @@ static int split(shmem_team_t parent, int first, int stride, int size,
            first + (long)(size - 1) * stride >= 0 &&
            first + (long)(size - 1) * stride < parent->size &&
            (stride != 0 || size == 1);
+  /* The reduction's values are taken before it returns; the barrier then
+   * keeps the members' sources unchanged until every one has read them. */
+  ok = same_split(parent, &g, first, stride, size) && ok;
   shm__barrier(&g);
   if (ok && parent->me == first) {
     long slot = take_slot(), v = slot < 0 ? -2 : slot;

@@ -178,8 +178,33 @@ static void test_contexts(void) {
   shc_end();
 }
 
+/* Members that give a split different arguments all get
+ * SHMEM_TEAM_INVALID and -1, and the next split works.  Before, PE 1 (size
+ * npes + 5) got -1 while the others got a team whose first collective then
+ * waited for PE 1 for ever. */
+static void test_mismatched_split(void) {
+  shc_begin("team_split_mismatched");
+  shmem_team_t t = SHMEM_TEAM_INVALID;
+  int size = me == 1 % npes ? npes + 5 : npes;
+  int rc = shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, size, NULL, 0, &t);
+  SHC_CHECK(npes == 1 || (rc == -1 && t == SHMEM_TEAM_INVALID),
+            "a split with other arguments on PE 1: rc %d, team %s", rc,
+            t == SHMEM_TEAM_INVALID ? "invalid" : "valid");
+  if (t != SHMEM_TEAM_INVALID)
+    shmem_team_destroy(t);
+  rc = shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, npes, NULL, 0, &t);
+  SHC_CHECK(rc == 0 && t != SHMEM_TEAM_INVALID, "the next split: rc %d", rc);
+  if (t != SHMEM_TEAM_INVALID) {
+    shmem_team_sync(t);
+    shmem_team_destroy(t);
+  }
+  shmem_barrier_all();
+  shc_end();
+}
+
 int main(void) {
-  static const shc_test_fn tests[] = {test_predefined, test_strided, test_2d,
-                                      test_churn, test_contexts};
+  static const shc_test_fn tests[] = {test_predefined,       test_strided,
+                                      test_2d,               test_churn,
+                                      test_mismatched_split, test_contexts};
   return shc_run(&me, &npes, tests, sizeof tests / sizeof tests[0]);
 }
