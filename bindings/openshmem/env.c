@@ -112,6 +112,11 @@ int shm__env_spin(unsigned *spin, int *given) {
   return 0;
 }
 
+long long shm__env_wait_limit_ns(void) {
+  const char *v = getenv("SYMHEAP_TIMEOUT_MS");
+  return v && *v ? strtoll(v, NULL, 10) * 1000000LL : 0;
+}
+
 int shm__env_data_segment(void) {
   const char *v = getenv("SYMHEAP_SHMEM_DATA_SEGMENT");
   if (!v || !*v || strcmp(v, "1") == 0)

@@ -160,6 +160,7 @@ int shmem_init_thread(int requested, int *provided) {
     return -1;
   if (do_init() != 0)
     return -1;
+  shm__s.wait_limit_ns = shm__env_wait_limit_ns();
   if (provided)
     *provided = shm__s.thread_level;
   return 0;

@@ -25,5 +25,8 @@ int shm__env_spin(unsigned *spin, int *given);
 /* SYMHEAP_SHMEM_DATA_SEGMENT: 0 or 1 (unset or empty: 1); -1, said on
  * stderr, for anything else. */
 int shm__env_data_segment(void);
+/* SYMHEAP_TIMEOUT_MS in ns when it is set (the core refused a malformed
+ * one at comm init), else 0: how long an OpenSHMEM wait may last. */
+long long shm__env_wait_limit_ns(void);
 
 #endif /* SYMHEAP_SHMEM_ENV_H */

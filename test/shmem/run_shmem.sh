@@ -201,6 +201,14 @@ shmem_dead_pe() {
   shmem_exit_status 1 --pe-dies && grep -q 'has exited' "$LOGDIR/shmem-exit.out"
 }
 check " shmem a PE dies: the others end" shmem_dead_pe
+# A PE alive but stuck (pause()) while the others wait in a barrier: with
+# SYMHEAP_TIMEOUT_MS=2000 they end the job, saying so (before: for ever;
+# unset, they still wait as long as it takes, as the specification has it).
+shmem_stuck_pe() {
+  SYMHEAP_TIMEOUT_MS=2000 shmem_exit_status 1 --stuck-pe &&
+    grep -q 'more than SYMHEAP_TIMEOUT_MS=2000' "$LOGDIR/shmem-exit.out"
+}
+check " shmem a stuck PE: the others end after SYMHEAP_TIMEOUT_MS" shmem_stuck_pe
 shmem_before_init() {
   shmem_exit_status 1 --before-init && grep -q 'before shmem_init' "$LOGDIR/shmem-exit.out"
 }

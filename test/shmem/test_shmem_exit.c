@@ -7,6 +7,10 @@
  *                     instead of waiting for ever.
  *   --before-init     an RMA call before shmem_init ends the program with
  *                     status 1 and a message instead of crashing.
+ *   --stuck-pe        the last PE stops in pause() (alive, never arriving)
+ *                     while the others wait in a barrier: with
+ *                     SYMHEAP_TIMEOUT_MS set they end, saying so (before,
+ *                     they waited for ever).
  *   --overrun WHAT    PE 0 makes an access that runs past its region (heap
  *                     put or get of 2 GiB from a heap object, data: a put
  *                     past the data segment's, iput: a stride of 2^40) or
@@ -70,13 +74,19 @@ int main(int argc, char **argv) {
     char *obj = shmem_malloc((size_t)1 << 20); /* collective: every PE */
     if (me == 0)
       overrun(argv[2], obj);
+  } else if (argc > 1 && strcmp(argv[1], "--stuck-pe") == 0) {
+    if (me == npes - 1)
+      for (;;)
+        pause();
   } else if (argc > 1 && strcmp(argv[1], "--pe-dies") == 0) {
     if (me == npes - 1) {
       usleep(300 * 1000);
       _exit(0);
     }
   } else {
-    fprintf(stderr, "usage: %s --global-exit S | --pe-dies | --overrun W\n",
+    fprintf(stderr,
+            "usage: %s --global-exit S | --pe-dies | --stuck-pe | --overrun "
+            "W\n",
             argv[0]);
     return 2;
   }
