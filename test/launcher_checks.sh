@@ -280,3 +280,32 @@ hosts_crash_named() {
   done
 }
 check "symheap-run --hosts: a rank's crash is named, and blamed" hosts_crash_named
+
+# What a rank started in a session of its own (setsid), out of its process
+# group, is killed too when the job is stopped: symheap-run is its
+# subreaper.  Before, it outlived the job.
+session_orphan_killed() {
+  local dir rc left out
+  command -v setsid >/dev/null || { echo "no setsid (util-linux)"; return 1; }
+  dir=$(mktemp -d) || return 1
+  cat >"$dir/rank.sh" <<'EOS'
+d=$1
+if [ "$SYMHEAP_RANK" = 1 ]; then
+  for i in $(seq 200); do [ -e "$d/pid.orphan" ] && break; sleep 0.05; done
+  exit 7
+fi
+setsid sh -c 'echo $$ > "$1/pid.orphan"; exec sleep 600' _ "$d" &
+exec sleep 600
+EOS
+  timeout 60 build/bin/symheap-run -n 2 sh "$dir/rank.sh" "$dir" >"$dir/out" 2>&1
+  rc=$?
+  sleep 0.2
+  left=$(job_left "$dir")
+  out=$(cat "$dir/out")
+  rm -rf "$dir"
+  echo "$out"
+  [ $rc -eq 7 ] && [ -z "$left" ] && grep -q "killed 1 process(es)" <<<"$out" ||
+    { echo "status $rc (expected 7), left:${left:- none}"; return 1; }
+}
+check "symheap-run: what a rank started with setsid is stopped with the job" \
+  session_orphan_killed

@@ -469,6 +469,12 @@ static int wait_ranks(int live) {
       got_signal = sig;
   }
   sigprocmask(SIG_SETMASK, &old, NULL);
+  int left = failed >= 0 ? run_kill_orphans() : 0;
+  if (left)
+    fprintf(stderr,
+            "symheap-run: killed %d process(es) the ranks had started in "
+            "sessions of their own\n",
+            left);
   return result;
 }
 
@@ -489,6 +495,7 @@ int main(int argc, char **argv) {
   if (!pids || !groups)
     return 2;
   run_catch_signals(on_signal);
+  run_adopt_orphans();
   rc = start_ranks(&argv[prog]);
   if (rc == 0)
     rc = wait_ranks(started);

@@ -54,6 +54,13 @@ void run_fork_child(const sigset_t *old);
 #define RUN_GRACE_MS 2000
 long long run_now_ms(void);
 
+/* run/orphans.c: symheap-run becomes the subreaper of what its ranks start
+ * (before any fork); run_kill_orphans kills and reaps its children that
+ * are not ranks (what a stopped job's ranks left in sessions of their own;
+ * called once every rank is reaped) and says how many. */
+void run_adopt_orphans(void);
+int run_kill_orphans(void);
+
 /* run/bind.c: a cpulist ("0-3,8") into set; 0, or -1 if it is not one. */
 int run_parse_cpulist(const char *s, cpu_set_t *set);
 /* The CPUs (within allowed) of the NUMA node of the GPU that the rank of
