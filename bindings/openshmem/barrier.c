@@ -135,9 +135,15 @@ int shmem_team_sync(shmem_team_t team) {
   return 0;
 }
 
-void shmem_sync_all(void) { shmem_team_sync(SHMEM_TEAM_WORLD); }
+/* Each says its own name when called before shmem_init (before: both
+ * said shmem_team_sync). */
+void shmem_sync_all(void) {
+  shm__require_init("shmem_sync_all");
+  shmem_team_sync(SHMEM_TEAM_WORLD);
+}
 
 void shmem_barrier_all(void) {
+  shm__require_init("shmem_barrier_all");
   shmem_quiet();
   shmem_team_sync(SHMEM_TEAM_WORLD);
 }

@@ -81,7 +81,10 @@ void shm__range_fatal(const void *addr, size_t bytes) {
 
 void shm__require_init(const char *fn) {
   if (!shm__s.initialized) {
-    fprintf(stderr, "symheap-shmem: %s called before shmem_init\n", fn);
+    fprintf(stderr,
+            "symheap-shmem: %s called before shmem_init or after "
+            "shmem_finalize\n",
+            fn);
     exit(1);
   }
 }

@@ -210,7 +210,9 @@ shmem_stuck_pe() {
 }
 check " shmem a stuck PE: the others end after SYMHEAP_TIMEOUT_MS" shmem_stuck_pe
 shmem_before_init() {
-  shmem_exit_status 1 --before-init && grep -q 'before shmem_init' "$LOGDIR/shmem-exit.out"
+  shmem_exit_status 1 --before-init && grep -q 'before shmem_init' "$LOGDIR/shmem-exit.out" &&
+    shmem_exit_status 1 --before-init barrier &&
+    grep -q 'shmem_barrier_all called before shmem_init' "$LOGDIR/shmem-exit.out"
 }
 check " shmem a call before shmem_init is refused" shmem_before_init
 # An access that runs past the heap's or the data segment's end, or starts

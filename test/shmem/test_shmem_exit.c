@@ -59,6 +59,8 @@ static void overrun(const char *what, char *obj) {
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--before-init") == 0) {
     static int x;
+    if (argc > 2 && strcmp(argv[2], "barrier") == 0)
+      shmem_barrier_all(); /* the message names shmem_barrier_all */
     shmem_int_p(&x, 1, 0); /* must end the program with a message */
     printf("FAIL exit shmem_int_p before shmem_init returned\n");
     return 0;
