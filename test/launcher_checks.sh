@@ -309,3 +309,20 @@ EOS
 }
 check "symheap-run: what a rank started with setsid is stopped with the job" \
   session_orphan_killed
+
+# A rank whose child ends with it on SIGTERM (a shell running a program,
+# not exec'ing it): the stop says nothing of a SIGKILL.  The child becomes
+# symheap-run's own (its subreaper) and is reaped; left a zombie, it kept
+# the rank's group alive until the grace period's end, and the stop said
+# "what rank 0 started did not stop".
+child_ends_with_rank() {
+  local out rc i
+  for i in 1 2 3; do
+    out=$(timeout 60 build/bin/symheap-run -n 2 sh -c \
+      'if [ "$SYMHEAP_RANK" = 1 ]; then sleep 0.3; exit 7; fi; sleep 600; true' 2>&1)
+    rc=$?
+    [ $rc -eq 7 ] && ! grep -q "did not stop\|killed .* process" <<<"$out" ||
+      { echo "run $i: status $rc"; echo "$out"; return 1; }
+  done
+}
+check "symheap-run: a rank's child that ends with it is no straggler" child_ends_with_rank

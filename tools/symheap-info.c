@@ -144,7 +144,10 @@ static const binding_var_t binding_vars[] = {
      "0 leaves the data segment alone (statics are then not symmetric)"},
     {"SYMHEAP_SHMEM_SPIN", "openshmem binding", "3000", "0 to 1000000",
      "pause-spins in a wait before each wait yields the CPU (unset: 3000, "
-     "or 16 with more PEs than CPUs)"},
+     "or 2 with more PEs than CPUs)"},
+    {"SYMHEAP_SHMEM_TIMEOUT_MS", "openshmem binding", "0", "0 to 86400000",
+     "a wait (barrier, collective, wait_until) that lasts longer ends the "
+     "job, saying so; 0 or unset: waits last as long as the PEs take"},
     {"SYMHEAP_LIBRARY", "python binding", "(unset)", "a path",
      "the libsymheap.so.0 the Python package loads, before its own search"},
     {"SYMHEAP_CUDA_COLL_LIBRARY", "python binding", "(unset)", "a path",

@@ -435,7 +435,11 @@ static int wait_ranks(int live) {
   sigprocmask(SIG_BLOCK, &set, &old);
   while (live > 0 || got_signal || (kill_at && groups_alive())) {
     int status;
-    pid_t pid = live > 0 ? waitpid(-1, &status, WNOHANG) : 0;
+    /* Every child: the ranks, and what they started that we adopted as
+     * their subreaper (left a zombie, it would keep its group alive). */
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid < 0 && errno == ECHILD && live == 0)
+      pid = 0; /* what is left of the groups is no child of ours */
     if (pid < 0 && errno != EINTR) {
       fprintf(stderr, "symheap-run: waitpid: %s, with %d rank(s) running\n",
               strerror(errno), live);

@@ -33,8 +33,12 @@ static const struct {
     {"SMA_VERSION", "deprecated name of SHMEM_VERSION"},
     {"SMA_INFO", "deprecated name of SHMEM_INFO"},
     {"SYMHEAP_SHMEM_SPIN",
-     "pause-spins of a wait before it yields the CPU (default 3000, or 16 "
+     "pause-spins of a wait before it yields the CPU (default 3000, or 2 "
      "with more PEs than CPUs); symheap-shmem's own"},
+    {"SYMHEAP_SHMEM_TIMEOUT_MS",
+     "a wait (barrier, collective, wait_until) that lasts longer ends the "
+     "job, saying so: a PE stopped or deadlocked (1 to 86400000; unset or "
+     "0: waits last as long as the PEs take); symheap-shmem's own"},
     {"SYMHEAP_SHMEM_DATA_SEGMENT",
      "0: the program's data and bss are not symmetric (default 1); "
      "symheap-shmem's own"},
@@ -112,9 +116,24 @@ int shm__env_spin(unsigned *spin, int *given) {
   return 0;
 }
 
-long long shm__env_wait_limit_ns(void) {
-  const char *v = getenv("SYMHEAP_TIMEOUT_MS");
-  return v && *v ? strtoll(v, NULL, 10) * 1000000LL : 0;
+int shm__env_wait_limit_ns(long long *ns) {
+  const char *v = getenv("SYMHEAP_SHMEM_TIMEOUT_MS");
+  long long ms = 0;
+  const char *p = v;
+  *ns = 0;
+  if (!v || !*v)
+    return 0;
+  for (; *p >= '0' && *p <= '9' && ms <= SHM_WAIT_MAX_MS; p++)
+    ms = ms * 10 + (*p - '0');
+  if (*p || ms > SHM_WAIT_MAX_MS) {
+    fprintf(stderr,
+            "symheap-shmem: shmem_init: SYMHEAP_SHMEM_TIMEOUT_MS=\"%s\" is "
+            "not a time: decimal digits, milliseconds, 0 (no bound) to %d\n",
+            v, SHM_WAIT_MAX_MS);
+    return -1;
+  }
+  *ns = ms * 1000000LL;
+  return 0;
 }
 
 int shm__env_data_segment(void) {

@@ -156,11 +156,11 @@ int shmem_init_thread(int requested, int *provided) {
   shm__s.spin_before_yield = SHM_SPINS_DEFAULT;
   /* Malformed variables: every PE refuses alike, before any comm. */
   if (shm__env_spin(&shm__s.spin_before_yield, &shm__s.spin_explicit) != 0 ||
-      shm__env_data_segment() < 0)
+      shm__env_data_segment() < 0 ||
+      shm__env_wait_limit_ns(&shm__s.wait_limit_ns) != 0)
     return -1;
   if (do_init() != 0)
     return -1;
-  shm__s.wait_limit_ns = shm__env_wait_limit_ns();
   if (provided)
     *provided = shm__s.thread_level;
   return 0;

@@ -26,6 +26,7 @@ static inline int test_result(int hit) {
     test_spin.net = (symheap_wait_state_t){0};
   } else {
     test_spin.net.since_ns = 0;
+    test_spin.polls = 1;
     shm__spin(&test_spin);
   }
   return hit;

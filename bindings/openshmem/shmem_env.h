@@ -25,8 +25,11 @@ int shm__env_spin(unsigned *spin, int *given);
 /* SYMHEAP_SHMEM_DATA_SEGMENT: 0 or 1 (unset or empty: 1); -1, said on
  * stderr, for anything else. */
 int shm__env_data_segment(void);
-/* SYMHEAP_TIMEOUT_MS in ns when it is set (the core refused a malformed
- * one at comm init), else 0: how long an OpenSHMEM wait may last. */
-long long shm__env_wait_limit_ns(void);
+/* SYMHEAP_SHMEM_TIMEOUT_MS into *ns (0: unset, no bound): how long an
+ * OpenSHMEM wait may last; -1, saying why, when it is malformed.  Its own
+ * variable: SYMHEAP_TIMEOUT_MS, the core's bound on joining and exchanges,
+ * is set for slow networks, and must not cut a PE's long computation. */
+#define SHM_WAIT_MAX_MS 86400000
+int shm__env_wait_limit_ns(long long *ns);
 
 #endif /* SYMHEAP_SHMEM_ENV_H */

@@ -97,7 +97,7 @@ struct shm_state {
   pthread_mutex_t lock;       /* the heap allocator and team slots */
   unsigned spin_before_yield; /* SYMHEAP_SHMEM_SPIN: pause-spins, then yield */
   int spin_explicit;          /* SYMHEAP_SHMEM_SPIN was set */
-  long long wait_limit_ns;    /* SYMHEAP_TIMEOUT_MS when set, else 0 */
+  long long wait_limit_ns;    /* SYMHEAP_SHMEM_TIMEOUT_MS (ns), or 0 */
 };
 extern struct shm_state shm__s;
 
@@ -138,10 +138,12 @@ struct shm_spin {
   long long awake_from; /* when it began to stay awake for its CPU (ns) */
   long long yield_from; /* when an oversubscribed wait began to yield (ns) */
   long long began;      /* when the wait began (its first check, ns) */
+  int polls; /* the turns of a caller's loop on shmem_test: not bounded by
+                SYMHEAP_SHMEM_TIMEOUT_MS (the caller works between them) */
   symheap_wait_state_t net; /* across hosts: the core's wait turns */
 };
 #define SHM_SPIN_INIT                                                          \
-  { 0, 0, 0, 0, 0, 0, 0, {0} }
+  { 0, 0, 0, 0, 0, 0, 0, 0, {0} }
 void shm__spin(struct shm_spin *s);
 /* A global exit asked for, or a PE gone: end the job (every wait's turn). */
 void shm__turn_checks(struct shm_spin *s);

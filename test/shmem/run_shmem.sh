@@ -117,7 +117,7 @@ shmem_info_lists() {
     [ "$(awk -v v="$v" '/^  [A-Z]/ && $1 == v && NF > 1' <<<"$out" | wc -l)" -eq 1 ] ||
       { echo "$1: $v is read by the code, not listed once with help"; rc=1; }
   done
-  grep -q "yields the CPU (default 3000, or 16" <<<"$out" || { echo "no SYMHEAP_SHMEM_SPIN help"; rc=1; }
+  grep -q "yields the CPU (default 3000, or 2 with" <<<"$out" || { echo "no SYMHEAP_SHMEM_SPIN help"; rc=1; }
   return $rc
 }
 check " shmem SHMEM_INFO lists every variable the code reads" shmem_info_lists SHMEM_INFO
@@ -202,13 +202,16 @@ shmem_dead_pe() {
 }
 check " shmem a PE dies: the others end" shmem_dead_pe
 # A PE alive but stuck (pause()) while the others wait in a barrier: with
-# SYMHEAP_TIMEOUT_MS=2000 they end the job, saying so (before: for ever;
-# unset, they still wait as long as it takes, as the specification has it).
+# SYMHEAP_SHMEM_TIMEOUT_MS=2000 they end the job, saying so (before: for
+# ever; unset, they still wait as long as it takes, as the specification
+# has it), and a malformed value is refused by shmem_init.
 shmem_stuck_pe() {
-  SYMHEAP_TIMEOUT_MS=2000 shmem_exit_status 1 --stuck-pe &&
-    grep -q 'more than SYMHEAP_TIMEOUT_MS=2000' "$LOGDIR/shmem-exit.out"
+  SYMHEAP_SHMEM_TIMEOUT_MS=2000 shmem_exit_status 1 --stuck-pe &&
+    grep -q 'more than SYMHEAP_SHMEM_TIMEOUT_MS=2000' "$LOGDIR/shmem-exit.out" &&
+    SYMHEAP_SHMEM_TIMEOUT_MS=2s shmem_exit_status 1 --stuck-pe &&
+    grep -q 'SYMHEAP_SHMEM_TIMEOUT_MS="2s" is not a time' "$LOGDIR/shmem-exit.out"
 }
-check " shmem a stuck PE: the others end after SYMHEAP_TIMEOUT_MS" shmem_stuck_pe
+check " shmem a stuck PE: the others end after SYMHEAP_SHMEM_TIMEOUT_MS" shmem_stuck_pe
 shmem_before_init() {
   shmem_exit_status 1 --before-init && grep -q 'before shmem_init' "$LOGDIR/shmem-exit.out" &&
     shmem_exit_status 1 --before-init barrier &&

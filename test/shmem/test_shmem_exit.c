@@ -9,7 +9,7 @@
  *                     status 1 and a message instead of crashing.
  *   --stuck-pe        the last PE stops in pause() (alive, never arriving)
  *                     while the others wait in a barrier: with
- *                     SYMHEAP_TIMEOUT_MS set they end, saying so (before,
+ *                     SYMHEAP_SHMEM_TIMEOUT_MS set they end, saying so (before,
  *                     they waited for ever).
  *   --overrun WHAT    PE 0 makes an access that runs past its region (heap
  *                     put or get of 2 GiB from a heap object, data: a put

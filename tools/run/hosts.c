@@ -352,8 +352,8 @@ static int supervise(int *failed, long long *kill_at) {
       *kill_at = run_now_ms() + RUN_GRACE_MS;
     }
   }
-  int sig = (int)got_signal;
-  got_signal = 0;
+  /* Taken and cleared at once: one that came between would be lost. */
+  int sig = (int)__atomic_exchange_n(&got_signal, 0, __ATOMIC_SEQ_CST);
   if (sig && *failed < 0) {
     fprintf(stderr, "symheap-run: got signal %d, stopping all ranks\n", sig);
     signal_all(sig);
