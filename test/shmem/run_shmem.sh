@@ -212,6 +212,11 @@ shmem_stuck_pe() {
     grep -q 'SYMHEAP_SHMEM_TIMEOUT_MS="2s" is not a time' "$LOGDIR/shmem-exit.out"
 }
 check " shmem a stuck PE: the others end after SYMHEAP_SHMEM_TIMEOUT_MS" shmem_stuck_pe
+# A loop on shmem_test that lasts past the bound is no wait: the job ends
+# well (before the review's mend, the tests' turn state counted from the
+# first failed test, and ended such a program).
+shmem_poll_long() { SYMHEAP_SHMEM_TIMEOUT_MS=1000 shmem_exit_status 0 --poll-long; }
+check " shmem polling shmem_test past SYMHEAP_SHMEM_TIMEOUT_MS" shmem_poll_long
 shmem_before_init() {
   shmem_exit_status 1 --before-init && grep -q 'before shmem_init' "$LOGDIR/shmem-exit.out" &&
     shmem_exit_status 1 --before-init barrier &&

@@ -11,6 +11,10 @@
  *                     while the others wait in a barrier: with
  *                     SYMHEAP_SHMEM_TIMEOUT_MS set they end, saying so (before,
  *                     they waited for ever).
+ *   --poll-long       PE 0 polls shmem_test on a flag for 2.5 s, working
+ *                     between the tests, until PE 1 sets it: with
+ *                     SYMHEAP_SHMEM_TIMEOUT_MS=1000 the job still ends
+ *                     with 0 (a polling loop is not a wait).
  *   --overrun WHAT    PE 0 makes an access that runs past its region (heap
  *                     put or get of 2 GiB from a heap object, data: a put
  *                     past the data segment's, iput: a stride of 2^40) or
@@ -76,6 +80,19 @@ int main(int argc, char **argv) {
     char *obj = shmem_malloc((size_t)1 << 20); /* collective: every PE */
     if (me == 0)
       overrun(argv[2], obj);
+  } else if (argc > 1 && strcmp(argv[1], "--poll-long") == 0) {
+    static long flag;
+    shmem_barrier_all();
+    if (me != 0) /* working, not waiting in the library */
+      usleep(2500 * 1000);
+    if (me == 1 % npes)
+      shmem_long_p(&flag, 1, 0);
+    if (me == 0)
+      while (!shmem_long_test(&flag, SHMEM_CMP_EQ, 1))
+        usleep(1000); /* the program's own work between the tests */
+    shmem_barrier_all();
+    shmem_finalize();
+    return 0;
   } else if (argc > 1 && strcmp(argv[1], "--stuck-pe") == 0) {
     if (me == npes - 1)
       for (;;)
