@@ -22,8 +22,8 @@ static void exit_all_net(int status) {
   int v = status + 1;
   size_t off = offsetof(struct shm_ctrl, exit_req);
   for (int p = 0; p < shm__s.npes; p++)
-    (void)symheap_atomic(shm__s.heap_win, p, off, SYMHEAP_AMO_SET, 4, &v,
-                         NULL, NULL);
+    (void)symheap_atomic(shm__s.heap_win, p, shm__s.heap_shift[p] + off,
+                         SYMHEAP_AMO_SET, 4, &v, NULL, NULL);
   (void)symheap_quiet(shm__s.comm);
 }
 

@@ -16,6 +16,9 @@
  * space, not memory: the window's pages are committed as they are touched. */
 #define SHM_HEAP_DEFAULT ((size_t)1 << 30)
 #define SHM_MIN_ALIGN 64
+/* Every PE's heap starts at this alignment in its window (heap_shifts):
+ * shmem_align up to it has one offset on every PE. */
+#define SHM_HEAP_ALIGN ((size_t)2 << 20)
 
 /* A block of the heap, in offset order; free or used. */
 struct shm_block {
@@ -57,8 +60,37 @@ static int heap_peers(void) {
               i, symheap_last_error());
       return -1;
     }
-    shm__s.heap_peer[i] = p;
+    shm__s.heap_peer[i] = (char *)p + shm__s.heap_shift[i];
   }
+  return 0;
+}
+
+/* This PE's heap starts at the first 2 MiB boundary of its window (which
+ * is that much larger), and the PEs learn each other's start (one
+ * allgather): a window offset on PE p is its shift plus the heap offset.
+ * Before, the heap began at the window's start, aligned to a page and
+ * often no more, differently on each PE, so shmem_align(8192) could not
+ * be at one offset on every PE (heap_agree_align then refused it). */
+static int heap_shifts(void *window) {
+  uint64_t mine = (SHM_HEAP_ALIGN - (uintptr_t)window % SHM_HEAP_ALIGN) %
+                  SHM_HEAP_ALIGN;
+  uint64_t *all = calloc((size_t)shm__s.npes, sizeof *all);
+  shm__s.heap_shift = calloc((size_t)shm__s.npes, sizeof(size_t));
+  if (!all || !shm__s.heap_shift) {
+    free(all);
+    return -1;
+  }
+  symheap_result_t r =
+      symheap_comm_allgather(shm__s.comm, &mine, all, sizeof mine);
+  for (int p = 0; p < shm__s.npes; p++)
+    shm__s.heap_shift[p] = (size_t)all[p];
+  free(all);
+  if (r != SYMHEAP_SUCCESS) {
+    fprintf(stderr, "symheap-shmem: shmem_init: heap starts: %s\n",
+            symheap_last_error());
+    return -1;
+  }
+  shm__s.heap_base = (char *)window + mine;
   return 0;
 }
 
@@ -102,15 +134,18 @@ int shm__heap_init(void) {
     return -1;
   }
   size = ((size + 4095) & ~(size_t)4095) + ctrl;
-  symheap_result_t r = symheap_malloc(shm__s.comm, size, 0, &shm__s.heap_win);
+  size_t window = size + SHM_HEAP_ALIGN; /* room to start aligned */
+  symheap_result_t r =
+      symheap_malloc(shm__s.comm, window, 0, &shm__s.heap_win);
   if (r != SYMHEAP_SUCCESS) {
     /* symheap_malloc agrees on failure, so every PE comes here: try a
      * window over memory of our own (symheap's heap may be smaller than
      * SHMEM_SYMMETRIC_SIZE). */
     void *mem = NULL;
-    r = symheap_mem_alloc(shm__s.comm, size, &mem);
+    r = symheap_mem_alloc(shm__s.comm, window, &mem);
     if (r == SYMHEAP_SUCCESS) {
-      r = symheap_window_register(shm__s.comm, mem, size, 0, &shm__s.heap_win);
+      r = symheap_window_register(shm__s.comm, mem, window, 0,
+                                  &shm__s.heap_win);
       if (r != SYMHEAP_SUCCESS)
         symheap_mem_free(shm__s.comm, mem);
       else
@@ -126,9 +161,8 @@ int shm__heap_init(void) {
   shm__s.heap_peer = calloc((size_t)shm__s.npes, sizeof(char *));
   void *p = NULL;
   symheap_window_local_ptr(shm__s.heap_win, &p);
-  shm__s.heap_base = p;
   shm__s.heap_size = size;
-  if (!shm__s.heap_peer || heap_peers() != 0)
+  if (!shm__s.heap_peer || heap_shifts(p) != 0 || heap_peers() != 0)
     return -1;
   shm__s.ctrl = (struct shm_ctrl *)shm__s.heap_base;
   memset(shm__s.ctrl, 0, sizeof *shm__s.ctrl);

@@ -195,6 +195,8 @@ void shmem_finalize(void) {
   shm__s.ctrl = NULL;
   free(shm__s.heap_peer);
   shm__s.heap_peer = NULL;
+  free(shm__s.heap_shift);
+  shm__s.heap_shift = NULL;
   free(shm__s.remote);
   shm__s.remote = NULL;
   shm__s.net = 0;

@@ -33,11 +33,12 @@ static void check(symheap_result_t r, const char *what, int pe) {
                symheap_last_error());
 }
 
-void shm__where(const void *addr, symheap_window_t *win, size_t *off) {
+void shm__where(const void *addr, int pe, symheap_window_t *win,
+                size_t *off) {
   uintptr_t a = (uintptr_t)addr;
   if (a - (uintptr_t)shm__s.heap_base < shm__s.heap_size) {
     *win = shm__s.heap_win;
-    *off = a - (uintptr_t)shm__s.heap_base;
+    *off = shm__s.heap_shift[pe] + (a - (uintptr_t)shm__s.heap_base);
   } else if (a - (uintptr_t)shm__s.data_base < shm__s.data_size) {
     *win = shm__s.data_win;
     *off = a - (uintptr_t)shm__s.data_base;
@@ -56,7 +57,7 @@ static void pe_check(int pe) {
 void shm__net_put(void *dest, const void *src, size_t bytes, int pe, int nbi) {
   symheap_window_t w;
   size_t off;
-  shm__where(dest, &w, &off);
+  shm__where(dest, pe, &w, &off);
   net_enter();
   symheap_result_t r = nbi ? symheap_put_nbi(w, pe, off, src, bytes)
                            : symheap_put(w, pe, off, src, bytes);
@@ -67,7 +68,7 @@ void shm__net_put(void *dest, const void *src, size_t bytes, int pe, int nbi) {
 void shm__net_get(void *dest, const void *src, size_t bytes, int pe, int nbi) {
   symheap_window_t w;
   size_t off;
-  shm__where(src, &w, &off);
+  shm__where(src, pe, &w, &off);
   net_enter();
   symheap_result_t r = nbi ? symheap_get_nbi(w, pe, off, dest, bytes)
                            : symheap_get(w, pe, off, dest, bytes);
@@ -96,7 +97,7 @@ void shm__amo(const void *addr, int pe, symheap_amo_t op, size_t size,
   symheap_window_t w;
   size_t off;
   pe_check(pe);
-  shm__where(addr, &w, &off);
+  shm__where(addr, pe, &w, &off);
   net_enter();
   symheap_result_t r =
       symheap_atomic(w, pe, off, op, size, operand, compare, result);
@@ -110,12 +111,12 @@ void shm__net_put_signal(void *dest, const void *src, size_t bytes,
   symheap_window_t w, sw;
   size_t off, soff;
   pe_check(pe);
-  shm__where(sig, &sw, &soff);
+  shm__where(sig, pe, &sw, &soff);
   if (!bytes) { /* dest may be any pointer then (Annex C) */
     shm__amo(sig, pe, op, 8, &value, NULL, NULL);
     return;
   }
-  shm__where(dest, &w, &off);
+  shm__where(dest, pe, &w, &off);
   net_enter();
   symheap_result_t r =
       symheap_put_signal(w, pe, off, src, bytes, sw, soff, value, op);

@@ -82,6 +82,10 @@ struct shm_state {
   char *heap_base;
   size_t heap_size;
   char **heap_peer; /* npes entries */
+  /* Per PE: where its heap starts in its window (heap.c: every PE's heap
+   * starts 2 MiB-aligned, so that shmem_align has one offset for all);
+   * window offsets on PE p are heap_shift[p] + the heap offset. */
+  size_t *heap_shift;
   symheap_window_t data_win;
   void *data_mem;   /* symheap_mem_alloc'd backing of the data segment */
   char *data_base;  /* the program's own data+bss, page-aligned */
@@ -197,7 +201,7 @@ void shm__alltoalls(const struct shm_group *g, void *dest, const void *source,
 
 /* remote.c: the one-sided API, for PEs on other hosts and for every atomic
  * of a job that spans hosts.  Each ends the job, saying why, on failure. */
-void shm__where(const void *addr, symheap_window_t *win, size_t *off);
+void shm__where(const void *addr, int pe, symheap_window_t *win, size_t *off);
 void shm__net_put(void *dest, const void *src, size_t bytes, int pe, int nbi);
 void shm__net_get(void *dest, const void *src, size_t bytes, int pe, int nbi);
 void shm__net_strided(char *d, ptrdiff_t dst, const char *s, ptrdiff_t sst,

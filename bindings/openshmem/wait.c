@@ -105,7 +105,8 @@ static int process_ended(int pid) {
 static int remote_alive(int pe) {
   int pid = 0;
   symheap_result_t r =
-      symheap_get(shm__s.heap_win, pe, offsetof(struct shm_ctrl, pid), &pid,
+      symheap_get(shm__s.heap_win, pe,
+                  shm__s.heap_shift[pe] + offsetof(struct shm_ctrl, pid), &pid,
                   sizeof pid);
   if (r == SYMHEAP_SUCCESS)
     return 1;
@@ -418,7 +419,7 @@ void shm__wake(int pe, const void *word) {
 uint64_t shm__net_wait_word(const void *word, int cmp, uint64_t value) {
   symheap_window_t w;
   size_t off;
-  shm__where(word, &w, &off);
+  shm__where(word, shm__s.me, &w, &off);
   struct shm_spin spin = SHM_SPIN_INIT;
   for (;;) {
     uint64_t seen = 0;
