@@ -13,7 +13,9 @@
 
 #define D SHMEM_CTX_DEFAULT
 #define SEQ __ATOMIC_SEQ_CST
-#define AT(T, ctx, addr, pe) ((T *)shm__peer((addr), shm__ctx_pe((ctx), (pe))))
+/* The whole word in one region (an atomic straddling its end is refused). */
+#define AT(T, ctx, addr, pe)                                                   \
+  ((T *)shm__peer_n((addr), sizeof(T), shm__ctx_pe((ctx), (pe))))
 #define NET __builtin_expect(shm__s.net, 0)
 /* Through symheap_atomic: returns the old value (r_) of a fetching op. */
 #define NET_AMO(T, ctx, addr, pe, op, operand, compare)                        \

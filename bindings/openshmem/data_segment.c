@@ -96,7 +96,8 @@ int shm__data_segment_init(void) {
    * to one was lost, with no error.  Where it landed is checked as well. */
   raw_copy(mem, (void *)lo, len);
   void *at = (void *)syscall(SYS_mremap, mem, (size_t)0, len,
-                             MREMAP_MAYMOVE | MREMAP_FIXED, (void *)lo);
+                             (unsigned long)(MREMAP_MAYMOVE | MREMAP_FIXED),
+                             (void *)lo);
   if (at != MAP_FAILED && at != (void *)lo) {
     munmap(at, len);
     symheap_mem_free(shm__s.comm, mem);

@@ -61,18 +61,22 @@ static void shm_strided(char *d, ptrdiff_t dst, const char *s, ptrdiff_t sst,
            s + (ptrdiff_t)k * sst * (ptrdiff_t)elem, elem);
 }
 
-/* The bytes n elements at a positive stride span (SIZE_MAX when that does
- * not fit a size_t, which no region holds), checked as one range; a stride
- * of 0 or below is checked at its first element. */
-static size_t strided_span(ptrdiff_t stride, size_t n, size_t elem) {
+/* Where n elements at addr, stride apart (in elements), live on PE pe:
+ * all of them in one region, checked as one range from the lowest to the
+ * highest (a stride may be negative); a span that does not fit a size_t
+ * is no region's. */
+static char *strided_peer(const void *addr, ptrdiff_t stride, size_t n,
+                          size_t elem, int pe) {
+  size_t step = stride < 0 ? (size_t)0 - (size_t)stride : (size_t)stride;
   size_t span;
-  if (stride <= 0)
-    return elem;
-  if (__builtin_mul_overflow(n - 1, (size_t)stride, &span) ||
+  if (__builtin_mul_overflow(n - 1, step, &span) ||
       __builtin_mul_overflow(span, elem, &span) ||
       __builtin_add_overflow(span, elem, &span))
-    return SIZE_MAX;
-  return span;
+    shm__range_fatal(addr, SIZE_MAX);
+  if (stride >= 0)
+    return shm__peer_n(addr, span, pe);
+  const char *lo = (const char *)addr - (span - elem);
+  return shm__peer_n(lo, span, pe) + (span - elem);
 }
 
 static void shm_iput(shmem_ctx_t ctx, void *dest, const void *src,
@@ -84,8 +88,7 @@ static void shm_iput(shmem_ctx_t ctx, void *dest, const void *src,
   if (shm__remote(pe))
     shm__net_strided(dest, dst, src, sst, n, elem, pe, 1);
   else
-    shm_strided(shm__peer_n(dest, strided_span(dst, n, elem), pe), dst, src,
-                sst, n, elem);
+    shm_strided(strided_peer(dest, dst, n, elem, pe), dst, src, sst, n, elem);
 }
 
 static void shm_iget(shmem_ctx_t ctx, void *dest, const void *src,
@@ -97,8 +100,7 @@ static void shm_iget(shmem_ctx_t ctx, void *dest, const void *src,
   if (shm__remote(pe))
     shm__net_strided(dest, dst, src, sst, n, elem, pe, 0);
   else
-    shm_strided(dest, dst, shm__peer_n(src, strided_span(sst, n, elem), pe),
-                sst, n, elem);
+    shm_strided(dest, dst, strided_peer(src, sst, n, elem, pe), sst, n, elem);
 }
 
 /* The signal is updated after the data, with release order, so a PE that

@@ -163,7 +163,10 @@ static void give_slot(int s) {
  * form a team.  The new team's first PE takes a slot and writes it into
  * every parent PE's scratch word (-2 if none was free); a barrier before and
  * after keeps the word from being overwritten while someone reads it. */
-/* Minimum of the first three, maximum of the last three (same_split). */
+/* Minimum of the first three, maximum of the last three (same_split):
+ * over the whole array at once, which holds while a reduction this small
+ * is never cut in slices (only those above SHM_EAGER are). */
+_Static_assert(6 * sizeof(long) <= SHM_EAGER, "same_split's reduction is cut");
 static void min_max3(void *acc, const void *in, size_t n) {
   long *a = acc;
   const long *b = in;

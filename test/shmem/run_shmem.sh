@@ -228,7 +228,7 @@ check " shmem a call before shmem_init is refused" shmem_before_init
 # --overrun).  Before, only the start was checked (and on this PE nothing).
 shmem_overrun() {
   local what
-  for what in heap get data iput self_null wait_null test_null signal_null; do
+  for what in heap get data iput iput_back self_null wait_null test_null signal_null; do
     shmem_exit_status 1 --overrun $what &&
       grep -q 'run past the end of the\|is not symmetric' "$LOGDIR/shmem-exit.out" ||
       { echo "--overrun $what"; return 1; }

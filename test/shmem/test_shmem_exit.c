@@ -17,7 +17,8 @@
  *                     with 0 (a polling loop is not a wait).
  *   --overrun WHAT    PE 0 makes an access that runs past its region (heap
  *                     put or get of 2 GiB from a heap object, data: a put
- *                     past the data segment's, iput: a stride of 2^40) or
+ *                     past the data segment's, iput: a stride of 2^40,
+ *                     iput_back: one of -2^20, before the heap's start) or
  *                     that starts nowhere (self_null: a put to itself
  *                     through NULL; wait_null, test_null, signal_null: a
  *                     wait, test or signal_fetch on NULL): the job ends
@@ -49,6 +50,8 @@ static void overrun(const char *what, char *obj) {
     shmem_putmem(data_seg, buf, huge, 1);
   else if (strcmp(what, "iput") == 0)
     shmem_long_iput((long *)obj, (long *)buf, (ptrdiff_t)1 << 40, 1, 2, 1);
+  else if (strcmp(what, "iput_back") == 0) /* the second 8 MiB before */
+    shmem_long_iput((long *)obj, (long *)buf, -((ptrdiff_t)1 << 20), 1, 2, 1);
   else if (strcmp(what, "self_null") == 0)
     shmem_long_put(NULL, (long *)buf, 1, 0);
   else if (strcmp(what, "wait_null") == 0)
