@@ -319,6 +319,28 @@ static void reduce_scattered(const struct shm_group *g, void *dest,
   eager_finish(n * elem);
 }
 
+/* Minimum of the first three longs, maximum of the last three: over the
+ * whole array at once, which holds while a reduction this small is never
+ * cut in slices (only those above SHM_EAGER are). */
+_Static_assert(6 * sizeof(long) <= SHM_EAGER, "shm__same3's reduction is cut");
+static void min_max3(void *acc, const void *in, size_t n) {
+  long *a = acc;
+  const long *b = in;
+  (void)n; /* always 6 */
+  for (int i = 0; i < 3; i++) {
+    a[i] = b[i] < a[i] ? b[i] : a[i];
+    a[3 + i] = b[3 + i] > a[3 + i] ? b[3 + i] : a[3 + i];
+  }
+}
+
+int shm__same3(const struct shm_group *g, long *scratch, const long v[3],
+               long all[6]) {
+  for (int i = 0; i < 3; i++)
+    scratch[i] = scratch[3 + i] = v[i];
+  shm__reduce(g, all, scratch, 6, sizeof(long), min_max3);
+  return all[0] == all[3] && all[1] == all[4] && all[2] == all[5];
+}
+
 void shm__reduce(const struct shm_group *g, void *dest, const void *source,
                  size_t n, size_t elem, shm_combine_fn combine) {
   if (g->me < 0)

@@ -287,12 +287,35 @@ static void say_no_block(const char *fn, size_t size, size_t align) {
             shm__s.heap_size);
 }
 
-/* Collective allocation: allocate (the same offset everywhere), then a
- * barrier so that no PE writes to the object before every PE has it; zero
- * the bytes first when asked (shmem_calloc). */
+/* Whether every PE asked for this size and alignment (a collective; PE 0
+ * says so when not).  Before, a PE that asked for another size carved its
+ * heap differently from then on: objects lost their one offset, and puts
+ * landed elsewhere, silently. */
+static int same_request(const char *fn, size_t size, size_t align) {
+  struct shm_group g;
+  shm__team_group(SHMEM_TEAM_WORLD, &g);
+  long v[3] = {(long)size, (long)align, 0}, all[6];
+  if (shm__same3(&g, shm__s.ctrl->alloc_args, v, all))
+    return 1;
+  if (shm__s.me == 0)
+    fprintf(stderr,
+            "symheap-shmem: PE 0: %s: the PEs asked for different sizes "
+            "(%ld..%ld bytes) or alignments (%ld..%ld): NULL on every PE\n",
+            fn, all[0], all[3], all[1], all[4]);
+  return 0;
+}
+
+/* Collective allocation: the PEs agree on what they ask for, allocate (the
+ * same offset everywhere), then a barrier so that no PE writes to the
+ * object before every PE has it; zero the bytes first when asked
+ * (shmem_calloc). */
 static void *alloc_collective(const char *fn, size_t size, size_t align,
                               int zero) {
   shm__require_init(fn);
+  if (!same_request(fn, size, align)) {
+    shmem_barrier_all();
+    return NULL;
+  }
   pthread_mutex_lock(&shm__s.lock);
   void *p = size ? heap_alloc(size, align) : NULL;
   pthread_mutex_unlock(&shm__s.lock);

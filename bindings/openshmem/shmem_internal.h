@@ -43,6 +43,7 @@ struct shm_ctrl {
   /* A split's arguments as this PE gave them, twice (team.c, same_split),
    * per parent team's slot: the members compare them in one reduction. */
   long split_args[SHM_MAX_TEAMS][6];
+  long alloc_args[6]; /* an allocation's size and alignment (heap.c) */
   /* On a group's first PE: the word its members sleep on while they wait
    * for their release flags (wait.c, shm__wait_raised), and how many do. */
   _Alignas(64) int wake_gen;
@@ -190,6 +191,12 @@ static inline int shm__group_pe(const struct shm_group *g, int i) {
 void shm__barrier(const struct shm_group *g);
 /* Combines n elements of `in` into `acc`. */
 typedef void (*shm_combine_fn)(void *acc, const void *in, size_t n);
+/* Whether every member gave the same three values (a collective: one
+ * reduction of their minima and maxima into all[0..2] and all[3..5]);
+ * scratch: 6 symmetric longs of this PE's that nothing else writes until
+ * the caller's next collective on g. */
+int shm__same3(const struct shm_group *g, long *scratch, const long v[3],
+               long all[6]);
 void shm__reduce(const struct shm_group *g, void *dest, const void *source,
                  size_t n, size_t elem, shm_combine_fn combine);
 void shm__broadcast(const struct shm_group *g, void *dest, const void *source,

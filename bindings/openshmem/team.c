@@ -159,24 +159,6 @@ static void give_slot(int s) {
   __atomic_fetch_and(bits, ~(1ULL << s), __ATOMIC_ACQ_REL);
 }
 
-/* Collective over parent: the PEs parent->world[first + i*stride], i < size,
- * form a team.  The new team's first PE takes a slot and writes it into
- * every parent PE's scratch word (-2 if none was free); a barrier before and
- * after keeps the word from being overwritten while someone reads it. */
-/* Minimum of the first three, maximum of the last three (same_split):
- * over the whole array at once, which holds while a reduction this small
- * is never cut in slices (only those above SHM_EAGER are). */
-_Static_assert(6 * sizeof(long) <= SHM_EAGER, "same_split's reduction is cut");
-static void min_max3(void *acc, const void *in, size_t n) {
-  long *a = acc;
-  const long *b = in;
-  (void)n; /* always 6: below the eager limit, never split in slices */
-  for (int i = 0; i < 3; i++) {
-    a[i] = b[i] < a[i] ? b[i] : a[i];
-    a[3 + i] = b[3 + i] > a[3 + i] ? b[3 + i] : a[3 + i];
-  }
-}
-
 /* Whether every member of parent asked for the same team (one reduction of
  * each argument's minimum and maximum).  The specification leaves
  * mismatched arguments undefined; before, PEs that disagreed left with
@@ -184,12 +166,8 @@ static void min_max3(void *acc, const void *in, size_t n) {
  * collective on it hung. */
 static int same_split(shmem_team_t parent, const struct shm_group *g,
                       int first, int stride, int size) {
-  long *mine = shm__s.ctrl->split_args[parent->slot], all[6];
-  long v[3] = {first, stride, size};
-  for (int i = 0; i < 3; i++)
-    mine[i] = mine[3 + i] = v[i];
-  shm__reduce(g, all, mine, 6, sizeof(long), min_max3);
-  int same = all[0] == all[3] && all[1] == all[4] && all[2] == all[5];
+  long v[3] = {first, stride, size}, all[6];
+  int same = shm__same3(g, shm__s.ctrl->split_args[parent->slot], v, all);
   if (!same && parent->me == 0)
     fprintf(stderr,
             "symheap-shmem: PE %d: a team split whose members gave different "
@@ -199,6 +177,10 @@ static int same_split(shmem_team_t parent, const struct shm_group *g,
   return same;
 }
 
+/* Collective over parent: the PEs parent->world[first + i*stride], i < size,
+ * form a team.  The new team's first PE takes a slot and writes it into
+ * every parent PE's scratch word (-2 if none was free); a barrier before and
+ * after keeps the word from being overwritten while someone reads it. */
 static int split(shmem_team_t parent, int first, int stride, int size,
                  const shmem_team_config_t *config, long mask,
                  shmem_team_t *out) {

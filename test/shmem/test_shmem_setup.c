@@ -116,6 +116,30 @@ static void test_align(void) {
   shc_end();
 }
 
+/* PEs that ask shmem_malloc for different sizes all get NULL, and the
+ * heap stays symmetric: the next object gets a neighbour's put.  Before,
+ * PE 1 (4096 bytes more) carved its heap differently, every later object
+ * lay at another offset there, and puts landed elsewhere, silently. */
+static void test_mismatched_alloc(void) {
+  shc_begin("setup_alloc_mismatched");
+  int right = (me + 1) % npes, left = (me + npes - 1) % npes;
+  void *odd = shmem_malloc(me == 1 % npes ? 64 + 4096 : 64);
+  SHC_CHECK(npes == 1 || odd == NULL, "mismatched sizes gave %p", odd);
+  shmem_free(odd);
+  long *p = shmem_malloc(64);
+  SHC_CHECK(p != NULL, "the next allocation");
+  if (p) {
+    *p = -1;
+    shmem_barrier_all();
+    shmem_long_p(p, 1000 + me, right);
+    shmem_barrier_all();
+    SHC_CHECK(*p == 1000 + left, "PE %d's put landed elsewhere (here %ld)",
+              left, *p);
+  }
+  shmem_free(p);
+  shc_end();
+}
+
 static void test_memory(void) {
   shc_begin("setup_memory");
   int right = (me + 1) % npes, left = (me + npes - 1) % npes;
@@ -205,6 +229,7 @@ int main(int argc, char **argv) {
   test_statics();
   test_memory();
   test_align();
+  test_mismatched_alloc();
   test_threads();
   shmem_finalize();
   /* Statics stay usable after finalize. */
