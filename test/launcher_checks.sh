@@ -18,6 +18,17 @@ job_left() {
   echo "$left"
 }
 
+# job_end DIR: after a job that wrote DIR/out and DIR/pid.*: the callers'
+# $left (what still ran "sleep 600", killed now) and $out (its output, also
+# printed); DIR removed.
+job_end() {
+  sleep 0.2 # a rank killed with its launcher: the kernel's SIGKILL
+  left=$(job_left "$1")
+  out=$(cat "$1/out")
+  rm -rf "$1"
+  echo "$out"
+}
+
 # wait_files DIR N: until DIR holds N pid files (10 s at most).
 wait_files() {
   local _
@@ -177,10 +188,7 @@ sigchld_ignored() {
     'if [ "$SYMHEAP_RANK" = 1 ]; then exit 7; fi
      echo $$ > "$0/pid.$SYMHEAP_RANK"; exec sleep 600' "$dir" >"$dir/out" 2>&1
   rc=$?
-  left=$(job_left "$dir")
-  out=$(cat "$dir/out")
-  rm -rf "$dir"
-  echo "$out"
+  job_end "$dir"
   [ $rc -eq 7 ] && [ -z "$left" ] && grep -q "rank 1 exited with status 7" <<<"$out" ||
     { echo "status $rc (expected 7), ranks left:${left:- none}"; return 1; }
 }
@@ -211,10 +219,7 @@ exec sleep 600
 EOS
   timeout 60 build/bin/symheap-run -n 2 sh "$dir/rank.sh" "$dir" >"$dir/out" 2>&1
   rc=$?
-  left=$(job_left "$dir")
-  out=$(cat "$dir/out")
-  rm -rf "$dir"
-  echo "$out"
+  job_end "$dir"
   [ $rc -eq 7 ] && [ -z "$left" ] &&
     grep -q "what rank 0 started did not stop within" <<<"$out" ||
     { echo "status $rc (expected 7), left:${left:- none}"; return 1; }
@@ -299,11 +304,7 @@ exec sleep 600
 EOS
   timeout 60 build/bin/symheap-run -n 2 sh "$dir/rank.sh" "$dir" >"$dir/out" 2>&1
   rc=$?
-  sleep 0.2
-  left=$(job_left "$dir")
-  out=$(cat "$dir/out")
-  rm -rf "$dir"
-  echo "$out"
+  job_end "$dir"
   [ $rc -eq 7 ] && [ -z "$left" ] && grep -q "killed 1 process(es)" <<<"$out" ||
     { echo "status $rc (expected 7), left:${left:- none}"; return 1; }
 }

@@ -72,8 +72,8 @@ static int heap_peers(void) {
  * often no more, differently on each PE, so shmem_align(8192) could not
  * be at one offset on every PE (heap_agree_align then refused it). */
 static int heap_shifts(void *window) {
-  uint64_t mine = (SHM_HEAP_ALIGN - (uintptr_t)window % SHM_HEAP_ALIGN) %
-                  SHM_HEAP_ALIGN;
+  uint64_t mine =
+      (SHM_HEAP_ALIGN - (uintptr_t)window % SHM_HEAP_ALIGN) % SHM_HEAP_ALIGN;
   uint64_t *all = calloc((size_t)shm__s.npes, sizeof *all);
   shm__s.heap_shift = calloc((size_t)shm__s.npes, sizeof(size_t));
   if (!all || !shm__s.heap_shift) {
@@ -135,8 +135,7 @@ int shm__heap_init(void) {
   }
   size = ((size + 4095) & ~(size_t)4095) + ctrl;
   size_t window = size + SHM_HEAP_ALIGN; /* room to start aligned */
-  symheap_result_t r =
-      symheap_malloc(shm__s.comm, window, 0, &shm__s.heap_win);
+  symheap_result_t r = symheap_malloc(shm__s.comm, window, 0, &shm__s.heap_win);
   if (r != SYMHEAP_SUCCESS) {
     /* symheap_malloc agrees on failure, so every PE comes here: try a
      * window over memory of our own (symheap's heap may be smaller than

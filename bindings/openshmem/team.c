@@ -164,8 +164,8 @@ static void give_slot(int s) {
  * mismatched arguments undefined; before, PEs that disagreed left with
  * different teams (one a team, another SHMEM_TEAM_INVALID), and the next
  * collective on it hung. */
-static int same_split(shmem_team_t parent, const struct shm_group *g,
-                      int first, int stride, int size) {
+static int same_split(shmem_team_t parent, const struct shm_group *g, int first,
+                      int stride, int size) {
   long v[3] = {first, stride, size}, all[6];
   int same = shm__same3(g, shm__s.ctrl->split_args[parent->slot], v, all);
   if (!same && parent->me == 0)
