@@ -364,6 +364,8 @@ fi
 # The ofi adaptor's declarations of libfabric's ABI (ofi_api.h) against
 # libfabric's own headers; SKIP without libfabric-dev.
 run " ofi_api.h vs libfabric's headers" test/ofi_api_check.sh build
+# shm endpoints beside the files killed processes left at the same pids.
+run " net ofi shm: leftovers of killed processes" test/shm_leftovers.sh build
 suite "" build
 # The kit proves itself: it FAILs each deliberately broken adaptor, naming
 # the mistake, and passes the correct ones.

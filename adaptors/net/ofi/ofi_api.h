@@ -451,7 +451,7 @@ struct fid_cntr {
 
 struct fi_ops_cm {
   size_t size;
-  ofi_unused_op setname;
+  int (*setname)(fid_t fid, void *addr, size_t addrlen);
   int (*getname)(fid_t fid, void *addr, size_t *addrlen);
   ofi_unused_op getpeer;
   ofi_unused_op connect;

@@ -59,6 +59,11 @@ static inline int fi_enable(struct fid_ep *ep) {
 }
 
 /* fid is an endpoint's (its first member, so the cast is its container). */
+static inline int fi_setname(fid_t fid, void *addr, size_t addrlen) {
+  struct fid_ep *ep = (struct fid_ep *)(void *)fid;
+  return ep->cm->setname(fid, addr, addrlen);
+}
+
 static inline int fi_getname(fid_t fid, void *addr, size_t *addrlen) {
   struct fid_ep *ep = (struct fid_ep *)(void *)fid;
   return ep->cm->getname(fid, addr, addrlen);

@@ -11,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "ofi.h"
 
@@ -121,6 +124,26 @@ static int open_cq(ofi_ctx_t *c) {
   return fi_cq_open(c->domain, &cq, &c->cq, NULL);
 }
 
+/* shm names its endpoint "<pid>:<n>:<m>" and backs it with a file of that
+ * name in /dev/shm, which a killed process leaves behind.  A later process
+ * that gets the same pid then finds the file, sees its recorded owner (its
+ * own pid) alive, and fi_enable fails with EBUSY: seen in CI after a day of
+ * killed ranks.  A name with 64 random bits cannot meet a leftover. */
+static int name_shm_endpoint(ofi_ctx_t *c) {
+  if (strcmp(c->info->fabric_attr->prov_name, "shm") != 0)
+    return 0;
+  uint64_t r = 0;
+  if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) {
+    struct timespec ts; /* no entropy yet: the clock's nanoseconds */
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    r = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+  }
+  char name[64];
+  snprintf(name, sizeof name, "symheap-%ld-%016llx", (long)getpid(),
+           (unsigned long long)r);
+  return fi_setname(&c->ep->fid, name, strlen(name) + 1);
+}
+
 /* The objects behind the endpoint, in the order libfabric wants them. */
 static symheap_result_t open_objects(ofi_ctx_t *c) {
   int ret;
@@ -145,6 +168,8 @@ static symheap_result_t open_objects(ofi_ctx_t *c) {
                         FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION)) ||
       (ret = fi_ep_bind(c->ep, &c->cntr->fid, FI_READ | FI_WRITE)))
     return ofi_fail(SYMHEAP_ERR_DEVICE, ret, "fi_ep_bind");
+  if ((ret = name_shm_endpoint(c)))
+    return ofi_fail(SYMHEAP_ERR_DEVICE, ret, "fi_setname (shm)");
   if ((ret = fi_enable(c->ep)))
     return ofi_fail(SYMHEAP_ERR_DEVICE, ret, "fi_enable");
   return SYMHEAP_SUCCESS;
