@@ -70,6 +70,10 @@ void shm__range_fatal(const void *addr, size_t bytes) {
     what = "program's data and bss";
     left = shm__s.data_size - (a - (uintptr_t)shm__s.data_base);
   }
+  if (bytes == SIZE_MAX) /* symheap_shmem_bytes: the count overflowed */
+    shm__fatal("the length at %p overflows size_t (an element count too "
+               "large for its type)",
+               addr);
   if (what)
     shm__fatal("%zu bytes at %p run past the end of the %s (%zu bytes left "
                "there)",

@@ -126,6 +126,30 @@ static void eager_done(const struct shm_group *g, int i) {
     shm__wake(pe, &c->eager_readers);
 }
 
+/* A collective's symmetric buffer of `bytes` (SIZE_MAX: its count
+ * overflowed, symheap_shmem_bytes) lies in one region, on this PE; what
+ * the peers read of it is the same range of theirs.  Before, only its
+ * first byte was looked at: a length past the heap's end copied over
+ * what lay beyond, and a wrapped count moved a few bytes silently. */
+static void coll_range(const void *sym, size_t bytes) {
+  if (bytes)
+    (void)shm__peer_n(sym, bytes, shm__s.me);
+}
+
+/* n elements of elem bytes, every stride-th, in bytes from the first to
+ * past the last (SIZE_MAX when that does not fit). */
+static size_t coll_span(size_t n, ptrdiff_t stride, size_t elem) {
+  size_t step = stride < 0 ? (size_t)0 - (size_t)stride : (size_t)stride;
+  size_t span;
+  if (!n)
+    return 0;
+  if (__builtin_mul_overflow(n - 1, step, &span) ||
+      __builtin_mul_overflow(span, elem, &span) ||
+      __builtin_add_overflow(span, elem, &span))
+    return SIZE_MAX;
+  return span;
+}
+
 static void broadcast_eager(const struct shm_group *g, void *dest,
                             const void *source, size_t bytes, int root) {
   if (g->me == root) {
@@ -148,6 +172,8 @@ void shm__broadcast(const struct shm_group *g, void *dest, const void *source,
     shm__fatal("broadcast root %d is out of range (0..%d)", root, g->size - 1);
   if (g->me < 0)
     shm__fatal("a collective called by a PE outside its team or active set");
+  coll_range(source, bytes);
+  coll_range(dest, bytes);
   if (g->me == root && root_too && bytes && dest != source)
     memmove(dest, source, bytes);
   if (eager_ok()) {
@@ -187,6 +213,9 @@ void shm__collect(const struct shm_group *g, void *dest, const void *source,
                   size_t bytes, int fixed) {
   if (g->me < 0)
     shm__fatal("a collective called by a PE outside its team or active set");
+  coll_range(source, bytes);
+  if (fixed) /* collect's total is known only once every length is */
+    coll_range(dest, symheap_shmem_bytes(bytes, (size_t)g->size));
   if (g->size > 1 && eager_ok()) {
     collect_eager(g, dest, source, bytes);
     return;
@@ -228,6 +257,12 @@ static void copy_strided(char *d, ptrdiff_t dst, const char *s, ptrdiff_t sst,
 
 void shm__alltoalls(const struct shm_group *g, void *dest, const void *source,
                     ptrdiff_t dst, ptrdiff_t sst, size_t n, size_t elem) {
+  if (n && (dst < 1 || sst < 1))
+    shm__fatal("alltoalls strides must be 1 or more (dst %td, sst %td)", dst,
+               sst);
+  size_t all = symheap_shmem_bytes(n, (size_t)g->size);
+  coll_range(dest, coll_span(all, dst, elem));
+  coll_range(source, coll_span(all, sst, elem));
   shm__barrier(g);
   for (int j = 0; j < g->size && n; j++) {
     int i = (g->me + j) % g->size; /* start at a different peer each */
@@ -345,6 +380,8 @@ void shm__reduce(const struct shm_group *g, void *dest, const void *source,
                  size_t n, size_t elem, shm_combine_fn combine) {
   if (g->me < 0)
     shm__fatal("a collective called by a PE outside its team or active set");
+  /* source only: dest is written here alone (shm__same3's is a local) */
+  coll_range(source, symheap_shmem_bytes(n, elem));
   /* Not for 2 PEs: each has its own CPU there and halving the work gains
    * less than the extra barrier costs on a loaded machine (1 MiB at 2 PEs
    * already 135 us against Open MPI's 480 on the idle machine). */

@@ -17,19 +17,20 @@
   int shmem_##N##_broadcast(shmem_team_t team, T *dest, const T *source,       \
                             size_t nelems, int PE_root) {                      \
     SHM_TEAM_GROUP(team, g, "shmem_broadcast")                                 \
-    shm__broadcast(&g, dest, source, nelems * sizeof(T), PE_root, 1);          \
+    shm__broadcast(&g, dest, source, symheap_shmem_bytes(nelems, sizeof(T)),   \
+                   PE_root, 1);                                                \
     return 0;                                                                  \
   }                                                                            \
   int shmem_##N##_collect(shmem_team_t team, T *dest, const T *source,         \
                           size_t nelems) {                                     \
     SHM_TEAM_GROUP(team, g, "shmem_collect")                                   \
-    shm__collect(&g, dest, source, nelems * sizeof(T), 0);                     \
+    shm__collect(&g, dest, source, symheap_shmem_bytes(nelems, sizeof(T)), 0); \
     return 0;                                                                  \
   }                                                                            \
   int shmem_##N##_fcollect(shmem_team_t team, T *dest, const T *source,        \
                            size_t nelems) {                                    \
     SHM_TEAM_GROUP(team, g, "shmem_fcollect")                                  \
-    shm__collect(&g, dest, source, nelems * sizeof(T), 1);                     \
+    shm__collect(&g, dest, source, symheap_shmem_bytes(nelems, sizeof(T)), 1); \
     return 0;                                                                  \
   }                                                                            \
   int shmem_##N##_alltoall(shmem_team_t team, T *dest, const T *source,        \
@@ -135,19 +136,20 @@ SYMHEAP_SHMEM_TOALL_ARITH_TYPES(SHM_DEF_TOALL_ARITH)
                           int PE_root, int PE_start, int logPE_stride,         \
                           int PE_size, long *pSync) {                          \
     SHM_ACTIVE(g, "shmem_broadcast" #B)                                        \
-    shm__broadcast(&g, dest, source, nelems *(B / 8), PE_root, 0);             \
+    shm__broadcast(&g, dest, source, symheap_shmem_bytes(nelems, B / 8),       \
+                   PE_root, 0);                                                \
   }                                                                            \
   void shmem_collect##B(void *dest, const void *source, size_t nelems,         \
                         int PE_start, int logPE_stride, int PE_size,           \
                         long *pSync) {                                         \
     SHM_ACTIVE(g, "shmem_collect" #B)                                          \
-    shm__collect(&g, dest, source, nelems *(B / 8), 0);                        \
+    shm__collect(&g, dest, source, symheap_shmem_bytes(nelems, B / 8), 0);     \
   }                                                                            \
   void shmem_fcollect##B(void *dest, const void *source, size_t nelems,        \
                          int PE_start, int logPE_stride, int PE_size,          \
                          long *pSync) {                                        \
     SHM_ACTIVE(g, "shmem_fcollect" #B)                                         \
-    shm__collect(&g, dest, source, nelems *(B / 8), 1);                        \
+    shm__collect(&g, dest, source, symheap_shmem_bytes(nelems, B / 8), 1);     \
   }                                                                            \
   void shmem_alltoall##B(void *dest, const void *source, size_t nelems,        \
                          int PE_start, int logPE_stride, int PE_size,          \

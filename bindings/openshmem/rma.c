@@ -145,31 +145,33 @@ static void shm_put_signal(shmem_ctx_t ctx, void *dest, const void *src,
 #define SHM_DEF_RMA(T, N)                                                      \
   void shmem_ctx_##N##_put(shmem_ctx_t ctx, T *dest, const T *source,          \
                            size_t nelems, int pe) {                            \
-    shm_put(ctx, dest, source, nelems * sizeof(T), pe);                        \
+    shm_put(ctx, dest, source, symheap_shmem_bytes(nelems, sizeof(T)), pe);    \
   }                                                                            \
   void shmem_##N##_put(T *dest, const T *source, size_t nelems, int pe) {      \
-    shm_put(D, dest, source, nelems * sizeof(T), pe);                          \
+    shm_put(D, dest, source, symheap_shmem_bytes(nelems, sizeof(T)), pe);      \
   }                                                                            \
   void shmem_ctx_##N##_put_nbi(shmem_ctx_t ctx, T *dest, const T *source,      \
                                size_t nelems, int pe) {                        \
-    shm_put_nbi(ctx, dest, source, nelems * sizeof(T), pe);                    \
+    shm_put_nbi(ctx, dest, source, symheap_shmem_bytes(nelems, sizeof(T)),     \
+                pe);                                                           \
   }                                                                            \
   void shmem_##N##_put_nbi(T *dest, const T *source, size_t nelems, int pe) {  \
-    shm_put_nbi(D, dest, source, nelems * sizeof(T), pe);                      \
+    shm_put_nbi(D, dest, source, symheap_shmem_bytes(nelems, sizeof(T)), pe);  \
   }                                                                            \
   void shmem_ctx_##N##_get(shmem_ctx_t ctx, T *dest, const T *source,          \
                            size_t nelems, int pe) {                            \
-    shm_get(ctx, dest, source, nelems * sizeof(T), pe);                        \
+    shm_get(ctx, dest, source, symheap_shmem_bytes(nelems, sizeof(T)), pe);    \
   }                                                                            \
   void shmem_##N##_get(T *dest, const T *source, size_t nelems, int pe) {      \
-    shm_get(D, dest, source, nelems * sizeof(T), pe);                          \
+    shm_get(D, dest, source, symheap_shmem_bytes(nelems, sizeof(T)), pe);      \
   }                                                                            \
   void shmem_ctx_##N##_get_nbi(shmem_ctx_t ctx, T *dest, const T *source,      \
                                size_t nelems, int pe) {                        \
-    shm_get_nbi(ctx, dest, source, nelems * sizeof(T), pe);                    \
+    shm_get_nbi(ctx, dest, source, symheap_shmem_bytes(nelems, sizeof(T)),     \
+                pe);                                                           \
   }                                                                            \
   void shmem_##N##_get_nbi(T *dest, const T *source, size_t nelems, int pe) {  \
-    shm_get_nbi(D, dest, source, nelems * sizeof(T), pe);                      \
+    shm_get_nbi(D, dest, source, symheap_shmem_bytes(nelems, sizeof(T)), pe);  \
   }                                                                            \
   void shmem_ctx_##N##_iput(shmem_ctx_t ctx, T *dest, const T *source,         \
                             ptrdiff_t dst, ptrdiff_t sst, size_t nelems,       \
@@ -213,26 +215,26 @@ static void shm_put_signal(shmem_ctx_t ctx, void *dest, const void *src,
   void shmem_ctx_##N##_put_signal(shmem_ctx_t ctx, T *dest, const T *source,   \
                                   size_t nelems, uint64_t *sig_addr,           \
                                   uint64_t signal, int sig_op, int pe) {       \
-    shm_put_signal(ctx, dest, source, nelems * sizeof(T), sig_addr, signal,    \
-                   sig_op, pe);                                                \
+    shm_put_signal(ctx, dest, source, symheap_shmem_bytes(nelems, sizeof(T)),  \
+                   sig_addr, signal, sig_op, pe);                              \
   }                                                                            \
   void shmem_##N##_put_signal(T *dest, const T *source, size_t nelems,         \
                               uint64_t *sig_addr, uint64_t signal, int sig_op, \
                               int pe) {                                        \
-    shm_put_signal(D, dest, source, nelems * sizeof(T), sig_addr, signal,      \
-                   sig_op, pe);                                                \
+    shm_put_signal(D, dest, source, symheap_shmem_bytes(nelems, sizeof(T)),    \
+                   sig_addr, signal, sig_op, pe);                              \
   }                                                                            \
   void shmem_ctx_##N##_put_signal_nbi(                                         \
       shmem_ctx_t ctx, T *dest, const T *source, size_t nelems,                \
       uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) {               \
-    shm_put_signal(ctx, dest, source, nelems * sizeof(T), sig_addr, signal,    \
-                   sig_op, pe);                                                \
+    shm_put_signal(ctx, dest, source, symheap_shmem_bytes(nelems, sizeof(T)),  \
+                   sig_addr, signal, sig_op, pe);                              \
   }                                                                            \
   void shmem_##N##_put_signal_nbi(T *dest, const T *source, size_t nelems,     \
                                   uint64_t *sig_addr, uint64_t signal,         \
                                   int sig_op, int pe) {                        \
-    shm_put_signal(D, dest, source, nelems * sizeof(T), sig_addr, signal,      \
-                   sig_op, pe);                                                \
+    shm_put_signal(D, dest, source, symheap_shmem_bytes(nelems, sizeof(T)),    \
+                   sig_addr, signal, sig_op, pe);                              \
   }
 SYMHEAP_SHMEM_RMA_TYPES(SHM_DEF_RMA)
 
@@ -240,10 +242,10 @@ SYMHEAP_SHMEM_RMA_TYPES(SHM_DEF_RMA)
 #define SHM_DEF_SIZED(NAME, ELEM, OP)                                          \
   void shmem_ctx_##NAME(shmem_ctx_t ctx, void *dest, const void *source,       \
                         size_t nelems, int pe) {                               \
-    OP(ctx, dest, source, nelems *(ELEM), pe);                                 \
+    OP(ctx, dest, source, symheap_shmem_bytes(nelems, ELEM), pe);              \
   }                                                                            \
   void shmem_##NAME(void *dest, const void *source, size_t nelems, int pe) {   \
-    OP(D, dest, source, nelems *(ELEM), pe);                                   \
+    OP(D, dest, source, symheap_shmem_bytes(nelems, ELEM), pe);                \
   }
 #define SHM_DEF_ISIZED(NAME, ELEM, OP)                                         \
   void shmem_ctx_##NAME(shmem_ctx_t ctx, void *dest, const void *source,       \
@@ -258,13 +260,13 @@ SYMHEAP_SHMEM_RMA_TYPES(SHM_DEF_RMA)
   void shmem_ctx_##NAME(shmem_ctx_t ctx, void *dest, const void *source,       \
                         size_t nelems, uint64_t *sig_addr, uint64_t signal,    \
                         int sig_op, int pe) {                                  \
-    shm_put_signal(ctx, dest, source, nelems *(ELEM), sig_addr, signal,        \
-                   sig_op, pe);                                                \
+    shm_put_signal(ctx, dest, source, symheap_shmem_bytes(nelems, ELEM),       \
+                   sig_addr, signal, sig_op, pe);                              \
   }                                                                            \
   void shmem_##NAME(void *dest, const void *source, size_t nelems,             \
                     uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { \
-    shm_put_signal(D, dest, source, nelems *(ELEM), sig_addr, signal, sig_op,  \
-                   pe);                                                        \
+    shm_put_signal(D, dest, source, symheap_shmem_bytes(nelems, ELEM),         \
+                   sig_addr, signal, sig_op, pe);                              \
   }
 #define SHM_DEF_SIZE(BITS, T)                                                  \
   SHM_DEF_SIZED(put##BITS, sizeof(T), shm_put)                                 \

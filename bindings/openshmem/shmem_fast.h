@@ -50,6 +50,13 @@ static inline void *symheap_shmem_fast_range(const void *addr, size_t bytes,
     return (void *)(a + (uintptr_t)f->data_delta[pe]);
   return NULL;
 }
+/* nelems elements of size bytes, in bytes; SIZE_MAX when that does not fit
+ * a size_t.  A product that wrapped (nelems of 2^61 + 1 longs is 8 bytes)
+ * moved a few bytes silently; SIZE_MAX runs past every region, so the
+ * library refuses it (shm__range_fatal says the count overflowed). */
+static inline size_t symheap_shmem_bytes(size_t nelems, size_t size) {
+  return size && nelems > SIZE_MAX / size ? SIZE_MAX : nelems * size;
+}
 /* Where the byte at addr lives on PE pe, or NULL (as above). */
 static inline void *symheap_shmem_fast_addr(const void *addr, int pe) {
   return symheap_shmem_fast_range(addr, 1, pe);
@@ -92,19 +99,23 @@ static inline void symheap_shmem_fast_get(void *dest, const void *source,
 #define SYMHEAP_SHMEM_PLAIN_RMA(T, N)                                          \
   static inline void shmem_##N##_put(T *dest, const T *source, size_t nelems,  \
                                      int pe) {                                 \
-    symheap_shmem_fast_put(dest, source, nelems * sizeof(T), pe);              \
+    symheap_shmem_fast_put(dest, source,                                       \
+                           symheap_shmem_bytes(nelems, sizeof(T)), pe);        \
   }                                                                            \
   static inline void shmem_##N##_put_nbi(T *dest, const T *source,             \
                                          size_t nelems, int pe) {              \
-    symheap_shmem_fast_put(dest, source, nelems * sizeof(T), pe);              \
+    symheap_shmem_fast_put(dest, source,                                       \
+                           symheap_shmem_bytes(nelems, sizeof(T)), pe);        \
   }                                                                            \
   static inline void shmem_##N##_get(T *dest, const T *source, size_t nelems,  \
                                      int pe) {                                 \
-    symheap_shmem_fast_get(dest, source, nelems * sizeof(T), pe);              \
+    symheap_shmem_fast_get(dest, source,                                       \
+                           symheap_shmem_bytes(nelems, sizeof(T)), pe);        \
   }                                                                            \
   static inline void shmem_##N##_get_nbi(T *dest, const T *source,             \
                                          size_t nelems, int pe) {              \
-    symheap_shmem_fast_get(dest, source, nelems * sizeof(T), pe);              \
+    symheap_shmem_fast_get(dest, source,                                       \
+                           symheap_shmem_bytes(nelems, sizeof(T)), pe);        \
   }                                                                            \
   static inline void shmem_##N##_p(T *dest, T value, int pe) {                 \
     T *q_ = (T *)symheap_shmem_fast_range(dest, sizeof(T), pe);                \

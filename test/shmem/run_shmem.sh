@@ -228,9 +228,13 @@ check " shmem a call before shmem_init is refused" shmem_before_init
 # --overrun).  Before, only the start was checked (and on this PE nothing).
 shmem_overrun() {
   local what
-  for what in heap get data iput iput_back self_null wait_null test_null signal_null; do
+  for what in heap get data iput iput_back self_null wait_null test_null signal_null \
+    put_wrap ctx_put_wrap get_wrap signal_wrap bcast_wrap bcast_past fcollect_past \
+    reduce_wrap alltoall_wrap; do
+    local says='run past the end of the\|is not symmetric'
+    case $what in *_wrap) says='overflows size_t' ;; esac
     shmem_exit_status 1 --overrun $what &&
-      grep -q 'run past the end of the\|is not symmetric' "$LOGDIR/shmem-exit.out" ||
+      grep -q "$says" "$LOGDIR/shmem-exit.out" ||
       { echo "--overrun $what"; return 1; }
   done
 }

@@ -25,6 +25,11 @@
  *                     with status 1, saying
  *                     so, where before the bytes went past the region
  *                     (another PE's control page) or the PE crashed.
+ *                     *_wrap: a count whose bytes overflow size_t (put,
+ *                     get, put_signal, broadcast, reduce, alltoall; before,
+ *                     8 bytes moved silently); bcast_past, fcollect_past:
+ *                     collectives of 2 GiB from a heap object (before, only
+ *                     their first byte was checked).
  * A PE that gets past the barrier prints "FAIL ..." (it should not). */
 #include <shmem.h>
 #include <stdio.h>
@@ -39,6 +44,8 @@ static char data_seg[64];
 static void overrun(const char *what, char *obj) {
   size_t heap = (size_t)1 << 20, past = heap + 65536;
   volatile size_t huge = (size_t)1 << 31; /* no compile-time overflow */
+  /* 2^61 + 1 longs: 8 bytes once the count is multiplied and wraps */
+  volatile size_t wrap = SIZE_MAX / sizeof(long) + 2;
   char *buf = calloc(1, past);
   if (!obj || !buf)
     return;
@@ -60,6 +67,25 @@ static void overrun(const char *what, char *obj) {
     shmem_long_test_all(NULL, 2, NULL, SHMEM_CMP_EQ, 1);
   else if (strcmp(what, "signal_null") == 0)
     shmem_signal_fetch(NULL);
+  else if (strcmp(what, "put_wrap") == 0) /* inline path */
+    shmem_long_put((long *)obj, (long *)buf, wrap, 1);
+  else if (strcmp(what, "ctx_put_wrap") == 0) /* the library's */
+    shmem_ctx_long_put(SHMEM_CTX_DEFAULT, (long *)obj, (long *)buf, wrap, 1);
+  else if (strcmp(what, "get_wrap") == 0)
+    shmem_long_get((long *)buf, (long *)obj, wrap, 1);
+  else if (strcmp(what, "signal_wrap") == 0)
+    shmem_long_put_signal((long *)obj, (long *)buf, wrap,
+                          (uint64_t *)(obj + 4096), 1, SHMEM_SIGNAL_SET, 1);
+  else if (strcmp(what, "bcast_wrap") == 0)
+    shmem_long_broadcast(SHMEM_TEAM_WORLD, (long *)obj, (long *)obj, wrap, 0);
+  else if (strcmp(what, "bcast_past") == 0)
+    shmem_broadcastmem(SHMEM_TEAM_WORLD, obj, obj, huge, 0);
+  else if (strcmp(what, "fcollect_past") == 0)
+    shmem_fcollectmem(SHMEM_TEAM_WORLD, obj, obj, huge / 4);
+  else if (strcmp(what, "reduce_wrap") == 0)
+    shmem_long_sum_reduce(SHMEM_TEAM_WORLD, (long *)obj, (long *)obj, wrap);
+  else if (strcmp(what, "alltoall_wrap") == 0)
+    shmem_long_alltoall(SHMEM_TEAM_WORLD, (long *)obj, (long *)obj, wrap);
   printf("FAIL exit overrun %s returned\n", what);
 }
 
