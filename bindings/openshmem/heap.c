@@ -354,8 +354,25 @@ void *shmem_align(size_t alignment, size_t size) {
   return alloc_collective("shmem_align", size, alignment, 0);
 }
 
+/* Whether every PE frees the same object (its heap offset, or -1 for
+ * NULL): one reduction, as same_request.  Before, a PE that freed another
+ * object than its peers carved its heap differently from then on, and
+ * later objects lost their one offset, silently.  shmem_free returns
+ * nothing, so a mismatch ends the job, said by every PE alike. */
+static void same_free(const void *ptr) {
+  struct shm_group g;
+  shm__team_group(SHMEM_TEAM_WORLD, &g);
+  uintptr_t off = (uintptr_t)ptr - (uintptr_t)shm__s.heap_base;
+  long v[3] = {ptr ? (long)off : -1, 0, 0}, all[6];
+  if (!shm__same3(&g, shm__s.ctrl->alloc_args, v, all))
+    shm__fatal("shmem_free: the PEs freed different objects (heap offsets "
+               "%ld..%ld; -1 is NULL)",
+               all[0], all[3]);
+}
+
 void shmem_free(void *ptr) {
   shm__require_init("shmem_free");
+  same_free(ptr);
   shmem_barrier_all(); /* nobody still uses it */
   if (!ptr)
     return;

@@ -227,6 +227,11 @@ uint64_t shm__net_wait_word(const void *word, int cmp, uint64_t value);
  * a copy through the mapping, or a get (remote.c). */
 void shm__getmem(void *dest, const void *src, size_t bytes, int pe);
 
+/* SHMEM_TEAM_INVALID, or a team destroyed (team.c keeps it, slot -1). */
+static inline int shm__team_gone(shmem_team_t team) {
+  return team == SHMEM_TEAM_INVALID || team->slot < 0;
+}
+
 /* Heap (heap.c) and teams (team.c) set-up. */
 int shm__heap_init(void);
 void shm__heap_fini(void);

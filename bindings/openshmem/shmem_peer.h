@@ -53,6 +53,8 @@ static inline int shm__ctx_pe(shmem_ctx_t ctx, int pe) {
     shm__fatal("operation on SHMEM_CTX_INVALID");
   if (ctx->team == SHMEM_TEAM_WORLD)
     return pe;
+  if (!ctx->team) /* team.c keeps destroyed contexts, so marked */
+    shm__fatal("operation on a context after shmem_ctx_destroy");
   if ((unsigned)pe >= (unsigned)ctx->team->size)
     shm__fatal("PE %d is out of range of the context's team (0..%d)", pe,
                ctx->team->size - 1);

@@ -30,6 +30,31 @@ static int *shared_ranks; /* this host's PEs (a job across hosts) */
  * did not destroy. */
 static struct symheap_shmem_team *live[SHM_MAX_TEAMS];
 
+/* Destroyed teams and contexts are kept, marked dead (a team's slot -1,
+ * a context's team NULL), for the next SHM_HUSKS destructions, so that a
+ * handle used after its destruction meets the mark: an error, or for a
+ * context's operation a message that ends the job.  Before, they were
+ * freed at once, and such a call read freed memory.  The oldest is freed
+ * when the ring is full (a program that makes and destroys contexts in a
+ * loop keeps SHM_HUSKS of them), the rest at shmem_finalize. */
+#define SHM_HUSKS 256
+static void *husks[SHM_HUSKS];
+static unsigned husk_next;
+
+static void keep_husk(void *p) {
+  unsigned i = husk_next++ % SHM_HUSKS;
+  free(husks[i]); /* the oldest, or NULL */
+  husks[i] = p;
+}
+
+static void free_husks(void) {
+  for (unsigned i = 0; i < SHM_HUSKS; i++) {
+    free(husks[i]);
+    husks[i] = NULL;
+  }
+  husk_next = 0;
+}
+
 /* SHMEM_TEAM_SHARED of a job across hosts: the PEs shm__s.remote does not
  * mark, in PE order. */
 static int shared_init(void) {
@@ -82,19 +107,20 @@ void shm__teams_fini(void) {
   free(shared_ranks);
   shared_ranks = NULL;
   symheap_shmem_team_world.slot = symheap_shmem_team_shared.slot = -1;
+  free_husks();
 }
 
 int shmem_team_my_pe(shmem_team_t team) {
-  return team == SHMEM_TEAM_INVALID || team->slot < 0 ? -1 : team->me;
+  return shm__team_gone(team) ? -1 : team->me;
 }
 
 int shmem_team_n_pes(shmem_team_t team) {
-  return team == SHMEM_TEAM_INVALID || team->slot < 0 ? -1 : team->size;
+  return shm__team_gone(team) ? -1 : team->size;
 }
 
 int shmem_team_get_config(shmem_team_t team, long config_mask,
                           shmem_team_config_t *config) {
-  if (team == SHMEM_TEAM_INVALID || !config)
+  if (shm__team_gone(team) || !config)
     return -1;
   if (config_mask & SHMEM_TEAM_NUM_CONTEXTS)
     config->num_contexts = team->config.num_contexts;
@@ -103,8 +129,8 @@ int shmem_team_get_config(shmem_team_t team, long config_mask,
 
 int shmem_team_translate_pe(shmem_team_t src_team, int src_pe,
                             shmem_team_t dest_team) {
-  if (src_team == SHMEM_TEAM_INVALID || dest_team == SHMEM_TEAM_INVALID ||
-      src_pe < 0 || src_pe >= src_team->size)
+  if (shm__team_gone(src_team) || shm__team_gone(dest_team) || src_pe < 0 ||
+      src_pe >= src_team->size)
     return -1;
   int w = src_team->world[src_pe];
   for (int i = 0; i < dest_team->size; i++)
@@ -114,7 +140,7 @@ int shmem_team_translate_pe(shmem_team_t src_team, int src_pe,
 }
 
 void *shmem_team_ptr(shmem_team_t team, const void *dest, int pe) {
-  if (team == SHMEM_TEAM_INVALID || pe < 0 || pe >= team->size)
+  if (shm__team_gone(team) || pe < 0 || pe >= team->size)
     return NULL;
   return shm__peer_or_null(dest, team->world[pe]);
 }
@@ -247,7 +273,7 @@ int shmem_team_split_strided(shmem_team_t parent_team, int start, int stride,
                              int size, const shmem_team_config_t *config,
                              long config_mask, shmem_team_t *new_team) {
   shm__require_init("shmem_team_split_strided");
-  if (parent_team == SHMEM_TEAM_INVALID) {
+  if (shm__team_gone(parent_team)) {
     *new_team = SHMEM_TEAM_INVALID;
     return -1;
   }
@@ -264,7 +290,7 @@ int shmem_team_split_2d(shmem_team_t parent, int xrange,
                         long yaxis_mask, shmem_team_t *yaxis_team) {
   shm__require_init("shmem_team_split_2d");
   *xaxis_team = *yaxis_team = SHMEM_TEAM_INVALID;
-  if (parent == SHMEM_TEAM_INVALID || xrange <= 0)
+  if (shm__team_gone(parent) || xrange <= 0)
     return -1;
   int n = parent->size;
   if (xrange > n)
@@ -301,16 +327,16 @@ void shmem_team_destroy(shmem_team_t team) {
   if (team->me == 0)
     give_slot(team->slot);
   live[team->slot] = NULL;
-  team->slot = -1;
   free(team->world);
-  free(team);
+  *team = (struct symheap_shmem_team){.slot = -1, .me = -1};
+  keep_husk(team);
 }
 
 int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t *ctx) {
   if (!ctx)
     return -1;
   *ctx = SHMEM_CTX_INVALID;
-  if (team == SHMEM_TEAM_INVALID || team->slot < 0)
+  if (shm__team_gone(team))
     return -1;
   struct symheap_shmem_ctx *c = malloc(sizeof *c);
   if (!c)
@@ -329,15 +355,18 @@ int shmem_ctx_create(long options, shmem_ctx_t *ctx) {
 void shmem_ctx_destroy(shmem_ctx_t ctx) {
   if (ctx == SHMEM_CTX_INVALID || ctx == SHMEM_CTX_DEFAULT)
     return;
+  if (!ctx->team)
+    shm__fatal("shmem_ctx_destroy: the context was destroyed already");
   __atomic_thread_fence(__ATOMIC_SEQ_CST); /* its operations are complete */
   __atomic_fetch_sub(&ctx->team->nctx, 1, __ATOMIC_RELAXED);
-  free(ctx);
+  ctx->team = NULL;
+  keep_husk(ctx);
 }
 
 int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team) {
   if (!team)
     return -1;
-  if (ctx == SHMEM_CTX_INVALID) {
+  if (ctx == SHMEM_CTX_INVALID || !ctx->team) {
     *team = SHMEM_TEAM_INVALID;
     return -1;
   }

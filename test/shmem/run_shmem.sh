@@ -239,6 +239,20 @@ shmem_overrun() {
   done
 }
 check " shmem an access past its region is refused" shmem_overrun
+# A context or team used after its destruction, and a shmem_free of
+# different objects on different PEs: the job ends saying so (before:
+# freed memory was read; the heaps went asymmetric silently).
+shmem_after_destroy() {
+  shmem_exit_status 1 --ctx-after-destroy &&
+    grep -q 'operation on a context after shmem_ctx_destroy' "$LOGDIR/shmem-exit.out" &&
+    shmem_exit_status 1 --ctx-after-destroy twice &&
+    grep -q 'the context was destroyed already' "$LOGDIR/shmem-exit.out" &&
+    shmem_exit_status 1 --team-after-destroy &&
+    grep -q 'collective on an invalid or destroyed team' "$LOGDIR/shmem-exit.out" &&
+    shmem_exit_status 1 --free-mismatch &&
+    grep -q 'shmem_free: the PEs freed different objects' "$LOGDIR/shmem-exit.out"
+}
+check " shmem a destroyed context or team, a mismatched free" shmem_after_destroy
 
 shmem_cxx() {
   build/bin/symheap-oshc++ -O2 -Wall -Wextra -Werror test/shmem/cxx_check.cpp \

@@ -30,6 +30,12 @@
  *                     8 bytes moved silently); bcast_past, fcollect_past:
  *                     collectives of 2 GiB from a heap object (before, only
  *                     their first byte was checked).
+ *   --ctx-after-destroy [twice]  PE 0 uses (or destroys again) a context
+ *                     it destroyed: the job ends with status 1, saying so
+ *                     (before: freed memory was read).
+ *   --team-after-destroy  every PE syncs a team it destroyed: the same.
+ *   --free-mismatch   PE 0 frees another object than the others: every PE
+ *                     ends, saying so (before: the heaps went asymmetric).
  * A PE that gets past the barrier prints "FAIL ..." (it should not). */
 #include <shmem.h>
 #include <stdio.h>
@@ -109,6 +115,30 @@ int main(int argc, char **argv) {
     char *obj = shmem_malloc((size_t)1 << 20); /* collective: every PE */
     if (me == 0)
       overrun(argv[2], obj);
+  } else if (argc > 1 && strcmp(argv[1], "--ctx-after-destroy") == 0) {
+    static long x;
+    shmem_ctx_t ctx;
+    if (shmem_ctx_create(0, &ctx) != 0)
+      printf("FAIL exit shmem_ctx_create\n");
+    shmem_ctx_long_p(ctx, &x, 1, 1 % npes);
+    shmem_ctx_destroy(ctx);
+    if (me == 0) {
+      if (argc > 2 && strcmp(argv[2], "twice") == 0)
+        shmem_ctx_destroy(ctx);
+      else
+        shmem_ctx_long_p(ctx, &x, 2, 1 % npes); /* must end the job */
+      printf("FAIL exit a destroyed context was used\n");
+    }
+  } else if (argc > 1 && strcmp(argv[1], "--team-after-destroy") == 0) {
+    shmem_team_t t;
+    shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, npes, NULL, 0, &t);
+    shmem_team_destroy(t);
+    shmem_team_sync(t); /* every PE: must end the job */
+    printf("FAIL exit a collective on a destroyed team returned\n");
+  } else if (argc > 1 && strcmp(argv[1], "--free-mismatch") == 0) {
+    char *a = shmem_malloc(64), *b = shmem_malloc(64);
+    shmem_free(me == 0 ? a : b); /* must end the job on every PE */
+    printf("FAIL exit PE %d returned from a mismatched shmem_free\n", me);
   } else if (argc > 1 && strcmp(argv[1], "--poll-long") == 0) {
     static long flag;
     shmem_barrier_all();
@@ -134,7 +164,8 @@ int main(int argc, char **argv) {
   } else {
     fprintf(stderr,
             "usage: %s --global-exit S | --pe-dies | --stuck-pe | --overrun "
-            "W\n",
+            "W | --ctx-after-destroy [twice] | --team-after-destroy | "
+            "--free-mismatch\n",
             argv[0]);
     return 2;
   }

@@ -202,9 +202,46 @@ static void test_mismatched_split(void) {
   shc_end();
 }
 
+/* A team and a context used after their destruction: the team answers as
+ * SHMEM_TEAM_INVALID does, the context's team is SHMEM_TEAM_INVALID (the
+ * operations on it end the job: test_shmem_exit --ctx-after-destroy).
+ * Before, both were freed at once and these calls read freed memory. */
+static void test_after_destroy(void) {
+  shc_begin("team_after_destroy");
+  shmem_team_t t = SHMEM_TEAM_INVALID, t2 = SHMEM_TEAM_INVALID;
+  shmem_ctx_t ctx = SHMEM_CTX_INVALID;
+  int rc = shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, npes, NULL, 0, &t);
+  SHC_CHECK(rc == 0 && t != SHMEM_TEAM_INVALID, "split: rc %d", rc);
+  SHC_CHECK(shmem_team_create_ctx(t, 0, &ctx) == 0, "team_create_ctx");
+  shmem_ctx_destroy(ctx);
+  shmem_team_t of = SHMEM_TEAM_WORLD;
+  SHC_CHECK(shmem_ctx_get_team(ctx, &of) == -1 && of == SHMEM_TEAM_INVALID,
+            "ctx_get_team of a destroyed context: team %s",
+            of == SHMEM_TEAM_INVALID ? "invalid" : "valid");
+  shmem_team_destroy(t);
+  shmem_team_config_t cfg;
+  int x;
+  SHC_CHECK(shmem_team_my_pe(t) == -1, "my_pe: %d", shmem_team_my_pe(t));
+  SHC_CHECK(shmem_team_n_pes(t) == -1, "n_pes: %d", shmem_team_n_pes(t));
+  SHC_CHECK(shmem_team_translate_pe(t, 0, SHMEM_TEAM_WORLD) == -1 &&
+                shmem_team_translate_pe(SHMEM_TEAM_WORLD, 0, t) == -1,
+            "translate_pe answered");
+  SHC_CHECK(shmem_team_ptr(t, &x, 0) == NULL, "team_ptr answered");
+  SHC_CHECK(shmem_team_get_config(t, SHMEM_TEAM_NUM_CONTEXTS, &cfg) == -1,
+            "get_config answered");
+  SHC_CHECK(shmem_team_create_ctx(t, 0, &ctx) == -1 && ctx == SHMEM_CTX_INVALID,
+            "create_ctx on it");
+  /* Every PE takes the same path: no collective runs on the dead team. */
+  rc = shmem_team_split_strided(t, 0, 1, 1, NULL, 0, &t2);
+  SHC_CHECK(rc == -1 && t2 == SHMEM_TEAM_INVALID, "split of it: rc %d", rc);
+  shmem_team_destroy(t); /* twice: nothing */
+  shmem_barrier_all();
+  shc_end();
+}
+
 int main(void) {
-  static const shc_test_fn tests[] = {test_predefined,       test_strided,
-                                      test_2d,               test_churn,
-                                      test_mismatched_split, test_contexts};
+  static const shc_test_fn tests[] = {
+      test_predefined,       test_strided,  test_2d,           test_churn,
+      test_mismatched_split, test_contexts, test_after_destroy};
   return shc_run(&me, &npes, tests, sizeof tests / sizeof tests[0]);
 }
