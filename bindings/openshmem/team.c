@@ -13,6 +13,7 @@
 #if defined(__SANITIZE_THREAD__)
 #pragma GCC diagnostic ignored "-Wtsan"
 #endif
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,11 +41,16 @@ static struct symheap_shmem_team *live[SHM_MAX_TEAMS];
 #define SHM_HUSKS 256
 static void *husks[SHM_HUSKS];
 static unsigned husk_next;
+/* Threads make and destroy contexts of their own at once
+ * (SHMEM_THREAD_MULTIPLE). */
+static pthread_mutex_t husk_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void keep_husk(void *p) {
+  pthread_mutex_lock(&husk_lock);
   unsigned i = husk_next++ % SHM_HUSKS;
   free(husks[i]); /* the oldest, or NULL */
   husks[i] = p;
+  pthread_mutex_unlock(&husk_lock);
 }
 
 static void free_husks(void) {
