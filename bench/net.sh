@@ -73,7 +73,11 @@ for s in A B; do
   ip -n "$ns" link set "$v" down && ip -n "$ns" link set "$v" name nbveth &&
     ip -n "$ns" link set nbveth up || exit 1
 done
-netns_reaches "$NETNS_B" "$NETNS_IP_A" 5 || { echo "veth down" >&2; exit 1; }
+netns_link_up "$NETNS_A" nbveth 5 && netns_link_up "$NETNS_B" nbveth 5 &&
+  netns_reaches "$NETNS_B" "$NETNS_IP_A" 5 || { echo "veth down" >&2; exit 1; }
+# As netns_setup after the first up: a second more before libfabric lists
+# it (round 1 failed with "no domain nbveth" in every run before).
+sleep 1
 AGENT=$(mktemp /tmp/net-bench-rsh.XXXXXX)
 trap 'netns_cleanup; rm -f "$AGENT"' EXIT
 # Open MPI's rsh agent: each host is an address; run there in its namespace.

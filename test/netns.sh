@@ -76,7 +76,9 @@ netns_setup() {
     return 1
   fi
   export NETNS_A NETNS_B NETNS_IP_A NETNS_IP_B NETNS_VETH_A NETNS_VETH_B
-  if ! netns_reaches "$NETNS_B" "$NETNS_IP_A" 5; then
+  if ! netns_link_up "$NETNS_A" "$NETNS_VETH_A" 5 ||
+    ! netns_link_up "$NETNS_B" "$NETNS_VETH_B" 5 ||
+    ! netns_reaches "$NETNS_B" "$NETNS_IP_A" 5; then
     netns_cleanup
     echo "SKIP $label: the veth pair came up but $NETNS_IP_A is not reachable"
     return 1
@@ -88,6 +90,23 @@ netns_setup() {
   # one error once, saying so (netns_job).
   sleep 1
   return 0
+}
+
+# netns_link_up NS DEV SECONDS: whether DEV in NS has its carrier
+# (LOWER_UP) within SECONDS.  The kernel reports a veth's carrier late
+# (linkwatch batches such events, up to a second apart), and libfabric's
+# tcp provider lists only running interfaces: bench/net.sh's first round,
+# right after it renamed the veth (down, rename, up), failed with "no
+# domain nbveth" in every run of the day.
+netns_link_up() {
+  local until=$((SECONDS + $3))
+  while [ $SECONDS -le "$until" ]; do
+    case $(ip -n "$1" -o link show dev "$2" 2>/dev/null) in
+    *LOWER_UP*) return 0 ;;
+    esac
+    sleep 0.05
+  done
+  return 1
 }
 
 # netns_reaches NS IP SECONDS: whether NS reaches IP within SECONDS (a TCP
