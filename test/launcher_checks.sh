@@ -29,6 +29,30 @@ job_end() {
   echo "$out"
 }
 
+# leftover_job FILE SAYS, rank 0's start on stdin: a 2-rank job whose rank
+# 0 runs that start (with d, a directory, where it writes FILE and more pid
+# files) and whose rank 1 exits 7 once FILE is there.  The job must end
+# with 7, nothing it started left running, saying SAYS.
+leftover_job() {
+  local dir rc left out
+  dir=$(mktemp -d) || return 1
+  cat >"$dir/start.sh"
+  cat >"$dir/rank.sh" <<'EOS'
+d=$1 f=$2
+if [ "$SYMHEAP_RANK" = 1 ]; then
+  for i in $(seq 200); do [ -e "$d/$f" ] && break; sleep 0.05; done
+  exit 7
+fi
+. "$d/start.sh"
+EOS
+  timeout 60 build/bin/symheap-run -n 2 sh "$dir/rank.sh" "$dir" "$1" \
+    >"$dir/out" 2>&1
+  rc=$?
+  job_end "$dir"
+  [ $rc -eq 7 ] && [ -z "$left" ] && grep -q "$2" <<<"$out" ||
+    { echo "status $rc (expected 7), left:${left:- none}"; return 1; }
+}
+
 # wait_files DIR N: until DIR holds N pid files (10 s at most).
 wait_files() {
   local _
@@ -205,24 +229,11 @@ fi
 # rank itself stopped when asked (before: only live ranks' groups were
 # signalled, and it ran on, an orphan).
 group_leftovers_killed() {
-  local dir rc left out
-  dir=$(mktemp -d) || return 1
-  cat >"$dir/rank.sh" <<'EOS'
-d=$1
-if [ "$SYMHEAP_RANK" = 1 ]; then
-  for i in $(seq 200); do [ -e "$d/pid.child" ] && break; sleep 0.05; done
-  exit 7
-fi
+  leftover_job pid.child "what rank 0 started did not stop within" <<'EOS'
 sh -c 'trap "" TERM; echo $$ > "$1/pid.child"; exec sleep 600' _ "$d" &
 echo $$ > "$d/pid.0"
 exec sleep 600
 EOS
-  timeout 60 build/bin/symheap-run -n 2 sh "$dir/rank.sh" "$dir" >"$dir/out" 2>&1
-  rc=$?
-  job_end "$dir"
-  [ $rc -eq 7 ] && [ -z "$left" ] &&
-    grep -q "what rank 0 started did not stop within" <<<"$out" ||
-    { echo "status $rc (expected 7), left:${left:- none}"; return 1; }
 }
 check "symheap-run: what a rank started is stopped with the job" group_leftovers_killed
 
@@ -290,23 +301,11 @@ check "symheap-run --hosts: a rank's crash is named, and blamed" hosts_crash_nam
 # group, is killed too when the job is stopped: symheap-run is its
 # subreaper.  Before, it outlived the job.
 session_orphan_killed() {
-  local dir rc left out
   command -v setsid >/dev/null || { echo "no setsid (util-linux)"; return 1; }
-  dir=$(mktemp -d) || return 1
-  cat >"$dir/rank.sh" <<'EOS'
-d=$1
-if [ "$SYMHEAP_RANK" = 1 ]; then
-  for i in $(seq 200); do [ -e "$d/pid.orphan" ] && break; sleep 0.05; done
-  exit 7
-fi
+  leftover_job pid.orphan "killed 1 process(es)" <<'EOS'
 setsid sh -c 'echo $$ > "$1/pid.orphan"; exec sleep 600' _ "$d" &
 exec sleep 600
 EOS
-  timeout 60 build/bin/symheap-run -n 2 sh "$dir/rank.sh" "$dir" >"$dir/out" 2>&1
-  rc=$?
-  job_end "$dir"
-  [ $rc -eq 7 ] && [ -z "$left" ] && grep -q "killed 1 process(es)" <<<"$out" ||
-    { echo "status $rc (expected 7), left:${left:- none}"; return 1; }
 }
 check "symheap-run: what a rank started with setsid is stopped with the job" \
   session_orphan_killed

@@ -462,8 +462,10 @@ static int wait_ranks(int live) {
       signal_all(SIGKILL);
       kill_at = 0;
     }
-    /* A rank's end (SIGCHLD) or a signal to us wakes this at once; what a
-     * rank started is no child of ours, and is looked at every 20 ms. */
+    /* A rank's end (SIGCHLD) or a signal to us wakes this at once.  What
+     * a rank started becomes our child as the rank ends (we are its
+     * subreaper), but whether its group still runs is looked at every
+     * 20 ms once the ranks are gone. */
     long long ms = kill_at ? kill_at - now : 1000;
     if (live == 0 && ms > 20)
       ms = 20;

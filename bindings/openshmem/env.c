@@ -94,18 +94,23 @@ int shm__env_heap_size(size_t *size) {
   return -1;
 }
 
+/* v as a decimal count from 0 to max: digits only (strtoul took "abc" as
+ * 0 and "-1" as 4294967295: a wait that never yields), or -1. */
+static long long env_digits(const char *v, long long max) {
+  long long n = 0;
+  const char *p = v;
+  for (; *p >= '0' && *p <= '9' && n <= max; p++)
+    n = n * 10 + (*p - '0');
+  return *p || p == v || n > max ? -1 : n;
+}
+
 int shm__env_spin(unsigned *spin, int *given) {
   const char *v = getenv("SYMHEAP_SHMEM_SPIN");
   *given = v && *v;
   if (!*given)
     return 0;
-  unsigned long n = 0;
-  const char *p = v;
-  for (; *p >= '0' && *p <= '9' && n <= SHM_SPIN_MAX; p++)
-    n = n * 10 + (unsigned long)(*p - '0');
-  if (*p || n > SHM_SPIN_MAX) {
-    /* strtoul took "abc" as 0 and "-1" as 4294967295 spins: a wait that
-     * never yields. */
+  long long n = env_digits(v, SHM_SPIN_MAX);
+  if (n < 0) {
     fprintf(stderr,
             "symheap-shmem: shmem_init: SYMHEAP_SHMEM_SPIN=\"%s\" is not a "
             "count: decimal digits, 0 to %u\n",
@@ -118,14 +123,11 @@ int shm__env_spin(unsigned *spin, int *given) {
 
 int shm__env_wait_limit_ns(long long *ns) {
   const char *v = getenv("SYMHEAP_SHMEM_TIMEOUT_MS");
-  long long ms = 0;
-  const char *p = v;
   *ns = 0;
   if (!v || !*v)
     return 0;
-  for (; *p >= '0' && *p <= '9' && ms <= SHM_WAIT_MAX_MS; p++)
-    ms = ms * 10 + (*p - '0');
-  if (*p || ms > SHM_WAIT_MAX_MS) {
+  long long ms = env_digits(v, SHM_WAIT_MAX_MS);
+  if (ms < 0) {
     fprintf(stderr,
             "symheap-shmem: shmem_init: SYMHEAP_SHMEM_TIMEOUT_MS=\"%s\" is "
             "not a time: decimal digits, milliseconds, 0 (no bound) to %d\n",
