@@ -16,6 +16,7 @@
 #            its server passive (the adaptor's wait_fds)
 #   symheap_ucx the same over the ucx net adaptor (SYMHEAP_NET=ucx,
 #            UCX_TLS=self,tcp, UCX_NET_DEVICES=nbveth)
+#   symheap_ucx_noprog  that with SYMHEAP_NET_PROGRESS=none
 #   symheap  the public API (bench/net_onesided.c) under symheap-run
 #            --hosts A:1,B:1 --rsh 'ip netns exec', SYMHEAP_NET=ofi
 #   symheap_noprog  the same with SYMHEAP_NET_PROGRESS=none (no progress
@@ -135,8 +136,11 @@ run_engine() { # ENGINE[@PROVIDER]
       --rsh "ip netns exec" build/bench/net-onesided $QUICK |
       sed -E 's/^\[0\] //; /^\[1\]/d' ;;
   # The same program over the ucx net adaptor (UCP on UCX's tcp).
-  symheap_ucx)
-    SYMHEAP_NET=ucx UCX_TLS=self,tcp UCX_NET_DEVICES=nbveth timeout 300 \
+  symheap_ucx | symheap_ucx_noprog)
+    local uprog=auto
+    [ "${1%%@*}" = symheap_ucx_noprog ] && uprog=none
+    SYMHEAP_NET=ucx UCX_TLS=self,tcp UCX_NET_DEVICES=nbveth \
+      SYMHEAP_NET_PROGRESS=$uprog timeout 300 \
       build/bin/symheap-run --hosts "$NETNS_A:1,$NETNS_B:1" \
       --rsh "ip netns exec" build/bench/net-onesided $QUICK |
       sed -E 's/^\[0\] //; /^\[1\]/d' ;;

@@ -15,12 +15,13 @@ svg_out = sys.argv[2] if len(sys.argv) > 2 else None
 # An engine may carry a provider after '@' (raw_idle@net): bench/net.sh
 # ran it on that provider instead of the run's own.
 BASE = ["raw", "raw_idle", "raw_spin", "adaptor", "symheap", "symheap_noprog",
-        "symheap_x", "symheap_ucx", "oshmem", "mpi"]
+        "symheap_x", "symheap_ucx", "symheap_ucx_noprog", "oshmem", "mpi"]
 NAME = {"raw": "raw libfabric", "raw_spin": "raw, spinning target",
         "raw_idle": "raw, idle target",
         "adaptor": "ofi adaptor table",
         "symheap": "symheap", "symheap_ucx": "symheap (ucx adaptor)",
         "symheap_noprog": "symheap, no progress thread",
+        "symheap_ucx_noprog": "symheap (ucx adaptor), no progress thread",
         "symheap_x": "symheap, NET_BENCH_X_ENV", "oshmem": "OSHMEM (UCX)", "mpi": "MPI RMA (UCX)"}
 vals = collections.defaultdict(list)  # (engine, op, size) -> per-round
 for f in sorted(glob.glob(os.path.join(d, "round*-*.txt"))):
@@ -138,10 +139,10 @@ print("\nRounds per cell: %s" % sorted(set(rounds.values())))
 COLS = {"raw": "#000000", "raw_idle": "#8c564b", "raw_spin": "#9467bd",
         "adaptor": "#7f7f7f", "symheap": "#d62728",
         "symheap_noprog": "#ff7f0e", "symheap_x": "#17becf", "symheap_ucx": "#e377c2",
-        "oshmem": "#1f77b4", "mpi": "#2ca02c"}
+        "symheap_ucx_noprog": "#e377c2", "oshmem": "#1f77b4", "mpi": "#2ca02c"}
 DASHES = {"raw": "", "raw_idle": "", "raw_spin": "2,3", "adaptor": "2,3",
           "symheap": "", "symheap_noprog": "2,3", "symheap_x": "4,2", "symheap_ucx": "",
-          "oshmem": "6,3", "mpi": "6,3"}
+          "symheap_ucx_noprog": "2,3", "oshmem": "6,3", "mpi": "6,3"}
 # A second provider's lines: the same colour, lighter and dotted.
 COL = {e: COLS.get(split(e)[0], "#bcbd22") for e in ENG}
 DASH = {e: (DASHES.get(split(e)[0], "") if not split(e)[1] or

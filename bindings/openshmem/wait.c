@@ -391,9 +391,17 @@ void shm__wait_released(const long *flag, int root) {
   (void)wait_raised(flag, 1, root, 1);
 }
 
+/* The wakers' checks for sleepers are sequentially consistent loads: every
+ * caller's store or read-modify-write of the word before them is
+ * sequentially consistent too (the flags' adds, a signal's store, the
+ * readers' count), as is the sleeper's increment before it rereads its
+ * word, so either side sees the other.  A read-modify-write of the count
+ * (an add of 0), as before round 13, took the line from the PEs that read
+ * it: 2-PE broadcast, collect, fcollect and reduce of up to 1 KiB were
+ * 5-10% slower with it (docs/perf/openshmem.md, round 13). */
 void shm__wake_group(int root) {
   struct shm_ctrl *c = (struct shm_ctrl *)shm__s.heap_peer[root];
-  if (__atomic_fetch_add(&c->wake_sleepers, 0, __ATOMIC_SEQ_CST)) {
+  if (__atomic_load_n(&c->wake_sleepers, __ATOMIC_SEQ_CST)) {
     __atomic_add_fetch(&c->wake_gen, 1, __ATOMIC_SEQ_CST);
     syscall(SYS_futex, &c->wake_gen, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
   }
@@ -405,11 +413,7 @@ void shm__wake(int pe, const void *word) {
   if (shm__s.net) /* no wait sleeps in a futex across hosts */
     return;
   struct shm_ctrl *c = (struct shm_ctrl *)shm__s.heap_peer[pe];
-  /* A read-modify-write of sleepers rather than a fence and a load: it
-   * orders the caller's store to word before the read just the same (the
-   * sleeper increments sleepers, then rereads word), and ThreadSanitizer,
-   * which refuses atomic_thread_fence, understands it. */
-  if (__atomic_fetch_add(&c->sleepers, 0, __ATOMIC_SEQ_CST))
+  if (__atomic_load_n(&c->sleepers, __ATOMIC_SEQ_CST))
     syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
