@@ -368,19 +368,31 @@ static void min_max3(void *acc, const void *in, size_t n) {
   }
 }
 
+static void reduce(const struct shm_group *g, void *dest, const void *source,
+                   size_t n, size_t elem, shm_combine_fn combine);
+
 int shm__same3(const struct shm_group *g, long *scratch, const long v[3],
                long all[6]) {
   for (int i = 0; i < 3; i++)
     scratch[i] = scratch[3 + i] = v[i];
-  shm__reduce(g, all, scratch, 6, sizeof(long), min_max3);
+  reduce(g, all, scratch, 6, sizeof(long), min_max3); /* all: a local */
   return all[0] == all[3] && all[1] == all[4] && all[2] == all[5];
 }
 
+/* The program's reductions: dest too is symmetric, and more than this
+ * PE's: reduce_scattered reads the other slices from their owners' dests. */
 void shm__reduce(const struct shm_group *g, void *dest, const void *source,
                  size_t n, size_t elem, shm_combine_fn combine) {
+  coll_range(dest, symheap_shmem_bytes(n, elem));
+  reduce(g, dest, source, n, elem, combine);
+}
+
+static void reduce(const struct shm_group *g, void *dest, const void *source,
+                   size_t n, size_t elem, shm_combine_fn combine) {
   if (g->me < 0)
     shm__fatal("a collective called by a PE outside its team or active set");
-  /* source only: dest is written here alone (shm__same3's is a local) */
+  /* source only: shm__same3's dest is a local (shm__reduce checks the
+   * program's) */
   coll_range(source, symheap_shmem_bytes(n, elem));
   /* Not for 2 PEs: each has its own CPU there and halving the work gains
    * less than the extra barrier costs on a loaded machine (1 MiB at 2 PEs

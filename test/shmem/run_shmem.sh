@@ -230,7 +230,7 @@ shmem_overrun() {
   local what
   for what in heap get data iput iput_back self_null wait_null test_null signal_null \
     put_wrap ctx_put_wrap get_wrap signal_wrap bcast_wrap bcast_past fcollect_past \
-    reduce_wrap alltoall_wrap; do
+    reduce_wrap reduce_past alltoall_wrap; do
     local says='run past the end of the\|is not symmetric'
     case $what in *_wrap) says='overflows size_t' ;; esac
     shmem_exit_status 1 --overrun $what &&

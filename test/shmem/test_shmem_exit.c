@@ -88,6 +88,9 @@ static void overrun(const char *what, char *obj) {
     shmem_broadcastmem(SHMEM_TEAM_WORLD, obj, obj, huge, 0);
   else if (strcmp(what, "fcollect_past") == 0)
     shmem_fcollectmem(SHMEM_TEAM_WORLD, obj, obj, huge / 4);
+  else if (strcmp(what, "reduce_past") == 0) /* dest: 512 KiB, data_seg */
+    shmem_long_sum_reduce(SHMEM_TEAM_WORLD, (long *)data_seg, (long *)obj,
+                          65536);
   else if (strcmp(what, "reduce_wrap") == 0)
     shmem_long_sum_reduce(SHMEM_TEAM_WORLD, (long *)obj, (long *)obj, wrap);
   else if (strcmp(what, "alltoall_wrap") == 0)
