@@ -150,6 +150,11 @@ static size_t coll_span(size_t n, ptrdiff_t stride, size_t elem) {
   return span;
 }
 
+/* a + b, or SIZE_MAX when that does not fit (which no region holds). */
+static size_t add_sat(size_t a, size_t b) {
+  return b > SIZE_MAX - a ? SIZE_MAX : a + b;
+}
+
 static void broadcast_eager(const struct shm_group *g, void *dest,
                             const void *source, size_t bytes, int root) {
   if (g->me == root) {
@@ -191,9 +196,17 @@ void shm__broadcast(const struct shm_group *g, void *dest, const void *source,
  * for any size, since a PE whose data does not fit its eager_data has it
  * read from its source and waits for its readers before it returns. */
 static void collect_eager(const struct shm_group *g, void *dest,
-                          const void *source, size_t bytes) {
+                          const void *source, size_t bytes, int fixed) {
   eager_claim(g->size - 1, source, bytes);
   eager_all_posted(g);
+  if (!fixed) { /* collect: dest's size is known now, every length posted */
+    size_t total = 0, n;
+    for (int i = 0; i < g->size; i++) {
+      (void)eager_of(g, i, source, &n);
+      total = add_sat(total, n);
+    }
+    coll_range(dest, total);
+  }
   size_t off = 0;
   for (int i = 0; i < g->size; i++) {
     size_t n;
@@ -204,6 +217,24 @@ static void collect_eager(const struct shm_group *g, void *dest,
     eager_done(g, i);
   }
   eager_finish(bytes);
+}
+
+/* collect (not eager): every member's length, from the scratch word each
+ * posted before the barrier. */
+static size_t *collect_lengths(const struct shm_group *g) {
+  size_t *len = malloc((size_t)g->size * sizeof *len);
+  if (!len)
+    shm__fatal("collect: no memory for %d lengths", g->size);
+  for (int i = 0; i < g->size; i++) {
+    int pe = shm__group_pe(g, i);
+    long n = 0;
+    if (shm__remote(pe))
+      shm__net_get(&n, &g->sync[2], sizeof n, pe, 0);
+    else
+      n = __atomic_load_n((long *)shm__peer(&g->sync[2], pe), __ATOMIC_ACQUIRE);
+    len[i] = (size_t)n;
+  }
+  return len;
 }
 
 /* fixed: every PE gives `bytes`; else each gives its own `bytes`, and the
@@ -217,28 +248,27 @@ void shm__collect(const struct shm_group *g, void *dest, const void *source,
   if (fixed) /* collect's total is known only once every length is */
     coll_range(dest, symheap_shmem_bytes(bytes, (size_t)g->size));
   if (g->size > 1 && eager_ok()) {
-    collect_eager(g, dest, source, bytes);
+    collect_eager(g, dest, source, bytes, fixed);
     return;
   }
   if (!fixed)
     __atomic_store_n(&g->sync[2], (long)bytes, __ATOMIC_RELEASE);
   shm__barrier(g);
+  size_t *len = fixed ? NULL : collect_lengths(g);
+  if (len) { /* collect: dest's size is known now */
+    size_t total = 0;
+    for (int i = 0; i < g->size; i++)
+      total = add_sat(total, len[i]);
+    coll_range(dest, total);
+  }
   size_t off = 0;
   for (int i = 0; i < g->size; i++) {
-    int pe = shm__group_pe(g, i);
-    size_t n = bytes;
-    if (!fixed && shm__remote(pe)) {
-      long remote_n = 0;
-      shm__net_get(&remote_n, &g->sync[2], sizeof remote_n, pe, 0);
-      n = (size_t)remote_n;
-    } else if (!fixed) {
-      n = (size_t)__atomic_load_n((long *)shm__peer(&g->sync[2], pe),
-                                  __ATOMIC_ACQUIRE);
-    }
+    size_t n = len ? len[i] : bytes;
     if (n)
-      shm__getmem((char *)dest + off, source, n, pe);
+      shm__getmem((char *)dest + off, source, n, shm__group_pe(g, i));
     off += n;
   }
+  free(len);
   shm__barrier(g);
   if (!fixed)
     __atomic_store_n(&g->sync[2], 0L, __ATOMIC_RELAXED);

@@ -55,6 +55,8 @@ static inline int shm__ctx_pe(shmem_ctx_t ctx, int pe) {
     return pe;
   if (!ctx->team) /* team.c keeps destroyed contexts, so marked */
     shm__fatal("operation on a context after shmem_ctx_destroy");
+  if (ctx->team->slot < 0) /* and destroyed teams (slot -1, size 0) */
+    shm__fatal("operation on a context whose team was destroyed");
   if ((unsigned)pe >= (unsigned)ctx->team->size)
     shm__fatal("PE %d is out of range of the context's team (0..%d)", pe,
                ctx->team->size - 1);

@@ -372,7 +372,7 @@ void shmem_ctx_destroy(shmem_ctx_t ctx) {
 int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team) {
   if (!team)
     return -1;
-  if (ctx == SHMEM_CTX_INVALID || !ctx->team) {
+  if (ctx == SHMEM_CTX_INVALID || !ctx->team || shm__team_gone(ctx->team)) {
     *team = SHMEM_TEAM_INVALID;
     return -1;
   }

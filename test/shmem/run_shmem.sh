@@ -239,6 +239,13 @@ shmem_overrun() {
   done
 }
 check " shmem an access past its region is refused" shmem_overrun
+# A collect whose total (known once every PE posted its length) runs past
+# dest: refused on every PE (before: written past the data segment).
+shmem_collect_past() {
+  shmem_exit_status 1 --collect-past &&
+    grep -q 'run past the end of the' "$LOGDIR/shmem-exit.out"
+}
+check " shmem a collect past its dest is refused" shmem_collect_past
 # A context or team used after its destruction, and a shmem_free of
 # different objects on different PEs: the job ends saying so (before:
 # freed memory was read; the heaps went asymmetric silently).
@@ -249,6 +256,8 @@ shmem_after_destroy() {
     grep -q 'the context was destroyed already' "$LOGDIR/shmem-exit.out" &&
     shmem_exit_status 1 --team-after-destroy &&
     grep -q 'collective on an invalid or destroyed team' "$LOGDIR/shmem-exit.out" &&
+    shmem_exit_status 1 --ctx-team-destroyed &&
+    grep -q 'operation on a context whose team was destroyed' "$LOGDIR/shmem-exit.out" &&
     shmem_exit_status 1 --free-mismatch &&
     grep -q 'shmem_free: the PEs freed different objects' "$LOGDIR/shmem-exit.out"
 }

@@ -34,6 +34,10 @@
  *                     it destroyed: the job ends with status 1, saying so
  *                     (before: freed memory was read).
  *   --team-after-destroy  every PE syncs a team it destroyed: the same.
+ *   --ctx-team-destroyed  every PE uses a context whose team it destroyed.
+ *   --collect-past    every PE collects 64 KiB into a 64-byte global: the
+ *                     job ends (before: the collect wrote past the data
+ *                     segment's end).
  *   --free-mismatch   PE 0 frees another object than the others: every PE
  *                     ends, saying so (before: the heaps went asymmetric).
  * A PE that gets past the barrier prints "FAIL ..." (it should not). */
@@ -132,6 +136,22 @@ int main(int argc, char **argv) {
         shmem_ctx_long_p(ctx, &x, 2, 1 % npes); /* must end the job */
       printf("FAIL exit a destroyed context was used\n");
     }
+  } else if (argc > 1 && strcmp(argv[1], "--ctx-team-destroyed") == 0) {
+    static long x;
+    shmem_team_t t;
+    shmem_ctx_t ctx;
+    shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, npes, NULL, 0, &t);
+    if (shmem_team_create_ctx(t, 0, &ctx) != 0)
+      printf("FAIL exit shmem_team_create_ctx\n");
+    shmem_team_destroy(t); /* with a context on it: the program's error */
+    shmem_ctx_long_p(ctx, &x, 1, 0); /* every PE: must end the job */
+    printf("FAIL exit a context of a destroyed team was used\n");
+  } else if (argc > 1 && strcmp(argv[1], "--collect-past") == 0) {
+    /* Every PE collects 64 KiB into a 64-byte global: the total, known
+     * once every length is posted, runs past the data segment. */
+    char *obj = shmem_malloc((size_t)1 << 16);
+    shmem_collectmem(SHMEM_TEAM_WORLD, data_seg, obj, (size_t)1 << 16);
+    printf("FAIL exit PE %d: a collect past its dest returned\n", me);
   } else if (argc > 1 && strcmp(argv[1], "--team-after-destroy") == 0) {
     shmem_team_t t;
     shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, npes, NULL, 0, &t);
@@ -168,7 +188,7 @@ int main(int argc, char **argv) {
     fprintf(stderr,
             "usage: %s --global-exit S | --pe-dies | --stuck-pe | --overrun "
             "W | --ctx-after-destroy [twice] | --team-after-destroy | "
-            "--free-mismatch\n",
+            "--ctx-team-destroyed | --collect-past | --free-mismatch\n",
             argv[0]);
     return 2;
   }
