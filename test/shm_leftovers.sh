@@ -7,15 +7,47 @@
 # The ofi adaptor now names its shm endpoints itself (adaptors/net/ofi/
 # ofi_ep.c, name_shm_endpoint).
 #
-# This makes the collision on purpose: pids in a fresh pid namespace are
+# Two cases.  pid_reused makes the collision on purpose: pids in a fresh pid namespace are
 # 1, 2, 3... every time, so raw libfabric probes killed in one namespace
 # leave the files that the kit's processes of the next namespace would
 # have used.  Needs root (unshare --pid) and libfabric-dev (the probe,
 # bench/net_raw.c); SKIPs saying which is missing.
+# killed_rank_removed: symheap-run removes the files a rank it saw end
+# left (tools/run/shm_files.c; before, every killed rank's stayed).
 #   test/shm_leftovers.sh [BUILD]
 set -u
 cd "$(dirname "$0")/.." || exit 1
 B=${1:-build}
+
+have_shm() {
+  "$B/bin/symheap-info" 2>/dev/null | grep -Eq 'providers here[^:]*: (.*,)?shm(,|$)'
+}
+
+# A 2-rank job over shm (two pretend hosts, so the ranks meet through the
+# net adaptor) whose rank 1 dies of SIGSEGV with its endpoint open.
+killed_rank_removed() {
+  local name=shm_leftovers/killed_rank_removed out before after new f
+  have_shm || { echo "SKIP $name libfabric here has no provider shm"; return; }
+  before=$(ls /dev/shm | grep '^symheap-' | sort)
+  # From a directory of its own: what a crash handler may write stays there.
+  local top=$PWD ab=$B dir
+  case $B in /*) ;; *) ab=$top/$B ;; esac
+  dir=$(mktemp -d) || return
+  out=$(cd "$dir" && SYMHEAP_NET=ofi SYMHEAP_NET_PROVIDER=shm SYMHEAP_TEST_PER_HOST=1 \
+    timeout 120 "$ab/bin/symheap-run" -n 2 "$top/test/shmem/pretend_host.sh" \
+    "$ab/test/test_net_boot" crash 2>&1)
+  rm -rf "$dir"
+  after=$(ls /dev/shm | grep '^symheap-' | sort)
+  new=$(comm -13 <(echo "$before") <(echo "$after"))
+  if [ -z "$new" ] && grep -q "symheap-run: removed 1 file(s) of libfabric shm" <<<"$out"; then
+    echo "PASS $name the killed rank's shm file was removed, and said so"
+  else
+    echo "FAIL $name left in /dev/shm: ${new:-nothing}; said: $(grep 'symheap-run' <<<"$out" | tr '\n' ' ')"
+    for f in $new; do rm -f "/dev/shm/$f"; done
+  fi
+}
+killed_rank_removed
+
 NAME=shm_leftovers/pid_reused
 skip() { echo "SKIP $NAME $*"; exit 0; }
 
@@ -25,8 +57,7 @@ unshare --pid --fork true 2>/dev/null || skip "this machine refuses a pid namesp
 [ -e /usr/include/rdma/fabric.h ] || skip "libfabric-dev is not installed (the raw probe needs its headers)"
 make -s net-bench BUILD="$B" >/dev/null 2>&1 && [ -x "$B/bin/net-raw" ] ||
   skip "the raw probe (make net-bench) did not build"
-"$B/bin/symheap-info" 2>/dev/null | grep -Eq 'providers here[^:]*: (.*,)?shm(,|$)' ||
-  skip "libfabric here has no provider shm"
+have_shm || skip "libfabric here has no provider shm"
 
 # The names the probes will leave: pids 2..9 of their namespace (bash is 1).
 names=()

@@ -37,6 +37,7 @@
 
 static pid_t *pids;   /* rank r's pid while it runs; 0 once reaped */
 static pid_t *groups; /* rank r's process group, kept once it is reaped */
+static pid_t *born;   /* rank r's pid as started, kept for good */
 static int started;   /* ranks forked so far */
 static int nranks;
 static run_job_t job = {0, NULL, 0, "ssh", NULL, 1};
@@ -372,7 +373,7 @@ static int start_ranks(char **prog) {
       signal_all(SIGKILL);
       return 2;
     }
-    pids[r] = groups[r] = pid;
+    pids[r] = groups[r] = born[r] = pid;
     started = r + 1;
   }
   return 0;
@@ -481,6 +482,7 @@ static int wait_ranks(int live) {
             "symheap-run: killed %d process(es) the ranks had started in "
             "sessions of their own\n",
             left);
+  run_clean_shm_files(born, started);
   return result;
 }
 
@@ -498,7 +500,8 @@ int main(int argc, char **argv) {
     return 2;
   pids = calloc((size_t)nranks, sizeof *pids);
   groups = calloc((size_t)nranks, sizeof *groups);
-  if (!pids || !groups)
+  born = calloc((size_t)nranks, sizeof *born);
+  if (!pids || !groups || !born)
     return 2;
   run_catch_signals(on_signal);
   run_adopt_orphans();
@@ -507,6 +510,7 @@ int main(int argc, char **argv) {
     rc = wait_ranks(started);
   free(pids);
   free(groups);
+  free(born);
   free(bind_sets);
   return rc;
 }

@@ -168,5 +168,7 @@ int run_agent(char **prog) {
     fprintf(stderr, "symheap-run --agent: fork: %s\n", strerror(errno));
     return 127;
   }
-  return watch(pid);
+  int rc = watch(pid);
+  run_clean_shm_files(&pid, 1);
+  return rc;
 }

@@ -61,6 +61,11 @@ long long run_now_ms(void);
 void run_adopt_orphans(void);
 int run_kill_orphans(void);
 
+/* run/shm_files.c: removes the files libfabric's shm endpoints of the
+ * ended processes pids[0..n) left in /dev/shm (named by the ofi adaptor),
+ * saying how many when there were some. */
+void run_clean_shm_files(const pid_t *pids, int n);
+
 /* run/bind.c: a cpulist ("0-3,8") into set; 0, or -1 if it is not one. */
 int run_parse_cpulist(const char *s, cpu_set_t *set);
 /* The CPUs (within allowed) of the NUMA node of the GPU that the rank of
