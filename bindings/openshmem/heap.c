@@ -444,10 +444,35 @@ static void realloc_to_zero(void *ptr) {
  * that is not a live allocation gets NULL and a message (the specification
  * leaves it undefined; other implementations return NULL), size 0 as
  * well. */
+/* Whether every PE reallocates the same object (its heap offset, -1 for
+ * NULL) to the same size: one reduction, as same_request; PE 0 says so
+ * when not.  Before, a PE that gave another object or size carved its heap
+ * differently from then on, and one that gave NULL beside others' objects
+ * ran shmem_malloc's collectives against their realloc's. */
+static int same_realloc(const void *ptr, size_t size) {
+  struct shm_group g;
+  shm__team_group(SHMEM_TEAM_WORLD, &g);
+  uintptr_t off = (uintptr_t)ptr - (uintptr_t)shm__s.heap_base;
+  long v[3] = {ptr ? (long)off : -1, (long)size, 0}, all[6];
+  if (shm__same3(&g, shm__s.ctrl->alloc_args, v, all))
+    return 1;
+  if (shm__s.me == 0)
+    fprintf(stderr,
+            "symheap-shmem: PE 0: shmem_realloc: the PEs gave different "
+            "objects (heap offsets %ld..%ld; -1 is NULL) or sizes "
+            "(%ld..%ld): NULL on every PE, every object as it was\n",
+            all[0], all[3], all[1], all[4]);
+  return 0;
+}
+
 void *shmem_realloc(void *ptr, size_t size) {
+  shm__require_init("shmem_realloc");
+  if (!same_realloc(ptr, size)) {
+    shmem_barrier_all();
+    return NULL;
+  }
   if (!ptr)
     return shmem_malloc(size);
-  shm__require_init("shmem_realloc");
   if (!size) {
     realloc_to_zero(ptr);
     return NULL;

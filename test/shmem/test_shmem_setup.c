@@ -137,6 +137,28 @@ static void test_mismatched_alloc(void) {
               left, *p);
   }
   shmem_free(p);
+  /* shmem_realloc with another size, another object or NULL on one PE:
+   * NULL on every PE, every object kept (before: asymmetric heaps, or
+   * shmem_malloc's collectives against the others' realloc). */
+  long *a = shmem_malloc(64), *b = shmem_malloc(64);
+  SHC_CHECK(a && b, "two objects");
+  long *r = shmem_realloc(a, me == 1 % npes ? 128 : 256);
+  SHC_CHECK(npes == 1 || r == NULL, "realloc to mismatched sizes gave %p",
+            (void *)r);
+  if (npes > 1) {
+    r = shmem_realloc(me == 1 % npes ? b : a, 128);
+    SHC_CHECK(r == NULL, "realloc of mismatched objects gave %p", (void *)r);
+    r = shmem_realloc(me == 1 % npes ? NULL : a, 128);
+    SHC_CHECK(r == NULL, "realloc of NULL beside objects gave %p", (void *)r);
+    /* a and b are still live and symmetric: a put through a lands in a */
+    *a = -1;
+    shmem_barrier_all();
+    shmem_long_p(a, 2000 + me, right);
+    shmem_barrier_all();
+    SHC_CHECK(*a == 2000 + left, "a after the refused reallocs: %ld", *a);
+  }
+  shmem_free(b);
+  shmem_free(a);
   shc_end();
 }
 
