@@ -359,14 +359,28 @@ void *shmem_align(size_t alignment, size_t size) {
  * object than its peers carved its heap differently from then on, and
  * later objects lost their one offset, silently.  shmem_free returns
  * nothing, so a mismatch ends the job, said by every PE alike. */
+/* What every PE calls the object at ptr: its heap offset; -1 for NULL;
+ * -3 - its offset in the data segment (a global: not an allocation, which
+ * shmem_free and shmem_realloc then say alike on every PE); -2 for an
+ * address that is symmetric nowhere (its value differs by PE). */
+static long sym_key(const void *ptr) {
+  uintptr_t a = (uintptr_t)ptr, off;
+  if (!ptr)
+    return -1;
+  if ((off = a - (uintptr_t)shm__s.heap_base) < shm__s.heap_size)
+    return (long)off;
+  if ((off = a - (uintptr_t)shm__s.data_base) < shm__s.data_size)
+    return -3 - (long)off;
+  return -2;
+}
+
 static void same_free(const void *ptr) {
   struct shm_group g;
   shm__team_group(SHMEM_TEAM_WORLD, &g);
-  uintptr_t off = (uintptr_t)ptr - (uintptr_t)shm__s.heap_base;
-  long v[3] = {ptr ? (long)off : -1, 0, 0}, all[6];
+  long v[3] = {sym_key(ptr), 0, 0}, all[6];
   if (!shm__same3(&g, shm__s.ctrl->alloc_args, v, all))
     shm__fatal("shmem_free: the PEs freed different objects (heap offsets "
-               "%ld..%ld; -1 is NULL)",
+               "%ld..%ld; -1 is NULL, -2 not symmetric, below: globals)",
                all[0], all[3]);
 }
 
@@ -452,15 +466,15 @@ static void realloc_to_zero(void *ptr) {
 static int same_realloc(const void *ptr, size_t size) {
   struct shm_group g;
   shm__team_group(SHMEM_TEAM_WORLD, &g);
-  uintptr_t off = (uintptr_t)ptr - (uintptr_t)shm__s.heap_base;
-  long v[3] = {ptr ? (long)off : -1, (long)size, 0}, all[6];
+  long v[3] = {sym_key(ptr), (long)size, 0}, all[6];
   if (shm__same3(&g, shm__s.ctrl->alloc_args, v, all))
     return 1;
   if (shm__s.me == 0)
     fprintf(stderr,
             "symheap-shmem: PE 0: shmem_realloc: the PEs gave different "
-            "objects (heap offsets %ld..%ld; -1 is NULL) or sizes "
-            "(%ld..%ld): NULL on every PE, every object as it was\n",
+            "objects (heap offsets %ld..%ld; -1 is NULL, -2 not symmetric, "
+            "below: globals) or sizes (%ld..%ld): NULL on every PE, every "
+            "object as it was\n",
             all[0], all[3], all[1], all[4]);
   return 0;
 }
