@@ -104,38 +104,43 @@ static long long env_digits(const char *v, long long max) {
   return *p || p == v || n > max ? -1 : n;
 }
 
-int shm__env_spin(unsigned *spin, int *given) {
-  const char *v = getenv("SYMHEAP_SHMEM_SPIN");
-  *given = v && *v;
-  if (!*given)
+/* Variable name as a decimal count from 0 to max into *out: 0 when it is
+ * unset or empty (*out untouched), 1 when set, -1 (said on stderr: "is
+ * not <what> to <max>") for anything else. */
+static int env_bounded(const char *name, long long max, const char *what,
+                       long long *out) {
+  const char *v = getenv(name);
+  if (!v || !*v)
     return 0;
-  long long n = env_digits(v, SHM_SPIN_MAX);
+  long long n = env_digits(v, max);
   if (n < 0) {
-    fprintf(stderr,
-            "symheap-shmem: shmem_init: SYMHEAP_SHMEM_SPIN=\"%s\" is not a "
-            "count: decimal digits, 0 to %u\n",
-            v, SHM_SPIN_MAX);
+    fprintf(stderr, "symheap-shmem: shmem_init: %s=\"%s\" is not %s to %lld\n",
+            name, v, what, max);
     return -1;
   }
-  *spin = (unsigned)n;
+  *out = n;
+  return 1;
+}
+
+int shm__env_spin(unsigned *spin, int *given) {
+  long long n = 0;
+  int r = env_bounded("SYMHEAP_SHMEM_SPIN", SHM_SPIN_MAX,
+                      "a count: decimal digits, 0", &n);
+  *given = r != 0;
+  if (r < 0)
+    return -1;
+  if (r > 0)
+    *spin = (unsigned)n;
   return 0;
 }
 
 int shm__env_wait_limit_ns(long long *ns) {
-  const char *v = getenv("SYMHEAP_SHMEM_TIMEOUT_MS");
-  *ns = 0;
-  if (!v || !*v)
-    return 0;
-  long long ms = env_digits(v, SHM_WAIT_MAX_MS);
-  if (ms < 0) {
-    fprintf(stderr,
-            "symheap-shmem: shmem_init: SYMHEAP_SHMEM_TIMEOUT_MS=\"%s\" is "
-            "not a time: decimal digits, milliseconds, 0 (no bound) to %d\n",
-            v, SHM_WAIT_MAX_MS);
-    return -1;
-  }
+  long long ms = 0;
+  int r =
+      env_bounded("SYMHEAP_SHMEM_TIMEOUT_MS", SHM_WAIT_MAX_MS,
+                  "a time: decimal digits, milliseconds, 0 (no bound)", &ms);
   *ns = ms * 1000000LL;
-  return 0;
+  return r < 0 ? -1 : 0;
 }
 
 int shm__env_data_segment(void) {

@@ -286,15 +286,21 @@ static void say_no_block(const char *fn, size_t size, size_t align) {
             shm__s.heap_size);
 }
 
+/* Whether every PE of the world gave the same v (one reduction over the
+ * allocations' scratch words); every PE's min and max of each into all. */
+static int world_same(const long v[3], long all[6]) {
+  struct shm_group g;
+  shm__team_group(SHMEM_TEAM_WORLD, &g);
+  return shm__same3(&g, shm__s.ctrl->alloc_args, v, all);
+}
+
 /* Whether every PE asked for this size and alignment (a collective; PE 0
  * says so when not).  Before, a PE that asked for another size carved its
  * heap differently from then on: objects lost their one offset, and puts
  * landed elsewhere, silently. */
 static int same_request(const char *fn, size_t size, size_t align) {
-  struct shm_group g;
-  shm__team_group(SHMEM_TEAM_WORLD, &g);
   long v[3] = {(long)size, (long)align, 0}, all[6];
-  if (shm__same3(&g, shm__s.ctrl->alloc_args, v, all))
+  if (world_same(v, all))
     return 1;
   if (shm__s.me == 0)
     fprintf(stderr,
@@ -375,10 +381,8 @@ static long sym_key(const void *ptr) {
 }
 
 static void same_free(const void *ptr) {
-  struct shm_group g;
-  shm__team_group(SHMEM_TEAM_WORLD, &g);
   long v[3] = {sym_key(ptr), 0, 0}, all[6];
-  if (!shm__same3(&g, shm__s.ctrl->alloc_args, v, all))
+  if (!world_same(v, all))
     shm__fatal("shmem_free: the PEs freed different objects (heap offsets "
                "%ld..%ld; -1 is NULL, -2 not symmetric, below: globals)",
                all[0], all[3]);
@@ -464,10 +468,8 @@ static void realloc_to_zero(void *ptr) {
  * differently from then on, and one that gave NULL beside others' objects
  * ran shmem_malloc's collectives against their realloc's. */
 static int same_realloc(const void *ptr, size_t size) {
-  struct shm_group g;
-  shm__team_group(SHMEM_TEAM_WORLD, &g);
   long v[3] = {sym_key(ptr), (long)size, 0}, all[6];
-  if (shm__same3(&g, shm__s.ctrl->alloc_args, v, all))
+  if (world_same(v, all))
     return 1;
   if (shm__s.me == 0)
     fprintf(stderr,
