@@ -136,20 +136,6 @@ static void coll_range(const void *sym, size_t bytes) {
     (void)shm__peer_n(sym, bytes, shm__s.me);
 }
 
-/* n elements of elem bytes, every stride-th, in bytes from the first to
- * past the last (SIZE_MAX when that does not fit). */
-static size_t coll_span(size_t n, ptrdiff_t stride, size_t elem) {
-  size_t step = stride < 0 ? (size_t)0 - (size_t)stride : (size_t)stride;
-  size_t span;
-  if (!n)
-    return 0;
-  if (__builtin_mul_overflow(n - 1, step, &span) ||
-      __builtin_mul_overflow(span, elem, &span) ||
-      __builtin_add_overflow(span, elem, &span))
-    return SIZE_MAX;
-  return span;
-}
-
 /* a + b, or SIZE_MAX when that does not fit (which no region holds). */
 static size_t add_sat(size_t a, size_t b) {
   return b > SIZE_MAX - a ? SIZE_MAX : a + b;
@@ -291,8 +277,8 @@ void shm__alltoalls(const struct shm_group *g, void *dest, const void *source,
     shm__fatal("alltoalls strides must be 1 or more (dst %td, sst %td)", dst,
                sst);
   size_t all = symheap_shmem_bytes(n, (size_t)g->size);
-  coll_range(dest, coll_span(all, dst, elem));
-  coll_range(source, coll_span(all, sst, elem));
+  coll_range(dest, shm__span(all, dst, elem));
+  coll_range(source, shm__span(all, sst, elem));
   shm__barrier(g);
   for (int j = 0; j < g->size && n; j++) {
     int i = (g->me + j) % g->size; /* start at a different peer each */

@@ -67,11 +67,8 @@ static void shm_strided(char *d, ptrdiff_t dst, const char *s, ptrdiff_t sst,
  * is no region's. */
 static char *strided_peer(const void *addr, ptrdiff_t stride, size_t n,
                           size_t elem, int pe) {
-  size_t step = stride < 0 ? (size_t)0 - (size_t)stride : (size_t)stride;
-  size_t span;
-  if (__builtin_mul_overflow(n - 1, step, &span) ||
-      __builtin_mul_overflow(span, elem, &span) ||
-      __builtin_add_overflow(span, elem, &span))
+  size_t span = shm__span(n, stride, elem);
+  if (span == SIZE_MAX)
     shm__range_fatal(addr, SIZE_MAX);
   if (stride >= 0)
     return shm__peer_n(addr, span, pe);

@@ -123,6 +123,21 @@ __attribute__((noreturn));
 /* [addr, addr + bytes) is not all in the heap or all in the data segment:
  * says which (not symmetric, or running past the region's end) and ends. */
 void shm__range_fatal(const void *addr, size_t bytes) __attribute__((noreturn));
+/* n elements of elem bytes, every |stride|-th element, in bytes from the
+ * lowest to past the highest: 0 for none, SIZE_MAX when that does not fit
+ * a size_t (no region holds it; shm__range_fatal says the count
+ * overflowed).  Strided transfers (rma.c) and alltoalls (coll.c). */
+static inline size_t shm__span(size_t n, ptrdiff_t stride, size_t elem) {
+  size_t step = stride < 0 ? (size_t)0 - (size_t)stride : (size_t)stride;
+  size_t span;
+  if (!n)
+    return 0;
+  if (__builtin_mul_overflow(n - 1, step, &span) ||
+      __builtin_mul_overflow(span, elem, &span) ||
+      __builtin_add_overflow(span, elem, &span))
+    return SIZE_MAX;
+  return span;
+}
 void shm__require_init(const char *fn);
 /* Every PE is asked to exit with `status` (at its next wait); this one
  * exits now.  shmem_global_exit is this. */
