@@ -142,6 +142,12 @@ static const binding_var_t binding_vars[] = {
      "(SMA_INFO)"},
     {"SYMHEAP_SHMEM_DATA_SEGMENT", "openshmem binding", "1", "0 or 1",
      "0 leaves the data segment alone (statics are then not symmetric)"},
+    {"SYMHEAP_SHMEM_PUSH", "openshmem binding", "1", "0 or 1",
+     "1: a small broadcast's root, and every PE of an fcollect, write into "
+     "the other PEs' dest as they enter (dest must be ready on every PE "
+     "before any PE calls, as the specification says); 0: each PE copies "
+     "into its own dest in its own call (programs that reuse dest without "
+     "a sync); the same on every PE"},
     {"SYMHEAP_SHMEM_SPIN", "openshmem binding", "3000", "0 to 1000000",
      "pause-spins in a wait before each wait yields the CPU (unset: 3000, "
      "or 2 with more PEs than CPUs)"},

@@ -42,6 +42,12 @@ static const struct {
     {"SYMHEAP_SHMEM_DATA_SEGMENT",
      "0: the program's data and bss are not symmetric (default 1); "
      "symheap-shmem's own"},
+    {"SYMHEAP_SHMEM_PUSH",
+     "1 (default): a small broadcast's root, and every PE of an fcollect, "
+     "write into the other PEs' dest as they enter (the specification has "
+     "dest ready on every PE before any PE calls); 0: each PE copies into "
+     "its own dest inside its own call, for programs that reuse dest "
+     "without a sync.  The same on every PE; symheap-shmem's own"},
     /* init.c's launched_alone: with none of these (nor symheap-run's
      * SYMHEAP_RANK, ..., listed with symheap's below) the program is one PE. */
     {"OMPI_COMM_WORLD_SIZE",
@@ -143,19 +149,24 @@ int shm__env_wait_limit_ns(long long *ns) {
   return r < 0 ? -1 : 0;
 }
 
-int shm__env_data_segment(void) {
-  const char *v = getenv("SYMHEAP_SHMEM_DATA_SEGMENT");
+/* A switch: 0 or 1 (unset or empty: 1), or -1, said on stderr. */
+static int env_switch(const char *name) {
+  const char *v = getenv(name);
   if (!v || !*v || strcmp(v, "1") == 0)
     return 1;
   if (strcmp(v, "0") == 0)
     return 0;
   /* "off", "false", "no" meant 1 before: statics symmetric after all. */
-  fprintf(stderr,
-          "symheap-shmem: shmem_init: SYMHEAP_SHMEM_DATA_SEGMENT=\"%s\" is "
-          "not 0 or 1\n",
+  fprintf(stderr, "symheap-shmem: shmem_init: %s=\"%s\" is not 0 or 1\n", name,
           v);
   return -1;
 }
+
+int shm__env_data_segment(void) {
+  return env_switch("SYMHEAP_SHMEM_DATA_SEGMENT");
+}
+
+int shm__env_push(void) { return env_switch("SYMHEAP_SHMEM_PUSH"); }
 
 void shm__env_print(int me) {
   if (me != 0)

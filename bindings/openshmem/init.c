@@ -105,6 +105,64 @@ static void fast_fini(void) {
   *f = (struct symheap_shmem_fast){0};
 }
 
+/* Whether every PE runs its collectives alike: pushing or not
+ * (SYMHEAP_SHMEM_PUSH), eager or through barriers (SHMEM_THREAD_MULTIPLE,
+ * coll.c).  A PE that pushed into the dest of one that read its root's
+ * eager_data handed it stale data, and an eager PE and a barrier one
+ * waited for each other for ever; now every PE refuses to start, PE 0
+ * saying why.  Through the bootstrap, whose allgather no such choice
+ * changes; it is also the barrier that ends shmem_init (no PE goes on
+ * before every PE has published its pid). */
+static int same_collectives(void) {
+  int mine[2] = {shm__s.push, shm__s.thread_level == SHMEM_THREAD_MULTIPLE};
+  int *all = malloc(sizeof mine * (size_t)shm__s.npes);
+  if (!all) {
+    fprintf(stderr, "symheap-shmem: shmem_init: out of memory\n");
+    return -1; /* the others fail in their allgather, or here */
+  }
+  symheap_result_t r =
+      symheap_comm_allgather(shm__s.comm, mine, all, sizeof mine);
+  int bad = -1;
+  for (int p = 0; r == SYMHEAP_SUCCESS && p < shm__s.npes && bad < 0; p++)
+    if (all[2 * p] != mine[0] || all[2 * p + 1] != mine[1])
+      bad = p;
+  free(all);
+  if (r != SYMHEAP_SUCCESS)
+    return init_fail("symheap_comm_allgather", r);
+  if (bad >= 0 && shm__s.me == 0)
+    fprintf(stderr,
+            "symheap-shmem: shmem_init: PE %d differs from PE 0 in "
+            "SYMHEAP_SHMEM_PUSH or in asking for SHMEM_THREAD_MULTIPLE: set "
+            "them alike on every PE\n",
+            bad);
+  return bad >= 0 ? -1 : 0;
+}
+
+/* Everything do_init built, undone, in the reverse order: at
+ * shmem_finalize (after its barrier), and when the PEs turn out to differ
+ * (every PE gets there; before, the heap's windows stayed registered until
+ * the comm's destroy warned of them). */
+static void teardown(void) {
+  fast_fini();
+  shm__teams_fini();
+  shm__data_segment_fini();
+  shm__s.initialized = 0;
+  shm__heap_fini();
+  shm__s.ctrl = NULL;
+  free(shm__s.heap_peer);
+  shm__s.heap_peer = NULL;
+  free(shm__s.heap_shift);
+  shm__s.heap_shift = NULL;
+  free(shm__s.remote);
+  shm__s.remote = NULL;
+  shm__s.net = 0;
+  shm__s.heap_base = NULL;
+  shm__s.heap_size = 0;
+  shm__s.npes = 0;
+  symheap_comm_destroy(shm__s.comm);
+  shm__s.comm = NULL;
+}
+
 static int do_init(void) {
   symheap_result_t r = join();
   if (r != SYMHEAP_SUCCESS)
@@ -117,10 +175,9 @@ static int do_init(void) {
       fast_init() != 0)
     goto fail;
   __atomic_store_n(&shm__s.ctrl->pid, (int)getpid(), __ATOMIC_RELEASE);
-  r = symheap_comm_barrier(shm__s.comm);
-  if (r != SYMHEAP_SUCCESS) {
-    init_fail("symheap_comm_barrier", r);
-    goto fail;
+  if (same_collectives() != 0) {
+    teardown();
+    return -1;
   }
   shm__s.initialized = 1;
   shm__env_print(shm__s.me);
@@ -156,7 +213,7 @@ int shmem_init_thread(int requested, int *provided) {
   shm__s.spin_before_yield = SHM_SPINS_DEFAULT;
   /* Malformed variables: every PE refuses alike, before any comm. */
   if (shm__env_spin(&shm__s.spin_before_yield, &shm__s.spin_explicit) != 0 ||
-      shm__env_data_segment() < 0 ||
+      shm__env_data_segment() < 0 || (shm__s.push = shm__env_push()) < 0 ||
       shm__env_wait_limit_ns(&shm__s.wait_limit_ns) != 0)
     return -1;
   if (do_init() != 0)
@@ -187,24 +244,7 @@ void shmem_finalize(void) {
   shmem_barrier_all();
   if (shm__s.net) /* the barrier's last releases, before the windows go */
     shm__net_quiet();
-  fast_fini();
-  shm__teams_fini();
-  shm__data_segment_fini();
-  shm__s.initialized = 0;
-  shm__heap_fini();
-  shm__s.ctrl = NULL;
-  free(shm__s.heap_peer);
-  shm__s.heap_peer = NULL;
-  free(shm__s.heap_shift);
-  shm__s.heap_shift = NULL;
-  free(shm__s.remote);
-  shm__s.remote = NULL;
-  shm__s.net = 0;
-  shm__s.heap_base = NULL;
-  shm__s.heap_size = 0;
-  shm__s.npes = 0;
-  symheap_comm_destroy(shm__s.comm);
-  shm__s.comm = NULL;
+  teardown();
 }
 
 /* Ask every PE to exit with `status` (they see it in their next wait, which

@@ -25,6 +25,9 @@ int shm__env_spin(unsigned *spin, int *given);
 /* SYMHEAP_SHMEM_DATA_SEGMENT: 0 or 1 (unset or empty: 1); -1, said on
  * stderr, for anything else. */
 int shm__env_data_segment(void);
+/* SYMHEAP_SHMEM_PUSH: the same (coll.c: whether collectives write into the
+ * peers' dest). */
+int shm__env_push(void);
 /* SYMHEAP_SHMEM_TIMEOUT_MS into *ns (0: unset, no bound): how long an
  * OpenSHMEM wait may last; -1, saying why, when it is malformed.  Its own
  * variable: SYMHEAP_TIMEOUT_MS, the core's bound on joining and exchanges,

@@ -25,6 +25,13 @@
  * 16 KiB here and 0.35 with 4 KiB (docs/perf/openshmem.md, round 11).
  * Also where reductions of 3 PEs or more are split (coll.c). */
 #define SHM_EAGER 4096
+/* A broadcast whose root copies up to this many bytes in all (its data
+ * times the members but itself) is written by the root into every
+ * member's dest (coll.c, broadcast_push); a larger one is read by the
+ * members, in parallel.  OSU at 4 PEs on 2 CPUs: pushed, 64 KiB took 3.4
+ * us against 3.8-4.0 read, 128 KiB 6.7-7.1 against 5.7; at 2 PEs pushing
+ * won up to 512 KiB and tied at 1 MiB (docs/perf/openshmem.md, round 14). */
+#define SHM_PUSH (256 << 10)
 /* A wait's pause-spins before it yields, with a CPU for each PE (init.c). */
 #define SHM_SPINS_DEFAULT 3000
 
@@ -78,6 +85,7 @@ struct shm_state {
   int initialized;
   int me, npes;
   int thread_level;
+  int push; /* SYMHEAP_SHMEM_PUSH: collectives write into peers' dest */
   symheap_comm_t comm;
   symheap_window_t heap_win;
   char *heap_base;

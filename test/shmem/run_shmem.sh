@@ -18,6 +18,36 @@ done
 # The barrier forms of the collectives (SHMEM_THREAD_MULTIPLE: no eager ones).
 run " shmem bcast THREAD_MULTIPLE procs x4" build/bin/symheap-run -n 4 \
   build/test/shmem/test_shmem_bcast --multiple
+# Without pushing into the peers' dest, a program that reuses dest with no
+# sync between its collectives gets every result (with it, the default, it
+# does not: the specification has dest ready before any PE calls).
+for n in 2 4; do
+  run " shmem dest reused unsynced, SYMHEAP_SHMEM_PUSH=0 procs x$n" \
+    env SYMHEAP_SHMEM_PUSH=0 build/bin/symheap-run -n $n \
+    build/test/shmem/test_shmem_bcast --unsynced
+done
+# PEs that would run their collectives differently (one not pushing, or one
+# under SHMEM_THREAD_MULTIPLE: barrier forms against eager ones) refuse to
+# start, every one, PE 0 naming the one that differs; before, the eager PEs
+# and the barrier one waited for each other until the job was killed.
+shmem_collectives_differ() {
+  local out rc
+  out=$(timeout 60 build/bin/symheap-run -n 3 sh -c '[ "$SYMHEAP_RANK" != 1 ] ||
+    export SYMHEAP_SHMEM_PUSH=0; exec "$0" --expect-refusal' \
+    build/test/shmem/test_shmem_setup 2>&1)
+  rc=$?
+  echo "$out"
+  [ $rc -eq 0 ] && grep -q "PE 1 differs from PE 0 in SYMHEAP_SHMEM_PUSH" <<<"$out" &&
+    [ "$(grep -c '^PASS' <<<"$out")" -eq 3 ] || { echo "push: status $rc"; return 1; }
+  out=$(timeout 60 build/bin/symheap-run -n 3 sh -c 'if [ "$SYMHEAP_RANK" = 2 ]; then
+    exec "$0" --expect-refusal multiple; fi; exec "$0" --expect-refusal' \
+    build/test/shmem/test_shmem_setup 2>&1)
+  rc=$?
+  echo "$out"
+  [ $rc -eq 0 ] && grep -q "PE 2 differs from PE 0 in" <<<"$out" &&
+    [ "$(grep -c '^PASS' <<<"$out")" -eq 3 ] || { echo "thread level: status $rc"; return 1; }
+}
+check " shmem PEs whose collectives would differ refuse to start" shmem_collectives_differ
 # Started by hand, without a launcher: one PE.
 for t in setup rma amo coll bcast team p2p compat zero; do
   run " shmem $t one PE, no launcher" build/test/shmem/test_shmem_$t
@@ -60,14 +90,15 @@ shmem_var_refused() {
   local kv out rc
   for kv in SYMHEAP_SHMEM_SPIN=abc SYMHEAP_SHMEM_SPIN=-1 SYMHEAP_SHMEM_SPIN=+5 \
     SYMHEAP_SHMEM_SPIN=99999999999 "SYMHEAP_SHMEM_SPIN= 8" \
-    SYMHEAP_SHMEM_DATA_SEGMENT=off SYMHEAP_SHMEM_DATA_SEGMENT=2; do
+    SYMHEAP_SHMEM_DATA_SEGMENT=off SYMHEAP_SHMEM_DATA_SEGMENT=2 \
+    SYMHEAP_SHMEM_PUSH=off SYMHEAP_SHMEM_PUSH=2; do
     out=$(env "$kv" build/bin/symheap-run -n 2 build/test/shmem/test_shmem_setup \
       --expect-refusal 2>&1)
     rc=$?
     [ $rc -eq 0 ] && grep -q "${kv%%=*}=\"${kv#*=}\" is not" <<<"$out" ||
       { echo "$kv: status $rc: $out" | tail -n 4; return 1; }
   done
-  out=$(env SYMHEAP_SHMEM_SPIN=1000 SYMHEAP_SHMEM_DATA_SEGMENT=1 build/bin/symheap-run \
+  out=$(env SYMHEAP_SHMEM_SPIN=1000 SYMHEAP_SHMEM_DATA_SEGMENT=1 SYMHEAP_SHMEM_PUSH=1 build/bin/symheap-run \
     -n 2 build/test/shmem/test_shmem_zero 2>&1) || { echo "$out" | tail -n 4; return 1; }
 }
 check " shmem malformed SYMHEAP_SHMEM_* refused" shmem_var_refused

@@ -249,6 +249,102 @@ static void reduce_split(int me, int npes) {
   shc_end();
 }
 
+/* fcollects write each PE's block into every PE's dest (coll.c,
+ * collect_push) unless source overlaps dest.  Three back to back, into
+ * three dests with no sync between them (each is ready: no PE reads it
+ * before its call), at sizes from one int to 256 KiB a PE; then with
+ * source = dest (overlapping: read through the eager copies, not pushed,
+ * up to the eager limit; not under --multiple, whose barrier forms read
+ * the sources in place), three rounds, each rewriting dest at once after
+ * its check. */
+static void fcollect_pushed(int me, int npes, int multiple) {
+  enum { MAX = 1 << 16 }; /* ints a PE */
+  static const size_t ns[] = {1, 2, 1000, 1024, 1025, 20000, MAX};
+  shc_begin("fcollect_pushed_back_to_back_and_overlapping");
+  int *src = shmem_malloc(sizeof(int) * MAX * 3);
+  int *d[3];
+  for (int k = 0; k < 3; k++)
+    d[k] = shmem_malloc(sizeof(int) * MAX * (size_t)npes);
+  for (size_t c = 0; c < sizeof ns / sizeof ns[0]; c++) {
+    size_t n = ns[c];
+    for (int k = 0; k < 3; k++)
+      for (size_t i = 0; i < n; i++)
+        src[(size_t)k * MAX + i] = me * 1000000 + k * 100000 + (int)i;
+    shmem_barrier_all();
+    for (int k = 0; k < 3; k++)
+      shmem_int_fcollect(SHMEM_TEAM_WORLD, d[k], src + (size_t)k * MAX, n);
+    for (int k = 0; k < 3; k++)
+      for (int p = 0; p < npes; p++) {
+        size_t i = 0;
+        while (i < n &&
+               d[k][(size_t)p * n + i] == p * 1000000 + k * 100000 + (int)i)
+          i++;
+        SHC_CHECK(i == n, "%zu ints, call %d, PE %d's [%zu] = %d", n, k, p, i,
+                  d[k][(size_t)p * n + i]);
+      }
+    shmem_barrier_all();
+  }
+  for (size_t c = 0; !multiple && ns[c] * sizeof(int) <= 4096; c++)
+    for (int round = 0; round < 3; round++) {
+      size_t n = ns[c];
+      for (size_t i = 0; i < n; i++)
+        d[0][i] = me * 1000 + round * 7 + (int)i;
+      shmem_barrier_all();
+      shmem_int_fcollect(SHMEM_TEAM_WORLD, d[0], d[0], n);
+      for (int p = 0; p < npes; p++) {
+        size_t i = 0;
+        while (i < n &&
+               d[0][(size_t)p * n + i] == p * 1000 + round * 7 + (int)i)
+          i++;
+        SHC_CHECK(i == n, "source = dest, %zu ints, PE %d's [%zu] = %d", n, p,
+                  i, d[0][(size_t)p * n + i]);
+      }
+      shmem_barrier_all();
+      memset(d[0], 0xff, sizeof(int) * n * (size_t)npes);
+    }
+  shmem_barrier_all();
+  for (int k = 0; k < 3; k++)
+    shmem_free(d[k]);
+  shmem_free(src);
+  shc_end();
+}
+
+/* --unsynced (run with SYMHEAP_SHMEM_PUSH=0): a program that reuses dest
+ * with no sync between its collectives (outside the specification, which
+ * has dest ready on every PE before any PE calls) still gets every result,
+ * since each PE then copies into its own dest inside its own call.  300
+ * rounds of: dest set to -1 just before a broadcast from a rotating root,
+ * checked; an fcollect into one dest, checked while the others go on into
+ * the next round.  With pushing on (the default) this fails: the root's
+ * data lands before the -1, the next fcollect's before the check. */
+static void unsynced_reuse(int me, int npes) {
+  enum { N = 8, ROUNDS = 300 };
+  shc_begin("dest_reused_unsynced_without_push");
+  long *src = shmem_malloc(sizeof(long) * N);
+  long *b = shmem_malloc(sizeof(long) * N);
+  long *f = shmem_malloc(sizeof(long) * N * (size_t)npes);
+  shmem_barrier_all();
+  for (int r = 0; r < ROUNDS; r++) {
+    for (int i = 0; i < N; i++) {
+      src[i] = 1000L * r + 10L * me + i;
+      b[i] = -1;
+    }
+    shmem_long_broadcast(SHMEM_TEAM_WORLD, b, src, N, r % npes);
+    for (int i = 0; i < N; i++)
+      SHC_CHECK(b[i] == 1000L * r + 10L * (r % npes) + i,
+                "round %d: broadcast [%d] = %ld", r, i, b[i]);
+    shmem_long_fcollect(SHMEM_TEAM_WORLD, f, src, N);
+    for (int i = 0; i < N * npes; i++)
+      SHC_CHECK(f[i] == 1000L * r + 10L * (i / N) + i % N,
+                "round %d: fcollect [%d] = %ld", r, i, f[i]);
+  }
+  shmem_barrier_all();
+  shmem_free(f);
+  shmem_free(b);
+  shmem_free(src);
+  shc_end();
+}
+
 /* --multiple: under SHMEM_THREAD_MULTIPLE, where the barrier forms run. */
 int main(int argc, char **argv) {
   int multiple = argc > 1 && strcmp(argv[1], "--multiple") == 0, got;
@@ -263,11 +359,17 @@ int main(int argc, char **argv) {
     shmem_init();
   }
   int me = shmem_my_pe(), npes = shmem_n_pes();
+  if (argc > 1 && strcmp(argv[1], "--unsynced") == 0) {
+    unsynced_reuse(me, npes);
+    shmem_finalize();
+    return shc_status();
+  }
   if (npes >= 2 && !multiple)
     root_does_not_wait(me, npes);
   back_to_back(me, npes);
   sizes(me, npes);
   collect_mixed(me, npes);
+  fcollect_pushed(me, npes, multiple);
   reduce_split(me, npes);
   shmem_finalize();
   return shc_status();

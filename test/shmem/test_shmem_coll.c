@@ -24,6 +24,11 @@ static shmem_team_t evens; /* world PEs 0, 2, 4, ... */
     for (int i = 0; i < NE * npes; i++)                                        \
       src[i] = VAL(T, me, i);                                                  \
     memset(dst, 0, sizeof(T) * NE * npes * 3);                                 \
+    /* Each collective's dest is ready on every PE before any PE calls it      \
+     * (the specification's precondition: a broadcast's root and an            \
+     * fcollect's members write into the others' dest): every PE has           \
+     * checked the last one's result before the next one starts. */            \
+    shmem_barrier_all();                                                       \
     int root = npes - 1;                                                       \
     SHC_CHECK(shmem_##N##_broadcast(SHMEM_TEAM_WORLD, dst, src, NE, root) ==   \
                   0,                                                           \
@@ -31,10 +36,12 @@ static shmem_team_t evens; /* world PEs 0, 2, 4, ... */
     for (int i = 0; i < NE; i++)                                               \
       SHC_CHECK(dst[i] == VAL(T, root, i), "broadcast [%d]", i);               \
     SHC_CHECK(dst[NE] == 0, "broadcast wrote past nelems");                    \
+    shmem_barrier_all();                                                       \
     shmem_##N##_fcollect(SHMEM_TEAM_WORLD, dst, src, NE);                      \
     for (int p = 0; p < npes; p++)                                             \
       for (int i = 0; i < NE; i++)                                             \
         SHC_CHECK(dst[p * NE + i] == VAL(T, p, i), "fcollect [%d][%d]", p, i); \
+    shmem_barrier_all();                                                       \
     /* collect: PE p gives p % 3 + 1 elements. */                              \
     shmem_##N##_collect(SHMEM_TEAM_WORLD, dst, src, (size_t)(me % 3 + 1));     \
     for (int p = 0, k = 0; p < npes; p++)                                      \
@@ -52,9 +59,11 @@ static shmem_team_t evens; /* world PEs 0, 2, 4, ... */
                   "alltoalls");                                                \
     if (evens != SHMEM_TEAM_INVALID) {                                         \
       int tn = shmem_team_n_pes(evens);                                        \
+      shmem_team_sync(evens);                                                  \
       shmem_##N##_broadcast(evens, dst, src, NE, tn - 1);                      \
       for (int i = 0; i < NE; i++)                                             \
         SHC_CHECK(dst[i] == VAL(T, 2 * (tn - 1), i), "team broadcast");        \
+      shmem_team_sync(evens);                                                  \
       shmem_##N##_fcollect(evens, dst, src, 1);                                \
       for (int p = 0; p < tn; p++)                                             \
         SHC_CHECK(dst[p] == VAL(T, 2 * p, 0), "team fcollect");                \

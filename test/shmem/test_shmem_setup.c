@@ -2,8 +2,9 @@
  * query_thread, my_pe/n_pes, the version and name queries, pe_accessible,
  * addr_accessible, shmem_ptr, symmetric static and global variables (the
  * data and bss segments), and shmem_malloc/calloc/align/realloc/free/
- * malloc_with_hints.  With --expect-refusal it checks instead that
- * shmem_init_thread refuses a backend the CPU cannot load from. */
+ * malloc_with_hints.  With --expect-refusal [multiple] it checks instead
+ * that shmem_init_thread refuses (a backend the CPU cannot load from, a
+ * malformed variable, PEs whose collectives would differ). */
 #include <pthread.h>
 #include <shmem.h>
 #include <stdint.h>
@@ -233,7 +234,12 @@ static void test_threads(void) {
 int main(int argc, char **argv) {
   int provided = -1;
   if (argc > 1 && strcmp(argv[1], "--expect-refusal") == 0) {
-    int rc = shmem_init_thread(SHMEM_THREAD_SINGLE, &provided);
+    /* "multiple": asks for SHMEM_THREAD_MULTIPLE (run_shmem.sh: a PE whose
+     * collectives would differ from the others'). */
+    int level = argc > 2 && strcmp(argv[2], "multiple") == 0
+                    ? SHMEM_THREAD_MULTIPLE
+                    : SHMEM_THREAD_SINGLE;
+    int rc = shmem_init_thread(level, &provided);
     printf("%s init_refused_without_host_access%s\n", rc != 0 ? "PASS" : "FAIL",
            rc != 0 ? "" : " shmem_init_thread succeeded");
     if (rc == 0)

@@ -127,8 +127,13 @@ int main(void) {
   SHC_CHECK(buf != NULL, "shmem_malloc failed");
   SHC_CHECK(bind_all_to_one_cpu(me) == 0, "sched_setaffinity failed");
   int slow = 0;
+  /* Each round's buf is set before the barrier that ends the round before
+   * it: the root writes into the members' buf as it enters (a broadcast's
+   * dest is ready on every PE before any PE calls it). */
+  if (buf)
+    buf[0] = buf[1] = me == 0 ? 0 : -1;
+  shmem_barrier_all();
   for (int i = 0; buf && i < WARMUP + ITERS; i++) {
-    buf[0] = buf[1] = me == 0 ? i : -1;
     double t0 = now_us();
     shmem_broadcast32(buf, buf, 2, 0, 0, 0, n, psync[i & 1]);
     double t = now_us() - t0;
@@ -136,6 +141,7 @@ int main(void) {
       SHC_CHECK(0, "broadcast %d delivered %d", i, buf[0]);
     if (i >= WARMUP && t > SLOW_US)
       slow++;
+    buf[0] = buf[1] = me == 0 ? i + 1 : -1;
     shmem_barrier_all();
   }
   if (me != 0)
