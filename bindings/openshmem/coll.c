@@ -4,7 +4,8 @@
  * PE reads what it needs straight from the peers' copies of source, and a
  * second barrier keeps sources unchanged until every PE has read them
  * (under SHMEM_THREAD_MULTIPLE).  Otherwise broadcasts, reductions and
- * collects are eager, with no barrier: see below.
+ * collects are eager, with no barrier: see below; and broadcasts and
+ * fcollects push into the peers' dest (broadcast_push, collect_push).
  * Reductions combine the peers' sources in PE order on every PE, so every PE
  * gets the same bits (floating point included), into a private buffer first
  * so that dest may be source.  With zero bytes only the barriers run: no
@@ -42,12 +43,10 @@
  * Not under SHMEM_THREAD_MULTIPLE: threads of one PE may then run
  * collectives on different teams at once, and with one eager_data per PE
  * two PEs could each wait for the other's buffer (each held by the call the
- * other has not reached); the barrier forms below serve that level.  Every
- * PE of a job must then ask for the same level.  Nor on a job across hosts:
- * another host's control block is no load or store away. */
-static int eager_ok(void) {
-  return shm__s.thread_level != SHMEM_THREAD_MULTIPLE && !shm__s.net;
-}
+ * other has not reached); the barrier forms below serve that level, on
+ * every PE once one asked for it (init.c, same_collectives).  Nor on a job
+ * across hosts: another host's control block is no load or store away. */
+static int eager_ok(void) { return shm__s.eager && !shm__s.net; }
 
 static void eager_claim(long readers, const void *source, size_t bytes) {
   struct shm_spin spin = SHM_SPIN_INIT;
@@ -444,8 +443,6 @@ static void min_max3(void *acc, const void *in, size_t n) {
 
 static void reduce(const struct shm_group *g, void *dest, const void *source,
                    size_t n, size_t elem, shm_combine_fn combine);
-/* Bytes of a reduction whose accumulator is a local (reduce). */
-#define SHM_REDUCE_LOCAL 512
 
 int shm__same3(const struct shm_group *g, long *scratch, const long v[3],
                long all[6]) {
@@ -479,16 +476,21 @@ static void reduce(const struct shm_group *g, void *dest, const void *source,
   }
   if (g->size > 1 && eager_ok()) {
     /* A small one's accumulator on the stack: a malloc and a free were a
-     * tenth of a 2-PE reduction of a few bytes (0.3-0.4 us). */
-    _Alignas(max_align_t) char local[SHM_REDUCE_LOCAL];
-    void *acc = n * elem <= sizeof local ? local : malloc(n * elem);
+     * tenth of a 2-PE reduction of a few bytes (0.3-0.4 us).  A union, so
+     * that the combine functions' typed accesses alias it. */
+    union {
+      max_align_t align;
+      long double ld;
+      char bytes[512];
+    } local;
+    void *acc = n * elem <= sizeof local ? &local : malloc(n * elem);
     if (!acc)
       shm__fatal("reduction of %zu bytes: out of memory", n * elem);
     reduce_eager(g, acc, source, n, elem, combine);
     eager_finish(n * elem); /* dest may be source, which others read */
     if (n)
       memcpy(dest, acc, n * elem);
-    if (acc != local)
+    if (acc != (void *)&local)
       free(acc);
     return;
   }

@@ -105,37 +105,39 @@ static void fast_fini(void) {
   *f = (struct symheap_shmem_fast){0};
 }
 
-/* Whether every PE runs its collectives alike: pushing or not
- * (SYMHEAP_SHMEM_PUSH), eager or through barriers (SHMEM_THREAD_MULTIPLE,
- * coll.c).  A PE that pushed into the dest of one that read its root's
- * eager_data handed it stale data, and an eager PE and a barrier one
- * waited for each other for ever; now every PE refuses to start, PE 0
- * saying why.  Through the bootstrap, whose allgather no such choice
- * changes; it is also the barrier that ends shmem_init (no PE goes on
- * before every PE has published its pid). */
+/* Every PE runs its collectives alike, or eager and barrier ones (or
+ * pushing and reading ones) wait for each other for ever: before, a job
+ * whose PE 2 asked for SHMEM_THREAD_MULTIPLE hung in its first broadcast.
+ * The PEs agree through the bootstrap, whose allgather neither choice
+ * changes: the barrier forms when any PE asked for SHMEM_THREAD_MULTIPLE
+ * (the specification lets each PE ask for its own level); different
+ * SYMHEAP_SHMEM_PUSH values are a setting given wrong, refused on every
+ * PE, PE 0 naming one that differs.  The allgather is also the barrier
+ * that ends shmem_init (no PE goes on before every PE has published its
+ * pid). */
 static int same_collectives(void) {
   int mine[2] = {shm__s.push, shm__s.thread_level == SHMEM_THREAD_MULTIPLE};
   int *all = malloc(sizeof mine * (size_t)shm__s.npes);
-  if (!all) {
-    fprintf(stderr, "symheap-shmem: shmem_init: out of memory\n");
-    return -1; /* the others fail in their allgather, or here */
-  }
+  if (!all) /* ends the job: the others would wait in the allgather */
+    shm__fatal("shmem_init: no memory for %d PEs' settings", shm__s.npes);
   symheap_result_t r =
       symheap_comm_allgather(shm__s.comm, mine, all, sizeof mine);
-  int bad = -1;
-  for (int p = 0; r == SYMHEAP_SUCCESS && p < shm__s.npes && bad < 0; p++)
-    if (all[2 * p] != mine[0] || all[2 * p + 1] != mine[1])
-      bad = p;
+  int differs = -1, multiple = 0;
+  for (int p = 0; r == SYMHEAP_SUCCESS && p < shm__s.npes; p++) {
+    if (all[2 * p] != mine[0] && differs < 0)
+      differs = p;
+    multiple |= all[2 * p + 1];
+  }
   free(all);
   if (r != SYMHEAP_SUCCESS)
     return init_fail("symheap_comm_allgather", r);
-  if (bad >= 0 && shm__s.me == 0)
+  shm__s.eager = !multiple;
+  if (differs >= 0 && shm__s.me == 0)
     fprintf(stderr,
-            "symheap-shmem: shmem_init: PE %d differs from PE 0 in "
-            "SYMHEAP_SHMEM_PUSH or in asking for SHMEM_THREAD_MULTIPLE: set "
-            "them alike on every PE\n",
-            bad);
-  return bad >= 0 ? -1 : 0;
+            "symheap-shmem: shmem_init: PE %d's SYMHEAP_SHMEM_PUSH differs "
+            "from PE 0's: set it alike on every PE\n",
+            differs);
+  return differs >= 0 ? -1 : 0;
 }
 
 /* Everything do_init built, undone, in the reverse order: at
@@ -213,9 +215,10 @@ int shmem_init_thread(int requested, int *provided) {
   shm__s.spin_before_yield = SHM_SPINS_DEFAULT;
   /* Malformed variables: every PE refuses alike, before any comm. */
   if (shm__env_spin(&shm__s.spin_before_yield, &shm__s.spin_explicit) != 0 ||
-      shm__env_data_segment() < 0 || (shm__s.push = shm__env_push()) < 0 ||
+      shm__env_data_segment() < 0 || shm__env_push() < 0 ||
       shm__env_wait_limit_ns(&shm__s.wait_limit_ns) != 0)
     return -1;
+  shm__s.push = shm__env_push();
   if (do_init() != 0)
     return -1;
   if (provided)

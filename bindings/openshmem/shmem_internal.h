@@ -85,7 +85,8 @@ struct shm_state {
   int initialized;
   int me, npes;
   int thread_level;
-  int push; /* SYMHEAP_SHMEM_PUSH: collectives write into peers' dest */
+  int push;  /* SYMHEAP_SHMEM_PUSH: collectives write into peers' dest */
+  int eager; /* no PE asked for SHMEM_THREAD_MULTIPLE (init.c) */
   symheap_comm_t comm;
   symheap_window_t heap_win;
   char *heap_base;

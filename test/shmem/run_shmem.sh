@@ -26,10 +26,10 @@ for n in 2 4; do
     env SYMHEAP_SHMEM_PUSH=0 build/bin/symheap-run -n $n \
     build/test/shmem/test_shmem_bcast --unsynced
 done
-# PEs that would run their collectives differently (one not pushing, or one
-# under SHMEM_THREAD_MULTIPLE: barrier forms against eager ones) refuse to
-# start, every one, PE 0 naming the one that differs; before, the eager PEs
-# and the barrier one waited for each other until the job was killed.
+# PEs whose SYMHEAP_SHMEM_PUSH differs refuse to start, every one, PE 0
+# naming one; PEs asking for different thread levels agree on the barrier
+# forms (before, the eager PEs and the one under SHMEM_THREAD_MULTIPLE
+# waited for each other in their first broadcast until the job was killed).
 shmem_collectives_differ() {
   local out rc
   out=$(timeout 60 build/bin/symheap-run -n 3 sh -c '[ "$SYMHEAP_RANK" != 1 ] ||
@@ -37,17 +37,17 @@ shmem_collectives_differ() {
     build/test/shmem/test_shmem_setup 2>&1)
   rc=$?
   echo "$out"
-  [ $rc -eq 0 ] && grep -q "PE 1 differs from PE 0 in SYMHEAP_SHMEM_PUSH" <<<"$out" &&
-    [ "$(grep -c '^PASS' <<<"$out")" -eq 3 ] || { echo "push: status $rc"; return 1; }
-  out=$(timeout 60 build/bin/symheap-run -n 3 sh -c 'if [ "$SYMHEAP_RANK" = 2 ]; then
-    exec "$0" --expect-refusal multiple; fi; exec "$0" --expect-refusal' \
+  [ $rc -eq 0 ] && grep -q "PE 1's SYMHEAP_SHMEM_PUSH differs from PE 0's" <<<"$out" &&
+    [ "$(grep -c '^PASS init_refused' <<<"$out")" -eq 3 ] || { echo "push: status $rc"; return 1; }
+  out=$(timeout 60 build/bin/symheap-run -n 3 sh -c 'l=single
+    [ "$SYMHEAP_RANK" != 2 ] || l=multiple; exec "$0" --level $l' \
     build/test/shmem/test_shmem_setup 2>&1)
   rc=$?
   echo "$out"
-  [ $rc -eq 0 ] && grep -q "PE 2 differs from PE 0 in" <<<"$out" &&
-    [ "$(grep -c '^PASS' <<<"$out")" -eq 3 ] || { echo "thread level: status $rc"; return 1; }
+  [ $rc -eq 0 ] && [ "$(grep -c '^PASS levels_mixed_agree' <<<"$out")" -eq 3 ] ||
+    { echo "thread levels: status $rc"; return 1; }
 }
-check " shmem PEs whose collectives would differ refuse to start" shmem_collectives_differ
+check " shmem PEs' collective settings agreed or refused" shmem_collectives_differ
 # Started by hand, without a launcher: one PE.
 for t in setup rma amo coll bcast team p2p compat zero; do
   run " shmem $t one PE, no launcher" build/test/shmem/test_shmem_$t

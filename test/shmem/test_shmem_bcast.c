@@ -82,11 +82,14 @@ static void back_to_back(int me, int npes) {
   shc_end();
 }
 
-/* Sizes around the eager limit and far above it, every root. */
+/* Sizes around the eager limit, around the most a root pushes (256 KiB in
+ * all: coll.c's SHM_PUSH, split among the npes - 1 members), and far
+ * above them, every root. */
 static void sizes(int me, int npes) {
-  shc_begin("bcast_sizes_eager_and_pulled");
-  static const size_t sz[] = {1,     8,     4095,  4096,   4097,
-                              16384, 16385, 65536, 1 << 20};
+  shc_begin("bcast_sizes_eager_pushed_and_pulled");
+  size_t push = (256u << 10) / (size_t)(npes > 1 ? npes - 1 : 1);
+  const size_t sz[] = {1,     8,     4095,     4096, 4097,     16384,
+                       16385, 65536, push - 1, push, push + 1, 1 << 20};
   char *src = shmem_malloc(1 << 20), *dst = shmem_malloc(1 << 20);
   for (size_t s = 0; s < sizeof sz / sizeof sz[0]; s++)
     for (int root = 0; root < npes; root++) {
@@ -267,9 +270,12 @@ static void fcollect_pushed(int me, int npes, int multiple) {
     d[k] = shmem_malloc(sizeof(int) * MAX * (size_t)npes);
   for (size_t c = 0; c < sizeof ns / sizeof ns[0]; c++) {
     size_t n = ns[c];
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 3; k++) {
       for (size_t i = 0; i < n; i++)
         src[(size_t)k * MAX + i] = me * 1000000 + k * 100000 + (int)i;
+      memset(d[k], 0xff,
+             sizeof(int) * n * (size_t)npes); /* not the last size's */
+    }
     shmem_barrier_all();
     for (int k = 0; k < 3; k++)
       shmem_int_fcollect(SHMEM_TEAM_WORLD, d[k], src + (size_t)k * MAX, n);
@@ -305,6 +311,84 @@ static void fcollect_pushed(int me, int npes, int multiple) {
   shmem_barrier_all();
   for (int k = 0; k < 3; k++)
     shmem_free(d[k]);
+  shmem_free(src);
+  shc_end();
+}
+
+/* Flags are counts shared by every kind of collective on a group's sync
+ * words (coll.c): 40 rounds with no sync, each of a pushed broadcast from
+ * a rotating root, a pushed fcollect, an eager reduction and a pulled
+ * broadcast (above the push limit), each into a dest of its own, on the
+ * world team, on a team of the even PEs and through the active-set form
+ * with two pSyncs in turn. */
+static void kinds_unsynced(int me, int npes) {
+  enum { R = 40, N = 4, BIG = 300000 }; /* BIG bytes: pulled at 2 PEs too */
+  static long ps[2][SHMEM_BCAST_SYNC_SIZE];
+  shc_begin("kinds_mixed_back_to_back");
+  for (int p = 0; p < 2; p++)
+    for (int i = 0; i < SHMEM_BCAST_SYNC_SIZE; i++)
+      ps[p][i] = SHMEM_SYNC_VALUE;
+  shmem_team_t evens = SHMEM_TEAM_INVALID;
+  shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 2, (npes + 1) / 2, NULL, 0,
+                           &evens);
+  long *src = shmem_malloc(sizeof(long) * N);
+  long *b = shmem_calloc((size_t)R * 3 * N, sizeof(long));
+  long *f = shmem_calloc((size_t)R * N * (size_t)npes, sizeof(long));
+  long *s = shmem_calloc((size_t)R * 2 * N, sizeof(long));
+  char *big = shmem_malloc(BIG), *bd = shmem_calloc((size_t)R, BIG);
+  for (int i = 0; i < N; i++)
+    src[i] = 10L * me + i;
+  memset(big, 'A' + me, BIG);
+  shmem_barrier_all();
+  long sum = 10L * npes * (npes - 1) / 2, esum = 0;
+  int tn = (npes + 1) / 2;
+  for (int p = 0; p < npes; p += 2)
+    esum += 10L * p;
+  /* Each result checked as soon as its call returns: a PE that took a
+   * raise meant for a later call must find this call's data already. */
+  for (int r = 0; r < R; r++) {
+    int root = r % npes;
+    long *d = b + (r * 3) * N;
+    shmem_long_broadcast(SHMEM_TEAM_WORLD, d, src, N, root);
+    for (int i = 0; i < N; i++)
+      SHC_CHECK(d[i] == 10L * root + i, "round %d: broadcast [%d]", r, i);
+    d = f + (size_t)r * N * npes;
+    shmem_long_fcollect(SHMEM_TEAM_WORLD, d, src, N);
+    for (int i = 0; i < N * npes; i++)
+      SHC_CHECK(d[i] == 10L * (i / N) + i % N, "round %d: fcollect [%d]", r, i);
+    d = s + (r * 2) * N;
+    shmem_long_sum_reduce(SHMEM_TEAM_WORLD, d, src, N);
+    for (int i = 0; i < N; i++)
+      SHC_CHECK(d[i] == sum + (long)npes * i, "round %d: sum [%d]", r, i);
+    char *l = bd + (size_t)r * BIG;
+    shmem_broadcastmem(SHMEM_TEAM_WORLD, l, big, BIG, root);
+    SHC_CHECK(l[0] == 'A' + root && l[BIG - 1] == 'A' + root,
+              "round %d: large broadcast %d..%d", r, l[0], l[BIG - 1]);
+    if (evens != SHMEM_TEAM_INVALID) {
+      d = b + (r * 3 + 1) * N;
+      shmem_long_broadcast(evens, d, src, N, r % tn);
+      for (int i = 0; i < N; i++)
+        SHC_CHECK(d[i] == 10L * 2 * (r % tn) + i, "round %d: team broadcast",
+                  r);
+      d = s + (r * 2 + 1) * N;
+      shmem_long_sum_reduce(evens, d, src, N);
+      for (int i = 0; i < N; i++)
+        SHC_CHECK(d[i] == esum + (long)tn * i, "round %d: team sum", r);
+    }
+    d = b + (r * 3 + 2) * N;
+    shmem_broadcast64(d, src, N, root, 0, 0, npes, ps[r % 2]);
+    for (int i = 0; i < N; i++)
+      SHC_CHECK(me == root || d[i] == 10L * root + i,
+                "round %d: broadcast64 [%d]", r, i);
+  }
+  shmem_barrier_all();
+  if (evens != SHMEM_TEAM_INVALID)
+    shmem_team_destroy(evens);
+  shmem_free(bd);
+  shmem_free(big);
+  shmem_free(s);
+  shmem_free(f);
+  shmem_free(b);
   shmem_free(src);
   shc_end();
 }
@@ -370,6 +454,7 @@ int main(int argc, char **argv) {
   sizes(me, npes);
   collect_mixed(me, npes);
   fcollect_pushed(me, npes, multiple);
+  kinds_unsynced(me, npes);
   reduce_split(me, npes);
   shmem_finalize();
   return shc_status();

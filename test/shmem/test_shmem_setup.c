@@ -2,9 +2,10 @@
  * query_thread, my_pe/n_pes, the version and name queries, pe_accessible,
  * addr_accessible, shmem_ptr, symmetric static and global variables (the
  * data and bss segments), and shmem_malloc/calloc/align/realloc/free/
- * malloc_with_hints.  With --expect-refusal [multiple] it checks instead
- * that shmem_init_thread refuses (a backend the CPU cannot load from, a
- * malformed variable, PEs whose collectives would differ). */
+ * malloc_with_hints.  With --expect-refusal it checks instead that
+ * shmem_init_thread refuses (a backend the CPU cannot load from, a
+ * malformed variable, PEs whose SYMHEAP_SHMEM_PUSH differs); with --level
+ * that PEs asking for different thread levels run collectives together. */
 #include <pthread.h>
 #include <shmem.h>
 #include <stdint.h>
@@ -231,16 +232,54 @@ static void test_threads(void) {
   shc_end();
 }
 
+/* --level single|multiple: the PEs ask for different thread levels (the
+ * specification lets each ask for its own) and run a pushed-size broadcast,
+ * an fcollect and a reduction; every PE then runs the barrier forms
+ * (init.c, same_collectives).  Before, the eager PEs and the one under
+ * SHMEM_THREAD_MULTIPLE waited for each other in the first broadcast. */
+static int levels_mixed(int level) {
+  int provided = -1;
+  if (shmem_init_thread(level, &provided) != 0)
+    return printf("FAIL levels_mixed shmem_init_thread failed\n"), 1;
+  me = shmem_my_pe();
+  npes = shmem_n_pes();
+  shc_begin("levels_mixed_agree");
+  SHC_CHECK(provided == level, "provided %d, asked %d", provided, level);
+  long *src = shmem_malloc(4 * sizeof(long));
+  long *dst = shmem_malloc(4 * sizeof(long) * (size_t)npes);
+  for (int i = 0; i < 4; i++)
+    src[i] = 100L * me + i;
+  shmem_barrier_all();
+  shmem_long_broadcast(SHMEM_TEAM_WORLD, dst, src, 4, npes - 1);
+  for (int i = 0; i < 4; i++)
+    SHC_CHECK(dst[i] == 100L * (npes - 1) + i, "broadcast [%d] = %ld", i,
+              dst[i]);
+  shmem_barrier_all();
+  shmem_long_fcollect(SHMEM_TEAM_WORLD, dst, src, 4);
+  for (int i = 0; i < 4 * npes; i++)
+    SHC_CHECK(dst[i] == 100L * (i / 4) + i % 4, "fcollect [%d] = %ld", i,
+              dst[i]);
+  shmem_barrier_all();
+  shmem_long_sum_reduce(SHMEM_TEAM_WORLD, dst, src, 4);
+  for (int i = 0; i < 4; i++)
+    SHC_CHECK(dst[i] == 100L * npes * (npes - 1) / 2 + (long)npes * i,
+              "sum [%d] = %ld", i, dst[i]);
+  shmem_barrier_all();
+  shmem_free(dst);
+  shmem_free(src);
+  shc_end();
+  shmem_finalize();
+  return shc_status();
+}
+
 int main(int argc, char **argv) {
   int provided = -1;
+  if (argc > 2 && strcmp(argv[1], "--level") == 0)
+    return levels_mixed(strcmp(argv[2], "multiple") == 0 ? SHMEM_THREAD_MULTIPLE
+                                                         : SHMEM_THREAD_SINGLE);
   if (argc > 1 && strcmp(argv[1], "--expect-refusal") == 0) {
-    /* "multiple": asks for SHMEM_THREAD_MULTIPLE (run_shmem.sh: a PE whose
-     * collectives would differ from the others'). */
-    int level = argc > 2 && strcmp(argv[2], "multiple") == 0
-                    ? SHMEM_THREAD_MULTIPLE
-                    : SHMEM_THREAD_SINGLE;
-    int rc = shmem_init_thread(level, &provided);
-    printf("%s init_refused_without_host_access%s\n", rc != 0 ? "PASS" : "FAIL",
+    int rc = shmem_init_thread(SHMEM_THREAD_SINGLE, &provided);
+    printf("%s init_refused%s\n", rc != 0 ? "PASS" : "FAIL",
            rc != 0 ? "" : " shmem_init_thread succeeded");
     if (rc == 0)
       shmem_finalize();
