@@ -24,7 +24,10 @@ have_shm() {
 }
 
 # A 2-rank job over shm (two pretend hosts, so the ranks meet through the
-# net adaptor) whose rank 1 dies of SIGSEGV with its endpoint open.
+# net adaptor) whose rank 1 is killed (SIGKILL) with its endpoint open.
+# Not SIGSEGV: libfabric's shm provider catches that and, now and then,
+# removes its file itself, leaving symheap-run nothing to remove (the check
+# failed so in 2 runs of 6 on a loaded machine).
 killed_rank_removed() {
   local name=shm_leftovers/killed_rank_removed out before after new f
   have_shm || { echo "SKIP $name libfabric here has no provider shm"; return; }
@@ -35,11 +38,12 @@ killed_rank_removed() {
   dir=$(mktemp -d) || return
   out=$(cd "$dir" && SYMHEAP_NET=ofi SYMHEAP_NET_PROVIDER=shm SYMHEAP_TEST_PER_HOST=1 \
     timeout 120 "$ab/bin/symheap-run" -n 2 "$top/test/shmem/pretend_host.sh" \
-    "$ab/test/test_net_boot" crash 2>&1)
+    "$ab/test/test_net_boot" killed 2>&1)
   rm -rf "$dir"
   after=$(ls /dev/shm | grep '^symheap-' | sort)
   new=$(comm -13 <(echo "$before") <(echo "$after"))
-  if [ -z "$new" ] && grep -q "symheap-run: removed 1 file(s) of libfabric shm" <<<"$out"; then
+  # Rank 1's file, and rank 0's when symheap-run had to stop it too.
+  if [ -z "$new" ] && grep -Eq "symheap-run: removed [12] file\(s\) of libfabric shm" <<<"$out"; then
     echo "PASS $name the killed rank's shm file was removed, and said so"
   else
     echo "FAIL $name left in /dev/shm: ${new:-nothing}; said: $(grep 'symheap-run' <<<"$out" | tr '\n' ' ')"

@@ -7,7 +7,9 @@
  *                           link down): within SYMHEAP_TIMEOUT_MS + 1 s
  *   test_net_boot join      init after SYMHEAP_TEST_JOIN_DELAY_MS on ranks
  *                           other than 0 (strangers knock meanwhile), then a
- *                           barrier and an allgather */
+ *                           barrier and an allgather
+ *   test_net_boot crash     rank 1 dies of SIGSEGV once every rank is in
+ *   test_net_boot killed    the same by SIGKILL */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -210,14 +212,15 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "fail") == 0 && c.rank == c.n - 1)
       return 3;
     sleep(120);
-  } else if (strcmp(mode, "crash") == 0) {
-    /* Rank 1 dies of SIGSEGV (no core file) once every rank is in; the
-     * others, in a barrier, see it gone and fail (launcher_checks.sh). */
+  } else if (strcmp(mode, "crash") == 0 || strcmp(mode, "killed") == 0) {
+    /* Rank 1 dies of SIGSEGV (no core file; "killed": SIGKILL, which no
+     * handler sees) once every rank is in; the others, in a barrier, see it
+     * gone and fail (launcher_checks.sh, shm_leftovers.sh). */
     CHECK_OK(symheap_comm_barrier(c.comm));
     if (c.rank == 1) {
       struct rlimit none = {0, 0};
       setrlimit(RLIMIT_CORE, &none);
-      kill(getpid(), SIGSEGV);
+      kill(getpid(), strcmp(mode, "crash") == 0 ? SIGSEGV : SIGKILL);
     }
     if (symheap_comm_barrier(c.comm) != SYMHEAP_SUCCESS)
       return 1;
