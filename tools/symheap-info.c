@@ -148,6 +148,11 @@ static const binding_var_t binding_vars[] = {
      "before any PE calls, as the specification says); 0: each PE copies "
      "into its own dest in its own call (programs that reuse dest without "
      "a sync); the same on every PE"},
+    {"SYMHEAP_SHMEM_STREAM_MIN", "openshmem binding", "16K",
+     "0, or bytes from 16K (with K, M, G or T)",
+     "the smallest put or get on one host written with streaming stores "
+     "(which bypass the cache) when its destination continues the last "
+     "one's and was not written lately; 0: never; x86-64 only"},
     {"SYMHEAP_SHMEM_SPIN", "openshmem binding", "3000", "0 to 1000000",
      "pause-spins in a wait before each wait yields the CPU (unset: 3000, "
      "or 2 with more PEs than CPUs)"},

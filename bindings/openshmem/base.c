@@ -10,7 +10,8 @@
 #include "shmem_internal.h"
 
 struct shm_state shm__s = {.lock = PTHREAD_MUTEX_INITIALIZER,
-                           .net_lock = PTHREAD_MUTEX_INITIALIZER};
+                           .net_lock = PTHREAD_MUTEX_INITIALIZER,
+                           .stream_min = SIZE_MAX};
 
 /* A job across hosts: the request goes by symheap_atomic (the word's
  * atomicity domain) to every PE at once, and one quiet sees it delivered

@@ -48,6 +48,12 @@ static const struct {
      "dest ready on every PE before any PE calls); 0: each PE copies into "
      "its own dest inside its own call, for programs that reuse dest "
      "without a sync.  The same on every PE; symheap-shmem's own"},
+    {"SYMHEAP_SHMEM_STREAM_MIN",
+     "the smallest put or get on one host (bytes, with K, M, G or T) "
+     "written with streaming stores, which bypass the cache, when its "
+     "destination continues the last one's and was not written lately "
+     "(default 16K, the least allowed; 0: never); x86-64 only; "
+     "symheap-shmem's own"},
     /* init.c's launched_alone: with none of these (nor symheap-run's
      * SYMHEAP_RANK, ..., listed with symheap's below) the program is one PE. */
     {"OMPI_COMM_WORLD_SIZE",
@@ -167,6 +173,23 @@ int shm__env_data_segment(void) {
 }
 
 int shm__env_push(void) { return env_switch("SYMHEAP_SHMEM_PUSH"); }
+
+int shm__env_stream_min(size_t *bytes) {
+  const char *v = getenv("SYMHEAP_SHMEM_STREAM_MIN");
+  size_t n = 0;
+  if (!v || !*v)
+    return 0;
+  if (shm__parse_size(v, &n) == 0 &&
+      (n == 0 || n >= SYMHEAP_SHMEM_FAST_COPY_MAX)) {
+    *bytes = n;
+    return 0;
+  }
+  fprintf(stderr,
+          "symheap-shmem: shmem_init: SYMHEAP_SHMEM_STREAM_MIN=\"%s\" is not 0 "
+          "or a size from %dK: a number with an optional suffix K, M, G or T\n",
+          v, SYMHEAP_SHMEM_FAST_COPY_MAX >> 10);
+  return -1;
+}
 
 void shm__env_print(int me) {
   if (me != 0)

@@ -214,11 +214,15 @@ int shmem_init_thread(int requested, int *provided) {
    * cases. */
   shm__s.spin_before_yield = SHM_SPINS_DEFAULT;
   /* Malformed variables: every PE refuses alike, before any comm. */
+  int push = 1;
+  size_t stream_min = SHM_STREAM_MIN;
   if (shm__env_spin(&shm__s.spin_before_yield, &shm__s.spin_explicit) != 0 ||
-      shm__env_data_segment() < 0 || shm__env_push() < 0 ||
+      shm__env_data_segment() < 0 || (push = shm__env_push()) < 0 ||
+      shm__env_stream_min(&stream_min) != 0 ||
       shm__env_wait_limit_ns(&shm__s.wait_limit_ns) != 0)
     return -1;
-  shm__s.push = shm__env_push();
+  shm__s.push = push;
+  shm__copy_setup(stream_min);
   if (do_init() != 0)
     return -1;
   if (provided)

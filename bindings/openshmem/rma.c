@@ -17,7 +17,7 @@ static inline void shm_put(shmem_ctx_t ctx, void *dest, const void *src,
   if (shm__remote(pe))
     shm__net_put(dest, src, bytes, pe, 0);
   else
-    memcpy(shm__peer_n(dest, bytes, pe), src, bytes);
+    shm__copy(shm__peer_n(dest, bytes, pe), src, bytes);
 }
 
 static inline void shm_get(shmem_ctx_t ctx, void *dest, const void *src,
@@ -28,7 +28,7 @@ static inline void shm_get(shmem_ctx_t ctx, void *dest, const void *src,
   if (shm__remote(pe))
     shm__net_get(dest, src, bytes, pe, 0);
   else
-    memcpy(dest, shm__peer_n(src, bytes, pe), bytes);
+    shm__copy(dest, shm__peer_n(src, bytes, pe), bytes);
 }
 
 static inline void shm_put_nbi(shmem_ctx_t ctx, void *dest, const void *src,
@@ -39,7 +39,7 @@ static inline void shm_put_nbi(shmem_ctx_t ctx, void *dest, const void *src,
   if (shm__remote(pe))
     shm__net_put(dest, src, bytes, pe, 1);
   else
-    memcpy(shm__peer_n(dest, bytes, pe), src, bytes);
+    shm__copy(shm__peer_n(dest, bytes, pe), src, bytes);
 }
 
 static inline void shm_get_nbi(shmem_ctx_t ctx, void *dest, const void *src,
@@ -50,7 +50,7 @@ static inline void shm_get_nbi(shmem_ctx_t ctx, void *dest, const void *src,
   if (shm__remote(pe))
     shm__net_get(dest, src, bytes, pe, 1);
   else
-    memcpy(dest, shm__peer_n(src, bytes, pe), bytes);
+    shm__copy(dest, shm__peer_n(src, bytes, pe), bytes);
 }
 
 /* Strided: element k goes from src[k*sst] to dest[k*dst]. */

@@ -28,6 +28,9 @@ int shm__env_data_segment(void);
 /* SYMHEAP_SHMEM_PUSH: the same (coll.c: whether collectives write into the
  * peers' dest). */
 int shm__env_push(void);
+/* SYMHEAP_SHMEM_STREAM_MIN into *bytes (untouched when unset): 0 or from
+ * SYMHEAP_SHMEM_FAST_COPY_MAX, else -1, said on stderr. */
+int shm__env_stream_min(size_t *bytes);
 /* SYMHEAP_SHMEM_TIMEOUT_MS into *ns (0: unset, no bound): how long an
  * OpenSHMEM wait may last; -1, saying why, when it is malformed.  Its own
  * variable: SYMHEAP_TIMEOUT_MS, the core's bound on joining and exchanges,

@@ -32,6 +32,15 @@ struct symheap_shmem_fast {
   int npes;
 };
 extern struct symheap_shmem_fast symheap_shmem_fast;
+/* The library's copy (its copy.c) of a put or get of
+ * SYMHEAP_SHMEM_FAST_COPY_MAX bytes or more, between addresses translated
+ * and checked here.  A pointer, bound when the program is loaded, not a
+ * function, which a call through the PLT binds at its first call: OSU's
+ * 16 KiB put and get latency, timed from their first iteration, paid for
+ * that.  Its own symbol, not a field of symheap_shmem_fast: a program
+ * keeps a copy of that struct sized by the header it was built with. */
+extern void (*const symheap_shmem_fast_copy)(void *dest, const void *src,
+                                             size_t bytes);
 
 /* Where the bytes at addr live on PE pe, or NULL when the library must
  * decide (it says what is wrong: a range that runs past the heap's or the
@@ -69,6 +78,11 @@ void shmem_ctx_getmem(shmem_ctx_t ctx, void *dest, const void *source,
 
 #define SYMHEAP_SHMEM_UNPAREN(...) __VA_ARGS__
 
+/* Puts and gets of this many bytes or more are the library's to copy
+ * (symheap_shmem_fast_copy): it picks plain or streaming stores.  It is
+ * also the smallest SYMHEAP_SHMEM_STREAM_MIN. */
+#define SYMHEAP_SHMEM_FAST_COPY_MAX 16384
+
 #if !defined(SYMHEAP_SHMEM_BUILDING) && !defined(SYMHEAP_SHMEM_NO_INLINE)
 
 static inline void symheap_shmem_fast_put(void *dest, const void *source,
@@ -77,8 +91,10 @@ static inline void symheap_shmem_fast_put(void *dest, const void *source,
   if (!bytes) /* any pointer is valid for no bytes (Annex C) */
     return;
   q_ = symheap_shmem_fast_range(dest, bytes, pe);
-  if (q_)
+  if (q_ && bytes < SYMHEAP_SHMEM_FAST_COPY_MAX)
     memcpy(q_, source, bytes);
+  else if (q_)
+    symheap_shmem_fast_copy(q_, source, bytes);
   else
     shmem_ctx_putmem(SHMEM_CTX_DEFAULT, dest, source, bytes, pe);
 }
@@ -89,8 +105,10 @@ static inline void symheap_shmem_fast_get(void *dest, const void *source,
   if (!bytes)
     return;
   q_ = symheap_shmem_fast_range(source, bytes, pe);
-  if (q_)
+  if (q_ && bytes < SYMHEAP_SHMEM_FAST_COPY_MAX)
     memcpy(dest, q_, bytes);
+  else if (q_)
+    symheap_shmem_fast_copy(dest, q_, bytes);
   else
     shmem_ctx_getmem(SHMEM_CTX_DEFAULT, dest, source, bytes, pe);
 }

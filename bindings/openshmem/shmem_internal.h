@@ -32,6 +32,13 @@
  * us against 3.8-4.0 read, 128 KiB 6.7-7.1 against 5.7; at 2 PEs pushing
  * won up to 512 KiB and tied at 1 MiB (docs/perf/openshmem.md, round 14). */
 #define SHM_PUSH (256 << 10)
+/* The smallest put or get that may use streaming stores (copy.c), unless
+ * SYMHEAP_SHMEM_STREAM_MIN says otherwise (it is also shmem_fast.h's
+ * SYMHEAP_SHMEM_FAST_COPY_MAX).  OSU's message rates at 2 and 4 PEs ran
+ * 1.2-1.6x as many 16 KiB puts and gets a second streamed (round 15); in
+ * one process, 8 KiB copies to fresh offsets went 1.17x as fast, 4 KiB
+ * 1.08x, 2 KiB slower. */
+#define SHM_STREAM_MIN (16 << 10)
 /* A wait's pause-spins before it yields, with a CPU for each PE (init.c). */
 #define SHM_SPINS_DEFAULT 3000
 
@@ -87,6 +94,9 @@ struct shm_state {
   int thread_level;
   int push;  /* SYMHEAP_SHMEM_PUSH: collectives write into peers' dest */
   int eager; /* no PE asked for SHMEM_THREAD_MULTIPLE (init.c) */
+  /* SYMHEAP_SHMEM_STREAM_MIN: puts and gets of this many bytes or more
+   * choose their stores (copy.c); SIZE_MAX: none do. */
+  size_t stream_min;
   symheap_comm_t comm;
   symheap_window_t heap_win;
   char *heap_base;
@@ -114,6 +124,21 @@ struct shm_state {
   long long wait_limit_ns;    /* SYMHEAP_SHMEM_TIMEOUT_MS (ns), or 0 */
 };
 extern struct shm_state shm__s;
+
+/* copy.c: the stores of a large put or get, set up at shmem_init
+ * (stream_min 0: plain stores only).  shm__copy_large says whether it
+ * streamed (test/shmem/test_shmem_copy.c checks its choices). */
+void shm__copy_setup(size_t stream_min);
+int shm__copy_large(void *dest, const void *src, size_t bytes);
+/* shm__copy as a function: symheap_shmem_fast_copy (shmem_fast.h). */
+void shm__copy_any(void *dest, const void *src, size_t bytes);
+/* A put's or get's bytes between this PE's memory and a peer's mapping. */
+static inline void shm__copy(void *dest, const void *src, size_t bytes) {
+  if (bytes >= shm__s.stream_min)
+    (void)shm__copy_large(dest, src, bytes);
+  else
+    memcpy(dest, src, bytes);
+}
 
 /* A set of PEs that runs a collective: a team, or a deprecated active set
  * (start, stride, size), with the symmetric words it synchronises on. */

@@ -15,6 +15,9 @@ for t in rma amo; do
   run " shmem $t without inline paths procs x4" build/bin/symheap-run -n 4 \
     build/test/shmem/test_shmem_${t}_noinline
 done
+# Large puts and gets with plain stores only (streaming ones are the default).
+run " shmem rma SYMHEAP_SHMEM_STREAM_MIN=0 procs x2" env SYMHEAP_SHMEM_STREAM_MIN=0 \
+  build/bin/symheap-run -n 2 build/test/shmem/test_shmem_rma
 # The barrier forms of the collectives (SHMEM_THREAD_MULTIPLE: no eager ones).
 run " shmem bcast THREAD_MULTIPLE procs x4" build/bin/symheap-run -n 4 \
   build/test/shmem/test_shmem_bcast --multiple
@@ -70,6 +73,8 @@ run " shmem init refused without host access" env SYMHEAP_DEVICE=cuda \
 # The environment (issue 28 item 6, issue 31): SHMEM_SYMMETRIC_SIZE's
 # syntax on its own, then through shmem_init.
 run " shmem SHMEM_SYMMETRIC_SIZE syntax" build/test/shmem/test_shmem_env
+# Which large puts and gets stream, and their bytes (copy.c on its own).
+run " shmem large copies' stores" build/test/shmem/test_shmem_copy
 # shmem_size_refused VAR VALUE: shmem_init refuses it, saying why.
 shmem_size_refused() {
   env "$1=$2" build/bin/symheap-run -n 2 build/test/shmem/test_shmem_setup \
@@ -91,14 +96,17 @@ shmem_var_refused() {
   for kv in SYMHEAP_SHMEM_SPIN=abc SYMHEAP_SHMEM_SPIN=-1 SYMHEAP_SHMEM_SPIN=+5 \
     SYMHEAP_SHMEM_SPIN=99999999999 "SYMHEAP_SHMEM_SPIN= 8" \
     SYMHEAP_SHMEM_DATA_SEGMENT=off SYMHEAP_SHMEM_DATA_SEGMENT=2 \
-    SYMHEAP_SHMEM_PUSH=off SYMHEAP_SHMEM_PUSH=2; do
+    SYMHEAP_SHMEM_PUSH=off SYMHEAP_SHMEM_PUSH=2 SYMHEAP_SHMEM_STREAM_MIN=4K \
+    SYMHEAP_SHMEM_STREAM_MIN=16383 SYMHEAP_SHMEM_STREAM_MIN=64Q \
+    SYMHEAP_SHMEM_STREAM_MIN=-1; do
     out=$(env "$kv" build/bin/symheap-run -n 2 build/test/shmem/test_shmem_setup \
       --expect-refusal 2>&1)
     rc=$?
     [ $rc -eq 0 ] && grep -q "${kv%%=*}=\"${kv#*=}\" is not" <<<"$out" ||
       { echo "$kv: status $rc: $out" | tail -n 4; return 1; }
   done
-  out=$(env SYMHEAP_SHMEM_SPIN=1000 SYMHEAP_SHMEM_DATA_SEGMENT=1 SYMHEAP_SHMEM_PUSH=1 build/bin/symheap-run \
+  out=$(env SYMHEAP_SHMEM_SPIN=1000 SYMHEAP_SHMEM_DATA_SEGMENT=1 SYMHEAP_SHMEM_PUSH=1 \
+    SYMHEAP_SHMEM_STREAM_MIN=16K build/bin/symheap-run \
     -n 2 build/test/shmem/test_shmem_zero 2>&1) || { echo "$out" | tail -n 4; return 1; }
 }
 check " shmem malformed SYMHEAP_SHMEM_* refused" shmem_var_refused

@@ -5,6 +5,7 @@
  * neighbour and reads from it, so every PE pair direction is exercised. */
 #include <shmem.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "shmem_check.h"
@@ -208,6 +209,95 @@ static void test_signals(void) {
   shc_end();
 }
 
+/* Large puts and gets, back to back (round 15: a copy of 16 KiB or more
+ * that continues the last one's destination uses streaming stores, which
+ * are weakly ordered; bindings/openshmem/copy.c): chunks of odd sizes at
+ * odd offsets, into the heap and into a static array, every byte checked
+ * and the bytes around them untouched.  Each chunk put with a signal is
+ * checked as soon as its signal is seen: its stores must be visible before
+ * the signal's. */
+#define ST_CHUNK ((64 << 10) + 37)
+#define ST_N 12
+#define ST_SPAN ((size_t)ST_CHUNK * ST_N + 64)
+static unsigned char st_static[ST_SPAN];
+
+static unsigned char st_byte(int pe, size_t i) {
+  return (unsigned char)((size_t)pe * 131 + i * 7 + (i >> 12) + 1);
+}
+
+/* The chunks in dst as PE from wrote them (first at offset 3, from its
+ * source at 5), and nothing else. */
+static void st_check(const unsigned char *dst, int from, int k0, int k1,
+                     const char *what) {
+  for (int k = k0; k < k1; k++)
+    for (size_t j = 0; j < ST_CHUNK; j++) {
+      size_t i = 3 + (size_t)k * ST_CHUNK + j;
+      SHC_CHECK(dst[i] == st_byte(from, 5 + (size_t)k * ST_CHUNK + j),
+                "%s: chunk %d byte %zu", what, k, j);
+    }
+  SHC_CHECK(dst[0] == 0 && dst[2] == 0 && dst[3 + ST_N * ST_CHUNK] == 0,
+            "%s: bytes around the chunks", what);
+}
+
+static void test_streams(void) {
+  shc_begin("rma_large_streams");
+  unsigned char *h = shmem_calloc(ST_SPAN, 1);
+  uint64_t *sigs = shmem_calloc(ST_N, sizeof *sigs);
+  unsigned char *src = malloc(ST_SPAN), *got = malloc(ST_SPAN);
+  SHC_CHECK(h && sigs && src && got, "allocations");
+  if (!h || !sigs || !src || !got)
+    shmem_global_exit(1);
+  for (size_t i = 0; i < ST_SPAN; i++)
+    src[i] = st_byte(me, i);
+  memset(st_static, 0, ST_SPAN);
+  shmem_barrier_all();
+  for (int k = 0; k < ST_N; k++)
+    shmem_putmem_signal(h + 3 + (size_t)k * ST_CHUNK,
+                        src + 5 + (size_t)k * ST_CHUNK, ST_CHUNK, &sigs[k], 1,
+                        SHMEM_SIGNAL_SET, right);
+  for (int k = 0; k < ST_N; k++) {
+    shmem_signal_wait_until(&sigs[k], SHMEM_CMP_EQ, 1);
+    st_check(h, left, k, k + 1, "putmem_signal");
+  }
+  for (int k = 0; k < ST_N; k++)
+    shmem_putmem(st_static + 3 + (size_t)k * ST_CHUNK,
+                 src + 5 + (size_t)k * ST_CHUNK, ST_CHUNK, right);
+  shmem_barrier_all();
+  st_check(st_static, left, 0, ST_N, "putmem static");
+  memset(got, 0, ST_SPAN);
+  for (int k = 0; k < ST_N; k++)
+    shmem_getmem(got + 3 + (size_t)k * ST_CHUNK, h + 3 + (size_t)k * ST_CHUNK,
+                 ST_CHUNK, right);
+  st_check(got, me, 0, ST_N, "getmem");
+  memset(got, 0, ST_SPAN);
+  for (int k = 0; k < ST_N; k++)
+    shmem_getmem_nbi(got + 3 + (size_t)k * ST_CHUNK,
+                     st_static + 3 + (size_t)k * ST_CHUNK, ST_CHUNK, left);
+  shmem_quiet();
+  st_check(got, (left + npes - 1) % npes, 0, ST_N, "getmem_nbi static");
+  shmem_barrier_all();
+  /* Either side of the size from which the inline paths hand the copy to
+   * the library (SYMHEAP_SHMEM_FAST_COPY_MAX), twice each (the second a
+   * continuation of the first). */
+  memset(h, 0, ST_SPAN);
+  shmem_barrier_all();
+  size_t at = 1;
+  for (size_t n = SYMHEAP_SHMEM_FAST_COPY_MAX - 1;
+       n <= SYMHEAP_SHMEM_FAST_COPY_MAX; n++)
+    for (int twice = 0; twice < 2; twice++, at += n)
+      shmem_putmem(h + at, src + at, n, right);
+  shmem_barrier_all();
+  for (size_t i = 0; i < ST_SPAN; i++)
+    SHC_CHECK(h[i] == (i >= 1 && i < at ? st_byte(left, i) : 0),
+              "puts around the inline limit: byte %zu", i);
+  shmem_barrier_all();
+  free(got);
+  free(src);
+  shmem_free(sigs);
+  shmem_free(h);
+  shc_end();
+}
+
 static void test_generic(void) {
   shc_begin("rma_c11_generic");
   static double gd[4];
@@ -242,6 +332,7 @@ int main(void) {
   SYMHEAP_SHMEM_RMA_TYPES(CALL)
   test_sized();
   test_signals();
+  test_streams();
   test_generic();
   shmem_finalize();
   return shc_status();
