@@ -126,11 +126,13 @@ int shm__copy_large(void *dest, const void *src, size_t bytes) {
   return stream;
 }
 
-void shm__copy_any(void *dest, const void *src, size_t bytes) {
-  shm__copy(dest, src, bytes);
+void shm__copy(void *dest, const void *src, size_t bytes) {
+  if (bytes >= shm__s.stream_min)
+    (void)shm__copy_large(dest, src, bytes);
+  else
+    memcpy(dest, src, bytes);
 }
-void (*const symheap_shmem_fast_copy)(void *, const void *,
-                                      size_t) = shm__copy_any;
+void (*const symheap_shmem_fast_copy)(void *, const void *, size_t) = shm__copy;
 
 /* At shmem_init: the code above runs once, on bytes of this thread's
  * stack, so that its pages are mapped before a program's first large put.
@@ -148,7 +150,7 @@ void shm__copy_setup(size_t stream_min) {
 #endif
   shm__s.stream_min = SHM_CAN_STREAM && stream_min ? stream_min : SIZE_MAX;
   memset(a, 0, sizeof a);
-  shm__copy_any(b, a, sizeof b);
+  shm__copy(b, a, sizeof b);
   (void)shm__copy_large(b, a, 128);
   (void)shm__copy_large(b + 128, a, 128); /* a continuation: streams */
   memset(&recent, 0, sizeof recent);

@@ -9,6 +9,15 @@
 
 #include "shmem_peer.h"
 
+/* As the inline paths do (shmem_fast.h): a copy of 16 KiB or more is
+ * copy.c's to make, which picks its stores; a smaller one a memcpy. */
+static inline void rma_copy(void *dest, const void *src, size_t bytes) {
+  if (bytes < SYMHEAP_SHMEM_FAST_COPY_MAX)
+    memcpy(dest, src, bytes);
+  else
+    shm__copy(dest, src, bytes);
+}
+
 static inline void shm_put(shmem_ctx_t ctx, void *dest, const void *src,
                            size_t bytes, int pe) {
   if (!bytes)
@@ -17,7 +26,7 @@ static inline void shm_put(shmem_ctx_t ctx, void *dest, const void *src,
   if (shm__remote(pe))
     shm__net_put(dest, src, bytes, pe, 0);
   else
-    shm__copy(shm__peer_n(dest, bytes, pe), src, bytes);
+    rma_copy(shm__peer_n(dest, bytes, pe), src, bytes);
 }
 
 static inline void shm_get(shmem_ctx_t ctx, void *dest, const void *src,
@@ -28,7 +37,7 @@ static inline void shm_get(shmem_ctx_t ctx, void *dest, const void *src,
   if (shm__remote(pe))
     shm__net_get(dest, src, bytes, pe, 0);
   else
-    shm__copy(dest, shm__peer_n(src, bytes, pe), bytes);
+    rma_copy(dest, shm__peer_n(src, bytes, pe), bytes);
 }
 
 static inline void shm_put_nbi(shmem_ctx_t ctx, void *dest, const void *src,
@@ -39,7 +48,7 @@ static inline void shm_put_nbi(shmem_ctx_t ctx, void *dest, const void *src,
   if (shm__remote(pe))
     shm__net_put(dest, src, bytes, pe, 1);
   else
-    shm__copy(shm__peer_n(dest, bytes, pe), src, bytes);
+    rma_copy(shm__peer_n(dest, bytes, pe), src, bytes);
 }
 
 static inline void shm_get_nbi(shmem_ctx_t ctx, void *dest, const void *src,
@@ -50,7 +59,7 @@ static inline void shm_get_nbi(shmem_ctx_t ctx, void *dest, const void *src,
   if (shm__remote(pe))
     shm__net_get(dest, src, bytes, pe, 1);
   else
-    shm__copy(dest, shm__peer_n(src, bytes, pe), bytes);
+    rma_copy(dest, shm__peer_n(src, bytes, pe), bytes);
 }
 
 /* Strided: element k goes from src[k*sst] to dest[k*dst]. */

@@ -125,20 +125,14 @@ struct shm_state {
 };
 extern struct shm_state shm__s;
 
-/* copy.c: the stores of a large put or get, set up at shmem_init
- * (stream_min 0: plain stores only).  shm__copy_large says whether it
- * streamed (test/shmem/test_shmem_copy.c checks its choices). */
+/* copy.c: a put's or get's bytes between this PE's memory and a peer's
+ * mapping: memcpy, or for stream_min bytes and more the stores it picks
+ * (shm__copy_large, which says whether it streamed: test_shmem_copy.c
+ * checks its choices).  Set up at shmem_init (stream_min 0: memcpy only);
+ * shm__copy is also shmem_fast.h's symheap_shmem_fast_copy. */
 void shm__copy_setup(size_t stream_min);
+void shm__copy(void *dest, const void *src, size_t bytes);
 int shm__copy_large(void *dest, const void *src, size_t bytes);
-/* shm__copy as a function: symheap_shmem_fast_copy (shmem_fast.h). */
-void shm__copy_any(void *dest, const void *src, size_t bytes);
-/* A put's or get's bytes between this PE's memory and a peer's mapping. */
-static inline void shm__copy(void *dest, const void *src, size_t bytes) {
-  if (bytes >= shm__s.stream_min)
-    (void)shm__copy_large(dest, src, bytes);
-  else
-    memcpy(dest, src, bytes);
-}
 
 /* A set of PEs that runs a collective: a team, or a deprecated active set
  * (start, stride, size), with the symmetric words it synchronises on. */
