@@ -13,9 +13,9 @@
  * 512 KiB (docs/perf/openshmem.md, round 15).  glibc streams only above
  * its share of the L3, which is 480 MiB on that machine: never.  With the
  * copy below, from 16 KiB, against the library without it in the same
- * minutes: 1.2-1.9x (median 1.6) at 16 KiB-4 MiB; latency unchanged from
- * 32 KiB, and 0.01-0.04 us slower at 16 KiB (put_overlap's 0.10): the
- * call, its code and data cold in the cache in each size's first put.
+ * minutes: 1.0-1.8x at 16 KiB-4 MiB (each benchmark's median 1.5-1.7x);
+ * latency the same within the runs' spread, and 0.01-0.04 us slower at
+ * 16 KiB: the call, its code and data cold in each size's first put.
  *
  * So a copy of stream_min bytes or more (SYMHEAP_SHMEM_STREAM_MIN) streams
  * when its destination starts where the last such copy's (of this thread)
@@ -137,7 +137,7 @@ void (*const symheap_shmem_fast_copy)(void *, const void *, size_t) = shm__copy;
 /* At shmem_init: the code above runs once, on bytes of this thread's
  * stack, so that its pages are mapped before a program's first large put.
  * On the machine of docs/perf/openshmem.md (round 15) a first touch of a
- * library page took 100-700 us (the page cache went cold within seconds):
+ * library page took 100-1200 us (the page cache went cold within seconds):
  * OSU's put and get latency at the first size copied here (64 KiB then)
  * paid it in its first of 100 iterations, and put_overlap's took 3-10 us a
  * put instead of 1.4.  The history it leaves is cleared. */

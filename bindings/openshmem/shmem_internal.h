@@ -35,9 +35,9 @@
 /* The smallest put or get that may use streaming stores (copy.c), unless
  * SYMHEAP_SHMEM_STREAM_MIN says otherwise (it is also shmem_fast.h's
  * SYMHEAP_SHMEM_FAST_COPY_MAX).  OSU's message rates at 2 and 4 PEs ran
- * 1.2-1.6x as many 16 KiB puts and gets a second streamed (round 15); in
- * one process, 8 KiB copies to fresh offsets went 1.17x as fast, 4 KiB
- * 1.08x, 2 KiB slower. */
+ * 1.0-1.55x (median 1.4) as many 16 KiB puts and gets a second streamed
+ * (round 15); in one process, 8 KiB copies to fresh offsets went 1.17x as
+ * fast, 4 KiB 1.08x, 2 KiB slower. */
 #define SHM_STREAM_MIN (16 << 10)
 /* A wait's pause-spins before it yields, with a CPU for each PE (init.c). */
 #define SHM_SPINS_DEFAULT 3000
