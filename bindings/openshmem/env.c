@@ -191,7 +191,7 @@ int shm__env_stream_min(size_t *bytes) {
   return -1;
 }
 
-void shm__env_print(int me) {
+void shm__env_print(int me, size_t stream_min) {
   if (me != 0)
     return;
   if (shm__getenv("SHMEM_VERSION"))
@@ -207,6 +207,12 @@ void shm__env_print(int me) {
     for (size_t i = 0; i < sizeof shm_vars / sizeof shm_vars[0]; i++)
       printf("  %-26s %s\n", shm_vars[i].name, shm_vars[i].help);
     print_symheap_vars();
+    if (stream_min == SIZE_MAX)
+      printf("large puts and gets on one host: memcpy only\n");
+    else
+      printf("large puts and gets on one host: streaming stores from %zu "
+             "bytes, for a destination not written lately\n",
+             stream_min);
   }
   fflush(stdout);
 }

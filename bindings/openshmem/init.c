@@ -182,7 +182,7 @@ static int do_init(void) {
     return -1;
   }
   shm__s.initialized = 1;
-  shm__env_print(shm__s.me);
+  shm__env_print(shm__s.me, shm__s.stream_min);
   return 0;
 fail:
   /* The comm's destroy is local once it has failed, collective otherwise:

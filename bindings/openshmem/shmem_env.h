@@ -14,8 +14,10 @@ const char *shm__getenv(const char *name);
 /* SHMEM_SYMMETRIC_SIZE (or SMA_SYMMETRIC_SIZE) into *size when set; -1,
  * said on stderr, when it is not a size. */
 int shm__env_heap_size(size_t *size);
-/* SHMEM_VERSION and SHMEM_INFO: what they ask printed, on PE 0. */
-void shm__env_print(int me);
+/* SHMEM_VERSION and SHMEM_INFO: what they ask printed, on PE 0; SHMEM_INFO
+ * ends with how large puts and gets are copied (stream_min: copy.c's
+ * choice from that size, SIZE_MAX: memcpy only). */
+void shm__env_print(int me, size_t stream_min);
 /* SHMEM_DEBUG set and not 0. */
 int shm__env_debug(void);
 /* SYMHEAP_SHMEM_SPIN into *spin when set (*given 1): digits, at most

@@ -160,6 +160,27 @@ shmem_info_lists() {
   return $rc
 }
 check " shmem SHMEM_INFO lists every variable the code reads" shmem_info_lists SHMEM_INFO
+# SHMEM_INFO says how the built library copies large puts and gets: the
+# choice of stores reaches the library from SYMHEAP_SHMEM_STREAM_MIN (x86-64;
+# elsewhere memcpy only, whatever is asked).
+shmem_info_stream() {
+  local out want1 want2
+  if [ "$(uname -m)" = x86_64 ]; then
+    want1="streaming stores from 16384 bytes" want2="streaming stores from 1048576 bytes"
+  else
+    want1="memcpy only" want2="memcpy only"
+  fi
+  out=$(env SHMEM_INFO=1 build/bin/symheap-run -n 2 build/test/shmem/test_shmem_zero) &&
+    grep -q "^large puts and gets on one host: $want1" <<<"$out" &&
+    out=$(env SHMEM_INFO=1 SYMHEAP_SHMEM_STREAM_MIN=1M build/bin/symheap-run -n 2 \
+      build/test/shmem/test_shmem_zero) &&
+    grep -q "^large puts and gets on one host: $want2" <<<"$out" &&
+    out=$(env SHMEM_INFO=1 SYMHEAP_SHMEM_STREAM_MIN=0 build/bin/symheap-run -n 2 \
+      build/test/shmem/test_shmem_zero) &&
+    grep -q "^large puts and gets on one host: memcpy only" <<<"$out" ||
+    { echo "$out" | tail -n 3; return 1; }
+}
+check " shmem SHMEM_INFO says how large puts and gets copy" shmem_info_stream
 check " shmem SMA_INFO lists every variable the code reads" shmem_info_lists SMA_INFO
 # symheap-info -e (hence docs/env.md) gives the spin count's default the
 # library uses (SHM_SPINS_DEFAULT; it said 64 after round 7 made it 3000).
