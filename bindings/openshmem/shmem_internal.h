@@ -33,12 +33,13 @@
  * won up to 512 KiB and tied at 1 MiB (docs/perf/openshmem.md, round 14). */
 #define SHM_PUSH (256 << 10)
 /* The smallest put or get that may use streaming stores (copy.c), unless
- * SYMHEAP_SHMEM_STREAM_MIN says otherwise (it is also shmem_fast.h's
- * SYMHEAP_SHMEM_FAST_COPY_MAX).  OSU's message rates at 2 and 4 PEs ran
- * 1.0-1.55x (median 1.4) as many 16 KiB puts and gets a second streamed
- * (round 15); in one process, 8 KiB copies to fresh offsets went 1.17x as
- * fast, 4 KiB 1.08x, 2 KiB slower. */
-#define SHM_STREAM_MIN (16 << 10)
+ * SYMHEAP_SHMEM_STREAM_MIN says otherwise: shmem_fast.h's
+ * SYMHEAP_SHMEM_FAST_COPY_MAX, the smallest copy the inline paths hand to
+ * the library (a smaller minimum could not apply to them).  OSU's message rates
+ * at 2 and 4 PEs ran 1.0-1.55x (median 1.4) as many 16 KiB puts and gets a
+ * second streamed (round 15); in one process, 8 KiB copies to fresh offsets
+ * went 1.17x as fast, 4 KiB 1.08x, 2 KiB slower. */
+#define SHM_STREAM_MIN SYMHEAP_SHMEM_FAST_COPY_MAX
 /* A wait's pause-spins before it yields, with a CPU for each PE (init.c). */
 #define SHM_SPINS_DEFAULT 3000
 
