@@ -134,6 +134,11 @@ int shm__data_segment_init(void) {
   }
   shm__s.data_base = (char *)lo;
   shm__s.data_size = len;
+  /* The mapping over the segment is new (so are the peers'), but every
+   * PE's pages exist: each copied its segment in before the window's
+   * registration, which every PE joins. */
+  shm__prefault_own((void *)lo, len);
+  shm__prefault_peers(shm__s.data_peer, shm__s.data_base, (void *)lo, len);
   return 0;
 }
 

@@ -1,5 +1,6 @@
 /* The symmetric heap: one symheap_malloc window per PE (SHMEM_SYMMETRIC_SIZE
- * bytes, default 128 MiB; the memory is committed as it is touched), carved
+ * bytes, default 1 GiB; the memory is committed as it is touched, or as an
+ * object of up to SYMHEAP_SHMEM_PREFAULT bytes is allocated), carved
  * by a first-fit allocator.  Every PE makes the same calls in the same order
  * (the routines are collective), and the allocator is deterministic, so an
  * object has the same offset on every PE: that offset is its symmetric
@@ -328,7 +329,9 @@ static void *alloc_collective(const char *fn, size_t size, size_t align,
     memset(p, 0, size);
   if (!p && size)
     say_no_block(fn, size, align);
+  shm__prefault_own(p, size);
   shmem_barrier_all();
+  shm__prefault_peers(shm__s.heap_peer, shm__s.heap_base, p, size);
   return p;
 }
 
@@ -502,7 +505,9 @@ void *shmem_realloc(void *ptr, size_t size) {
     realloc_not_live(ptr);
   else if (!out)
     say_no_block("shmem_realloc", size, 0);
+  shm__prefault_own(out, size);
   shmem_barrier_all();
+  shm__prefault_peers(shm__s.heap_peer, shm__s.heap_base, out, size);
   return out;
 }
 

@@ -165,15 +165,18 @@ static void teardown(void) {
   shm__s.comm = NULL;
 }
 
-static int do_init(void) {
+/* prefault: SYMHEAP_SHMEM_PREFAULT's largest object (prefault.c). */
+static int do_init(size_t prefault) {
   symheap_result_t r = join();
   if (r != SYMHEAP_SUCCESS)
     return init_fail("symheap_comm_init_env (run under symheap-run or mpirun)",
                      r);
   symheap_comm_rank(shm__s.comm, &shm__s.me);
   symheap_comm_size(shm__s.comm, &shm__s.npes);
-  if (check_backend() != 0 || shm__heap_init() != 0 ||
-      shm__data_segment_init() != 0 || shm__teams_init() != 0 ||
+  if (check_backend() != 0 || shm__heap_init() != 0)
+    goto fail;
+  int prefault_how = shm__prefault_setup(prefault); /* before the data */
+  if (shm__data_segment_init() != 0 || shm__teams_init() != 0 ||
       fast_init() != 0)
     goto fail;
   __atomic_store_n(&shm__s.ctrl->pid, (int)getpid(), __ATOMIC_RELEASE);
@@ -182,7 +185,8 @@ static int do_init(void) {
     return -1;
   }
   shm__s.initialized = 1;
-  shm__env_print(shm__s.me, shm__s.stream_min);
+  shm__env_print(shm__s.me, shm__s.stream_min, prefault_how,
+                 shm__s.prefault_max);
   return 0;
 fail:
   /* The comm's destroy is local once it has failed, collective otherwise:
@@ -215,15 +219,16 @@ int shmem_init_thread(int requested, int *provided) {
   shm__s.spin_before_yield = SHM_SPINS_DEFAULT;
   /* Malformed variables: every PE refuses alike, before any comm. */
   int push = 1;
-  size_t stream_min = SHM_STREAM_MIN;
+  size_t stream_min = SHM_STREAM_MIN, prefault = SHM_PREFAULT_DEFAULT;
   if (shm__env_spin(&shm__s.spin_before_yield, &shm__s.spin_explicit) != 0 ||
       shm__env_data_segment() < 0 || (push = shm__env_push()) < 0 ||
       shm__env_stream_min(&stream_min) != 0 ||
+      shm__env_prefault(&prefault) != 0 ||
       shm__env_wait_limit_ns(&shm__s.wait_limit_ns) != 0)
     return -1;
   shm__s.push = push;
   shm__copy_setup(stream_min);
-  if (do_init() != 0)
+  if (do_init(prefault) != 0)
     return -1;
   if (provided)
     *provided = shm__s.thread_level;

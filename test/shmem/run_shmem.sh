@@ -75,6 +75,16 @@ run " shmem init refused without host access" env SYMHEAP_DEVICE=cuda \
 run " shmem SHMEM_SYMMETRIC_SIZE syntax" build/test/shmem/test_shmem_env
 # Which large puts and gets stream, and their bytes (copy.c on its own).
 run " shmem large copies' stores" build/test/shmem/test_shmem_copy
+# Page tables made at allocation (prefault.c): counted page faults of puts
+# and gets into new objects under and over SYMHEAP_SHMEM_PREFAULT, then with
+# it 0 (every object faults at its first use, as before).
+for n in 1 2 4; do
+  run " shmem objects prefaulted procs x$n" build/bin/symheap-run -n $n \
+    build/test/shmem/test_shmem_prefault
+done
+run " shmem objects not prefaulted, SYMHEAP_SHMEM_PREFAULT=0 procs x2" \
+  env SYMHEAP_SHMEM_PREFAULT=0 build/bin/symheap-run -n 2 \
+  build/test/shmem/test_shmem_prefault --off
 # shmem_size_refused VAR VALUE: shmem_init refuses it, saying why.
 shmem_size_refused() {
   env "$1=$2" build/bin/symheap-run -n 2 build/test/shmem/test_shmem_setup \
@@ -98,7 +108,8 @@ shmem_var_refused() {
     SYMHEAP_SHMEM_DATA_SEGMENT=off SYMHEAP_SHMEM_DATA_SEGMENT=2 \
     SYMHEAP_SHMEM_PUSH=off SYMHEAP_SHMEM_PUSH=2 SYMHEAP_SHMEM_STREAM_MIN=4K \
     SYMHEAP_SHMEM_STREAM_MIN=16383 SYMHEAP_SHMEM_STREAM_MIN=64Q \
-    SYMHEAP_SHMEM_STREAM_MIN=-1; do
+    SYMHEAP_SHMEM_STREAM_MIN=-1 SYMHEAP_SHMEM_PREFAULT=64Q SYMHEAP_SHMEM_PREFAULT=-1 \
+    SYMHEAP_SHMEM_PREFAULT=off; do
     out=$(env "$kv" build/bin/symheap-run -n 2 build/test/shmem/test_shmem_setup \
       --expect-refusal 2>&1)
     rc=$?
@@ -106,7 +117,7 @@ shmem_var_refused() {
       { echo "$kv: status $rc: $out" | tail -n 4; return 1; }
   done
   out=$(env SYMHEAP_SHMEM_SPIN=1000 SYMHEAP_SHMEM_DATA_SEGMENT=1 SYMHEAP_SHMEM_PUSH=1 \
-    SYMHEAP_SHMEM_STREAM_MIN=16K build/bin/symheap-run \
+    SYMHEAP_SHMEM_STREAM_MIN=16K SYMHEAP_SHMEM_PREFAULT=2M build/bin/symheap-run \
     -n 2 build/test/shmem/test_shmem_zero 2>&1) || { echo "$out" | tail -n 4; return 1; }
 }
 check " shmem malformed SYMHEAP_SHMEM_* refused" shmem_var_refused
@@ -181,6 +192,25 @@ shmem_info_stream() {
     { echo "$out" | tail -n 3; return 1; }
 }
 check " shmem SHMEM_INFO says how large puts and gets copy" shmem_info_stream
+# ... and which objects get their page tables at allocation: the limit
+# reaches the library from SYMHEAP_SHMEM_PREFAULT (a kernel without
+# MADV_POPULATE_WRITE, Linux 5.14, gets its own line, also accepted).
+shmem_info_prefault() {
+  local out v want
+  for v in "" 2M 0; do
+    case $v in
+    "") want="objects of 4096 to 67108864 bytes: pages and page tables made at allocation" ;;
+    2M) want="objects of 4096 to 2097152 bytes: pages and page tables made at allocation" ;;
+    0) want="objects' page tables: made at first use (SYMHEAP_SHMEM_PREFAULT=0)" ;;
+    esac
+    out=$(env SHMEM_INFO=1 ${v:+SYMHEAP_SHMEM_PREFAULT=$v} build/bin/symheap-run -n 2 \
+      build/test/shmem/test_shmem_zero) || { echo "$out" | tail -n 3; return 1; }
+    grep -qxF "$want" <<<"$out" ||
+      { [ "$v" != 0 ] && grep -q "^objects' page tables: made at first use (this kernel" <<<"$out"; } ||
+      { echo "SYMHEAP_SHMEM_PREFAULT=$v:"; echo "$out" | tail -n 3; return 1; }
+  done
+}
+check " shmem SHMEM_INFO says which objects are prefaulted" shmem_info_prefault
 check " shmem SMA_INFO lists every variable the code reads" shmem_info_lists SMA_INFO
 # symheap-info -e (hence docs/env.md) gives the spin count's default the
 # library uses (SHM_SPINS_DEFAULT; it said 64 after round 7 made it 3000).
