@@ -154,11 +154,11 @@ static const binding_var_t binding_vars[] = {
      "(which bypass the cache) when its destination continues the last "
      "one's and was not written lately; 0: never; x86-64 only"},
     {"SYMHEAP_SHMEM_PREFAULT", "openshmem binding", "64M",
-     "0, or bytes (with K, M, G or T)",
-     "heap objects of 4K up to this size (and the data segment) get their "
-     "pages, and every PE of the host its page tables for them, at "
-     "allocation instead of at their first put or get; 0: none (Linux "
-     "5.14's MADV_POPULATE_WRITE; without it, none)"},
+     "0, or bytes from 4K (with K, M, G or T)",
+     "heap objects of a page up to this size over the PEs of the host (and "
+     "the data segment) get their pages, and every PE of the host its page "
+     "tables for them, at allocation instead of at their first put or get; "
+     "0: none (Linux 5.14's MADV_POPULATE_WRITE; without it, none)"},
     {"SYMHEAP_SHMEM_SPIN", "openshmem binding", "3000", "0 to 1000000",
      "pause-spins in a wait before each wait yields the CPU (unset: 3000, "
      "or 2 with more PEs than CPUs)"},

@@ -55,10 +55,11 @@ static const struct {
      "(default 16K, the least allowed; 0: never); x86-64 only; "
      "symheap-shmem's own"},
     {"SYMHEAP_SHMEM_PREFAULT",
-     "objects of up to this many bytes (with K, M, G or T; default 64M) "
-     "get their pages, and every PE of the host its page tables for them, "
-     "at allocation, not at their first put or get (the data segment at "
-     "shmem_init); 0: none; symheap-shmem's own"},
+     "objects of up to this many bytes (with K, M, G or T; default 64M, "
+     "at least 4K) over the PEs of the host get their pages, and every PE "
+     "of the host its page tables for them, at allocation, not at their "
+     "first put or get (the data segment at shmem_init); 0: none; "
+     "symheap-shmem's own"},
     /* init.c's launched_alone: with none of these (nor symheap-run's
      * SYMHEAP_RANK, ..., listed with symheap's below) the program is one PE. */
     {"OMPI_COMM_WORLD_SIZE",
@@ -201,32 +202,18 @@ int shm__env_prefault(size_t *bytes) {
   size_t n = 0;
   if (!v || !*v)
     return 0;
-  if (shm__parse_size(v, &n) == 0) {
+  if (shm__parse_size(v, &n) == 0 && (n == 0 || n >= SHM_PREFAULT_LEAST)) {
     *bytes = n;
     return 0;
   }
   fprintf(stderr,
-          "symheap-shmem: shmem_init: SYMHEAP_SHMEM_PREFAULT=\"%s\" is not a "
-          "size: a number with an optional suffix K, M, G or T (0: none)\n",
-          v);
+          "symheap-shmem: shmem_init: SYMHEAP_SHMEM_PREFAULT=\"%s\" is not 0 "
+          "or a size from %dK: a number with an optional suffix K, M, G or T\n",
+          v, SHM_PREFAULT_LEAST >> 10);
   return -1;
 }
 
-/* SHMEM_INFO's line on prefault.c's choice (SHM_PREFAULT_*). */
-static void print_prefault(int how, size_t max) {
-  if (how == SHM_PREFAULT_ON)
-    printf("objects of 4096 to %zu bytes: pages and page tables made at "
-           "allocation\n",
-           max);
-  else if (how == SHM_PREFAULT_OFF)
-    printf("objects' page tables: made at first use "
-           "(SYMHEAP_SHMEM_PREFAULT=0)\n");
-  else
-    printf("objects' page tables: made at first use (this kernel or "
-           "memory has no MADV_POPULATE_WRITE, Linux 5.14)\n");
-}
-
-void shm__env_print(int me, size_t stream_min, int prefault, size_t max) {
+void shm__env_print(int me, size_t stream_min, const char *prefault) {
   if (me != 0)
     return;
   if (shm__getenv("SHMEM_VERSION"))
@@ -248,7 +235,7 @@ void shm__env_print(int me, size_t stream_min, int prefault, size_t max) {
       printf("large puts and gets on one host: streaming stores from %zu "
              "bytes, for a destination not written lately\n",
              stream_min);
-    print_prefault(prefault, max);
+    printf("%s\n", prefault);
   }
   fflush(stdout);
 }

@@ -175,7 +175,9 @@ static int do_init(size_t prefault) {
   symheap_comm_size(shm__s.comm, &shm__s.npes);
   if (check_backend() != 0 || shm__heap_init() != 0)
     goto fail;
-  int prefault_how = shm__prefault_setup(prefault); /* before the data */
+  /* After the heap (it counts the PEs whose heap this one maps), before
+   * the data segment (which it prefaults). */
+  shm__prefault_setup(prefault);
   if (shm__data_segment_init() != 0 || shm__teams_init() != 0 ||
       fast_init() != 0)
     goto fail;
@@ -185,8 +187,7 @@ static int do_init(size_t prefault) {
     return -1;
   }
   shm__s.initialized = 1;
-  shm__env_print(shm__s.me, shm__s.stream_min, prefault_how,
-                 shm__s.prefault_max);
+  shm__env_print(shm__s.me, shm__s.stream_min, shm__prefault_info());
   return 0;
 fail:
   /* The comm's destroy is local once it has failed, collective otherwise:

@@ -16,10 +16,9 @@ const char *shm__getenv(const char *name);
 int shm__env_heap_size(size_t *size);
 /* SHMEM_VERSION and SHMEM_INFO: what they ask printed, on PE 0; SHMEM_INFO
  * ends with how large puts and gets are copied (stream_min: copy.c's
- * choice from that size, SIZE_MAX: memcpy only) and which objects are
- * prefaulted (prefault: shm__prefault_setup's answer; max: the largest). */
-enum { SHM_PREFAULT_ON, SHM_PREFAULT_OFF, SHM_PREFAULT_UNAVAILABLE };
-void shm__env_print(int me, size_t stream_min, int prefault, size_t max);
+ * choice from that size, SIZE_MAX: memcpy only) and the line prefault.c
+ * gives on which objects it prefaults. */
+void shm__env_print(int me, size_t stream_min, const char *prefault);
 /* SHMEM_DEBUG set and not 0. */
 int shm__env_debug(void);
 /* SYMHEAP_SHMEM_SPIN into *spin when set (*given 1): digits, at most
@@ -35,8 +34,10 @@ int shm__env_push(void);
 /* SYMHEAP_SHMEM_STREAM_MIN into *bytes (untouched when unset): 0 or from
  * SYMHEAP_SHMEM_FAST_COPY_MAX, else -1, said on stderr. */
 int shm__env_stream_min(size_t *bytes);
-/* SYMHEAP_SHMEM_PREFAULT into *bytes (untouched when unset): any size, 0
- * for none; -1, said on stderr, when it is not a size. */
+/* SYMHEAP_SHMEM_PREFAULT into *bytes (untouched when unset): 0 for none,
+ * or a size from SHM_PREFAULT_LEAST; -1, said on stderr, for anything
+ * else (below it no object could qualify). */
+#define SHM_PREFAULT_LEAST 4096
 int shm__env_prefault(size_t *bytes);
 /* SYMHEAP_SHMEM_TIMEOUT_MS into *ns (0: unset, no bound): how long an
  * OpenSHMEM wait may last; -1, saying why, when it is malformed.  Its own

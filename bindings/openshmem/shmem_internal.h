@@ -40,12 +40,13 @@
  * second streamed (round 15); in one process, 8 KiB copies to fresh offsets
  * went 1.17x as fast, 4 KiB 1.08x, 2 KiB slower. */
 #define SHM_STREAM_MIN SYMHEAP_SHMEM_FAST_COPY_MAX
-/* The largest object prefaulted at allocation unless SYMHEAP_SHMEM_PREFAULT
- * says otherwise (prefault.c).  It costs its pages and its page tables at
- * shmem_malloc: on the 2-CPU machine a new 4 MiB object took 1.8 ms at 2
- * PEs and 3.1 at 4 (0.001 without), a 64 MiB one 30 and 63 ms.  OSU's
- * latency benchmarks allocate 4 MiB buffers; its message-rate ones 200
- * MiB, which they put to whole before timing. */
+/* SYMHEAP_SHMEM_PREFAULT's default (prefault.c): an object is prefaulted
+ * at allocation when it times the PEs of its host is at most this.  It
+ * costs its pages and page tables at shmem_malloc: on the 2-CPU machine a
+ * new 4 MiB object took 1.8 ms at 2 PEs and 3.1 at 4 (0.001 without), a
+ * 64 MiB one 30 and 63 ms.  OSU's latency benchmarks allocate 4 MiB
+ * buffers (prefaulted up to 16 PEs a host); its message-rate ones 200 MiB,
+ * which they put to whole before timing. */
 #define SHM_PREFAULT_DEFAULT ((size_t)64 << 20)
 /* A wait's pause-spins before it yields, with a CPU for each PE (init.c). */
 #define SHM_SPINS_DEFAULT 3000
@@ -105,8 +106,8 @@ struct shm_state {
   /* SYMHEAP_SHMEM_STREAM_MIN: puts and gets of this many bytes or more
    * choose their stores (copy.c); SIZE_MAX: none do. */
   size_t stream_min;
-  /* SYMHEAP_SHMEM_PREFAULT: objects up to this many bytes get their page
-   * tables at allocation (prefault.c); 0: none. */
+  /* Objects up to this many bytes get their page tables at allocation
+   * (prefault.c: SYMHEAP_SHMEM_PREFAULT over this host's PEs); 0: none. */
   size_t prefault_max;
   symheap_comm_t comm;
   symheap_window_t heap_win;
@@ -145,17 +146,17 @@ void shm__copy_setup(size_t stream_min);
 void shm__copy(void *dest, const void *src, size_t bytes);
 int shm__copy_large(void *dest, const void *src, size_t bytes);
 
-/* prefault.c: the page tables of objects of 4 KiB to prefault_max bytes,
- * made at allocation.  shm__prefault_setup (shmem_init, after the heap)
- * sets prefault_max and says whether it will prefault (shmem_env.h's
- * SHM_PREFAULT_*: on, asked not to, or the kernel cannot);
- * shm__prefault_own populates this PE's copy (before the allocation's
- * barrier: the pages are made here), shm__prefault_peers this PE's
- * mappings of the same-host peers' copies (after it), where peer and base
- * are the heap's or the data segment's.  Failures are ignored: the pages
- * then fault as before. */
-int shm__prefault_setup(size_t max);
-int shm__prefaulted(size_t bytes);
+/* prefault.c: the page tables of objects of a page to prefault_max bytes,
+ * made at allocation.  shm__prefault_setup (shmem_init, after the heap:
+ * it counts the PEs whose heap this one maps) sets prefault_max from
+ * SYMHEAP_SHMEM_PREFAULT's limit, and shm__prefault_info says what it
+ * chose (SHMEM_INFO's line).  shm__prefault_own populates this PE's copy
+ * (before the allocation's barrier: the pages are made here),
+ * shm__prefault_peers this PE's mappings of the same-host peers' copies
+ * (after it), where peer and base are the heap's or the data segment's.
+ * Failures are ignored: the pages then fault as before. */
+void shm__prefault_setup(size_t limit);
+const char *shm__prefault_info(void);
 void shm__prefault_own(const void *p, size_t bytes);
 void shm__prefault_peers(char *const *peer, const char *base, const void *p,
                          size_t bytes);

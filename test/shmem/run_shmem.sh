@@ -75,16 +75,16 @@ run " shmem init refused without host access" env SYMHEAP_DEVICE=cuda \
 run " shmem SHMEM_SYMMETRIC_SIZE syntax" build/test/shmem/test_shmem_env
 # Which large puts and gets stream, and their bytes (copy.c on its own).
 run " shmem large copies' stores" build/test/shmem/test_shmem_copy
-# Page tables made at allocation (prefault.c): counted page faults of puts
-# and gets into new objects under and over SYMHEAP_SHMEM_PREFAULT, then with
-# it 0 (every object faults at its first use, as before).
+# Page tables made at allocation (prefault.c): counted page faults of puts,
+# gets and own writes into new objects under and over the limit (the test
+# sets SYMHEAP_SHMEM_PREFAULT=8M), then with it 0 (--off: every object
+# faults at its first use, as before).
 for n in 1 2 4; do
   run " shmem objects prefaulted procs x$n" build/bin/symheap-run -n $n \
     build/test/shmem/test_shmem_prefault
 done
-run " shmem objects not prefaulted, SYMHEAP_SHMEM_PREFAULT=0 procs x2" \
-  env SYMHEAP_SHMEM_PREFAULT=0 build/bin/symheap-run -n 2 \
-  build/test/shmem/test_shmem_prefault --off
+run " shmem objects not prefaulted (SYMHEAP_SHMEM_PREFAULT=0) procs x2" \
+  build/bin/symheap-run -n 2 build/test/shmem/test_shmem_prefault --off
 # shmem_size_refused VAR VALUE: shmem_init refuses it, saying why.
 shmem_size_refused() {
   env "$1=$2" build/bin/symheap-run -n 2 build/test/shmem/test_shmem_setup \
@@ -109,7 +109,7 @@ shmem_var_refused() {
     SYMHEAP_SHMEM_PUSH=off SYMHEAP_SHMEM_PUSH=2 SYMHEAP_SHMEM_STREAM_MIN=4K \
     SYMHEAP_SHMEM_STREAM_MIN=16383 SYMHEAP_SHMEM_STREAM_MIN=64Q \
     SYMHEAP_SHMEM_STREAM_MIN=-1 SYMHEAP_SHMEM_PREFAULT=64Q SYMHEAP_SHMEM_PREFAULT=-1 \
-    SYMHEAP_SHMEM_PREFAULT=off; do
+    SYMHEAP_SHMEM_PREFAULT=off SYMHEAP_SHMEM_PREFAULT=4095; do
     out=$(env "$kv" build/bin/symheap-run -n 2 build/test/shmem/test_shmem_setup \
       --expect-refusal 2>&1)
     rc=$?
@@ -193,19 +193,20 @@ shmem_info_stream() {
 }
 check " shmem SHMEM_INFO says how large puts and gets copy" shmem_info_stream
 # ... and which objects get their page tables at allocation: the limit
-# reaches the library from SYMHEAP_SHMEM_PREFAULT (a kernel without
-# MADV_POPULATE_WRITE, Linux 5.14, gets its own line, also accepted).
+# reaches the library from SYMHEAP_SHMEM_PREFAULT, over the host's PEs (a
+# kernel without MADV_POPULATE_WRITE, Linux 5.14, gets its own line, also
+# accepted).
 shmem_info_prefault() {
   local out v want
   for v in "" 2M 0; do
     case $v in
-    "") want="objects of 4096 to 67108864 bytes: pages and page tables made at allocation" ;;
-    2M) want="objects of 4096 to 2097152 bytes: pages and page tables made at allocation" ;;
-    0) want="objects' page tables: made at first use (SYMHEAP_SHMEM_PREFAULT=0)" ;;
+    "") want="objects of [0-9]+ to 33554432 bytes \(67108864 over this host's 2 PEs\): pages and page tables made at allocation" ;;
+    2M) want="objects of [0-9]+ to 1048576 bytes \(2097152 over this host's 2 PEs\): pages and page tables made at allocation" ;;
+    0) want="objects' page tables: made at first use \(SYMHEAP_SHMEM_PREFAULT=0\)" ;;
     esac
     out=$(env SHMEM_INFO=1 ${v:+SYMHEAP_SHMEM_PREFAULT=$v} build/bin/symheap-run -n 2 \
       build/test/shmem/test_shmem_zero) || { echo "$out" | tail -n 3; return 1; }
-    grep -qxF "$want" <<<"$out" ||
+    grep -qxE "$want" <<<"$out" ||
       { [ "$v" != 0 ] && grep -q "^objects' page tables: made at first use (this kernel" <<<"$out"; } ||
       { echo "SYMHEAP_SHMEM_PREFAULT=$v:"; echo "$out" | tail -n 3; return 1; }
   done
