@@ -165,7 +165,7 @@ static void teardown(void) {
   shm__s.comm = NULL;
 }
 
-/* prefault: SYMHEAP_SHMEM_PREFAULT's largest object (prefault.c). */
+/* prefault: SYMHEAP_SHMEM_PREFAULT's limit (prefault.c). */
 static int do_init(size_t prefault) {
   symheap_result_t r = join();
   if (r != SYMHEAP_SUCCESS)

@@ -41,7 +41,7 @@
  * went 1.17x as fast, 4 KiB 1.08x, 2 KiB slower. */
 #define SHM_STREAM_MIN SYMHEAP_SHMEM_FAST_COPY_MAX
 /* SYMHEAP_SHMEM_PREFAULT's default (prefault.c): an object is prefaulted
- * at allocation when it times the PEs of its host is at most this.  It
+ * at allocation when its size times the PEs of its host is at most this.  It
  * costs its pages and page tables at shmem_malloc: on the 2-CPU machine a
  * new 4 MiB object took 1.8 ms at 2 PEs and 3.1 at 4 (0.001 without), a
  * 64 MiB one 30 and 63 ms.  OSU's latency benchmarks allocate 4 MiB
