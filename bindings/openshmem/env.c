@@ -180,37 +180,32 @@ int shm__env_data_segment(void) {
 
 int shm__env_push(void) { return env_switch("SYMHEAP_SHMEM_PUSH"); }
 
-int shm__env_stream_min(size_t *bytes) {
-  const char *v = getenv("SYMHEAP_SHMEM_STREAM_MIN");
+/* A size variable of symheap-shmem's (shm__parse_size's syntax) into
+ * *bytes when set: 0, or from `least` bytes (a whole number of KiB); -1,
+ * said on stderr, for anything else. */
+static int env_size_from(const char *name, size_t least, size_t *bytes) {
+  const char *v = getenv(name);
   size_t n = 0;
   if (!v || !*v)
     return 0;
-  if (shm__parse_size(v, &n) == 0 &&
-      (n == 0 || n >= SYMHEAP_SHMEM_FAST_COPY_MAX)) {
+  if (shm__parse_size(v, &n) == 0 && (n == 0 || n >= least)) {
     *bytes = n;
     return 0;
   }
   fprintf(stderr,
-          "symheap-shmem: shmem_init: SYMHEAP_SHMEM_STREAM_MIN=\"%s\" is not 0 "
-          "or a size from %dK: a number with an optional suffix K, M, G or T\n",
-          v, SYMHEAP_SHMEM_FAST_COPY_MAX >> 10);
+          "symheap-shmem: shmem_init: %s=\"%s\" is not 0 or a size from "
+          "%zuK: a number with an optional suffix K, M, G or T\n",
+          name, v, least >> 10);
   return -1;
 }
 
+int shm__env_stream_min(size_t *bytes) {
+  return env_size_from("SYMHEAP_SHMEM_STREAM_MIN", SYMHEAP_SHMEM_FAST_COPY_MAX,
+                       bytes);
+}
+
 int shm__env_prefault(size_t *bytes) {
-  const char *v = getenv("SYMHEAP_SHMEM_PREFAULT");
-  size_t n = 0;
-  if (!v || !*v)
-    return 0;
-  if (shm__parse_size(v, &n) == 0 && (n == 0 || n >= SHM_PREFAULT_LEAST)) {
-    *bytes = n;
-    return 0;
-  }
-  fprintf(stderr,
-          "symheap-shmem: shmem_init: SYMHEAP_SHMEM_PREFAULT=\"%s\" is not 0 "
-          "or a size from %dK: a number with an optional suffix K, M, G or T\n",
-          v, SHM_PREFAULT_LEAST >> 10);
-  return -1;
+  return env_size_from("SYMHEAP_SHMEM_PREFAULT", SHM_PREFAULT_LEAST, bytes);
 }
 
 void shm__env_print(int me, size_t stream_min, const char *prefault) {

@@ -311,6 +311,16 @@ static int same_request(const char *fn, size_t size, size_t align) {
   return 0;
 }
 
+/* An allocation's closing barrier (no PE uses the object before every PE
+ * has it), with the object's page tables made around it (prefault.c): this
+ * PE's pages before, so that they are made here, its mappings of the
+ * peers' copies after, when every copy's pages exist.  p may be NULL. */
+static void barrier_prefaulted(void *p, size_t size) {
+  shm__prefault_own(p, size);
+  shmem_barrier_all();
+  shm__prefault_peers(shm__s.heap_peer, shm__s.heap_base, p, size);
+}
+
 /* Collective allocation: the PEs agree on what they ask for, allocate (the
  * same offset everywhere), then a barrier so that no PE writes to the
  * object before every PE has it; zero the bytes first when asked
@@ -329,9 +339,7 @@ static void *alloc_collective(const char *fn, size_t size, size_t align,
     memset(p, 0, size);
   if (!p && size)
     say_no_block(fn, size, align);
-  shm__prefault_own(p, size);
-  shmem_barrier_all();
-  shm__prefault_peers(shm__s.heap_peer, shm__s.heap_base, p, size);
+  barrier_prefaulted(p, size);
   return p;
 }
 
@@ -505,9 +513,7 @@ void *shmem_realloc(void *ptr, size_t size) {
     realloc_not_live(ptr);
   else if (!out)
     say_no_block("shmem_realloc", size, 0);
-  shm__prefault_own(out, size);
-  shmem_barrier_all();
-  shm__prefault_peers(shm__s.heap_peer, shm__s.heap_base, out, size);
+  barrier_prefaulted(out, size);
   return out;
 }
 

@@ -114,12 +114,13 @@ static int can_count(void) {
            (madvise(probe, 4096, MADV_POPULATE_WRITE) == 0 || errno != EINVAL);
   if (probe != MAP_FAILED)
     munmap(probe, 4096);
+  int huge = ok && shmem_huge_pages();
   if (!ok)
     printf("SKIP prefault: this kernel has no MADV_POPULATE_WRITE\n");
-  else if (shmem_huge_pages())
+  else if (huge)
     printf("SKIP prefault: shared memory is mapped in huge pages here "
            "(/sys/kernel/mm/transparent_hugepage/shmem_enabled)\n");
-  return ok && !shmem_huge_pages();
+  return ok && !huge;
 }
 
 int main(int argc, char **argv) {
