@@ -1,18 +1,19 @@
-/* OSU's get (put) latency loop from 1 byte (10000 iterations up to 8 KiB,
- * 100 above, one time for all, as osu_oshm_get runs it), with PE 0's core
- * clock read around each size's timed loop.  MODE says what PE 0 does
- * between the barrier and the loop, and when it reads the clock (a chain
- * of dependent imuls, 3 cycles each: clock_copy.c; about 60 us):
- *   probe    the clock before the loop and after it
- *   after    the clock after the loop only
+/* OSU's get (put) latency loop as osu_oshm_get runs it (buffers from
+ * shmem_malloc aligned to 64 bytes; up to 8 KiB 1000 untimed gets, then
+ * 10000 timed; above, 100 timed; one time for all), with PE 0's core clock
+ * read around each size's timed loop.  The clock: a chain of dependent
+ * imuls, 3 cycles each (clock_copy.c), best of 3 passes of 240000 cycles,
+ * so about 180 us a reading.  MODE says what PE 0 does between the barrier
+ * and the timed loop, and after the loop:
  *   none     nothing (OSU's own order)
- *   spin     60 us of clock_gettime calls before the loop
- *   sleep    a 60 us nanosleep before the loop
- * The buffers start on a page, as OSU's do.
- * Prints, from 16 KiB (every size with ALLSIZES set; FROM=N starts the
- * loop at N bytes): size, us per get, clock before, clock after (0: not
- * read), cycles per get (by the clock after).  Build with symheap-oshcc -O2
- * or oshcc -O2; run: symheap-run -n 2 ./clock_get get MODE. */
+ *   after    reads the clock after the loop
+ *   probe    reads the clock before the loop and after it
+ *   spin     clock_gettime calls for 180 us before the loop and after it
+ *   sleep    a nanosleep of 180 us before the loop and after it
+ * Prints, from 16 KiB (every size with ALLSIZES set; FROM=N starts at N
+ * bytes): size, us per get, the clock before and after (0: not read), and
+ * cycles per get by the clock after.  Build with symheap-oshcc -O2 or
+ * oshcc -O2; run: symheap-run -n 2 ./clock_get get MODE. */
 #include <shmem.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,17 @@ static double ghz(void) {
   }
   return 240000 / best / 1000;
 }
+/* spin and sleep: about as long as a clock reading, without the imuls. */
+static void pass_time(const char *mode) {
+  if (!strcmp(mode, "spin")) {
+    double t = now();
+    while (now() - t < 180)
+      ;
+  } else if (!strcmp(mode, "sleep")) {
+    struct timespec q = {0, 180000};
+    nanosleep(&q, NULL);
+  }
+}
 int main(int argc, char **argv) {
   int put = argc > 1 && !strcmp(argv[1], "put");
   const char *mode = argc > 2 ? argv[2] : "probe";
@@ -45,10 +57,9 @@ int main(int argc, char **argv) {
   int after = before || !strcmp(mode, "after");
   shmem_init();
   int me = shmem_my_pe();
-  long page = 4096;
-  char *s = shmem_malloc((1 << 22) + page), *r = shmem_malloc((1 << 22) + page);
-  s = (char *)(((unsigned long)s + page - 1) / page * page);
-  r = (char *)(((unsigned long)r + page - 1) / page * page);
+  char *s = shmem_malloc((1 << 22) + 64), *r = shmem_malloc((1 << 22) + 64);
+  s = (char *)(((unsigned long)s + 63) / 64 * 64);
+  r = (char *)(((unsigned long)r + 63) / 64 * 64);
   for (long size = getenv("FROM") ? atol(getenv("FROM")) : 1; size <= (1 << 20);
        size *= 2) {
     for (long i = 0; i < size; i++) {
@@ -56,21 +67,15 @@ int main(int argc, char **argv) {
       r[i] = 'b';
     }
     shmem_barrier_all();
-    int loops = size <= 8192 ? 10000 : 100;
+    int skip = size <= 8192 ? 1000 : 0, loops = size <= 8192 ? 10000 : 100;
     double g0 = 0, g1 = 0, t0 = 0, t1 = 0;
     if (me == 0) {
-      if (!strcmp(mode, "spin")) {
-        double t = now();
-        while (now() - t < 60)
-          ;
-      } else if (!strcmp(mode, "sleep")) {
-        struct timespec q = {0, 60000};
-        nanosleep(&q, NULL);
-      }
+      pass_time(mode);
       if (before)
         g0 = ghz();
-      t0 = now();
-      for (int i = 0; i < loops; i++) {
+      for (int i = 0; i < loops + skip; i++) {
+        if (i == skip)
+          t0 = now();
         if (put)
           shmem_putmem(r, s, size, 1);
         else
@@ -79,6 +84,7 @@ int main(int argc, char **argv) {
       if (put)
         shmem_quiet();
       t1 = now();
+      pass_time(mode);
       if (after)
         g1 = ghz();
     }
